@@ -1,0 +1,97 @@
+/*
+ * plugnn plugin helpers: code every backend would otherwise write again.
+ * Linked into each plugin as plugnn::plugin_common (static); nothing here is
+ * part of the ABI between the runtime and a plugin, so it may change freely
+ * between plugnn releases without touching the backend API version.
+ */
+#ifndef PLUGNN_PLUGIN_COMMON_H
+#define PLUGNN_PLUGIN_COMMON_H
+
+#include "plugnn/backend_api.h"
+
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PN_PRINTF_FORMAT(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define PN_PRINTF_FORMAT(fmt_index, first_arg)
+#endif
+
+/* ---- Messages ----------------------------------------------------------- */
+
+/* Writes the formatted text into `out` (truncated to its capacity, always
+ * NUL-terminated; nothing when out or out->data is NULL) and returns `status`,
+ * so a failing path reads `return pn_fail(msg, PN_ERR_..., "...", ...);`. */
+pn_status pn_fail(pn_string_out* out, pn_status status, const char* fmt, ...) PN_PRINTF_FORMAT(3, 4);
+
+/* Writes the formatted text into `out` like pn_fail, without a status. */
+void pn_write(pn_string_out* out, const char* fmt, ...) PN_PRINTF_FORMAT(2, 3);
+
+/* For is_layer_supported: writes the reason, sets *supported_out = 0, returns PN_OK. */
+pn_status pn_refuse(pn_bool* supported_out, pn_string_out* reason_out, const char* fmt, ...)
+    PN_PRINTF_FORMAT(3, 4);
+
+/* ---- Names -------------------------------------------------------------- */
+
+const char* pn_dtype_name(pn_data_type dtype);         /* "float32", ..., "invalid" */
+const char* pn_layer_kind_name(pn_layer_kind kind);    /* "Convolution2d", ..., "Invalid" */
+const char* pn_status_name(pn_status status);          /* "PN_OK", ... */
+
+/* ---- Tensors ------------------------------------------------------------ */
+
+/* Bytes per element; 0 for PN_DTYPE_INVALID or an unknown value. */
+size_t pn_dtype_size(pn_data_type dtype);
+
+/* Number of elements (1 for rank 0). */
+int64_t pn_num_elements(const pn_tensor_info* info);
+
+/* Bytes of the tensor's dense storage. */
+size_t pn_num_bytes(const pn_tensor_info* info);
+
+/* 1 when both infos have the same dtype, rank and dims. */
+int pn_same_shape(const pn_tensor_info* a, const pn_tensor_info* b);
+
+/* Normalizes a possibly negative axis against `rank`; returns -1 when out of range. */
+int32_t pn_normalize_axis(int32_t axis, uint32_t rank);
+
+/* Element strides of `in` seen through NumPy broadcasting to `out`: strides_out
+ * has out->rank entries, 0 where `in` is broadcast (size 1 or missing). Returns
+ * 0 on success, -1 when `in` cannot broadcast to `out`. */
+int pn_broadcast_strides(const pn_tensor_info* in, const pn_tensor_info* out,
+                         int64_t strides_out[PN_MAX_DIMS]);
+
+/* Output size of a window operation along one axis, the formula of
+ * pn_convolution_2d_desc (ceil=1 selects CEIL rounding as pooling defines it).
+ * Returns -1 when the window does not fit even once. */
+int64_t pn_window_output_size(int64_t in, uint32_t pad_begin, uint32_t pad_end, uint32_t kernel,
+                              uint32_t stride, uint32_t dilation, int ceil_mode);
+
+/* 1 when `desc` is non-NULL and its writer's struct holds at least `size` bytes. */
+#define PN_DESC_HAS(desc, size) ((desc) != NULL && (size_t)(desc)->struct_size >= (size))
+
+/* ---- Options ------------------------------------------------------------ */
+
+/* Parses a decimal integer in [min, max] from the whole of `text`.
+ * Returns 0 on success, -1 (leaving *value_out alone) otherwise. */
+int pn_parse_u32(const char* text, uint32_t min, uint32_t max, uint32_t* value_out);
+
+/* ---- Workloads ---------------------------------------------------------- */
+
+typedef pn_status (*pn_execute_fn)(void* state, const pn_execute_args* args,
+                                   pn_string_out* message_out);
+
+/* A pn_workload around `state`: execute() calls `execute(state, ...)`,
+ * destroy() calls `release_state(state)` (when not NULL) and frees the
+ * workload. Returns NULL when out of memory (and then releases `state`). */
+pn_workload* pn_workload_new(void* state, pn_execute_fn execute, void (*release_state)(void*),
+                             size_t workspace_bytes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PLUGNN_PLUGIN_COMMON_H */

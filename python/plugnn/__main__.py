@@ -1,0 +1,7 @@
+"""`python -m plugnn ...` is the `plugnn` command."""
+
+import sys
+
+from plugnn.cli import main
+
+sys.exit(main())

@@ -1,0 +1,90 @@
+"""The `plugnn` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from plugnn import BACKEND_API_VERSION, PlugnnError, __version__
+from plugnn._build_config import INSTALL_DIR
+
+# The installed native parts (cmake/, include/, backends/), also under an editable install.
+PACKAGE_DIR = Path(INSTALL_DIR)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="plugnn", description="plugnn inference runtime")
+    parser.add_argument("--version", action="version",
+                        version=f"plugnn {__version__} (backend API {BACKEND_API_VERSION[0]}.{BACKEND_API_VERSION[1]})")
+    parser.add_argument("--cmake-dir", action="store_true",
+                        help="print the directory to pass as -Dplugnn_DIR to find_package(plugnn CONFIG)")
+    parser.add_argument("--include-dir", action="store_true", help="print the directory of the C headers")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the loader does")
+    commands = parser.add_subparsers(dest="command")
+    backends = commands.add_parser("backends", help="list usable backends and rejected candidates")
+    backends.add_argument("--dynamic-backends-path", metavar="DIR",
+                          help="search only this directory for dynamic backends")
+    backends.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    return parser
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _backends_command(args: argparse.Namespace) -> int:
+    from plugnn.runtime import Runtime
+
+    with Runtime(dynamic_backends_path=args.dynamic_backends_path) as runtime:
+        usable = runtime.describe()
+        problems = [r for r in runtime.load_report if r.status != "loaded"]
+        if args.json:
+            print(json.dumps({
+                "backend_api_version": "{}.{}".format(*BACKEND_API_VERSION),
+                "search_paths": runtime.backend_paths,
+                "backends": usable,
+                "load_report": [r.as_dict() for r in runtime.load_report],
+            }, indent=2))
+            return 0
+        print(f"Backend API {BACKEND_API_VERSION[0]}.{BACKEND_API_VERSION[1]}; "
+              f"searched: {', '.join(runtime.backend_paths) or '(nothing: dynamic loading disabled)'}")
+        print()
+        if usable:
+            print(_table([[b["backend_id"], b["version"], b["origin"]] for b in usable],
+                         ["backend", "version", "origin"]))
+        else:
+            print("No usable backends.")
+        if problems:
+            print()
+            print(_table([[r.status, r.path, r.backend_id or "-", r.reason] for r in problems],
+                         ["status", "path", "backend", "reason"]))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR,
+                        format="plugnn: %(levelname)s: %(message)s")
+    if args.cmake_dir:
+        print(PACKAGE_DIR / "cmake")
+        return 0
+    if args.include_dir:
+        print(PACKAGE_DIR / "include")
+        return 0
+    try:
+        if args.command == "backends":
+            return _backends_command(args)
+    except PlugnnError as exc:
+        print(f"plugnn: error: {exc}", file=sys.stderr)
+        return 2
+    parser.print_help()
+    return 0
+
+

@@ -1,0 +1,55 @@
+"""The exception hierarchy of plugnn: every error the library raises is a PlugnnError."""
+
+from __future__ import annotations
+
+
+class PlugnnError(Exception):
+    """Root of every error plugnn raises."""
+
+
+class BackendLoadError(PlugnnError):
+    """A dynamic backend file could not be loaded (the loader logs and skips it)."""
+
+    def __init__(self, path: str, reason: str, backend_id: str | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.backend_id = backend_id
+        super().__init__(f"cannot load backend {path}: {reason}")
+
+
+class BackendError(PlugnnError):
+    """A call into a backend failed; names the backend, the call and the C status."""
+
+    def __init__(self, backend_id: str, call: str, message: str, status: str | None = None) -> None:
+        self.backend_id = backend_id
+        self.call = call
+        self.status = status
+        self.message = message
+        detail = f" [{status}]" if status else ""
+        super().__init__(f"backend {backend_id!r}: {call} failed{detail}: {message}")
+
+
+class BackendOptionError(BackendError):
+    """A backend option was unknown or had a bad value."""
+
+
+class UnknownBackendError(PlugnnError, KeyError):
+    """A backend id that the runtime or registry does not have."""
+
+    def __init__(self, backend_id: str, available: list[str], hint: str = "") -> None:
+        self.backend_id = backend_id
+        self.available = available
+        listed = ", ".join(available) if available else "none"
+        message = f"unknown backend {backend_id!r}; available backends: {listed}"
+        super().__init__(message + (f". {hint}" if hint else ""))
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class RegistryError(PlugnnError):
+    """Registering a backend factory failed (bad or duplicate id)."""
+
+
+class RuntimeClosedError(PlugnnError):
+    """The runtime (or an object that depends on it) was used after close()."""

@@ -1,0 +1,400 @@
+"""Python proxies over a native plugin: the shared object and the C objects it creates.
+
+Every proxy holds a reference to its parent (and so to the SharedObject), keeping the
+library mapped while any object from it lives. Each proxy destroys its C object exactly
+once: on close(), when its parent closes, or when it is garbage collected.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from plugnn._abi import NULL, Message, check, covers, ffi, function
+from plugnn.backend import Backend, BackendContext, MemoryManager, Workload, WorkloadFactory
+from plugnn.errors import BackendError, RuntimeClosedError
+
+if TYPE_CHECKING:
+    from plugnn.layers import LayerSpec, OptimizationResult, Subgraph, SupportResult
+    from plugnn.tensor import TensorInfo
+
+# Layer marshalling (and the dataclasses behind it) loads on first use, not at start-up.
+_marshal: Any = None
+
+
+def _marshalling() -> Any:
+    global _marshal
+    if _marshal is None:
+        from plugnn import _marshal as module
+
+        _marshal = module
+    return _marshal
+
+HOST_MEMORY_FLAG = 0x1
+
+
+class SharedObject:
+    """One dlopen'ed plugin file with its entry points resolved and checked."""
+
+    def __init__(self, path: str, lib: Any, backend_id: str, version: tuple[int, int]) -> None:
+        self.path = path
+        self.backend_id = backend_id
+        self.version = version
+        self._lib: Any = lib
+
+    @property
+    def is_open(self) -> bool:
+        return self._lib is not None
+
+    def call_factory(self) -> Any:
+        """Call BackendFactory; returns the raw pn_backend* (may be NULL)."""
+        if self._lib is None:
+            raise RuntimeClosedError(f"backend library {self.path} is closed")
+        return ffi.cast("pn_backend*", self._lib.BackendFactory())
+
+    def close(self) -> None:
+        """dlclose the library; every object created from it must be destroyed first."""
+        if self._lib is not None:
+            lib, self._lib = self._lib, None
+            ffi.dlclose(lib)
+
+
+class _NativeChild:
+    """Common lifetime handling of objects a native backend creates."""
+
+    _ctype = ""
+
+    def __init__(self, owner: NativeBackend, c_obj: Any) -> None:
+        if not covers(c_obj, self._ctype, "destroy") or c_obj.destroy == NULL:
+            raise BackendError(owner.backend_id, f"create {self._ctype}",
+                               f"the returned {self._ctype} has no destroy function")
+        self._owner = owner
+        self._c = c_obj
+        self._message = Message()
+        self._destroy = weakref.finalize(self, _destroy_c, c_obj.destroy, c_obj, owner)
+        owner._adopt(self)
+
+    def _fn(self, name: str) -> Any:
+        if not self._destroy.alive:
+            raise RuntimeClosedError(f"{type(self).__name__} of backend {self._owner.backend_id!r} is closed")
+        fn = function(self._c, self._ctype, name)
+        if fn is None:
+            raise BackendError(self._owner.backend_id, name, f"the backend's {self._ctype} has no {name}")
+        return fn
+
+    def _has(self, name: str) -> bool:
+        return function(self._c, self._ctype, name) is not None
+
+    def _check(self, status: int, call: str) -> None:
+        check(status, self._message, self._owner.backend_id, call)
+
+    def close(self) -> None:
+        self._destroy()
+
+
+def _destroy_c(destroy: Any, c_obj: Any, owner: Any) -> None:
+    destroy(c_obj)
+
+
+class NativeWorkload(_NativeChild, Workload):
+    _ctype = "pn_workload"
+
+    def __init__(self, owner: NativeBackend, c_obj: Any, layer_name: str) -> None:
+        super().__init__(owner, c_obj)
+        self.layer_name = layer_name
+        self.workspace_bytes = int(c_obj.workspace_bytes) if covers(c_obj, "pn_workload", "workspace_bytes") else 0
+        self._execute = self._fn("execute")
+
+    def prepare(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> BoundExecution:
+        """Bind buffers once; the returned callable runs the workload with one C call."""
+        keep: list[Any] = []
+        args = ffi.new("pn_execute_args*", {"struct_size": ffi.sizeof("pn_execute_args")})
+        args.num_inputs = len(inputs)
+        args.inputs = _tensor_array(inputs, keep)
+        args.num_outputs = len(outputs)
+        args.outputs = _tensor_array(outputs, keep)
+        if workspace is not None:
+            buffer = ffi.from_buffer(workspace)
+            keep.append(buffer)
+            args.workspace = buffer
+        return BoundExecution(self, args, keep)
+
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
+        self.prepare(inputs, outputs, workspace)()
+
+
+class BoundExecution:
+    """A workload with its buffers bound: calling it executes with no marshalling."""
+
+    __slots__ = ("_workload", "_args", "_keep", "_message", "_call")
+
+    def __init__(self, workload: NativeWorkload, args: Any, keep: list[Any]) -> None:
+        self._workload = workload
+        self._args = args
+        self._keep = keep
+        self._message = workload._message
+        self._call = workload._execute
+
+    def __call__(self) -> None:
+        workload = self._workload
+        if not workload._destroy.alive:
+            raise RuntimeClosedError(f"workload of layer {workload.layer_name!r} is closed")
+        status = self._call(workload._c, self._args, self._message.out)
+        if status:
+            workload._check(status, f"execute(layer {workload.layer_name!r})")
+
+
+class DeviceBuffer:
+    """A tensor living in a non-host backend's memory: the handle its allocate() gave."""
+
+    def __init__(self, handle: Any, info: TensorInfo) -> None:
+        self.handle = handle
+        self.info = info
+
+
+def _tensor_array(items: Sequence[Any], keep: list[Any]) -> Any:
+    tensors = ffi.new("pn_tensor[]", max(len(items), 1))
+    infos = ffi.new("pn_tensor_info[]", max(len(items), 1))
+    keep.extend((tensors, infos))
+    for i, item in enumerate(items):
+        if isinstance(item, DeviceBuffer):
+            info, data = item.info, item.handle
+        else:
+            from plugnn.tensor import DataType, TensorInfo
+
+            info = TensorInfo(item.shape, DataType.from_any(item.dtype))
+            data = ffi.from_buffer(item, require_writable=False)
+            keep.append(data)
+        _marshalling().fill_tensor_info(infos[i], info)
+        tensors[i].struct_size = ffi.sizeof("pn_tensor")
+        tensors[i].info = infos + i
+        tensors[i].data = data
+    return tensors
+
+
+class NativeWorkloadFactory(_NativeChild, WorkloadFactory):
+    _ctype = "pn_workload_factory"
+
+    def create_workload(self, layer: LayerSpec) -> NativeWorkload:
+        keep: list[Any] = []
+        c_layer = _marshalling().to_c_layer(layer, keep)
+        out = ffi.new("pn_workload**")
+        self._check(self._fn("create_workload")(self._c, c_layer, out, self._message.out),
+                    f"create_workload(layer {layer.name!r})")
+        if out[0] == NULL:
+            raise BackendError(self._owner.backend_id, f"create_workload(layer {layer.name!r})",
+                               "returned PN_OK but no workload")
+        return NativeWorkload(self._owner, out[0], layer.name)
+
+
+class NativeMemoryManager(_NativeChild, MemoryManager):
+    _ctype = "pn_memory_manager"
+
+    def acquire(self) -> None:
+        self._check(self._fn("acquire")(self._c, self._message.out), "acquire")
+
+    def release(self) -> None:
+        self._check(self._fn("release")(self._c, self._message.out), "release")
+
+    def allocate(self, info: TensorInfo) -> DeviceBuffer:
+        handle = ffi.new("void**")
+        self._check(self._fn("allocate")(self._c, info.num_bytes, handle, self._message.out), "allocate")
+        return DeviceBuffer(handle[0], info)
+
+    def free(self, buffer: DeviceBuffer) -> None:
+        self._fn("free")(self._c, buffer.handle)
+
+    def copy_from_host(self, buffer: DeviceBuffer, array: Any) -> None:
+        src = ffi.from_buffer(array, require_writable=False)
+        self._check(self._fn("copy_from_host")(self._c, buffer.handle, src, len(src), self._message.out),
+                    "copy_from_host")
+
+    def copy_to_host(self, array: Any, buffer: DeviceBuffer) -> None:
+        dst = ffi.from_buffer(array)
+        self._check(self._fn("copy_to_host")(self._c, dst, buffer.handle, len(dst), self._message.out),
+                    "copy_to_host")
+
+
+class NativeBackendContext(_NativeChild, BackendContext):
+    _ctype = "pn_backend_context"
+
+    def _notify(self, name: str, network_id: int) -> None:
+        if self._has(name):
+            self._check(self._fn(name)(self._c, network_id, self._message.out), f"{name}({network_id})")
+
+    def before_load_network(self, network_id: int) -> None:
+        self._notify("before_load_network", network_id)
+
+    def after_load_network(self, network_id: int) -> None:
+        self._notify("after_load_network", network_id)
+
+    def before_unload_network(self, network_id: int) -> None:
+        self._notify("before_unload_network", network_id)
+
+    def after_unload_network(self, network_id: int) -> None:
+        self._notify("after_unload_network", network_id)
+
+
+class NativeBackend(Backend):
+    """The proxy over one pn_backend instance from a plugin."""
+
+    _ctype = "pn_backend"
+
+    def __init__(self, shared_object: SharedObject, c_backend: Any) -> None:
+        self.shared_object = shared_object
+        self.backend_id = shared_object.backend_id
+        self.origin = shared_object.path
+        self.version = shared_object.version
+        self.host_memory = bool(int(c_backend.flags) & HOST_MEMORY_FLAG)
+        self._c = c_backend
+        self._message = Message()
+        self._children: list[weakref.ref[_NativeChild]] = []
+        self._destroy = weakref.finalize(self, _destroy_c, c_backend.destroy, c_backend, shared_object)
+
+    # -- lifetime ----------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return not self._destroy.alive
+
+    def _adopt(self, child: _NativeChild) -> None:
+        self._children = [ref for ref in self._children if ref() is not None]
+        self._children.append(weakref.ref(child))
+
+    def close(self) -> None:
+        """Destroy every live object this backend created (newest first), then the backend."""
+        for ref in reversed(self._children):
+            child = ref()
+            if child is not None:
+                child.close()
+        self._children = []
+        self._destroy()
+
+    def _fn(self, name: str) -> Any:
+        if self.closed:
+            raise RuntimeClosedError(f"backend {self.backend_id!r} is closed")
+        return function(self._c, self._ctype, name)
+
+    def has(self, name: str) -> bool:
+        """True when the plugin provides the function `name` (within its struct_size)."""
+        return self._fn(name) is not None
+
+    def _check(self, status: int, call: str) -> None:
+        check(status, self._message, self.backend_id, call)
+
+    def _new_child(self, name: str, out_type: str, make: Any, *args: Any) -> Any:
+        fn = self._fn(name)
+        if fn is None:
+            return None
+        out = ffi.new(out_type + "**")
+        self._check(fn(self._c, *args, out, self._message.out), name)
+        if out[0] == NULL:
+            if name == "create_workload_factory":
+                raise BackendError(self.backend_id, name, "returned PN_OK but no object")
+            return None
+        return make(self, out[0])
+
+    # -- the backend protocol -------------------------------------------------------
+
+    def is_layer_supported(self, layer: LayerSpec) -> SupportResult:
+        keep: list[Any] = []
+        c_layer = _marshalling().to_c_layer(layer, keep)
+        supported = ffi.new("pn_bool*")
+        self._message.clear()
+        self._check(self._fn("is_layer_supported")(self._c, c_layer, supported, self._message.out),
+                    f"is_layer_supported(layer {layer.name!r})")
+        from plugnn.layers import SupportResult
+
+        if supported[0]:
+            return SupportResult(True)
+        return SupportResult(False, self._message.text() or "no reason given")
+
+    def create_workload_factory(self, memory_manager: MemoryManager | None = None) -> NativeWorkloadFactory:
+        c_mm = memory_manager._c if isinstance(memory_manager, NativeMemoryManager) else NULL
+        return self._new_child("create_workload_factory", "pn_workload_factory", NativeWorkloadFactory, c_mm)
+
+    def create_memory_manager(self) -> NativeMemoryManager | None:
+        return self._new_child("create_memory_manager", "pn_memory_manager", NativeMemoryManager)
+
+    def create_context(self) -> NativeBackendContext | None:
+        return self._new_child("create_context", "pn_backend_context", NativeBackendContext)
+
+    def set_option(self, key: str, value: str) -> None:
+        fn = self._fn("set_option")
+        if fn is None:
+            from plugnn.errors import BackendOptionError
+
+            raise BackendOptionError(self.backend_id, f"set_option({key!r})", "the backend takes no options")
+        self._check(fn(self._c, key.encode(), str(value).encode(), self._message.out), f"set_option({key!r})")
+
+    def get_option(self, key: str) -> str:
+        fn = self._fn("get_option")
+        if fn is None:
+            from plugnn.errors import BackendOptionError
+
+            raise BackendOptionError(self.backend_id, f"get_option({key!r})", "the backend reports no options")
+        value = Message(4096)
+        self._check(fn(self._c, key.encode(), value.out, self._message.out), f"get_option({key!r})")
+        return value.text()
+
+    def optimize_subgraph(self, subgraph: Subgraph) -> OptimizationResult | None:
+        fn = self._fn("optimize_subgraph")
+        if fn is None:
+            return None
+        keep: list[Any] = []
+        c_sub = _c_subgraph(subgraph, keep)
+        out = ffi.new("pn_optimization**")
+        self._check(fn(self._c, c_sub, out, self._message.out), "optimize_subgraph")
+        if out[0] == NULL:
+            return None
+        try:
+            return _read_optimization(out[0], self)
+        finally:
+            release = self._fn("release_optimization")
+            if release is not None:
+                release(self._c, out[0])
+
+
+def _c_subgraph(subgraph: Subgraph, keep: list[Any]) -> Any:
+    layers = ffi.new("pn_layer[]", max(len(subgraph.layers), 1))
+    keep.append(layers)
+    for i, layer in enumerate(subgraph.layers):
+        _marshalling().to_c_layer(layer, keep, layers + i)
+    inputs = ffi.new("uint32_t[]", list(subgraph.input_ids) or [0])
+    outputs = ffi.new("uint32_t[]", list(subgraph.output_ids) or [0])
+    keep.extend((inputs, outputs))
+    return ffi.new("pn_subgraph*", {
+        "struct_size": ffi.sizeof("pn_subgraph"), "num_layers": len(subgraph.layers), "layers": layers,
+        "num_input_ids": len(subgraph.input_ids), "input_ids": inputs,
+        "num_output_ids": len(subgraph.output_ids), "output_ids": outputs})
+
+
+def _read_optimization(c: Any, backend: NativeBackend) -> OptimizationResult:
+    from plugnn.layers import FailedLayer, OptimizationResult, Substitution
+
+    what = f"backend {backend.backend_id!r} optimize_subgraph"
+    if not covers(c, "pn_optimization", "untouched_layer_ids"):
+        raise BackendError(backend.backend_id, "optimize_subgraph",
+                           f"pn_optimization struct_size {c.struct_size} is too small")
+
+    def items(count: Any, array: Any, name: str) -> range:
+        if int(count) and array == NULL:
+            raise BackendError(backend.backend_id, "optimize_subgraph", f"{name} is NULL with count {int(count)}")
+        return range(int(count))
+
+    substitutions = []
+    for i in items(c.num_substitutions, c.substitutions, "substitutions"):
+        s = c.substitutions + i
+        ids = tuple(int(s.replaced_layer_ids[j]) for j in items(s.num_replaced_layer_ids,
+                                                                  s.replaced_layer_ids, "replaced_layer_ids"))
+        replacement = _marshalling().from_c_layer(ffi.addressof(s.replacement), f"{what} substitution {i}",
+                                            backend.shared_object)
+        substitutions.append(Substitution(ids, replacement))
+    failed = tuple(
+        FailedLayer(int(c.failed[i].layer_id),
+                    ffi.string(c.failed[i].reason).decode("utf-8", "replace") if c.failed[i].reason != NULL else "")
+        for i in items(c.num_failed, c.failed, "failed"))
+    untouched = tuple(int(c.untouched_layer_ids[i]) for i in items(c.num_untouched, c.untouched_layer_ids,
+                                                                     "untouched_layer_ids"))
+    return OptimizationResult(tuple(substitutions), failed, untouched)

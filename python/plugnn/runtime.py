@@ -1,0 +1,165 @@
+"""The runtime: the backends one application uses, static and dynamically loaded."""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from plugnn.backend import Backend, BackendContext
+from plugnn.errors import PlugnnError, RuntimeClosedError, UnknownBackendError
+from plugnn.loader import LoadRecord, backend_paths, load_dynamic_backends
+from plugnn.native import NativeBackend
+from plugnn.registry import BackendRegistry
+
+log = logging.getLogger("plugnn")
+
+
+class Runtime:
+    """Owns one instance of every usable backend: those registered from Python, then the
+    dynamic ones found in the search paths (first id wins).
+
+    `dynamic_backends_path` replaces the search list with one directory;
+    `dynamic_backends=False` loads no plugin; `backend_options` maps a backend id to its
+    string options, applied before the backend is used. Close it (or use `with`) to
+    destroy the backend instances and unload their libraries.
+    """
+
+    def __init__(self, dynamic_backends_path: str | os.PathLike[str] | None = None,
+                 dynamic_backends: bool = True,
+                 backend_options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self._records: list[LoadRecord] = []
+        self._backends: dict[str, Backend] = {}
+        self._contexts: dict[str, BackendContext] = {}
+        self._paths: list[str] = []
+        self._finalizer = weakref.finalize(self, _close_backends, self._backends, self._contexts)
+        try:
+            self._create_static_backends()
+            if dynamic_backends:
+                self._paths = backend_paths(dynamic_backends_path, self._records)
+                for backend in load_dynamic_backends(self._paths, self._backends, self._records):
+                    self._backends[backend.backend_id] = backend
+            self._apply_options(backend_options or {})
+            for backend_id, backend in self._backends.items():
+                context = backend.create_context()
+                if context is not None:
+                    self._contexts[backend_id] = context
+        except BaseException:
+            self.close()
+            raise
+        if not self._backends:
+            log.warning("plugnn runtime has no backends: none registered and none loaded (see load_report)")
+
+    def _create_static_backends(self) -> None:
+        for backend_id, factory in BackendRegistry.factories().items():
+            try:
+                backend = factory()
+                if not isinstance(backend, Backend):
+                    raise TypeError(f"the factory returned {type(backend).__name__}, not a plugnn Backend")
+            except Exception as exc:  # a broken static backend is skipped like a broken plugin
+                record = LoadRecord(f"<static:{backend_id}>", "static", "rejected", backend_id,
+                                    reason=f"factory failed: {exc}")
+                log.warning("static backend %s rejected: %s", backend_id, record.reason)
+                self._records.append(record)
+                continue
+            backend.backend_id = backend_id
+            backend.origin = "static"
+            self._backends[backend_id] = backend
+            self._records.append(LoadRecord(f"<static:{backend_id}>", "static", "loaded", backend_id,
+                                            "{}.{}".format(*backend.version)))
+
+    def _apply_options(self, backend_options: Mapping[str, Mapping[str, Any]]) -> None:
+        for backend_id, options in backend_options.items():
+            backend = self.backend(backend_id)
+            for key, value in options.items():
+                backend.set_option(str(key), str(value))
+
+    # -- what the runtime has -----------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeClosedError("the runtime is closed")
+
+    @property
+    def backend_ids(self) -> list[str]:
+        """Every backend this runtime can use: static ones first, then dynamic, in load order."""
+        self._check_open()
+        return list(self._backends)
+
+    @property
+    def load_report(self) -> list[LoadRecord]:
+        """One record per static backend, directory and file the loader considered."""
+        return list(self._records)
+
+    @property
+    def backend_paths(self) -> list[str]:
+        """The directories that were searched for dynamic backends."""
+        return list(self._paths)
+
+    def backend(self, backend_id: str) -> Backend:
+        """The instance of `backend_id`; UnknownBackendError lists what exists and why not."""
+        self._check_open()
+        try:
+            return self._backends[backend_id]
+        except KeyError:
+            raise UnknownBackendError(backend_id, list(self._backends), self._rejection_hint(backend_id)) from None
+
+    def context(self, backend_id: str) -> BackendContext | None:
+        self._check_open()
+        return self._contexts.get(backend_id)
+
+    def _rejection_hint(self, backend_id: str) -> str:
+        for record in self._records:
+            if record.backend_id == backend_id and record.status == "rejected":
+                return f"{record.path} provides {backend_id!r} but was rejected at load: {record.reason}"
+        return ""
+
+    def describe(self) -> list[dict[str, Any]]:
+        """One row per usable backend: id, version, origin, host memory."""
+        self._check_open()
+        return [{"backend_id": b.backend_id, "version": "{}.{}".format(*b.version), "origin": b.origin,
+                 "host_memory": b.host_memory} for b in self._backends.values()]
+
+    # -- lifetime --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Destroy every backend context and instance and unload the plugin libraries."""
+        self._finalizer()
+
+    def __enter__(self) -> Runtime:
+        self._check_open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"backends={list(self._backends)}"
+        return f"<plugnn.Runtime {state}>"
+
+
+def _close_backends(backends: dict[str, Backend], contexts: dict[str, BackendContext]) -> None:
+    errors: list[str] = []
+    for context in reversed(list(contexts.values())):
+        _safely(context.close, errors)
+    contexts.clear()
+    for backend in reversed(list(backends.values())):
+        _safely(backend.close, errors)
+        if isinstance(backend, NativeBackend):
+            _safely(backend.shared_object.close, errors)
+    backends.clear()
+    for error in errors:
+        log.error("while closing the runtime: %s", error)
+
+
+def _safely(fn: Any, errors: list[str]) -> None:
+    try:
+        fn()
+    except (PlugnnError, Exception) as exc:  # closing goes on whatever one object does
+        errors.append(str(exc))

@@ -1,0 +1,83 @@
+"""Shared fixtures. Tests are grouped by what they need:
+tests/core (nothing but the installed package) and tests/plugins (the mock plugins,
+built once per session with plugnn_add_backend from the installed CMake package)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import plugnn
+from plugnn.registry import BackendRegistry
+
+REPO = Path(__file__).resolve().parent.parent
+MOCKS_SOURCE = REPO / "plugins" / "mocks"
+
+
+@pytest.fixture(scope="session")
+def mock_out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build every mock plugin; returns the directory holding one folder per mock."""
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.fail("cmake is needed to build the mock plugins: pip install -e '.[test]'")
+    cmake_dir = subprocess.run([sys.executable, "-m", "plugnn", "--cmake-dir"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+    build = tmp_path_factory.mktemp("mock_build")
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    for command in ([cmake, "-S", str(MOCKS_SOURCE), "-B", str(build), f"-Dplugnn_DIR={cmake_dir}",
+                     "-DCMAKE_BUILD_TYPE=RelWithDebInfo", *generator],
+                    [cmake, "--build", str(build), "--parallel", "2"]):
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            pytest.fail(f"building the mock plugins failed:\n$ {' '.join(command)}\n{result.stdout}\n{result.stderr}")
+    return build / "out"
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path, mock_out_dir: Path) -> Callable[..., Path]:
+    """plugin_dir("valid", "other", name="d1"): a fresh directory holding copies of those mocks."""
+
+    def make(*mocks: str, name: str = "plugins") -> Path:
+        target = tmp_path / name
+        target.mkdir(exist_ok=True)
+        for mock in mocks:
+            source = mock_out_dir / mock
+            if not source.is_dir():
+                pytest.fail(f"mock {mock!r} was not built (looked in {source})")
+            for entry in sorted(source.iterdir()):
+                destination = target / entry.name
+                if entry.is_symlink():
+                    destination.symlink_to(os.readlink(entry))
+                else:
+                    shutil.copy2(entry, destination)
+        return target
+
+    return make
+
+
+@pytest.fixture
+def no_static_backends() -> Iterator[None]:
+    """Runs the test with an empty static registry and restores it afterwards."""
+    saved = BackendRegistry.factories()
+    for backend_id in saved:
+        BackendRegistry.deregister(backend_id)
+    yield
+    for backend_id in BackendRegistry.registered_ids():
+        BackendRegistry.deregister(backend_id)
+    for backend_id, factory in saved.items():
+        BackendRegistry.register(backend_id, factory)
+
+
+def mapped_files() -> set[str]:
+    """Real paths of the files mapped into this process."""
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
+
+
+__all__ = ["mapped_files", "plugnn"]
