@@ -22,10 +22,17 @@ MOCKS_SOURCE = REPO / "plugins" / "mocks"
 
 @pytest.fixture(scope="session")
 def mock_out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build every mock plugin; returns the directory holding one folder per mock."""
+    """Build every mock plugin; returns the directory holding one folder per mock.
+
+    PLUGNN_TEST_MOCKS_DIR names mocks built beforehand (scripts/sanitize.sh builds them with
+    AddressSanitizer, then runs the tests with the sanitizer preloaded).
+    """
+    prebuilt = os.environ.get("PLUGNN_TEST_MOCKS_DIR")
+    if prebuilt:
+        return Path(prebuilt)
     cmake = shutil.which("cmake")
     if cmake is None:
-        pytest.fail("cmake is needed to build the mock plugins: pip install -e '.[test]'")
+        pytest.fail("cmake is needed to build the mock plugins: pip install '.[test]'")
     cmake_dir = subprocess.run([sys.executable, "-m", "plugnn", "--cmake-dir"], check=True,
                                capture_output=True, text=True).stdout.strip()
     build = tmp_path_factory.mktemp("mock_build")

@@ -31,6 +31,11 @@ class DataType(enum.IntEnum):
         """Accept a DataType, its name ("float32") or a NumPy dtype."""
         if isinstance(value, DataType):
             return value
+        if isinstance(value, int):
+            try:
+                return cls(value)
+            except ValueError:
+                raise ValueError(f"unknown data type value {value}") from None
         name = str(getattr(value, "name", value)).upper()
         try:
             return cls[name]
