@@ -124,7 +124,7 @@ _descriptor_builders: dict[type, Any] = {
     d.ElementwiseVariadicDescriptor: lambda x, keep: _new("pn_elementwise_variadic_desc", op=int(x.op)),
     d.FullyConnectedDescriptor: lambda x, keep: _new(
         "pn_fully_connected_desc", transpose_a=int(x.transpose_a), transpose_b=int(x.transpose_b),
-        alpha=x.alpha, beta=x.beta, flags=_flags(x.has_bias),
+        alpha=x.alpha, beta=x.beta, flags=_flags(x.has_bias, x.has_addend),
         fused_activation=_activation(x.fused_activation, keep)),
     d.SoftmaxDescriptor: lambda x, keep: _new("pn_softmax_desc", axis=x.axis),
     d.BatchNormalizationDescriptor: lambda x, keep: _new(
@@ -266,7 +266,8 @@ def _fc_from_c(c: Any, what: str, keepalive: Any) -> d.FullyConnectedDescriptor:
         "transpose_a", "transpose_b", "alpha", "beta", "flags", "fused_activation"), what)
     return d.FullyConnectedDescriptor(
         bool(f["transpose_a"]), bool(f["transpose_b"]), float(f["alpha"]), float(f["beta"]),
-        bool(f["flags"] & FLAG_HAS_BIAS), _read_activation(f["fused_activation"], what))
+        bool(f["flags"] & FLAG_HAS_BIAS), _read_activation(f["fused_activation"], what),
+        bool(f["flags"] & FLAG_HAS_ADDEND))
 
 
 def _precompiled_from_c(c: Any, what: str, keepalive: Any) -> d.PrecompiledDescriptor:

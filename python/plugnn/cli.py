@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     backends.add_argument("--dynamic-backends-path", metavar="DIR",
                           help="search only this directory for dynamic backends")
     backends.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    backends.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help="log what the loader does")
     return parser
 
 
@@ -52,8 +54,9 @@ def _backends_command(args: argparse.Namespace) -> int:
                 "load_report": [r.as_dict() for r in runtime.load_report],
             }, indent=2))
             return 0
-        print(f"Backend API {BACKEND_API_VERSION[0]}.{BACKEND_API_VERSION[1]}; "
-              f"searched: {', '.join(runtime.backend_paths) or '(nothing: dynamic loading disabled)'}")
+        searched = ", ".join(runtime.backend_paths) or (
+            "nothing (no valid directory, see below)" if problems else "nothing (dynamic loading disabled)")
+        print(f"Backend API {BACKEND_API_VERSION[0]}.{BACKEND_API_VERSION[1]}; searched: {searched}")
         print()
         if usable:
             print(_table([[b["backend_id"], b["version"], b["origin"]] for b in usable],

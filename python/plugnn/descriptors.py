@@ -192,6 +192,7 @@ class FullyConnectedDescriptor:
     beta: float = 1.0
     has_bias: bool = False
     fused_activation: ActivationDescriptor | None = None
+    has_addend: bool = False
 
 
 @dataclass(frozen=True)

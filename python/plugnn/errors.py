@@ -53,3 +53,15 @@ class RegistryError(PlugnnError):
 
 class RuntimeClosedError(PlugnnError):
     """The runtime (or an object that depends on it) was used after close()."""
+
+
+class NetworkError(PlugnnError, ValueError):
+    """A network is malformed: a bad descriptor, shape, name or connection; names the layer."""
+
+
+class OptimizationError(PlugnnError):
+    """No preferred backend can run a layer, or the preference list is unusable."""
+
+
+class InputError(PlugnnError, ValueError):
+    """Run inputs or outputs do not match the network: names the tensor and what was expected."""

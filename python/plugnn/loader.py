@@ -181,13 +181,16 @@ def load_shared_object(path: str, api_version: tuple[int, int] = BACKEND_API_VER
 
 
 def _check_entry_points(path: str, lib: Any, api_version: tuple[int, int]) -> SharedObject:
+    missing = []
     for symbol in ENTRY_POINTS:
         try:
             getattr(lib, symbol)
         except (AttributeError, ffi.error):
-            raise BackendLoadError(
-                path, f"entry point {symbol} not found (it must be exported with C linkage: "
-                      "extern \"C\" and PLUGNN_BACKEND_EXPORT)") from None
+            missing.append(symbol)
+    if missing:
+        raise BackendLoadError(
+            path, f"missing entry point{'s' if len(missing) > 1 else ''} {', '.join(missing)} (each must be "
+                  "exported with C linkage: extern \"C\" and PLUGNN_BACKEND_EXPORT)")
     raw_id = lib.GetBackendId()
     if raw_id == NULL:
         raise BackendLoadError(path, "GetBackendId returned NULL")

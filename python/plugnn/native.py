@@ -121,6 +121,9 @@ class NativeWorkload(_NativeChild, Workload):
         return BoundExecution(self, args, keep)
 
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
+        """Run once on these arrays; a workspace of workspace_bytes is allocated if none is given."""
+        if workspace is None and self.workspace_bytes:
+            workspace = bytearray(self.workspace_bytes)
         self.prepare(inputs, outputs, workspace)()
 
 

@@ -44,10 +44,10 @@ def test_multiple_valid_backends_and_versioned_symlinks(plugin_dir: PluginDir) -
 
 
 @pytest.mark.parametrize("mock, symbol", [
-    ("no_get_backend_id", "GetBackendId"),
-    ("no_get_version", "GetVersion"),
-    ("no_backend_factory", "BackendFactory"),
-    ("mangled", "GetBackendId"),
+    ("no_get_backend_id", "missing entry point GetBackendId ("),
+    ("no_get_version", "missing entry point GetVersion ("),
+    ("no_backend_factory", "missing entry point BackendFactory ("),
+    ("mangled", "missing entry points GetBackendId, GetVersion, BackendFactory ("),
 ])
 def test_missing_entry_point_is_rejected(plugin_dir: PluginDir, mock: str, symbol: str) -> None:
     directory = plugin_dir(mock, "valid")
@@ -55,7 +55,7 @@ def test_missing_entry_point_is_rejected(plugin_dir: PluginDir, mock: str, symbo
     assert ids == ["MockValid"], "the runtime keeps working with the valid plugin"
     (record,) = [r for name, r in records.items() if name != "Mock_Valid_backend.so"]
     assert record.status == "rejected"
-    assert f"entry point {symbol} not found" in record.reason
+    assert symbol in record.reason
     assert record.path.startswith(str(directory))
 
 

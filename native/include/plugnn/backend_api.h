@@ -25,6 +25,11 @@
  *       changes);
  *     - changing the calling convention, ownership or lifetime of anything below.
  *
+ * Structs passed in arrays (pn_tensor_info, pn_tensor, pn_layer, pn_substitution,
+ * pn_failed_layer) are indexed with sizeof, so they never grow: each ends with a
+ * `const void* extension` pointer, NULL in every 1.x version, through which a
+ * later MINOR version may chain a size-prefixed extension struct.
+ *
  * Reading appended fields: every ABI struct begins with uint32_t struct_size,
  * written by whoever fills the struct, as sizeof() of the struct in the header
  * that party was built with. A reader touches a field only when
@@ -132,6 +137,7 @@ typedef struct pn_tensor_info {
     int64_t dims[PN_MAX_DIMS];    /* dims[rank..] are 0; every dim >= 0 */
     float quant_scale;            /* INT8/UINT8 only, else 0 */
     int32_t quant_zero_point;     /* INT8/UINT8 only, else 0 */
+    const void* extension;        /* NULL (array element: never grows; see the top) */
 } pn_tensor_info;
 
 /* A tensor handed to a workload. For a backend whose tensors are host memory
@@ -142,8 +148,9 @@ typedef struct pn_tensor_info {
  * workload keeps no pointer to it after execute() returns. */
 typedef struct pn_tensor {
     uint32_t struct_size;
-    const pn_tensor_info* info;
-    void* data;
+    const pn_tensor_info* info;   /* never NULL; equals the info the layer had at creation */
+    void* data;                   /* may be NULL only for a tensor with zero elements */
+    const void* extension;        /* NULL (array element: never grows) */
 } pn_tensor;
 
 /* ===========================================================================
@@ -163,7 +170,7 @@ typedef enum pn_layer_kind {
     PN_LAYER_ELEMENTWISE_BINARY = 3,  /* pn_elementwise_binary_desc; inputs a, b (broadcast) */
     PN_LAYER_ELEMENTWISE_VARIADIC = 4,/* pn_elementwise_variadic_desc; inputs 1..n (broadcast) */
     PN_LAYER_ACTIVATION = 5,          /* pn_activation_desc; inputs x */
-    PN_LAYER_FULLY_CONNECTED = 6,     /* pn_fully_connected_desc; inputs a, b[, c] */
+    PN_LAYER_FULLY_CONNECTED = 6,     /* pn_fully_connected_desc; inputs a, b[, c][, addend] */
     PN_LAYER_MATMUL = 7,              /* no descriptor; inputs a, b (NumPy matmul rules) */
     PN_LAYER_SOFTMAX = 8,             /* pn_softmax_desc; inputs x */
     PN_LAYER_BATCH_NORMALIZATION = 9, /* pn_batch_normalization_desc; x, scale, bias, mean, var */
@@ -242,11 +249,15 @@ typedef enum pn_output_rounding {
 typedef enum pn_padding_method {
     PN_PADDING_INVALID = 0,
     PN_PADDING_EXCLUDE = 1,  /* averages divide by the number of real elements */
-    PN_PADDING_INCLUDE = 2   /* averages divide by the window size, padding counted */
+    PN_PADDING_INCLUDE = 2   /* averages divide by the taps inside the padded input
+                                (padding counted; taps past the end padding, which only
+                                CEIL rounding creates, are not) */
 } pn_padding_method;
 
 /* PN_LAYER_POOLING_2D. Global pooling is a kernel equal to the input's
- * spatial size with no padding and stride 1. */
+ * spatial size with no padding and stride 1. A window that covers padding only
+ * has no MAX or EXCLUDE-average value: backends refuse such layers. NaN
+ * propagates (as in NumPy) through MAX, elementwise MAXIMUM/MINIMUM and sums. */
 typedef struct pn_pooling_2d_desc {
     uint32_t struct_size;
     pn_pooling_kind kind;
@@ -294,8 +305,9 @@ typedef struct pn_elementwise_variadic_desc {
 } pn_elementwise_variadic_desc;
 
 /* PN_LAYER_FULLY_CONNECTED, ONNX Gemm semantics:
- *   y = alpha * op(a) @ op(b) + beta * c,  op(t) = transpose_? ? t^T : t,
- * a and b rank 2, c (when PN_LAYER_FLAG_HAS_BIAS) broadcast to [M, N]. */
+ *   y = act(alpha * op(a) @ op(b) + beta * c + addend),  op(t) = transpose_? ? t^T : t,
+ * a and b rank 2, c (when PN_LAYER_FLAG_HAS_BIAS) broadcast to [M, N], addend (when
+ * PN_LAYER_FLAG_HAS_ADDEND) of shape [M, N]. */
 typedef struct pn_fully_connected_desc {
     uint32_t struct_size;
     pn_bool transpose_a;
@@ -316,7 +328,8 @@ typedef struct pn_softmax_desc {
  * the last four of shape [C]; y = scale * (x - mean) / sqrt(var + eps) + bias. */
 typedef struct pn_batch_normalization_desc {
     uint32_t struct_size;
-    pn_data_layout layout;   /* where C lies for rank-4 x; rank 2/3 x is channels-second */
+    pn_data_layout layout;   /* where C lies for rank-4 x; rank 2/3 x is channels-second
+                                (layout must still be a valid value) */
     float epsilon;
 } pn_batch_normalization_desc;
 
@@ -376,6 +389,7 @@ typedef struct pn_layer {
     const uint32_t* input_ids;    /* subgraph tensor ids (in optimize_subgraph), else NULL */
     const uint32_t* output_ids;   /* subgraph tensor ids (in optimize_subgraph), else NULL */
     uint32_t id;                  /* layer id (in optimize_subgraph), else 0 */
+    const void* extension;        /* NULL (array element: never grows) */
 } pn_layer;
 
 /* ===========================================================================
@@ -406,6 +420,7 @@ typedef struct pn_substitution {
     uint32_t num_replaced_layer_ids;
     const uint32_t* replaced_layer_ids;
     pn_layer replacement;
+    const void* extension;        /* NULL (array element: never grows) */
 } pn_substitution;
 
 /* A layer the backend cannot run after all; the runtime tries the next backend. */
@@ -413,6 +428,7 @@ typedef struct pn_failed_layer {
     uint32_t struct_size;
     uint32_t layer_id;
     const char* reason;
+    const void* extension;        /* NULL (array element: never grows) */
 } pn_failed_layer;
 
 /* What optimize_subgraph returns. Every layer of the subgraph appears exactly
@@ -561,7 +577,10 @@ typedef struct pn_backend {
                                    pn_string_out* message_out);
     void (*release_optimization)(struct pn_backend* backend, pn_optimization* optimization);
     /* Options are strings; an unknown key is PN_ERR_NOT_FOUND, a bad value
-     * PN_ERR_INVALID_ARGUMENT. Called before any other function but destroy. */
+     * PN_ERR_INVALID_ARGUMENT. The runtime calls it for every user option before
+     * any other function but destroy; it may call it again later, between other
+     * calls (an option then applies to objects created afterwards, unless the
+     * backend documents otherwise). */
     pn_status (*set_option)(struct pn_backend* backend, const char* key, const char* value,
                             pn_string_out* message_out);
     /* The effective value of an option (given or default) into value_out. */

@@ -1,0 +1,72 @@
+/*
+ * plugnn layer validation: the descriptor and shape rules of backend_api.h,
+ * checked once here so every backend refuses malformed layers the same way.
+ *
+ * Part of plugnn::plugin_common (not of the ABI). Every function returns
+ * PN_OK when the layer is well formed, else PN_ERR_INVALID_ARGUMENT with a
+ * human-readable reason in `reason` (may be NULL). Nothing here looks at
+ * element types beyond "is it a known pn_data_type": which dtypes a kernel
+ * runs is the backend's own decision.
+ */
+#ifndef PLUGNN_PN_VALIDATE_H
+#define PLUGNN_PN_VALIDATE_H
+
+#include "plugnn/backend_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Everything below for the layer's kind: the common checks, then the kind's. */
+pn_status pn_validate_layer(const pn_layer* layer, pn_string_out* reason);
+
+/* The common checks only: layer struct_size, known kind, input/output arrays
+ * present, every tensor info readable with a known dtype, rank <= PN_MAX_DIMS,
+ * dims >= 0 and a byte size that fits in size_t, and a descriptor of a large
+ * enough struct_size for kinds that have one. */
+pn_status pn_validate_common(const pn_layer* layer, pn_string_out* reason);
+
+/* One kind's checks (counts, descriptor values, shapes); each assumes
+ * pn_validate_common passed. */
+pn_status pn_validate_convolution_2d(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_pooling_2d(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_elementwise_binary(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_elementwise_variadic(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_activation(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_fully_connected(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_matmul(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_softmax(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_batch_normalization(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_lrn(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_concat(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_reshape(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_transpose(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_copy(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_precompiled(const pn_layer* layer, pn_string_out* reason);
+
+/* A fused activation (NULL is valid: none). `what` names its owner in messages. */
+pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char* what,
+                                       pn_string_out* reason);
+
+/* Writes "[d0, d1, ...]" into buf (always NUL-terminated); returns buf. */
+const char* pn_format_shape(const pn_tensor_info* info, char* buf, size_t capacity);
+
+/* The NumPy broadcast shape of `a` and `b` into *out (dims and rank only).
+ * Returns 0, or -1 when they do not broadcast. */
+int pn_broadcast_shape(const pn_tensor_info* a, const pn_tensor_info* b, pn_tensor_info* out);
+
+/* 1 when rank and dims are equal (dtype ignored). */
+int pn_same_dims(const pn_tensor_info* a, const pn_tensor_info* b);
+
+/* The [N, C, H, W] sizes of a rank-4 tensor stored in `layout` (NCHW or NHWC). */
+void pn_layout_nchw(const pn_tensor_info* info, pn_data_layout layout, int64_t nchw_out[4]);
+
+/* The rank-4 shape in `layout` of sizes n, c, h, w into out->rank/dims. */
+void pn_layout_shape(pn_data_layout layout, int64_t n, int64_t c, int64_t h, int64_t w,
+                     pn_tensor_info* out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PLUGNN_PN_VALIDATE_H */

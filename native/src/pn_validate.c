@@ -1,0 +1,305 @@
+/* Layer validation: common checks, the per-kind dispatch and shape helpers. */
+#include "plugnn/pn_validate.h"
+
+#include "pn_validate_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- Shape helpers ------------------------------------------------------ */
+
+const char* pn_format_shape(const pn_tensor_info* info, char* buf, size_t capacity) {
+    if (buf == NULL || capacity == 0) {
+        return buf;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, capacity, "[");
+    for (uint32_t i = 0; i < info->rank && i < PN_MAX_DIMS && used < capacity; ++i) {
+        used += (size_t)snprintf(buf + used, capacity - used, "%s%lld", i ? ", " : "",
+                                 (long long)info->dims[i]);
+    }
+    if (used < capacity) {
+        snprintf(buf + used, capacity - used, "]");
+    }
+    return buf;
+}
+
+int pn_same_dims(const pn_tensor_info* a, const pn_tensor_info* b) {
+    if (a->rank != b->rank) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < a->rank; ++i) {
+        if (a->dims[i] != b->dims[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int pn_broadcast_shape(const pn_tensor_info* a, const pn_tensor_info* b, pn_tensor_info* out) {
+    uint32_t rank = a->rank > b->rank ? a->rank : b->rank;
+    pn_tensor_info r;
+    memset(&r, 0, sizeof(r));
+    r.struct_size = (uint32_t)sizeof(r);
+    r.dtype = a->dtype;
+    r.rank = rank;
+    for (uint32_t i = 0; i < rank; ++i) {
+        /* Align from the end; a missing dim acts as 1. */
+        int64_t da = i < rank - a->rank ? 1 : a->dims[i - (rank - a->rank)];
+        int64_t db = i < rank - b->rank ? 1 : b->dims[i - (rank - b->rank)];
+        if (da != db && da != 1 && db != 1) {
+            return -1;
+        }
+        r.dims[i] = da == 1 ? db : da;
+    }
+    *out = r;
+    return 0;
+}
+
+void pn_layout_nchw(const pn_tensor_info* info, pn_data_layout layout, int64_t nchw_out[4]) {
+    const int64_t* d = info->dims;
+    nchw_out[0] = d[0];
+    if (layout == PN_LAYOUT_NHWC) {
+        nchw_out[1] = d[3];
+        nchw_out[2] = d[1];
+        nchw_out[3] = d[2];
+    } else {
+        nchw_out[1] = d[1];
+        nchw_out[2] = d[2];
+        nchw_out[3] = d[3];
+    }
+}
+
+void pn_layout_shape(pn_data_layout layout, int64_t n, int64_t c, int64_t h, int64_t w,
+                     pn_tensor_info* out) {
+    out->rank = 4;
+    out->dims[0] = n;
+    if (layout == PN_LAYOUT_NHWC) {
+        out->dims[1] = h;
+        out->dims[2] = w;
+        out->dims[3] = c;
+    } else {
+        out->dims[1] = c;
+        out->dims[2] = h;
+        out->dims[3] = w;
+    }
+}
+
+/* ---- Internal helpers shared by the kind validators --------------------- */
+
+pn_status pnv_counts(const pn_layer* layer, uint32_t min_inputs, uint32_t max_inputs,
+                     pn_string_out* reason) {
+    const char* kind = pn_layer_kind_name(layer->kind);
+    if (layer->num_inputs < min_inputs || layer->num_inputs > max_inputs) {
+        if (min_inputs == max_inputs) {
+            return PNV_FAIL(reason, "%s takes %u input(s), got %u", kind, min_inputs,
+                            layer->num_inputs);
+        }
+        if (max_inputs == UINT32_MAX) {
+            return PNV_FAIL(reason, "%s takes at least %u input(s), got %u", kind, min_inputs,
+                            layer->num_inputs);
+        }
+        return PNV_FAIL(reason, "%s takes %u to %u inputs, got %u", kind, min_inputs, max_inputs,
+                        layer->num_inputs);
+    }
+    if (layer->num_outputs != 1) {
+        return PNV_FAIL(reason, "%s has exactly 1 output, got %u", kind, layer->num_outputs);
+    }
+    return PN_OK;
+}
+
+pn_status pnv_rank(const pn_layer* layer, const pn_tensor_info* info, const char* what,
+                   uint32_t min_rank, uint32_t max_rank, pn_string_out* reason) {
+    if (info->rank < min_rank || info->rank > max_rank) {
+        const char* kind = pn_layer_kind_name(layer->kind);
+        if (min_rank == max_rank) {
+            return PNV_FAIL(reason, "%s: %s must have rank %u, got rank %u", kind, what, min_rank,
+                            info->rank);
+        }
+        return PNV_FAIL(reason, "%s: %s must have rank %u to %u, got rank %u", kind, what, min_rank,
+                        max_rank, info->rank);
+    }
+    return PN_OK;
+}
+
+pn_status pnv_shape_is(const pn_layer* layer, const pn_tensor_info* actual,
+                       const pn_tensor_info* expected, const char* what, pn_string_out* reason) {
+    if (pn_same_dims(actual, expected)) {
+        return PN_OK;
+    }
+    char a[160], e[160];
+    return PNV_FAIL(reason, "%s: %s has shape %s, expected %s", pn_layer_kind_name(layer->kind),
+                    what, pn_format_shape(actual, a, sizeof(a)),
+                    pn_format_shape(expected, e, sizeof(e)));
+}
+
+pn_status pnv_layout(const pn_layer* layer, pn_data_layout layout, pn_string_out* reason) {
+    if (layout != PN_LAYOUT_NCHW && layout != PN_LAYOUT_NHWC) {
+        return PNV_FAIL(reason, "%s: unknown data layout %d (expected NCHW=1 or NHWC=2)",
+                        pn_layer_kind_name(layer->kind), (int)layout);
+    }
+    return PN_OK;
+}
+
+/* ---- Fused activation --------------------------------------------------- */
+
+pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char* what,
+                                       pn_string_out* reason) {
+    if (act == NULL) {
+        return PN_OK;
+    }
+    if (!PN_HAS_FIELD(act, pn_activation_desc, beta)) {
+        return PNV_FAIL(reason, "%s: pn_activation_desc struct_size %u is too small (needs %u)",
+                        what, act->struct_size,
+                        (unsigned)(offsetof(pn_activation_desc, beta) + sizeof(float)));
+    }
+    if (act->kind < PN_ACTIVATION_RELU || act->kind > PN_ACTIVATION_LINEAR) {
+        return PNV_FAIL(reason, "%s: unknown activation kind %d", what, (int)act->kind);
+    }
+    return PN_OK;
+}
+
+/* ---- Common checks ------------------------------------------------------ */
+
+static pn_status check_tensor_info(const pn_tensor_info* info, const char* role, uint32_t index,
+                                   pn_string_out* reason) {
+    if (!PN_HAS_FIELD(info, pn_tensor_info, dims)) {
+        return PNV_FAIL(reason, "%s %u: pn_tensor_info struct_size %u is too small", role, index,
+                        info->struct_size);
+    }
+    if (pn_dtype_size(info->dtype) == 0) {
+        return PNV_FAIL(reason, "%s %u has unknown dtype %d", role, index, (int)info->dtype);
+    }
+    if (info->rank > PN_MAX_DIMS) {
+        return PNV_FAIL(reason, "%s %u has rank %u, more than PN_MAX_DIMS (%d)", role, index,
+                        info->rank, PN_MAX_DIMS);
+    }
+    /* Every partial product stays below this bound, so nothing overflows. */
+    const int64_t limit = (int64_t)1 << 56;
+    int64_t elements = 1;
+    for (uint32_t i = 0; i < info->rank; ++i) {
+        int64_t d = info->dims[i];
+        if (d < 0) {
+            return PNV_FAIL(reason, "%s %u has negative dim %u (%lld)", role, index, i,
+                            (long long)d);
+        }
+        if (d != 0 && elements > limit / d) {
+            return PNV_FAIL(reason, "%s %u is too large to address", role, index);
+        }
+        elements *= d;
+    }
+    if ((uint64_t)elements > (uint64_t)(SIZE_MAX / 8)) {
+        return PNV_FAIL(reason, "%s %u is too large to address", role, index);
+    }
+    return PN_OK;
+}
+
+/* The 1.0 size of each kind's descriptor, 0 for kinds without one. */
+static size_t descriptor_size(pn_layer_kind kind) {
+    switch (kind) {
+    case PN_LAYER_CONVOLUTION_2D: return PNV_END(pn_convolution_2d_desc, fused_activation);
+    case PN_LAYER_POOLING_2D: return PNV_END(pn_pooling_2d_desc, p);
+    case PN_LAYER_ELEMENTWISE_BINARY: return PNV_END(pn_elementwise_binary_desc, fused_activation);
+    case PN_LAYER_ELEMENTWISE_VARIADIC: return PNV_END(pn_elementwise_variadic_desc, op);
+    case PN_LAYER_ACTIVATION: return PNV_END(pn_activation_desc, beta);
+    case PN_LAYER_FULLY_CONNECTED: return PNV_END(pn_fully_connected_desc, fused_activation);
+    case PN_LAYER_SOFTMAX: return PNV_END(pn_softmax_desc, axis);
+    case PN_LAYER_BATCH_NORMALIZATION: return PNV_END(pn_batch_normalization_desc, epsilon);
+    case PN_LAYER_LOCAL_RESPONSE_NORMALIZATION: return PNV_END(pn_lrn_desc, bias);
+    case PN_LAYER_CONCAT: return PNV_END(pn_concat_desc, axis);
+    case PN_LAYER_TRANSPOSE: return PNV_END(pn_transpose_desc, perm);
+    case PN_LAYER_PRECOMPILED: return PNV_END(pn_precompiled_desc, label);
+    case PN_LAYER_MATMUL:
+    case PN_LAYER_RESHAPE:
+    case PN_LAYER_COPY:
+    case PN_LAYER_INVALID: break;
+    }
+    return 0;
+}
+
+static pn_status check_descriptor(const pn_layer* layer, pn_string_out* reason) {
+    size_t needed = descriptor_size(layer->kind);
+    const char* kind = pn_layer_kind_name(layer->kind);
+    if (needed == 0) {
+        return PN_OK; /* a descriptor given to a kind without one is ignored */
+    }
+    if (layer->descriptor == NULL) {
+        return PNV_FAIL(reason, "%s needs a descriptor, got NULL", kind);
+    }
+    /* Every descriptor begins with uint32_t struct_size. */
+    uint32_t size = *(const uint32_t*)layer->descriptor;
+    if (size < needed) {
+        return PNV_FAIL(reason, "%s: descriptor struct_size %u is too small (needs %u)", kind,
+                        size, (unsigned)needed);
+    }
+    return PN_OK;
+}
+
+static pn_status check_tensor_array(const pn_tensor_info* infos, uint32_t count, const char* role,
+                                    pn_string_out* reason) {
+    if (count > 0 && infos == NULL) {
+        return PNV_FAIL(reason, "%u %ss declared but the %s array is NULL", count, role, role);
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+        pn_status s = check_tensor_info(&infos[i], role, i, reason);
+        if (s != PN_OK) {
+            return s;
+        }
+    }
+    return PN_OK;
+}
+
+pn_status pn_validate_common(const pn_layer* layer, pn_string_out* reason) {
+    if (layer == NULL) {
+        return PNV_FAIL(reason, "layer is NULL");
+    }
+    if (!PN_HAS_FIELD(layer, pn_layer, outputs)) {
+        return PNV_FAIL(reason, "pn_layer struct_size %u is too small", layer->struct_size);
+    }
+    if (layer->kind < PN_LAYER_CONVOLUTION_2D || layer->kind > PN_LAYER_PRECOMPILED) {
+        return PNV_FAIL(reason, "unknown layer kind %d", (int)layer->kind);
+    }
+    pn_status s = check_tensor_array(layer->inputs, layer->num_inputs, "input", reason);
+    if (s == PN_OK) {
+        s = check_tensor_array(layer->outputs, layer->num_outputs, "output", reason);
+    }
+    if (s == PN_OK) {
+        s = check_descriptor(layer, reason);
+    }
+    return s;
+}
+
+/* ---- Dispatch ----------------------------------------------------------- */
+
+typedef pn_status (*validate_fn)(const pn_layer*, pn_string_out*);
+
+static validate_fn kind_validator(pn_layer_kind kind) {
+    switch (kind) {
+    case PN_LAYER_CONVOLUTION_2D: return pn_validate_convolution_2d;
+    case PN_LAYER_POOLING_2D: return pn_validate_pooling_2d;
+    case PN_LAYER_ELEMENTWISE_BINARY: return pn_validate_elementwise_binary;
+    case PN_LAYER_ELEMENTWISE_VARIADIC: return pn_validate_elementwise_variadic;
+    case PN_LAYER_ACTIVATION: return pn_validate_activation;
+    case PN_LAYER_FULLY_CONNECTED: return pn_validate_fully_connected;
+    case PN_LAYER_MATMUL: return pn_validate_matmul;
+    case PN_LAYER_SOFTMAX: return pn_validate_softmax;
+    case PN_LAYER_BATCH_NORMALIZATION: return pn_validate_batch_normalization;
+    case PN_LAYER_LOCAL_RESPONSE_NORMALIZATION: return pn_validate_lrn;
+    case PN_LAYER_CONCAT: return pn_validate_concat;
+    case PN_LAYER_RESHAPE: return pn_validate_reshape;
+    case PN_LAYER_TRANSPOSE: return pn_validate_transpose;
+    case PN_LAYER_COPY: return pn_validate_copy;
+    case PN_LAYER_PRECOMPILED: return pn_validate_precompiled;
+    case PN_LAYER_INVALID: break;
+    }
+    return NULL;
+}
+
+pn_status pn_validate_layer(const pn_layer* layer, pn_string_out* reason) {
+    pn_status s = pn_validate_common(layer, reason);
+    if (s != PN_OK) {
+        return s;
+    }
+    return kind_validator(layer->kind)(layer, reason);
+}

@@ -1,0 +1,38 @@
+/* Helpers shared by the pn_validate*.c files (not installed). */
+#ifndef PLUGNN_PN_VALIDATE_INTERNAL_H
+#define PLUGNN_PN_VALIDATE_INTERNAL_H
+
+#include "plugnn/plugin_common.h"
+#include "plugnn/pn_validate.h"
+
+/* Every validation failure is PN_ERR_INVALID_ARGUMENT with a reason. */
+#define PNV_FAIL(reason, ...) pn_fail((reason), PN_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* Offset just past `field` of `type`: the struct_size that covers it. */
+#define PNV_END(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
+
+/* Propagate a failing status. */
+#define PNV_TRY(expr)                   \
+    do {                                \
+        pn_status pnv_status_ = (expr); \
+        if (pnv_status_ != PN_OK) {     \
+            return pnv_status_;         \
+        }                               \
+    } while (0)
+
+/* num_inputs in [min_inputs, max_inputs] and exactly one output. */
+pn_status pnv_counts(const pn_layer* layer, uint32_t min_inputs, uint32_t max_inputs,
+                     pn_string_out* reason);
+
+/* info->rank in [min_rank, max_rank]; `what` names the tensor ("input 0"). */
+pn_status pnv_rank(const pn_layer* layer, const pn_tensor_info* info, const char* what,
+                   uint32_t min_rank, uint32_t max_rank, pn_string_out* reason);
+
+/* actual has the dims of expected. */
+pn_status pnv_shape_is(const pn_layer* layer, const pn_tensor_info* actual,
+                       const pn_tensor_info* expected, const char* what, pn_string_out* reason);
+
+/* layout is NCHW or NHWC. */
+pn_status pnv_layout(const pn_layer* layer, pn_data_layout layout, pn_string_out* reason);
+
+#endif /* PLUGNN_PN_VALIDATE_INTERNAL_H */

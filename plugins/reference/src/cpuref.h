@@ -1,0 +1,106 @@
+/*
+ * CpuRef private header: the workload state every kernel family shares, the
+ * small helpers they use, and each family's create function.
+ *
+ * Validation is the shared pn_validate_* of plugin_common (one per kind, held
+ * with each family's create function in backend.c's dispatch table) plus
+ * CpuRef's own rule that every tensor is float32. A family's create function
+ * runs only after both passed, copies what it needs from the layer into a
+ * cpuref_op, and picks the kernel that execute() calls.
+ */
+#ifndef CPUREF_H
+#define CPUREF_H
+
+#include "plugnn/plugin_common.h"
+#include "plugnn/pn_validate.h"
+
+typedef struct cpuref_op cpuref_op;
+
+/* Runs one layer: in[i] / out[i] point at the float32 data of input/output i
+ * (NULL only for a tensor with no elements). Never called when the output is
+ * empty. Kernels cannot fail: everything was checked before. */
+typedef void (*cpuref_kernel)(const cpuref_op* op, const float* const* in, float* const* out);
+
+/* What a workload keeps from its layer: copies only, never the layer's pointers. */
+struct cpuref_op {
+    pn_layer_kind kind;
+    uint32_t num_inputs;
+    uint32_t num_outputs;
+    pn_tensor_info* inputs;          /* num_inputs copies */
+    pn_tensor_info* outputs;         /* num_outputs copies */
+    const float** in_data;           /* execute() scratch: one pointer per input */
+    float** out_data;                /* execute() scratch: one pointer per output */
+    int64_t (*strides)[PN_MAX_DIMS]; /* kernel scratch: one stride row per input */
+    cpuref_kernel kernel;
+    int has_activation;              /* the fused activation below applies */
+    pn_activation_desc activation;
+    union {                          /* the layer's descriptor; pointers inside are NULL */
+        pn_convolution_2d_desc conv;
+        pn_pooling_2d_desc pool;
+        pn_elementwise_binary_desc binary;
+        pn_elementwise_variadic_desc variadic;
+        pn_activation_desc activation;
+        pn_fully_connected_desc fc;
+        pn_softmax_desc softmax;
+        pn_batch_normalization_desc bn;
+        pn_lrn_desc lrn;
+        pn_concat_desc concat;
+        pn_transpose_desc transpose;
+    } desc;
+};
+
+/* ---- workload.c ---------------------------------------------------------- */
+
+/* A workload running `kernel` on a copy of `layer`: its tensor infos, the
+ * first `desc_size` bytes of its descriptor (bounded by the descriptor's
+ * struct_size) and `fused` (may be NULL). */
+pn_status cpuref_workload_new(const pn_layer* layer, size_t desc_size,
+                              const pn_activation_desc* fused, cpuref_kernel kernel,
+                              pn_workload** workload_out, pn_string_out* message_out);
+
+/* ---- Family create functions (one file each) ---------------------------- */
+
+typedef pn_status (*cpuref_create_fn)(const pn_layer* layer, pn_workload** workload_out,
+                                      pn_string_out* message_out);
+
+pn_status cpuref_conv2d_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_pooling2d_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_binary_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_variadic_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_activation_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_fully_connected_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_matmul_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_softmax_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_batch_norm_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_lrn_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_concat_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_reshape_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_transpose_create(const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_copy_create(const pn_layer*, pn_workload**, pn_string_out*);
+
+/* ---- activation.c --------------------------------------------------------- */
+
+/* The activation's formula from backend_api.h, in double. */
+double cpuref_activate(const pn_activation_desc* act, double x);
+
+/* The op's fused activation applied to v (v itself when it has none). */
+double cpuref_fused(const cpuref_op* op, double v);
+
+/* ---- Index helpers (workload.c) ------------------------------------------- */
+
+/* Element strides of a dense tensor stored in `layout`, indexed [n, c, h, w]. */
+void cpuref_layout_strides(pn_data_layout layout, const int64_t nchw[4], int64_t strides[4]);
+
+/* The multi-index of element `linear` of a dense tensor of `info`'s dims. */
+void cpuref_unravel(const pn_tensor_info* info, int64_t linear, int64_t index[PN_MAX_DIMS]);
+
+/* sum(index[i] * strides[i]) over `rank` dims. */
+int64_t cpuref_dot(const int64_t* index, const int64_t* strides, uint32_t rank);
+
+/* Product of dims [begin, end) of `info`. */
+int64_t cpuref_span(const pn_tensor_info* info, uint32_t begin, uint32_t end);
+
+/* memcpy of n floats that accepts n == 0 with NULL pointers. */
+void cpuref_copy_floats(float* dst, const float* src, int64_t n);
+
+#endif /* CPUREF_H */

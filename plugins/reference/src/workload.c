@@ -1,0 +1,226 @@
+/* The one workload type of CpuRef: copies of the layer, argument checks, a kernel. */
+#include "cpuref.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Index helpers -------------------------------------------------------- */
+
+void cpuref_layout_strides(pn_data_layout layout, const int64_t nchw[4], int64_t strides[4]) {
+    int64_t c = nchw[1], h = nchw[2], w = nchw[3];
+    if (layout == PN_LAYOUT_NHWC) {
+        strides[0] = h * w * c;
+        strides[1] = 1;
+        strides[2] = w * c;
+        strides[3] = c;
+    } else {
+        strides[0] = c * h * w;
+        strides[1] = h * w;
+        strides[2] = w;
+        strides[3] = 1;
+    }
+}
+
+void cpuref_unravel(const pn_tensor_info* info, int64_t linear, int64_t index[PN_MAX_DIMS]) {
+    for (int32_t i = (int32_t)info->rank - 1; i >= 0; --i) {
+        int64_t d = info->dims[i];
+        index[i] = d > 0 ? linear % d : 0;
+        linear = d > 0 ? linear / d : 0;
+    }
+}
+
+int64_t cpuref_dot(const int64_t* index, const int64_t* strides, uint32_t rank) {
+    int64_t offset = 0;
+    for (uint32_t i = 0; i < rank; ++i) {
+        offset += index[i] * strides[i];
+    }
+    return offset;
+}
+
+int64_t cpuref_span(const pn_tensor_info* info, uint32_t begin, uint32_t end) {
+    int64_t n = 1;
+    for (uint32_t i = begin; i < end; ++i) {
+        n *= info->dims[i];
+    }
+    return n;
+}
+
+void cpuref_copy_floats(float* dst, const float* src, int64_t n) {
+    if (n > 0) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    }
+}
+
+/* ---- State ---------------------------------------------------------------- */
+
+static void op_release(void* state) {
+    cpuref_op* op = (cpuref_op*)state;
+    if (op == NULL) {
+        return;
+    }
+    free(op->inputs);
+    free(op->outputs);
+    free(op->in_data);
+    free(op->out_data);
+    free(op->strides);
+    free(op);
+}
+
+/* calloc that never asks for 0 bytes (so NULL always means out of memory). */
+static void* alloc_array(uint32_t count, size_t size) {
+    return calloc(count > 0 ? count : 1, size);
+}
+
+static cpuref_op* op_copy_layer(const pn_layer* layer) {
+    cpuref_op* op = (cpuref_op*)calloc(1, sizeof(*op));
+    if (op == NULL) {
+        return NULL;
+    }
+    op->kind = layer->kind;
+    op->num_inputs = layer->num_inputs;
+    op->num_outputs = layer->num_outputs;
+    op->inputs = (pn_tensor_info*)alloc_array(layer->num_inputs, sizeof(pn_tensor_info));
+    op->outputs = (pn_tensor_info*)alloc_array(layer->num_outputs, sizeof(pn_tensor_info));
+    op->in_data = (const float**)alloc_array(layer->num_inputs, sizeof(float*));
+    op->out_data = (float**)alloc_array(layer->num_outputs, sizeof(float*));
+    op->strides = (int64_t(*)[PN_MAX_DIMS])alloc_array(layer->num_inputs, sizeof(*op->strides));
+    if (op->inputs == NULL || op->outputs == NULL || op->in_data == NULL || op->out_data == NULL ||
+        op->strides == NULL) {
+        op_release(op);
+        return NULL;
+    }
+    /* Copy the fields we read: the caller's struct may be older than ours. */
+    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
+        op->inputs[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
+        op->inputs[i].dtype = layer->inputs[i].dtype;
+        op->inputs[i].rank = layer->inputs[i].rank;
+        memcpy(op->inputs[i].dims, layer->inputs[i].dims, sizeof(op->inputs[i].dims));
+    }
+    for (uint32_t i = 0; i < layer->num_outputs; ++i) {
+        op->outputs[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
+        op->outputs[i].dtype = layer->outputs[i].dtype;
+        op->outputs[i].rank = layer->outputs[i].rank;
+        memcpy(op->outputs[i].dims, layer->outputs[i].dims, sizeof(op->outputs[i].dims));
+    }
+    return op;
+}
+
+static void op_copy_descriptor(cpuref_op* op, const pn_layer* layer, size_t desc_size,
+                               const pn_activation_desc* fused) {
+    if (desc_size > 0 && layer->descriptor != NULL) {
+        size_t given = *(const uint32_t*)layer->descriptor;
+        memcpy(&op->desc, layer->descriptor, given < desc_size ? given : desc_size);
+    }
+    /* The fused activation pointer inside the copy is borrowed: keep a copy instead. */
+    if (op->kind == PN_LAYER_CONVOLUTION_2D) {
+        op->desc.conv.fused_activation = NULL;
+    } else if (op->kind == PN_LAYER_ELEMENTWISE_BINARY) {
+        op->desc.binary.fused_activation = NULL;
+    } else if (op->kind == PN_LAYER_FULLY_CONNECTED) {
+        op->desc.fc.fused_activation = NULL;
+    }
+    if (fused != NULL) {
+        op->has_activation = 1;
+        op->activation.struct_size = (uint32_t)sizeof(pn_activation_desc);
+        op->activation.kind = fused->kind;
+        op->activation.alpha = fused->alpha;
+        op->activation.beta = fused->beta;
+    }
+}
+
+/* ---- Execute -------------------------------------------------------------- */
+
+static pn_status check_tensor(const pn_tensor* t, const pn_tensor_info* expected, const char* role,
+                              uint32_t index, pn_string_out* message_out) {
+    if (!PN_HAS_FIELD(t, pn_tensor, data)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuRef execute: %s %u: pn_tensor struct_size is too small", role, index);
+    }
+    if (t->info != NULL &&
+        (t->info->dtype != expected->dtype || !pn_same_dims(t->info, expected))) {
+        char given[160], wanted[160];
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuRef execute: %s %u is %s %s, the workload was created for %s %s", role,
+                       index, pn_dtype_name(t->info->dtype),
+                       pn_format_shape(t->info, given, sizeof(given)),
+                       pn_dtype_name(expected->dtype),
+                       pn_format_shape(expected, wanted, sizeof(wanted)));
+    }
+    if (t->data == NULL && pn_num_elements(expected) > 0) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuRef execute: %s %u has NULL data", role, index);
+    }
+    return PN_OK;
+}
+
+static pn_status check_args(const cpuref_op* op, const pn_execute_args* args,
+                            pn_string_out* message_out) {
+    if (!PN_HAS_FIELD(args, pn_execute_args, outputs)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuRef execute: args is NULL or its struct_size is too small");
+    }
+    if (args->num_inputs != op->num_inputs || args->num_outputs != op->num_outputs) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuRef execute: %s takes %u inputs and %u outputs, got %u and %u",
+                       pn_layer_kind_name(op->kind), op->num_inputs, op->num_outputs,
+                       args->num_inputs, args->num_outputs);
+    }
+    if ((op->num_inputs > 0 && args->inputs == NULL) ||
+        (op->num_outputs > 0 && args->outputs == NULL)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuRef execute: the inputs or outputs array is NULL");
+    }
+    for (uint32_t i = 0; i < op->num_inputs; ++i) {
+        pn_status s = check_tensor(&args->inputs[i], &op->inputs[i], "input", i, message_out);
+        if (s != PN_OK) {
+            return s;
+        }
+    }
+    for (uint32_t i = 0; i < op->num_outputs; ++i) {
+        pn_status s = check_tensor(&args->outputs[i], &op->outputs[i], "output", i, message_out);
+        if (s != PN_OK) {
+            return s;
+        }
+    }
+    return PN_OK;
+}
+
+static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_out* message_out) {
+    cpuref_op* op = (cpuref_op*)state;
+    pn_status s = check_args(op, args, message_out);
+    if (s != PN_OK) {
+        return s;
+    }
+    if (pn_num_elements(&op->outputs[0]) == 0) {
+        return PN_OK; /* nothing to write */
+    }
+    /* An empty input may come with NULL data: give kernels a valid pointer they never read. */
+    static const float no_elements = 0.0f;
+    for (uint32_t i = 0; i < op->num_inputs; ++i) {
+        const void* data = args->inputs[i].data;
+        op->in_data[i] = data != NULL ? (const float*)data : &no_elements;
+    }
+    for (uint32_t i = 0; i < op->num_outputs; ++i) {
+        op->out_data[i] = (float*)args->outputs[i].data;
+    }
+    op->kernel(op, op->in_data, op->out_data);
+    return PN_OK;
+}
+
+pn_status cpuref_workload_new(const pn_layer* layer, size_t desc_size,
+                              const pn_activation_desc* fused, cpuref_kernel kernel,
+                              pn_workload** workload_out, pn_string_out* message_out) {
+    cpuref_op* op = op_copy_layer(layer);
+    if (op == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef: out of memory creating a %s "
+                       "workload", pn_layer_kind_name(layer->kind));
+    }
+    op_copy_descriptor(op, layer, desc_size, fused);
+    op->kernel = kernel;
+    *workload_out = pn_workload_new(op, op_execute, op_release, 0);
+    if (*workload_out == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef: out of memory creating a %s "
+                       "workload", pn_layer_kind_name(layer->kind));
+    }
+    return PN_OK;
+}
