@@ -12,6 +12,9 @@ from plugnn.errors import (
     BackendError,
     BackendLoadError,
     BackendOptionError,
+    InputError,
+    NetworkError,
+    OptimizationError,
     PlugnnError,
     RegistryError,
     RuntimeClosedError,
@@ -22,6 +25,11 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Runtime": "plugnn.runtime",
+    "Network": "plugnn.network",
+    "Tensor": "plugnn.network",
+    "optimize": "plugnn.optimized",
+    "OptimizedNetwork": "plugnn.optimized",
+    "LoadedNetwork": "plugnn.loaded",
     "BackendRegistry": "plugnn.registry",
     "Backend": "plugnn.backend",
     "BackendContext": "plugnn.backend",
@@ -43,6 +51,9 @@ __all__ = [
     "BackendError",
     "BackendLoadError",
     "BackendOptionError",
+    "InputError",
+    "NetworkError",
+    "OptimizationError",
     "PlugnnError",
     "RegistryError",
     "RuntimeClosedError",
@@ -65,6 +76,9 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from plugnn.backend import Backend, BackendContext, MemoryManager, Workload, WorkloadFactory
     from plugnn.layers import FailedLayer, LayerSpec, OptimizationResult, Subgraph, Substitution, SupportResult
+    from plugnn.loaded import LoadedNetwork
+    from plugnn.network import Network, Tensor
+    from plugnn.optimized import OptimizedNetwork, optimize
     from plugnn.registry import BackendRegistry
     from plugnn.runtime import Runtime
     from plugnn.tensor import DataType, TensorInfo

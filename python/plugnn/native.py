@@ -130,7 +130,7 @@ class NativeWorkload(_NativeChild, Workload):
 class BoundExecution:
     """A workload with its buffers bound: calling it executes with no marshalling."""
 
-    __slots__ = ("_workload", "_args", "_keep", "_message", "_call")
+    __slots__ = ("_workload", "_args", "_keep", "_message", "_call", "_rebound")
 
     def __init__(self, workload: NativeWorkload, args: Any, keep: list[Any]) -> None:
         self._workload = workload
@@ -138,6 +138,17 @@ class BoundExecution:
         self._keep = keep
         self._message = workload._message
         self._call = workload._execute
+        self._rebound: dict[tuple[str, int], Any] = {}
+
+    def rebind(self, direction: str, index: int, array: Any) -> None:
+        """Point input ("in") or output ("out") `index` at another buffer of the same shape."""
+        tensors = self._args.inputs if direction == "in" else self._args.outputs
+        if isinstance(array, DeviceBuffer):
+            data = array.handle
+        else:
+            data = ffi.from_buffer(array, require_writable=False)
+        self._rebound[(direction, index)] = data  # keeps the buffer's cdata alive
+        tensors[index].data = data
 
     def __call__(self) -> None:
         workload = self._workload

@@ -34,7 +34,9 @@ class Runtime:
         self._backends: dict[str, Backend] = {}
         self._contexts: dict[str, BackendContext] = {}
         self._paths: list[str] = []
-        self._finalizer = weakref.finalize(self, _close_backends, self._backends, self._contexts)
+        self._networks: dict[int, Any] = {}
+        self._next_network_id = 1
+        self._finalizer = weakref.finalize(self, _close_backends, self._backends, self._contexts, self._networks)
         try:
             self._create_static_backends()
             if dynamic_backends:
@@ -126,10 +128,39 @@ class Runtime:
         return [{"backend_id": b.backend_id, "version": "{}.{}".format(*b.version), "origin": b.origin,
                  "host_memory": b.host_memory} for b in self._backends.values()]
 
+    # -- networks --------------------------------------------------------------------
+
+    def load_network(self, optimized: Any) -> Any:
+        """Create the workloads of an OptimizedNetwork and plan its memory: a LoadedNetwork."""
+        from plugnn.loaded import LoadedNetwork
+        from plugnn.optimized import OptimizedNetwork
+
+        self._check_open()
+        if not isinstance(optimized, OptimizedNetwork):
+            raise TypeError(f"load_network takes an OptimizedNetwork (from plugnn.optimize), "
+                            f"got {type(optimized).__name__}")
+        if optimized.runtime is not self:
+            raise PlugnnError(f"network {optimized.network_name!r} was optimized for another runtime")
+        network_id = self._next_network_id
+        self._next_network_id += 1
+        loaded = LoadedNetwork(self, optimized, network_id)
+        self._networks[network_id] = loaded
+        return loaded
+
+    @property
+    def loaded_networks(self) -> list[Any]:
+        return list(self._networks.values())
+
+    def _contexts_for_notification(self) -> list[BackendContext]:
+        return list(self._contexts.values())
+
+    def _forget(self, loaded: Any) -> None:
+        self._networks.pop(loaded.network_id, None)
+
     # -- lifetime --------------------------------------------------------------------
 
     def close(self) -> None:
-        """Destroy every backend context and instance and unload the plugin libraries."""
+        """Unload every network, destroy every backend context and instance, unload the plugins."""
         self._finalizer()
 
     def __enter__(self) -> Runtime:
@@ -144,8 +175,12 @@ class Runtime:
         return f"<plugnn.Runtime {state}>"
 
 
-def _close_backends(backends: dict[str, Backend], contexts: dict[str, BackendContext]) -> None:
+def _close_backends(backends: dict[str, Backend], contexts: dict[str, BackendContext],
+                    networks: dict[int, Any]) -> None:
     errors: list[str] = []
+    for network in list(networks.values()):
+        _safely(network.unload, errors)
+    networks.clear()
     for context in reversed(list(contexts.values())):
         _safely(context.close, errors)
     contexts.clear()

@@ -519,8 +519,10 @@ typedef struct pn_workload_factory {
  * ======================================================================== */
 
 /* Created once per runtime, destroyed when the runtime closes. Notified around
- * each load and unload of a network by that runtime; an error from a before_*
- * call aborts that load (unload always completes). */
+ * each load and unload of a network by that runtime; an error from
+ * before_load_network aborts that load (unload always completes). When a load
+ * fails after a context's before_load_network succeeded, that context hears
+ * after_unload_network for the abandoned network id. */
 typedef struct pn_backend_context {
     uint32_t struct_size;
     void* self;

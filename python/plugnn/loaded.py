@@ -1,0 +1,368 @@
+"""LoadedNetwork: workloads created, memory planned and bound; run() executes them in order.
+
+Load follows Arm NN's order: every runtime context hears before_load_network; each backend
+used gets a memory manager, then a workload factory using it, then one workload per layer;
+intermediate tensors get offsets in one arena (tensors with disjoint lifetimes share bytes);
+every native workload is bound to its buffers once; contexts hear after_load_network. The
+first run acquires the memory managers; unload releases them, destroys everything in reverse
+and notifies the contexts around it.
+
+Runs on one loaded network are serialized by a lock (several threads may call run(); each
+call executes alone); C kernels run with the GIL released.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from plugnn.backend import Backend, MemoryManager, Workload, WorkloadFactory
+from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
+from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
+from plugnn.native import DeviceBuffer, NativeWorkload
+from plugnn.optimized import OptimizedNetwork
+from plugnn.optimizer import Node
+
+if TYPE_CHECKING:
+    from plugnn.runtime import Runtime
+
+
+class _Step:
+    """One thing run() does: a workload with its buffers, or a runtime copy."""
+
+    __slots__ = ("name", "backend_id", "call", "patch")
+
+    def __init__(self, name: str, backend_id: str, call: Callable[[], None],
+                 patch: Callable[[str, int, Any], None] | None = None) -> None:
+        self.name = name
+        self.backend_id = backend_id
+        self.call = call
+        self.patch = patch  # (direction "in"/"out", index, array): rebinds an external tensor
+
+
+def _python_step(node: Node, workload: Workload, inputs: list[Any], outputs: list[Any], workspace: Any) -> _Step:
+    def call() -> None:
+        try:
+            workload.execute(inputs, outputs, workspace)
+        except PlugnnError:
+            raise
+        except Exception as exc:  # a Python backend's failure, named like a native one
+            raise BackendError(node.backend_id or "?", f"execute(layer {node.name!r})", str(exc)) from exc
+
+    def patch(direction: str, index: int, array: Any) -> None:
+        (inputs if direction == "in" else outputs)[index] = array
+
+    return _Step(node.name, node.backend_id or "runtime", call, patch)
+
+
+def _native_step(node: Node, workload: NativeWorkload, inputs: list[Any], outputs: list[Any],
+                 workspace: Any) -> _Step:
+    bound = workload.prepare(inputs, outputs, workspace)
+    return _Step(node.name, node.backend_id or "runtime", bound, bound.rebind)
+
+
+class LoadedNetwork:
+    """A network ready to run on its backends. Create it with `Runtime.load_network`."""
+
+    def __init__(self, runtime: Runtime, optimized: OptimizedNetwork, network_id: int) -> None:
+        self.network_id = network_id
+        self.name = optimized.network_name
+        self._runtime = runtime
+        self._optimized = optimized
+        self._graph = optimized.graph
+        self._lock = threading.Lock()
+        self._managers: dict[str, MemoryManager] = {}
+        self._factories: dict[str, WorkloadFactory] = {}
+        self._workloads: list[Workload] = []
+        self._device: list[tuple[Any, DeviceBuffer]] = []
+        self._steps: list[_Step] = []
+        self._acquired = False
+        self._loaded = False
+        self.last_profile: list[dict[str, Any]] = []
+        self._load()
+
+    # -- loading ------------------------------------------------------------------------
+
+    def _backend(self, backend_id: str) -> Backend:
+        return self._runtime.backend(backend_id)
+
+    def _load(self) -> None:
+        contexts = self._runtime._contexts_for_notification()
+        notified = []
+        try:
+            for context in contexts:
+                context.before_load_network(self.network_id)
+                notified.append(context)
+            self._create_workloads()
+            self._bind()
+            self._loaded = True
+            for context in contexts:
+                context.after_load_network(self.network_id)
+        except BaseException:
+            self._destroy()
+            for context in notified:
+                _quietly(context.after_unload_network, self.network_id)
+            raise
+
+    def _create_workloads(self) -> None:
+        graph = self._graph
+        self._node_workloads: dict[str, Workload] = {}
+        for node in graph.nodes:
+            if node.backend_id is None:
+                continue  # runtime copy
+            backend_id = node.backend_id
+            if backend_id not in self._factories:
+                backend = self._backend(backend_id)
+                manager = backend.create_memory_manager()
+                if manager is not None:
+                    self._managers[backend_id] = manager
+                self._factories[backend_id] = backend.create_workload_factory(manager)
+            workload = self._factories[backend_id].create_workload(graph.spec(node))
+            self._workloads.append(workload)
+            self._node_workloads[node.name] = workload
+
+    def _location(self, key: str) -> str:
+        """'host' or the id of the non-host backend whose memory holds tensor `key`."""
+        node = self._graph.producer(key)
+        if node is None:
+            return "host"
+        if node.backend_id is None:
+            return self._graph.copies[node.name][1]
+        return "host" if self._backend(node.backend_id).host_memory else node.backend_id
+
+    def _bind(self) -> None:
+        graph = self._graph
+        nodes = graph.nodes
+        externals = set(graph.inputs.values()) | set(graph.outputs.values())
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for i, node in enumerate(nodes):
+            for key in node.outputs:
+                first[key] = last[key] = i
+            for key in node.inputs:
+                last[key] = i
+        host_blocks, self._placeholders = [], {}
+        for key in first:
+            info = graph.infos[key]
+            if key in externals or self._location(key) != "host":
+                continue
+            host_blocks.append(Block(key, info.num_bytes, first[key], last[key]))
+        self.memory_plan: MemoryPlan = plan(host_blocks)
+        raw = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
+        start = (-raw.ctypes.data) % ALIGNMENT
+        self._arena = raw[start:start + self.memory_plan.peak_bytes]
+        buffers: dict[str, Any] = {}
+        for key, offset in self.memory_plan.offsets.items():
+            info = graph.infos[key]
+            buffers[key] = self._arena[offset:offset + info.num_bytes].view(info.dtype.numpy_name).reshape(info.shape)
+        for key in first:
+            where = self._location(key)
+            if where != "host" and key not in buffers:
+                manager = self._managers[where]
+                device = manager.allocate(graph.infos[key])  # type: ignore[attr-defined]
+                self._device.append((manager, device))
+                buffers[key] = device
+        for key, value in graph.constants.items():
+            buffers[key] = value
+        for key in externals:  # bound per run; a placeholder until then
+            info = graph.infos[key]
+            buffers.setdefault(key, np.zeros(info.shape, info.dtype.numpy_name))
+        self._buffers = buffers
+        sizes = [w.workspace_bytes for w in self._workloads]
+        self._workspace = np.empty(max(sizes, default=0), np.uint8) if any(sizes) else None
+        self._external_slots: dict[str, list[tuple[_Step, str, int]]] = {k: [] for k in externals}
+        for node in nodes:
+            step = self._step(node)
+            for direction, keys in (("in", node.inputs), ("out", node.outputs)):
+                for index, key in enumerate(keys):
+                    if key in self._external_slots:
+                        self._external_slots[key].append((step, direction, index))
+            self._steps.append(step)
+
+    def _step(self, node: Node) -> _Step:
+        inputs = [self._buffers[k] for k in node.inputs]
+        outputs = [self._buffers[k] for k in node.outputs]
+        if node.backend_id is None:
+            return self._copy_step(node, inputs, outputs)
+        workload = self._node_workloads[node.name]
+        if isinstance(workload, NativeWorkload):
+            return _native_step(node, workload, inputs, outputs, self._workspace)
+        return _python_step(node, workload, inputs, outputs, self._workspace)
+
+    def _copy_step(self, node: Node, inputs: list[Any], outputs: list[Any]) -> _Step:
+        source, target = self._graph.copies[node.name]
+        io = {"in": inputs, "out": outputs}
+
+        def call() -> None:
+            src, dst = io["in"][0], io["out"][0]
+            if source == "host":
+                self._managers[target].copy_from_host(dst, src)  # type: ignore[attr-defined]
+            elif target == "host":
+                self._managers[source].copy_to_host(dst, src)  # type: ignore[attr-defined]
+            else:
+                staging = np.empty(dst.info.shape, dst.info.dtype.numpy_name)
+                self._managers[source].copy_to_host(staging, src)  # type: ignore[attr-defined]
+                self._managers[target].copy_from_host(dst, staging)  # type: ignore[attr-defined]
+
+        def patch(direction: str, index: int, array: Any) -> None:
+            io[direction][index] = array
+
+        return _Step(node.name, "runtime", call, patch)
+
+    # -- running ---------------------------------------------------------------------------
+
+    @property
+    def input_infos(self) -> dict[str, Any]:
+        return {name: self._graph.infos[key] for name, key in self._graph.inputs.items()}
+
+    @property
+    def output_infos(self) -> dict[str, Any]:
+        return {name: self._graph.infos[key] for name, key in self._graph.outputs.items()}
+
+    def run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None,
+            profile: bool = False) -> dict[str, np.ndarray]:
+        """Run once. `inputs` maps every input name to a C-contiguous array of its shape and
+        dtype; `outputs` may give preallocated arrays to write into. Returns every output."""
+        with self._lock:
+            if not self._loaded:
+                raise RuntimeClosedError(f"network {self.name!r} (id {self.network_id}) was unloaded")
+            results = self._bind_run(inputs, outputs or {})
+            if not self._acquired:
+                for manager in self._managers.values():
+                    manager.acquire()
+                self._acquired = True
+            if profile:
+                self._run_profiled()
+            else:
+                for step in self._steps:
+                    step.call()
+            for name, key in self._graph.outputs.items():
+                if results[name] is not self._current.get(key):
+                    np.copyto(results[name], self._current[key])
+            return results
+
+    def _run_profiled(self) -> None:
+        profile = []
+        clock = time.perf_counter_ns
+        for step in self._steps:
+            start = clock()
+            step.call()
+            profile.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9})
+        self.last_profile = profile
+
+    def _bind_run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        graph = self._graph
+        missing = set(graph.inputs) - set(inputs)
+        unknown = set(inputs) - set(graph.inputs)
+        if missing or unknown:
+            raise InputError(f"network {self.name!r} takes inputs {sorted(graph.inputs)}"
+                             + (f"; missing {sorted(missing)}" if missing else "")
+                             + (f"; unknown {sorted(unknown)}" if unknown else ""))
+        unknown = set(outputs) - set(graph.outputs)
+        if unknown:
+            raise InputError(f"network {self.name!r} has outputs {sorted(graph.outputs)}; unknown {sorted(unknown)}")
+        current: dict[str, Any] = {}
+        for name, key in graph.inputs.items():
+            current[key] = _checked(inputs[name], graph.infos[key], f"input {name!r}", writable=False)
+        results: dict[str, np.ndarray] = {}
+        for name, key in graph.outputs.items():
+            info = graph.infos[key]
+            if name in outputs:
+                array = _checked(outputs[name], info, f"output {name!r}", writable=True)
+            elif key in current or key in graph.constants:
+                array = np.empty(info.shape, info.dtype.numpy_name)
+            else:
+                array = current.get(key)
+                if array is None:
+                    array = np.empty(info.shape, info.dtype.numpy_name)
+            results[name] = array
+            if key not in current and key not in graph.constants:
+                current[key] = array
+        for key in graph.constants:
+            current.setdefault(key, graph.constants[key])
+        for key, slots in self._external_slots.items():
+            for step, direction, index in slots:
+                step.patch(direction, index, current[key])  # type: ignore[misc]
+        self._current = current
+        return results
+
+    # -- unloading -----------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def unload(self) -> None:
+        """Release memory, destroy workloads, factories and managers; contexts are notified."""
+        with self._lock:
+            if not self._loaded:
+                return
+            self._loaded = False
+            contexts = self._runtime._contexts_for_notification()
+            errors: list[str] = []
+            for context in contexts:
+                _quietly(context.before_unload_network, self.network_id, errors)
+            self._destroy(errors)
+            for context in contexts:
+                _quietly(context.after_unload_network, self.network_id, errors)
+            self._runtime._forget(self)
+            if errors:
+                raise PlugnnError(f"unloading network {self.name!r}: " + "; ".join(errors))
+
+    def _destroy(self, errors: list[str] | None = None) -> None:
+        errors = [] if errors is None else errors
+        if self._acquired:
+            for manager in self._managers.values():
+                _quietly(manager.release, None, errors)
+            self._acquired = False
+        self._steps = []
+        for manager, device in reversed(self._device):
+            _quietly(manager.free, device, errors)  # type: ignore[attr-defined]
+        self._device = []
+        for workload in reversed(self._workloads):
+            _quietly(workload.close, None, errors)
+        self._workloads = []
+        for factory in reversed(list(self._factories.values())):
+            _quietly(factory.close, None, errors)
+        self._factories = {}
+        for manager in reversed(list(self._managers.values())):
+            _quietly(manager.close, None, errors)
+        self._managers = {}
+
+    def __enter__(self) -> LoadedNetwork:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unload()
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._loaded else "unloaded"
+        return f"<plugnn.LoadedNetwork {self.name!r} id={self.network_id} {state}>"
+
+
+def _checked(array: Any, info: Any, what: str, writable: bool) -> np.ndarray:
+    if not isinstance(array, np.ndarray):
+        raise InputError(f"{what} must be a numpy.ndarray of {info}, got {type(array).__name__}")
+    if array.dtype != np.dtype(info.dtype.numpy_name):
+        raise InputError(f"{what} must have dtype {info.dtype.numpy_name}, got {array.dtype} "
+                         f"(convert with .astype(numpy.{info.dtype.numpy_name}))")
+    if array.shape != info.shape:
+        raise InputError(f"{what} must have shape {info.shape}, got {array.shape}")
+    if not array.flags.c_contiguous:
+        raise InputError(f"{what} must be C-contiguous (use numpy.ascontiguousarray)")
+    if writable and not array.flags.writeable:
+        raise InputError(f"{what} must be writable")
+    return array
+
+
+def _quietly(fn: Callable[..., Any], arg: Any, errors: list[str] | None = None) -> None:
+    try:
+        fn() if arg is None else fn(arg)
+    except Exception as exc:  # teardown goes on; the errors are reported together
+        if errors is not None:
+            errors.append(str(exc))
+

@@ -1,0 +1,45 @@
+"""Intermediate tensor memory: tensors whose lifetimes do not overlap share bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALIGNMENT = 64
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+@dataclass(frozen=True)
+class Block:
+    key: str
+    size: int
+    first: int  # index of the step that writes it
+    last: int   # index of the last step that reads it
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    offsets: dict[str, int]
+    peak_bytes: int
+    naive_bytes: int
+
+
+def plan(blocks: list[Block]) -> MemoryPlan:
+    """Greedy by size: each block takes the lowest offset that does not overlap, in address,
+    a placed block whose lifetime overlaps its own. Offsets are 64-byte aligned."""
+    placed: list[tuple[int, int, Block]] = []  # (offset, aligned size, block)
+    offsets: dict[str, int] = {}
+    for block in sorted(blocks, key=lambda b: (-b.size, b.first, b.key)):
+        size = _aligned(max(block.size, 1))
+        live = sorted((o, s) for o, s, b in placed if b.first <= block.last and block.first <= b.last)
+        offset = 0
+        for o, s in live:
+            if offset + size <= o:
+                break
+            offset = max(offset, o + s)
+        placed.append((offset, size, block))
+        offsets[block.key] = offset
+    peak = max((o + s for o, s, _ in placed), default=0)
+    return MemoryPlan(offsets, peak, sum(_aligned(max(b.size, 1)) for b in blocks))

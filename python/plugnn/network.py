@@ -1,0 +1,361 @@
+"""plugnn.Network: build a graph of typed layers; shapes are inferred and checked as you add.
+
+Every `add_*` method returns the `Tensor` (or tensors) it produces. Weights, biases and
+other parameters may be NumPy arrays (they become constant layers) or tensors of the
+network. Errors are NetworkError naming the layer and what does not fit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from plugnn import descriptors as d
+from plugnn import shapes
+from plugnn.errors import NetworkError
+from plugnn.tensor import DataType, TensorInfo
+
+
+class GraphKind(enum.Enum):
+    """Layers that exist only in the graph: the runtime handles them, no backend runs them."""
+
+    INPUT = "Input"
+    OUTPUT = "Output"
+    CONSTANT = "Constant"
+    IDENTITY = "Identity"  # dropout and identity: removed by optimize()
+
+
+Kind = d.LayerKind | GraphKind
+
+
+def kind_name(kind: Kind) -> str:
+    if isinstance(kind, GraphKind):
+        return kind.value
+    return "".join(part.capitalize() for part in kind.name.split("_"))
+
+
+@dataclass(eq=False)
+class Tensor:
+    """A value in a network: output `index` of layer `producer`."""
+
+    network: Network = field(repr=False)
+    producer: str
+    index: int
+    info: TensorInfo
+
+    @property
+    def name(self) -> str:
+        return self.producer if self.index == 0 else f"{self.producer}:{self.index}"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.info.shape
+
+    @property
+    def dtype(self) -> DataType:
+        return self.info.dtype
+
+
+@dataclass(eq=False)
+class Layer:
+    name: str
+    kind: Kind
+    descriptor: d.Descriptor
+    inputs: list[Tensor]
+    outputs: list[TensorInfo]
+    value: Any = None  # a constant's array
+
+    @property
+    def type_name(self) -> str:
+        return kind_name(self.kind)
+
+
+TensorLike = Any  # Tensor, or anything np.asarray accepts (becomes a constant)
+
+
+class Network:
+    """A directed acyclic graph of layers, built in topological order."""
+
+    def __init__(self, name: str = "network") -> None:
+        self.name = name
+        self._layers: dict[str, Layer] = {}
+        self._counter = itertools.count()
+
+    # -- structure -------------------------------------------------------------------
+
+    @property
+    def layers(self) -> list[Layer]:
+        """Every layer, in the order added (a topological order)."""
+        return list(self._layers.values())
+
+    def layer(self, name: str) -> Layer:
+        try:
+            return self._layers[name]
+        except KeyError:
+            raise NetworkError(f"network {self.name!r} has no layer {name!r}") from None
+
+    @property
+    def inputs(self) -> list[Layer]:
+        return [layer for layer in self._layers.values() if layer.kind is GraphKind.INPUT]
+
+    @property
+    def outputs(self) -> list[Layer]:
+        return [layer for layer in self._layers.values() if layer.kind is GraphKind.OUTPUT]
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self._layers.values())
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def _name(self, name: str | None, kind: Kind) -> str:
+        if name is None:
+            base = kind_name(kind).lower()
+            while True:
+                candidate = f"{base}_{next(self._counter)}"
+                if candidate not in self._layers:
+                    return candidate
+        if not isinstance(name, str) or not name:
+            raise NetworkError(f"layer name must be a non-empty string, got {name!r}")
+        if name in self._layers:
+            raise NetworkError(f"layer name {name!r} is already used in network {self.name!r}")
+        return name
+
+    def _tensor(self, value: TensorLike, layer_name: str, role: str) -> Tensor:
+        if isinstance(value, Tensor):
+            if value.network is not self:
+                raise NetworkError(f"layer {layer_name!r}: {role} tensor {value.name!r} belongs to another network")
+            return value
+        try:
+            array = np.asarray(value)
+        except Exception as exc:  # noqa: BLE001 - anything NumPy cannot take
+            raise NetworkError(f"layer {layer_name!r}: {role} is neither a Tensor nor array-like ({exc})") from None
+        if array.dtype.kind == "f":
+            array = array.astype(np.float32, copy=False)
+        constant_name = f"{layer_name}/{role}"
+        return self.add_constant(array, name=None if constant_name in self._layers else constant_name)
+
+    def _add(self, kind: Kind, descriptor: d.Descriptor, inputs: Sequence[Tensor], name: str | None,
+             outputs: list[TensorInfo] | None = None, value: Any = None) -> Layer:
+        layer_name = self._name(name, kind)
+        if outputs is None:
+            try:
+                outputs = shapes.INFER[kind](descriptor, [t.info for t in inputs])  # type: ignore[index]
+            except ValueError as exc:
+                shapes_text = ", ".join(str(t.info) for t in inputs)
+                raise NetworkError(f"layer {layer_name!r} ({kind_name(kind)}) with inputs ({shapes_text}): {exc}") \
+                    from None
+        layer = Layer(layer_name, kind, descriptor, list(inputs), outputs, value)
+        self._layers[layer_name] = layer
+        return layer
+
+    def _one(self, layer: Layer) -> Tensor:
+        return Tensor(self, layer.name, 0, layer.outputs[0])
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A failing add leaves no trace (e.g. the constants made for its weights)."""
+        before = set(self._layers)
+        try:
+            yield
+        except BaseException:
+            for name in [n for n in self._layers if n not in before]:
+                del self._layers[name]
+            raise
+
+    def _build(self, kind: d.LayerKind, make: Any, inputs: Sequence[TensorLike], roles: Sequence[str],
+               name: str | None) -> Tensor:
+        """Create the descriptor (errors name the layer) and the layer."""
+        layer_name = self._name(name, kind)
+        try:
+            descriptor = make()
+        except (TypeError, ValueError) as exc:
+            raise NetworkError(f"layer {layer_name!r} ({kind_name(kind)}): {exc}") from None
+        with self._transaction():
+            tensors = [self._tensor(t, layer_name, role) for t, role in zip(inputs, roles)]
+            return self._one(self._add(kind, descriptor, tensors, layer_name))
+
+    # -- graph layers -------------------------------------------------------------------
+
+    def add_input(self, name: str, shape: Sequence[int], dtype: Any = DataType.FLOAT32) -> Tensor:
+        """A graph input; `name` is the key of `run()`'s input dictionary."""
+        try:
+            info = TensorInfo(tuple(shape), dtype)
+        except (TypeError, ValueError) as exc:
+            raise NetworkError(f"input {name!r}: {exc}") from None
+        return self._one(self._add(GraphKind.INPUT, None, [], name, [info]))
+
+    def add_output(self, tensor: Tensor, name: str) -> None:
+        """Mark `tensor` as a graph output named `name` (the key in `run()`'s result)."""
+        source = self._tensor(tensor, name, "output")
+        self._add(GraphKind.OUTPUT, None, [source], name, [source.info])
+
+    def add_constant(self, value: Any, name: str | None = None) -> Tensor:
+        """A constant tensor (weights, biases, any fixed array), stored as a contiguous copy."""
+        array = np.array(value, copy=True, order="C")
+        if array.dtype.kind == "f":
+            array = array.astype(np.float32, copy=False)
+        try:
+            info = TensorInfo(array.shape, DataType.from_any(array.dtype))
+        except ValueError as exc:
+            raise NetworkError(f"constant {name!r}: {exc}") from None
+        array.setflags(write=False)
+        return self._one(self._add(GraphKind.CONSTANT, None, [], name, [info], value=array))
+
+    def add_identity(self, x: Tensor, name: str | None = None) -> Tensor:
+        """Identity (also dropout at inference): removed by optimize()."""
+        source = self._tensor(x, name or "identity", "input")
+        return self._one(self._add(GraphKind.IDENTITY, None, [source], name, [source.info]))
+
+    add_dropout = add_identity
+
+    # -- compute layers -----------------------------------------------------------------
+
+    def add_convolution2d(self, x: Tensor, weights: TensorLike, bias: TensorLike | None = None, *,
+                          stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
+                          layout: Any = "NCHW", name: str | None = None) -> Tensor:
+        """2-D convolution; weights [out, in/groups, kh, kw]; padding int, (h, w) or (top, left, bottom, right)."""
+        inputs = [x, weights] + ([bias] if bias is not None else [])
+        return self._build(d.LayerKind.CONVOLUTION_2D, lambda: d.Convolution2dDescriptor(
+            stride=stride, padding=padding, dilation=dilation, groups=int(groups), layout=layout,
+            has_bias=bias is not None), inputs, ("input", "weights", "bias"), name)
+
+    def add_pooling2d(self, x: Tensor, kind: Any, kernel: Any, *, stride: Any = None, padding: Any = 0,
+                      dilation: Any = 1, ceil_mode: bool = False, count_include_pad: bool = False,
+                      layout: Any = "NCHW", p: float = 2.0, name: str | None = None) -> Tensor:
+        """Max, average or Lp pooling; stride defaults to the kernel."""
+        return self._build(d.LayerKind.POOLING_2D, lambda: d.Pooling2dDescriptor(
+            kind=kind, kernel=kernel, stride=kernel if stride is None else stride, padding=padding,
+            dilation=dilation, rounding="ceil" if ceil_mode else "floor",
+            padding_method="include" if count_include_pad else "exclude", layout=layout, p=p),
+            [x], ("input",), name)
+
+    def add_global_pooling2d(self, x: Tensor, kind: Any = "average", *, layout: Any = "NCHW", p: float = 2.0,
+                             name: str | None = None) -> Tensor:
+        """Pooling over the whole spatial extent (output H = W = 1)."""
+        layout_enum = d._enum(d.DataLayout, layout, "layout")
+        if not isinstance(x, Tensor) or x.info.rank != 4:
+            raise NetworkError(f"layer {name!r} (GlobalPooling2d): input must be a rank-4 tensor")
+        h, w = (x.shape[2], x.shape[3]) if layout_enum is d.DataLayout.NCHW else (x.shape[1], x.shape[2])
+        return self.add_pooling2d(x, kind, (h, w), stride=1, layout=layout_enum, p=p, name=name)
+
+    def add_elementwise(self, op: Any, a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
+        """add, sub, mul, div, maximum, minimum, power or prelu with NumPy broadcasting."""
+        return self._build(d.LayerKind.ELEMENTWISE_BINARY, lambda: d.ElementwiseBinaryDescriptor(op),
+                           [a, b], ("a", "b"), name)
+
+    def add_add(self, a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
+        return self.add_elementwise("add", a, b, name)
+
+    def add_sub(self, a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
+        return self.add_elementwise("sub", a, b, name)
+
+    def add_mul(self, a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
+        return self.add_elementwise("mul", a, b, name)
+
+    def add_div(self, a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
+        return self.add_elementwise("div", a, b, name)
+
+    def add_variadic(self, op: Any, inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
+        """sum, maximum, minimum or mean of any number of inputs, broadcast together."""
+        return self._build(d.LayerKind.ELEMENTWISE_VARIADIC, lambda: d.ElementwiseVariadicDescriptor(op),
+                           list(inputs), [f"input{i}" for i in range(len(inputs))], name)
+
+    def add_sum(self, inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
+        return self.add_variadic("sum", inputs, name)
+
+    def add_activation(self, x: Tensor, kind: Any, alpha: float = 0.0, beta: float = 0.0,
+                       name: str | None = None) -> Tensor:
+        """relu, bounded_relu (clip to [alpha, beta]), leaky_relu, sigmoid, tanh, elu, hard_swish,
+        hard_sigmoid, abs, sqrt, square, linear (alpha * x + beta)."""
+        return self._build(d.LayerKind.ACTIVATION, lambda: d.ActivationDescriptor(kind, float(alpha), float(beta)),
+                           [x], ("input",), name)
+
+    def add_fully_connected(self, a: TensorLike, b: TensorLike, c: TensorLike | None = None, *,
+                            alpha: float = 1.0, beta: float = 1.0, transpose_a: bool = False,
+                            transpose_b: bool = False, name: str | None = None) -> Tensor:
+        """ONNX Gemm: alpha * op(a) @ op(b) + beta * c."""
+        inputs = [a, b] + ([c] if c is not None else [])
+        return self._build(d.LayerKind.FULLY_CONNECTED, lambda: d.FullyConnectedDescriptor(
+            bool(transpose_a), bool(transpose_b), float(alpha), float(beta), c is not None),
+            inputs, ("a", "b", "c"), name)
+
+    def add_matmul(self, a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
+        """NumPy matmul (batch broadcasting, rank-1 promotion)."""
+        return self._build(d.LayerKind.MATMUL, lambda: None, [a, b], ("a", "b"), name)
+
+    def add_softmax(self, x: Tensor, axis: int = -1, name: str | None = None) -> Tensor:
+        return self._build(d.LayerKind.SOFTMAX, lambda: d.SoftmaxDescriptor(int(axis)), [x], ("input",), name)
+
+    def add_batch_normalization(self, x: Tensor, scale: TensorLike, bias: TensorLike, mean: TensorLike,
+                                var: TensorLike, epsilon: float = 1e-5, *, layout: Any = "NCHW",
+                                name: str | None = None) -> Tensor:
+        return self._build(d.LayerKind.BATCH_NORMALIZATION,
+                           lambda: d.BatchNormalizationDescriptor(float(epsilon), layout),
+                           [x, scale, bias, mean, var], ("input", "scale", "bias", "mean", "var"), name)
+
+    def add_lrn(self, x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0, *,
+                layout: Any = "NCHW", name: str | None = None) -> Tensor:
+        """Local response normalization across channels (ONNX LRN)."""
+        return self._build(d.LayerKind.LOCAL_RESPONSE_NORMALIZATION,
+                           lambda: d.LrnDescriptor(int(size), float(alpha), float(beta), float(bias), layout),
+                           [x], ("input",), name)
+
+    def add_concat(self, inputs: Sequence[TensorLike], axis: int, name: str | None = None) -> Tensor:
+        return self._build(d.LayerKind.CONCAT, lambda: d.ConcatDescriptor(int(axis)), list(inputs),
+                           [f"input{i}" for i in range(len(inputs))], name)
+
+    def add_transpose(self, x: Tensor, perm: Sequence[int], name: str | None = None) -> Tensor:
+        return self._build(d.LayerKind.TRANSPOSE, lambda: d.TransposeDescriptor(tuple(perm)), [x], ("input",), name)
+
+    def add_reshape(self, x: Tensor, shape: Sequence[int], name: str | None = None) -> Tensor:
+        """Reshape; one -1 is inferred."""
+        layer_name = self._name(name, d.LayerKind.RESHAPE)
+        if not isinstance(x, Tensor):
+            raise NetworkError(f"layer {layer_name!r} (Reshape): the input must be a Tensor of this network")
+        source = self._tensor(x, layer_name, "input")
+        try:
+            new_shape = shapes.resolve_reshape(source.shape, shape)
+        except ValueError as exc:
+            raise NetworkError(f"layer {layer_name!r} (Reshape) of {source.info}: {exc}") from None
+        return self._one(self._add(d.LayerKind.RESHAPE, None, [source], layer_name,
+                                   [TensorInfo(new_shape, source.dtype)]))
+
+    def add_flatten(self, x: Tensor, axis: int = 1, name: str | None = None) -> Tensor:
+        """ONNX Flatten: [d0 * ... * d(axis-1), d(axis) * ... * dn]."""
+        rank = x.info.rank
+        if not -rank <= axis <= rank:
+            raise NetworkError(f"layer {name!r} (Flatten): axis {axis} out of range for rank {rank}")
+        axis %= rank + 1
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        return self.add_reshape(x, (outer, -1) if outer else (0, int(np.prod(x.shape[axis:], dtype=np.int64))),
+                                name)
+
+    def add_squeeze(self, x: Tensor, axes: Sequence[int] | None = None, name: str | None = None) -> Tensor:
+        rank = x.info.rank
+        try:
+            picked = {a % rank for a in axes} if axes is not None else {i for i, s in enumerate(x.shape) if s == 1}
+            if any(not -rank <= a < rank for a in (axes or ())) or any(x.shape[a] != 1 for a in picked):
+                raise ValueError(f"axes {axes} must name dimensions of size 1 in {x.shape}")
+        except ValueError as exc:
+            raise NetworkError(f"layer {name!r} (Squeeze): {exc}") from None
+        return self.add_reshape(x, [s for i, s in enumerate(x.shape) if i not in picked], name)
+
+    def add_unsqueeze(self, x: Tensor, axes: Sequence[int], name: str | None = None) -> Tensor:
+        rank = x.info.rank + len(axes)
+        normalized = sorted(a % rank for a in axes)
+        if len(set(normalized)) != len(normalized) or any(not -rank <= a < rank for a in axes):
+            raise NetworkError(f"layer {name!r} (Unsqueeze): bad axes {tuple(axes)} for output rank {rank}")
+        shape = list(x.shape)
+        for a in normalized:
+            shape.insert(a, 1)
+        return self.add_reshape(x, shape, name)
+
+    def __repr__(self) -> str:
+        return f"<plugnn.Network {self.name!r}: {len(self._layers)} layers>"

@@ -1,0 +1,192 @@
+"""load_network() and run(): results against a NumPy oracle, validation of every input,
+preallocated outputs, profiling, memory planning, threads, unload."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from plugnn import InputError, LoadedNetwork, Network, Runtime, RuntimeClosedError, optimize
+from pybackends import softmax
+
+RNG = np.random.default_rng(11)
+W = RNG.standard_normal((6, 4)).astype(np.float32)
+B = RNG.standard_normal(4).astype(np.float32)
+
+
+def mlp() -> Network:
+    net = Network("mlp")
+    x = net.add_input("x", (3, 6))
+    h = net.add_fully_connected(x, W, B, name="fc")
+    h = net.add_activation(h, "relu", name="relu")
+    net.add_output(net.add_softmax(h, name="softmax"), "y")
+    net.add_output(h, "hidden")
+    return net
+
+
+def oracle(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    hidden = np.maximum(x.astype(np.float64) @ W + B, 0)
+    return softmax(hidden, -1), hidden
+
+
+@pytest.fixture(params=[["CpuRef"], ["PySoftmax", "CpuRef"], ["PyDevice", "CpuRef"]], ids=lambda p: "+".join(p))
+def loaded(request: pytest.FixtureRequest, runtime: Runtime) -> LoadedNetwork:
+    return runtime.load_network(optimize(mlp(), runtime, request.param))
+
+
+def test_results_match_the_oracle_on_every_backend_mix(loaded: LoadedNetwork) -> None:
+    for _ in range(3):  # buffers are reused between runs
+        x = RNG.standard_normal((3, 6)).astype(np.float32)
+        out = loaded.run({"x": x})
+        y, hidden = oracle(x)
+        np.testing.assert_allclose(out["y"], y, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["hidden"], hidden, rtol=1e-5, atol=1e-5)
+
+
+def test_device_backend_saw_copies_and_memory_lifecycle(runtime: Runtime) -> None:
+    loaded = runtime.load_network(optimize(mlp(), runtime, ["PyDevice", "CpuRef"]))
+    loaded.run({"x": np.ones((3, 6), np.float32)})
+    loaded.unload()
+    assert runtime.backend("PyDevice").log == ["acquire", "copy_from_host", "execute:softmax", "copy_to_host",
+                                              "release"]
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({}, "network 'mlp' takes inputs ['x']; missing ['x']"),
+    ({"x": np.zeros((3, 6), np.float32), "z": np.zeros(1)}, "unknown ['z']"),
+    ({"x": np.zeros((3, 6), np.float64)}, "input 'x' must have dtype float32, got float64"),
+    ({"x": np.zeros((3, 5), np.float32)}, "input 'x' must have shape (3, 6), got (3, 5)"),
+    ({"x": np.zeros((6, 3), np.float32).T}, "input 'x' must be C-contiguous"),
+    ({"x": [[0.0] * 6] * 3}, "input 'x' must be a numpy.ndarray of float32[3, 6], got list"),
+])
+def test_bad_inputs_name_the_tensor(loaded: LoadedNetwork, inputs, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError) as info:
+        loaded.run(inputs)
+    assert message in str(info.value)
+    x = RNG.standard_normal((3, 6)).astype(np.float32)
+    np.testing.assert_allclose(loaded.run({"x": x})["y"], oracle(x)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("outputs, message", [
+    ({"nope": np.zeros(1)}, "has outputs ['hidden', 'y']; unknown ['nope']"),
+    ({"y": np.zeros((3, 4), np.float64)}, "output 'y' must have dtype float32"),
+    ({"y": np.zeros((3, 4), np.float32)[:, ::-1]}, "output 'y' must be C-contiguous"),
+])
+def test_bad_preallocated_outputs(loaded: LoadedNetwork, outputs, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        loaded.run({"x": np.zeros((3, 6), np.float32)}, outputs)
+
+
+def test_read_only_output_is_refused(loaded: LoadedNetwork) -> None:
+    y = np.zeros((3, 4), np.float32)
+    y.setflags(write=False)
+    with pytest.raises(InputError, match="output 'y' must be writable"):
+        loaded.run({"x": np.zeros((3, 6), np.float32)}, {"y": y})
+
+
+def test_preallocated_outputs_are_written_in_place(loaded: LoadedNetwork) -> None:
+    x = RNG.standard_normal((3, 6)).astype(np.float32)
+    y = np.full((3, 4), np.nan, np.float32)
+    hidden = np.full((3, 4), np.nan, np.float32)
+    out = loaded.run({"x": x}, {"y": y, "hidden": hidden})
+    assert out["y"] is y and out["hidden"] is hidden
+    expected_y, expected_hidden = oracle(x)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hidden, expected_hidden, rtol=1e-5, atol=1e-5)
+
+
+def test_input_is_not_modified_and_outputs_are_fresh_arrays(loaded: LoadedNetwork) -> None:
+    x = RNG.standard_normal((3, 6)).astype(np.float32)
+    before = x.copy()
+    first = loaded.run({"x": x})["y"]
+    second = loaded.run({"x": x})["y"]
+    np.testing.assert_array_equal(x, before)
+    assert first is not second and not np.shares_memory(first, second)
+
+
+def test_profile_lists_every_workload_with_its_backend(runtime: Runtime) -> None:
+    loaded = runtime.load_network(optimize(mlp(), runtime, ["PySoftmax", "CpuRef"]))
+    loaded.run({"x": np.zeros((3, 6), np.float32)}, profile=True)
+    assert [(p["layer"], p["backend"]) for p in loaded.last_profile] == [
+        ("fc", "CpuRef"), ("relu", "CpuRef"), ("softmax", "PySoftmax")]
+    assert all(p["seconds"] >= 0 for p in loaded.last_profile)
+
+
+def test_identity_and_passthrough_outputs(runtime: Runtime) -> None:
+    net = Network("pass")
+    x = net.add_input("x", (2, 2))
+    net.add_output(net.add_identity(x), "same")
+    net.add_output(net.add_activation(x, "abs", name="abs_layer"), "abs")
+    net.add_output(net.add_constant(np.eye(2)), "eye")
+    loaded = runtime.load_network(optimize(net, runtime, ["CpuRef"]))
+    x_value = np.array([[-1, 2], [3, -4]], np.float32)
+    out = loaded.run({"x": x_value})
+    np.testing.assert_array_equal(out["same"], x_value)
+    assert not np.shares_memory(out["same"], x_value)
+    np.testing.assert_array_equal(out["abs"], np.abs(x_value))
+    np.testing.assert_array_equal(out["eye"], np.eye(2))
+
+
+def test_memory_plan_shares_intermediates(runtime: Runtime) -> None:
+    net = Network("chain")
+    x = net.add_input("x", (1, 1024))
+    for i in range(8):
+        x = net.add_activation(x, "relu" if i % 2 else "tanh", name=f"act{i}")
+    net.add_output(x, "y")
+    loaded = runtime.load_network(optimize(net, runtime, ["CpuRef"]))
+    plan = loaded.memory_plan
+    assert plan.naive_bytes == 7 * 4096  # seven intermediates, the last is the output
+    assert plan.peak_bytes == 2 * 4096   # two buffers alternate
+    value = RNG.standard_normal((1, 1024)).astype(np.float32)
+    expected = value.astype(np.float64)
+    for i in range(8):
+        expected = np.maximum(expected, 0) if i % 2 else np.tanh(expected)
+    np.testing.assert_allclose(loaded.run({"x": value})["y"], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_runs_from_several_threads(runtime: Runtime) -> None:
+    loaded = runtime.load_network(optimize(mlp(), runtime, ["CpuRef"]))
+    inputs = [RNG.standard_normal((3, 6)).astype(np.float32) for _ in range(8)]
+    errors: list[str] = []
+
+    def work(x: np.ndarray) -> None:
+        for _ in range(50):
+            y = loaded.run({"x": x})["y"]
+            if not np.allclose(y, oracle(x)[0], rtol=1e-5, atol=1e-6):
+                errors.append("mismatch")
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in inputs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_unloaded_network_is_a_clear_error(runtime: Runtime) -> None:
+    loaded = runtime.load_network(optimize(mlp(), runtime, ["CpuRef"]))
+    assert runtime.loaded_networks == [loaded]
+    loaded.unload()
+    loaded.unload()  # idempotent
+    assert runtime.loaded_networks == []
+    with pytest.raises(RuntimeClosedError, match="network 'mlp' \\(id 1\\) was unloaded"):
+        loaded.run({"x": np.zeros((3, 6), np.float32)})
+
+
+def test_runtime_close_unloads_networks(no_static_backends: None) -> None:
+    runtime = Runtime()
+    loaded = runtime.load_network(optimize(mlp(), runtime, ["CpuRef"]))
+    runtime.close()
+    assert not loaded.loaded
+    with pytest.raises(RuntimeClosedError):
+        loaded.run({"x": np.zeros((3, 6), np.float32)})
+
+
+def test_load_network_checks_its_argument(runtime: Runtime, no_static_backends: None) -> None:
+    with pytest.raises(TypeError, match="takes an OptimizedNetwork"):
+        runtime.load_network(mlp())
+    with Runtime() as other:
+        with pytest.raises(Exception, match="optimized for another runtime"):
+            other.load_network(optimize(mlp(), runtime, ["CpuRef"]))
