@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from plugnn._abi import ffi
 from plugnn.backend import Backend, MemoryManager, Workload, WorkloadFactory
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
@@ -34,14 +35,16 @@ if TYPE_CHECKING:
 class _Step:
     """One thing run() does: a workload with its buffers, or a runtime copy."""
 
-    __slots__ = ("name", "backend_id", "call", "patch")
+    __slots__ = ("name", "backend_id", "call", "slot")
 
     def __init__(self, name: str, backend_id: str, call: Callable[[], None],
-                 patch: Callable[[str, int, Any], None] | None = None) -> None:
+                 slot: Callable[[str, int], tuple[Any, int | None]]) -> None:
         self.name = name
         self.backend_id = backend_id
         self.call = call
-        self.patch = patch  # (direction "in"/"out", index, array): rebinds an external tensor
+        # slot(direction, index) -> (target, None): a pn_tensor whose .data is rebound per run,
+        # or (list, i): a Python list whose item i is replaced per run.
+        self.slot = slot
 
 
 def _python_step(node: Node, workload: Workload, inputs: list[Any], outputs: list[Any], workspace: Any) -> _Step:
@@ -53,16 +56,17 @@ def _python_step(node: Node, workload: Workload, inputs: list[Any], outputs: lis
         except Exception as exc:  # a Python backend's failure, named like a native one
             raise BackendError(node.backend_id or "?", f"execute(layer {node.name!r})", str(exc)) from exc
 
-    def patch(direction: str, index: int, array: Any) -> None:
-        (inputs if direction == "in" else outputs)[index] = array
+    def slot(direction: str, index: int) -> tuple[Any, int | None]:
+        return (inputs if direction == "in" else outputs), index
 
-    return _Step(node.name, node.backend_id or "runtime", call, patch)
+    return _Step(node.name, node.backend_id or "runtime", call, slot)
 
 
 def _native_step(node: Node, workload: NativeWorkload, inputs: list[Any], outputs: list[Any],
                  workspace: Any) -> _Step:
     bound = workload.prepare(inputs, outputs, workspace)
-    return _Step(node.name, node.backend_id or "runtime", bound, bound.rebind)
+    return _Step(node.name, node.backend_id or "runtime", bound, lambda direction, index: (
+        bound.tensor(direction, index), None))
 
 
 class LoadedNetwork:
@@ -174,14 +178,25 @@ class LoadedNetwork:
         self._buffers = buffers
         sizes = [w.workspace_bytes for w in self._workloads]
         self._workspace = np.empty(max(sizes, default=0), np.uint8) if any(sizes) else None
-        self._external_slots: dict[str, list[tuple[_Step, str, int]]] = {k: [] for k in externals}
+        slots: dict[str, list[tuple[Any, int | None]]] = {k: [] for k in externals}
         for node in nodes:
             step = self._step(node)
             for direction, keys in (("in", node.inputs), ("out", node.outputs)):
                 for index, key in enumerate(keys):
-                    if key in self._external_slots:
-                        self._external_slots[key].append((step, direction, index))
+                    if key in slots:
+                        slots[key].append(step.slot(direction, index))
             self._steps.append(step)
+        self._calls = [step.call for step in self._steps]
+        # What each run binds: (name, key, dtype, shape, slots) for inputs and outputs.
+        def plan_of(name: str, key: str) -> tuple[Any, ...]:
+            info = graph.infos[key]
+            native = [target for target, index in slots[key] if index is None]
+            python = [(target, index) for target, index in slots[key] if index is not None]
+            return name, key, np.dtype(info.dtype.numpy_name), info.shape, native, python
+
+        self._input_plan = [plan_of(name, key) for name, key in graph.inputs.items()]
+        self._output_plan = [plan_of(name, key) for name, key in graph.outputs.items()]
+        self._input_names = set(graph.inputs)
 
     def _step(self, node: Node) -> _Step:
         inputs = [self._buffers[k] for k in node.inputs]
@@ -208,10 +223,10 @@ class LoadedNetwork:
                 self._managers[source].copy_to_host(staging, src)  # type: ignore[attr-defined]
                 self._managers[target].copy_from_host(dst, staging)  # type: ignore[attr-defined]
 
-        def patch(direction: str, index: int, array: Any) -> None:
-            io[direction][index] = array
+        def slot(direction: str, index: int) -> tuple[Any, int | None]:
+            return io[direction], index
 
-        return _Step(node.name, "runtime", call, patch)
+        return _Step(node.name, "runtime", call, slot)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -230,7 +245,7 @@ class LoadedNetwork:
         with self._lock:
             if not self._loaded:
                 raise RuntimeClosedError(f"network {self.name!r} (id {self.network_id}) was unloaded")
-            results = self._bind_run(inputs, outputs or {})
+            results, copies = self._bind_run(inputs, outputs)
             if not self._acquired:
                 for manager in self._managers.values():
                     manager.acquire()
@@ -238,11 +253,10 @@ class LoadedNetwork:
             if profile:
                 self._run_profiled()
             else:
-                for step in self._steps:
-                    step.call()
-            for name, key in self._graph.outputs.items():
-                if results[name] is not self._current.get(key):
-                    np.copyto(results[name], self._current[key])
+                for call in self._calls:
+                    call()
+            for destination, source in copies:
+                np.copyto(destination, source)
             return results
 
     def _run_profiled(self) -> None:
@@ -254,41 +268,61 @@ class LoadedNetwork:
             profile.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9})
         self.last_profile = profile
 
-    def _bind_run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def _bind_run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None
+                  ) -> tuple[dict[str, np.ndarray], list[tuple[np.ndarray, Any]]]:
+        """Check the caller's arrays and point the bound tensors at them (no copies)."""
+        if len(inputs) != len(self._input_plan) or not self._input_names.issuperset(inputs):
+            self._name_error(inputs, outputs or {})
+        keep = []
+        current: dict[str, Any] = {}
+        from_buffer = ffi.from_buffer
+        for name, key, dtype, shape, native, python in self._input_plan:
+            array = inputs[name]
+            if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
+                    or array.shape != shape or not array.flags.c_contiguous:
+                _checked(array, self._graph.infos[key], f"input {name!r}", writable=False)
+            current[key] = array
+            if native:
+                data = from_buffer(array, require_writable=False)
+                keep.append(data)
+                for tensor in native:
+                    tensor.data = data
+            for target, index in python:
+                target[index] = array
+        if outputs and not set(outputs) <= set(self._graph.outputs):
+            self._name_error(inputs, outputs)
+        results: dict[str, np.ndarray] = {}
+        copies: list[tuple[np.ndarray, Any]] = []
+        for name, key, dtype, shape, native, python in self._output_plan:
+            array = outputs.get(name) if outputs else None
+            if array is not None:
+                _checked(array, self._graph.infos[key], f"output {name!r}", writable=True)
+            else:
+                array = np.empty(shape, dtype)
+            results[name] = array
+            if key in current or not (native or python):  # a graph input, a constant, a tensor exported twice
+                copies.append((array, current.get(key, self._buffers[key])))
+                continue
+            current[key] = array
+            if native:
+                data = from_buffer(array)
+                keep.append(data)
+                for tensor in native:
+                    tensor.data = data
+            for target, index in python:
+                target[index] = array
+        self._run_keep = keep
+        return results, copies
+
+    def _name_error(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
         graph = self._graph
-        missing = set(graph.inputs) - set(inputs)
-        unknown = set(inputs) - set(graph.inputs)
+        missing, unknown = set(graph.inputs) - set(inputs), set(inputs) - set(graph.inputs)
         if missing or unknown:
             raise InputError(f"network {self.name!r} takes inputs {sorted(graph.inputs)}"
                              + (f"; missing {sorted(missing)}" if missing else "")
                              + (f"; unknown {sorted(unknown)}" if unknown else ""))
         unknown = set(outputs) - set(graph.outputs)
-        if unknown:
-            raise InputError(f"network {self.name!r} has outputs {sorted(graph.outputs)}; unknown {sorted(unknown)}")
-        current: dict[str, Any] = {}
-        for name, key in graph.inputs.items():
-            current[key] = _checked(inputs[name], graph.infos[key], f"input {name!r}", writable=False)
-        results: dict[str, np.ndarray] = {}
-        for name, key in graph.outputs.items():
-            info = graph.infos[key]
-            if name in outputs:
-                array = _checked(outputs[name], info, f"output {name!r}", writable=True)
-            elif key in current or key in graph.constants:
-                array = np.empty(info.shape, info.dtype.numpy_name)
-            else:
-                array = current.get(key)
-                if array is None:
-                    array = np.empty(info.shape, info.dtype.numpy_name)
-            results[name] = array
-            if key not in current and key not in graph.constants:
-                current[key] = array
-        for key in graph.constants:
-            current.setdefault(key, graph.constants[key])
-        for key, slots in self._external_slots.items():
-            for step, direction, index in slots:
-                step.patch(direction, index, current[key])  # type: ignore[misc]
-        self._current = current
-        return results
+        raise InputError(f"network {self.name!r} has outputs {sorted(graph.outputs)}; unknown {sorted(unknown)}")
 
     # -- unloading -----------------------------------------------------------------------------
 

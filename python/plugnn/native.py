@@ -140,6 +140,10 @@ class BoundExecution:
         self._call = workload._execute
         self._rebound: dict[tuple[str, int], Any] = {}
 
+    def tensor(self, direction: str, index: int) -> Any:
+        """The bound pn_tensor of input ("in") or output ("out") `index`, for direct rebinding."""
+        return (self._args.inputs if direction == "in" else self._args.outputs)[index]
+
     def rebind(self, direction: str, index: int, array: Any) -> None:
         """Point input ("in") or output ("out") `index` at another buffer of the same shape."""
         tensors = self._args.inputs if direction == "in" else self._args.outputs
