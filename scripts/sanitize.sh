@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the tests that execute plugin code with all of it built with AddressSanitizer and
-# UndefinedBehaviorSanitizer (the common plugin library and every mock plugin), the
-# sanitizer runtime preloaded into the Python interpreter.
+# UndefinedBehaviorSanitizer (the common plugin library, CpuRef and every mock plugin), the
+# sanitizer runtime preloaded into the Python interpreter. The sanitized CpuRef is found
+# through PLUGNN_DYNAMIC_BACKEND_PATHS.
 #   bash scripts/sanitize.sh [pytest args...]
-# Default tests: tests/plugins/test_loading.py tests/plugins/test_proxy.py.
+# Default tests: the plugin, runtime and conformance tests (every test that runs C code).
 # Needs the package installed (pip install '.[test]') and gcc's libasan/libubsan.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,9 +23,13 @@ cmake --install "$work/build" --prefix "$work/prefix" >> "$work/build.log"
 cmake -S "$repo/plugins/mocks" -B "$work/mocks" "-Dplugnn_DIR=$work/prefix/cmake" "${cmake_args[@]}" >> "$work/build.log"
 cmake --build "$work/mocks" --parallel >> "$work/build.log"
 
-if [ $# -eq 0 ]; then set -- tests/plugins/test_loading.py tests/plugins/test_proxy.py; fi
+if [ $# -eq 0 ]; then
+  set -- tests/plugins/test_loading.py tests/plugins/test_proxy.py tests/plugins/test_network_lifecycle.py \
+         tests/runtime $( [ -d "$repo/tests/conformance" ] && echo tests/conformance )
+fi
 cd "$repo"
 env PLUGNN_TEST_MOCKS_DIR="$work/mocks/out" \
+    PLUGNN_DYNAMIC_BACKEND_PATHS="$work/prefix/backends" \
     ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" \
     LSAN_OPTIONS="suppressions=$repo/scripts/lsan_python.supp:print_suppressions=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \

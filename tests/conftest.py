@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import plugnn
 from plugnn.registry import BackendRegistry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,11 +79,3 @@ def no_static_backends() -> Iterator[None]:
     for backend_id, factory in saved.items():
         BackendRegistry.register(backend_id, factory)
 
-
-def mapped_files() -> set[str]:
-    """Real paths of the files mapped into this process."""
-    with open("/proc/self/maps", encoding="utf-8") as maps:
-        return {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
-
-
-__all__ = ["mapped_files", "plugnn"]

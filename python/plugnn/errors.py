@@ -65,3 +65,7 @@ class OptimizationError(PlugnnError):
 
 class InputError(PlugnnError, ValueError):
     """Run inputs or outputs do not match the network: names the tensor and what was expected."""
+
+
+class ModelError(PlugnnError, ValueError):
+    """A model cannot be imported: names the file, node, operator and attribute at fault."""

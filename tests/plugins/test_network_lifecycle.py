@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from plugnn import BackendError, Network, Runtime, optimize
-from plugnn.loader import BUNDLED_DIR
+from plugnn.loader import default_backend_paths
 
 pytestmark = [pytest.mark.plugins, pytest.mark.usefixtures("no_static_backends")]
 
@@ -21,7 +21,8 @@ WEIGHTS = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
 
 @pytest.fixture
 def runtime(plugin_dir: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
-    monkeypatch.setenv("PLUGNN_DYNAMIC_BACKEND_PATHS", f"{BUNDLED_DIR}:{plugin_dir('valid')}")
+    # CpuRef from the usual search list (the sanitized build under scripts/sanitize.sh), then the mock.
+    monkeypatch.setenv("PLUGNN_DYNAMIC_BACKEND_PATHS", ":".join([*default_backend_paths(), str(plugin_dir("valid"))]))
     with Runtime() as rt:
         assert rt.backend_ids == ["CpuRef", "MockValid"]
         yield rt

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import mapped_files
 from plugnn import BackendError, BackendOptionError, Runtime, RuntimeClosedError
 from plugnn.descriptors import (
     ActivationDescriptor,
@@ -27,6 +26,12 @@ from plugnn.tensor import DataType, TensorInfo
 pytestmark = [pytest.mark.plugins, pytest.mark.usefixtures("no_static_backends")]
 
 RNG = np.random.default_rng(1234)
+
+
+def mapped_files() -> set[str]:
+    """Real paths of the files mapped into this process (to prove a library was unloaded)."""
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
 
 
 def relu_layer(name: str = "relu1", shape: tuple[int, ...] = (2, 3), dtype: DataType = DataType.FLOAT32) -> LayerSpec:
