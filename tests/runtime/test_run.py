@@ -190,3 +190,37 @@ def test_load_network_checks_its_argument(runtime: Runtime, no_static_backends: 
     with Runtime() as other:
         with pytest.raises(Exception, match="optimized for another runtime"):
             other.load_network(optimize(mlp(), runtime, ["CpuRef"]))
+
+
+def test_the_gil_is_released_while_a_c_kernel_runs(runtime: Runtime) -> None:
+    """A pure-Python thread keeps running at full speed during a long C call; were the GIL
+    held, it could only run in the few 5 ms switch intervals around the call."""
+    import time
+
+    net = Network("big_conv")
+    x = net.add_input("x", (1, 96, 28, 28))
+    net.add_output(net.add_convolution2d(x, RNG.standard_normal((96, 96, 3, 3)), padding=1), "y")
+    loaded = runtime.load_network(optimize(net, runtime, ["CpuRef"]))
+    feeds = {"x": RNG.standard_normal((1, 96, 28, 28)).astype(np.float32)}
+    counter = [0]
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            counter[0] += 1
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        start, t0 = counter[0], time.perf_counter()
+        time.sleep(0.1)  # sleeping releases the GIL: the spinner's free rate
+        rate = (counter[0] - start) / (time.perf_counter() - t0)
+        start, t0 = counter[0], time.perf_counter()
+        loaded.run(feeds)
+        elapsed = time.perf_counter() - t0
+        during = counter[0] - start
+    finally:
+        stop.set()
+        spinner.join()
+    assert elapsed > 0.05, "the kernel must run long enough to tell"
+    assert during > 0.3 * rate * elapsed, (during, rate, elapsed)
