@@ -149,7 +149,7 @@ class LoadedNetwork:
                 first[key] = last[key] = i
             for key in node.inputs:
                 last[key] = i
-        host_blocks, self._placeholders = [], {}
+        host_blocks = []
         for key in first:
             info = graph.infos[key]
             if key in externals or self._location(key) != "host":
