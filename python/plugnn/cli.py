@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from plugnn import BACKEND_API_VERSION, PlugnnError, __version__
+from plugnn import BACKEND_API_VERSION, PlugnnError, __version__, run_command
 from plugnn._build_config import INSTALL_DIR
 
 # The installed native parts (cmake/, include/, backends/), also under an editable install.
@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     backends.add_argument("--json", action="store_true", help="print JSON instead of tables")
     backends.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="log what the loader does")
+    run_command.add_parser(commands)  # plugnn run: python/plugnn/run_command.py, docs/run.md
     return parser
 
 
@@ -84,8 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "backends":
             return _backends_command(args)
+        if args.command == "run":
+            try:
+                return run_command.run_command(args)
+            except KeyboardInterrupt:
+                print("plugnn: interrupted", file=sys.stderr)
+                return 130
     except PlugnnError as exc:
-        print(f"plugnn: error: {exc}", file=sys.stderr)
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"plugnn: error: {message or type(exc).__name__}", file=sys.stderr)
         return 2
     parser.print_help()
     return 0

@@ -332,7 +332,8 @@ class Network:
         rank = x.info.rank
         if not -rank <= axis <= rank:
             raise NetworkError(f"layer {name!r} (Flatten): axis {axis} out of range for rank {rank}")
-        axis %= rank + 1
+        if axis < 0:  # ONNX: a negative axis counts from the end (-1 is rank - 1)
+            axis += rank
         outer = int(np.prod(x.shape[:axis], dtype=np.int64))
         return self.add_reshape(x, (outer, -1) if outer else (0, int(np.prod(x.shape[axis:], dtype=np.int64))),
                                 name)

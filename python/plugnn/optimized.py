@@ -52,6 +52,10 @@ class OptimizedNetwork:
                          for a in node.attempts],
         } for node in self.graph.nodes]
 
+    def removed(self) -> list[dict[str, str]]:
+        """The layers that no longer exist after optimization, and why (folded, dropped, computed)."""
+        return [{"layer": name, "why": why} for name, why in self.graph.removed]
+
     def table(self) -> str:
         """A table of layer, type and backend, grouped in execution order."""
         rows = [(n.name, n.type_name, n.backend_id or "runtime") for n in self.graph.nodes]

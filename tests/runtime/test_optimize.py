@@ -113,7 +113,7 @@ def test_batch_norm_folded_dropout_removed_constants_folded(runtime: Runtime) ->
     layers = [(n.name, n.type_name) for n in optimized.layers]
     assert layers == [("conv", "Convolution2d"), ("add", "ElementwiseBinary")]
     assert optimized.layers[0].replaces == ("bn",)
-    removed = dict(optimized.graph.removed)
+    removed = {r["layer"]: r["why"] for r in optimized.removed()}
     assert removed == {"drop": "identity/dropout removed", "bn": "folded into 'conv'",
                        "const_mul": "constant-folded on CpuRef"}
     np.testing.assert_array_equal(optimized.graph.constants["const_mul"], np.full((1, 3, 1, 1), 6.0))

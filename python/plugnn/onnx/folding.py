@@ -1,0 +1,126 @@
+"""NumPy evaluation of metadata nodes whose inputs are all known at import time.
+
+These are the static shape computations exporters emit (Shape -> Gather -> Unsqueeze ->
+Concat -> Reshape, ConstantOfShape, Cast, integer arithmetic on dims) and pure data movement
+of constants (Reshape/Transpose/Concat of an initializer). Nothing here is heavy compute:
+float arithmetic always goes through Network layers (which optimize() constant-folds on a
+backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from plugnn import shapes
+
+
+def axes_of(ctx: Any, attr_until: int, what: str = "axes", required: bool = True) -> list[int] | None:
+    """`axes` from the attribute (opset < attr_until) or from input 1 (opset >= attr_until)."""
+    if ctx.opset < attr_until:
+        axes = ctx.ints("axes")
+    elif ctx.has_input(1):
+        axes = [int(a) for a in np.asarray(ctx.const(1, what)).reshape(-1)]
+    else:
+        axes = None
+    if axes is None and required:
+        raise ctx.error(f"{what} are required")
+    return axes
+
+
+def normalize_axes(ctx: Any, axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
+    out = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise ctx.error(f"{what} {list(axes)}: {a} is out of range for rank {rank}")
+        out.append(a % rank)
+    if len(set(out)) != len(out):
+        raise ctx.error(f"{what} {list(axes)} repeat an axis")
+    return out
+
+
+def squeeze_shape(ctx: Any, shape: tuple[int, ...], axes: list[int] | None) -> list[int]:
+    if axes is None:
+        return [s for s in shape if s != 1]
+    picked = normalize_axes(ctx, axes, len(shape))
+    for a in picked:
+        if shape[a] != 1:
+            raise ctx.error(f"cannot squeeze axis {a} of shape {list(shape)}: its size is {shape[a]}, not 1")
+    return [s for i, s in enumerate(shape) if i not in picked]
+
+
+def unsqueeze_shape(ctx: Any, shape: tuple[int, ...], axes: list[int]) -> list[int]:
+    rank = len(shape) + len(axes)
+    picked = sorted(normalize_axes(ctx, axes, rank))
+    out = list(shape)
+    for a in picked:
+        out.insert(a, 1)
+    return out
+
+
+def reshape_target(ctx: Any, in_shape: tuple[int, ...]) -> tuple[int, ...]:
+    if ctx.opset < 5:  # pragma: no cover - opset >= 7 is imported
+        target = ctx.ints("shape")
+    else:
+        target = [int(v) for v in np.asarray(ctx.const(1, "shape")).reshape(-1)]
+    allowzero = int(ctx.attr("allowzero", 0))
+    if allowzero not in (0, 1):
+        raise ctx.unsupported_value("allowzero", allowzero, "0, 1")
+    if allowzero and 0 in target and -1 in target:
+        raise ctx.error(f"shape {target} has both 0 (allowzero=1) and -1")
+    try:
+        return shapes.resolve_reshape(in_shape, target, allow_zero_copy=not allowzero)
+    except ValueError as exc:
+        raise ctx.error(f"cannot reshape {list(in_shape)} to {target}: {exc}") from None
+
+
+def flatten_shape(ctx: Any, shape: tuple[int, ...]) -> tuple[int, int]:
+    rank = len(shape)
+    axis = int(ctx.attr("axis", 1))
+    if not -rank <= axis <= rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+    if axis < 0:
+        axis += rank
+    return int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
+
+
+def slice_values(ctx: Any, data: np.ndarray) -> np.ndarray:
+    if ctx.opset < 10:
+        starts, ends, axes = ctx.ints("starts"), ctx.ints("ends"), ctx.ints("axes")
+        steps = None
+    else:
+        starts = [int(v) for v in ctx.const(1, "starts").reshape(-1)]
+        ends = [int(v) for v in ctx.const(2, "ends").reshape(-1)]
+        axes = [int(v) for v in ctx.const(3, "axes").reshape(-1)] if ctx.has_input(3) else None
+        steps = [int(v) for v in ctx.const(4, "steps").reshape(-1)] if ctx.has_input(4) else None
+    if starts is None or ends is None:
+        raise ctx.error("starts and ends are required")
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error("starts, ends, axes and steps must have the same length")
+    index: list[Any] = [slice(None)] * data.ndim
+    for start, end, axis, step in zip(starts, ends, normalize_axes(ctx, axes, data.ndim), steps):
+        if step == 0:
+            raise ctx.error("a slice step is 0")
+        index[axis] = slice(*slice(start, end, step).indices(data.shape[axis]))
+    return np.ascontiguousarray(data[tuple(index)])
+
+
+def integer_binary(ctx: Any, op: str) -> list[np.ndarray] | None:
+    """Add/Sub/Mul/Div of integer constants (dims arithmetic); float goes through the network."""
+    a, b = ctx.value(0), ctx.value(1)
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        return None
+    if a.dtype != b.dtype:
+        raise ctx.error(f"inputs have different element types {a.dtype} and {b.dtype}")
+    if op == "Div":
+        if np.any(b == 0):
+            raise ctx.error("integer division by zero in a constant computation")
+        q = np.abs(a) // np.abs(b)
+        result = np.where((a < 0) ^ (b < 0), -q, q)  # ONNX integer Div truncates toward zero
+    else:
+        result = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](a, b)
+    return [np.asarray(result, a.dtype)]

@@ -1,0 +1,82 @@
+"""Gemm, MatMul, Softmax, BatchNormalization, LRN."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from plugnn.onnx.registry import op
+
+
+@op("Gemm", ("alpha", "beta", "transA", "transB"))
+def gemm(ctx: Any) -> list[Any]:
+    a, b = ctx.tensor(0, "A"), ctx.tensor(1, "B")
+    c = ctx.tensor(2, "C") if ctx.has_input(2) else None
+    flags = {}
+    for attr in ("transA", "transB"):
+        flags[attr] = int(ctx.attr(attr, 0))
+        if flags[attr] not in (0, 1):
+            raise ctx.unsupported_value(attr, flags[attr], "0, 1")
+    return [ctx.network.add_fully_connected(
+        a, b, c, alpha=float(ctx.attr("alpha", 1.0)), beta=float(ctx.attr("beta", 1.0)),
+        transpose_a=bool(flags["transA"]), transpose_b=bool(flags["transB"]), name=ctx.name())]
+
+
+@op("MatMul")
+def matmul(ctx: Any) -> list[Any]:
+    return [ctx.network.add_matmul(ctx.tensor(0, "A"), ctx.tensor(1, "B"), name=ctx.name())]
+
+
+@op("Softmax", ("axis",))
+def softmax(ctx: Any) -> list[Any]:
+    x = ctx.tensor(0)
+    rank = len(x.shape)
+    if ctx.opset >= 13:
+        axis = int(ctx.attr("axis", -1))
+        if not -rank <= axis < rank:
+            raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+        return [ctx.network.add_softmax(x, axis, name=ctx.name())]
+    # Opset < 13: the input is coerced to 2-D [prod(dims[:axis]), prod(dims[axis:])], softmax runs
+    # over the second dimension, and the result has the input's shape.
+    axis = int(ctx.attr("axis", 1))
+    if not -rank <= axis < rank if rank else axis != 0:
+        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+    axis = axis % rank if rank else 0
+    if axis == rank - 1:  # the coerced softmax is the softmax over the last axis: no reshapes needed
+        return [ctx.network.add_softmax(x, -1, name=ctx.name())]
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(x.shape[axis:], dtype=np.int64))
+    flat = ctx.network.add_reshape(x, (outer, inner), name=ctx.aux("coerce_2d"))
+    y = ctx.network.add_softmax(flat, 1, name=ctx.name())
+    return [ctx.network.add_reshape(y, x.shape, name=ctx.aux("restore_shape"))]
+
+
+@op("BatchNormalization", ("epsilon", "momentum", "spatial", "training_mode"),
+    outputs_note="inference form: the running mean/var and saved statistics outputs are not produced")
+def batch_normalization(ctx: Any) -> list[Any]:
+    training = int(ctx.attr("training_mode", 0))
+    if training != 0:
+        raise ctx.unsupported_value("training_mode", training, "0 (plugnn imports inference only)")
+    spatial = int(ctx.attr("spatial", 1))
+    if spatial != 1:
+        raise ctx.unsupported_value("spatial", spatial, "1 (per-channel statistics)")
+    for i, what in ((1, "running mean"), (2, "running var"), (3, "saved mean"), (4, "saved var")):
+        if ctx.output_used(i):
+            raise ctx.error(f"output {i} ({what}) is used; plugnn imports BatchNormalization in inference form, "
+                            f"which has one output")
+    x = ctx.tensor(0, "X")
+    params = [ctx.tensor(i, what) for i, what in ((1, "scale"), (2, "B"), (3, "input_mean"), (4, "input_var"))]
+    y = ctx.network.add_batch_normalization(x, *params, epsilon=float(ctx.attr("epsilon", 1e-5)), name=ctx.name())
+    return [y, None, None, None, None]
+
+
+@op("LRN", ("alpha", "beta", "bias", "size"))
+def lrn(ctx: Any) -> list[Any]:
+    if not ctx.has("size"):
+        raise ctx.error("attribute 'size' is required")
+    size = int(ctx.attr("size"))
+    if size < 1:
+        raise ctx.unsupported_value("size", size, "an integer >= 1")
+    return [ctx.network.add_lrn(ctx.tensor(0, "X"), size, float(ctx.attr("alpha", 1e-4)),
+                                float(ctx.attr("beta", 0.75)), float(ctx.attr("bias", 1.0)), name=ctx.name())]

@@ -1,0 +1,257 @@
+"""Shape and data-movement operators: Reshape, Flatten, Transpose, Concat, Squeeze,
+Unsqueeze, Identity, Dropout, Constant, ConstantOfShape, Shape, Gather, Cast, CastLike, Slice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from plugnn.network import Tensor
+from plugnn.onnx import folding
+from plugnn.onnx.registry import op
+
+
+def _dtype_of(value: Any) -> np.dtype:
+    if isinstance(value, Tensor):
+        return np.dtype(value.dtype.numpy_name)
+    return np.dtype(value.dtype)
+
+
+# ---- Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze ------------------------------------
+
+
+def _fold_reshape(ctx: Any) -> list[Any]:
+    data = ctx.value(0)
+    return [data.reshape(folding.reshape_target(ctx, data.shape))]
+
+
+@op("Reshape", ("allowzero",), fold=_fold_reshape)
+def reshape(ctx: Any) -> list[Any]:
+    x = ctx.tensor(0, "data")
+    return [ctx.network.add_reshape(x, folding.reshape_target(ctx, x.shape), name=ctx.name())]
+
+
+def _fold_flatten(ctx: Any) -> list[Any]:
+    data = ctx.value(0)
+    return [data.reshape(folding.flatten_shape(ctx, data.shape))]
+
+
+@op("Flatten", ("axis",), fold=_fold_flatten)
+def flatten(ctx: Any) -> list[Any]:
+    x = ctx.tensor(0)
+    return [ctx.network.add_reshape(x, folding.flatten_shape(ctx, x.shape), name=ctx.name())]
+
+
+def _perm(ctx: Any, rank: int) -> list[int]:
+    perm = ctx.ints("perm")
+    if perm is None:
+        return list(range(rank))[::-1]
+    if sorted(perm) != list(range(rank)):
+        raise ctx.unsupported_value("perm", perm, f"a permutation of 0..{rank - 1} (the input rank is {rank})")
+    return perm
+
+
+def _fold_transpose(ctx: Any) -> list[Any]:
+    data = ctx.value(0)
+    return [np.ascontiguousarray(np.transpose(data, _perm(ctx, data.ndim)))]
+
+
+@op("Transpose", ("perm",), fold=_fold_transpose)
+def transpose(ctx: Any) -> list[Any]:
+    x = ctx.tensor(0)
+    return [ctx.network.add_transpose(x, _perm(ctx, len(x.shape)), name=ctx.name())]
+
+
+def _concat_axis(ctx: Any, rank: int) -> int:
+    if not ctx.has("axis"):
+        raise ctx.error("attribute 'axis' is required")
+    axis = int(ctx.attr("axis"))
+    if not -rank <= axis < rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+    return axis
+
+
+def _fold_concat(ctx: Any) -> list[Any]:
+    arrays = [ctx.value(i) for i in range(ctx.num_inputs) if ctx.has_input(i)]
+    axis = _concat_axis(ctx, arrays[0].ndim)
+    try:
+        return [np.concatenate(arrays, axis=axis)]
+    except ValueError as exc:
+        raise ctx.error(f"cannot concatenate {[list(a.shape) for a in arrays]}: {exc}") from None
+
+
+@op("Concat", ("axis",), fold=_fold_concat)
+def concat(ctx: Any) -> list[Any]:
+    tensors = [ctx.tensor(i, f"input{i}") for i in range(ctx.num_inputs) if ctx.has_input(i)]
+    axis = _concat_axis(ctx, len(tensors[0].shape))
+    return [ctx.network.add_concat(tensors, axis, name=ctx.name())]
+
+
+def _fold_squeeze(ctx: Any) -> list[Any]:
+    data = ctx.value(0)
+    return [data.reshape(folding.squeeze_shape(ctx, data.shape, folding.axes_of(ctx, 13, required=False)))]
+
+
+@op("Squeeze", ("axes",), fold=_fold_squeeze)
+def squeeze(ctx: Any) -> list[Any]:
+    x = ctx.tensor(0, "data")
+    shape = folding.squeeze_shape(ctx, x.shape, folding.axes_of(ctx, 13, required=False))
+    return [ctx.network.add_reshape(x, shape, name=ctx.name())]
+
+
+def _fold_unsqueeze(ctx: Any) -> list[Any]:
+    data = ctx.value(0)
+    return [data.reshape(folding.unsqueeze_shape(ctx, data.shape, folding.axes_of(ctx, 13)))]
+
+
+@op("Unsqueeze", ("axes",), fold=_fold_unsqueeze)
+def unsqueeze(ctx: Any) -> list[Any]:
+    x = ctx.tensor(0, "data")
+    shape = folding.unsqueeze_shape(ctx, x.shape, folding.axes_of(ctx, 13))
+    return [ctx.network.add_reshape(x, shape, name=ctx.name())]
+
+
+# ---- Identity, Dropout ------------------------------------------------------------------------
+
+
+@op("Identity", (), fold=lambda ctx: [ctx.value(0)])
+def identity(ctx: Any) -> list[Any]:
+    return [ctx.network.add_identity(ctx.tensor(0), name=ctx.name())]
+
+
+def _dropout_checks(ctx: Any) -> None:
+    if ctx.output_used(1):
+        raise ctx.error("output 1 (mask) is used; plugnn imports Dropout for inference only and does not "
+                        "produce the mask")
+    if ctx.opset >= 12 and ctx.has_input(2):
+        training = ctx.const(2, "training_mode")
+        if bool(np.asarray(training).reshape(-1)[0]):
+            raise ctx.error("training_mode is true; plugnn runs inference only (training_mode must be false)")
+    if ctx.opset >= 12 and ctx.has_input(1):
+        ratio = ctx.value(1)  # ignored at inference, but it must be a float tensor
+        if _dtype_of(ratio).kind != "f":
+            raise ctx.error(f"ratio has element type {_dtype_of(ratio)}")
+
+
+def _fold_dropout(ctx: Any) -> list[Any]:
+    _dropout_checks(ctx)
+    return [ctx.value(0), None]
+
+
+@op("Dropout", ("ratio", "seed"), fold=_fold_dropout, outputs_note="the mask output is not produced")
+def dropout(ctx: Any) -> list[Any]:
+    _dropout_checks(ctx)
+    return [ctx.network.add_dropout(ctx.tensor(0, "data"), name=ctx.name()), None]
+
+
+# ---- Constant, ConstantOfShape, Shape ----------------------------------------------------------
+
+_CONSTANT_FORMS = ("value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
+                   "value_strings", "sparse_value")
+
+
+@op("Constant", _CONSTANT_FORMS)
+def constant(ctx: Any) -> list[Any]:
+    given = [form for form in _CONSTANT_FORMS if ctx.has(form)]
+    if len(given) != 1:
+        raise ctx.error(f"exactly one of {', '.join(_CONSTANT_FORMS)} must be set, got {given or 'none'}")
+    form = given[0]
+    if form in ("value_string", "value_strings", "sparse_value"):
+        raise ctx.unsupported_value(form, "...", "value, value_float(s), value_int(s) (no strings, no sparse)")
+    value = ctx.attr(form)
+    if form == "value":
+        return [np.asarray(value)]
+    if form.startswith("value_float"):
+        return [np.asarray(value, np.float32)]
+    return [np.asarray(value, np.int64)]
+
+
+@op("ConstantOfShape", ("value",))
+def constant_of_shape(ctx: Any) -> list[Any]:
+    shape = [int(v) for v in np.asarray(ctx.const(0, "shape")).reshape(-1)]
+    if any(s < 0 for s in shape):
+        raise ctx.error(f"shape {shape} has a negative dimension")
+    fill = ctx.attr("value")
+    fill = np.zeros(1, np.float32) if fill is None else np.asarray(fill)
+    if fill.size != 1:
+        raise ctx.unsupported_value("value", fill.tolist(), "a one-element tensor")
+    return [np.full(shape, fill.reshape(-1)[0], fill.dtype)]
+
+
+@op("Shape", ("start", "end"))
+def shape(ctx: Any) -> list[Any]:
+    dims = list(ctx.value(0).shape)
+    rank = len(dims)
+    start = int(ctx.attr("start", 0))
+    end = int(ctx.attr("end", rank))
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return [np.asarray(dims[start:end], np.int64)]
+
+
+# ---- Gather, Slice, Cast, CastLike (metadata only) -----------------------------------------------
+
+
+def _fold_gather(ctx: Any) -> list[Any]:
+    data, indices = ctx.value(0), ctx.value(1)
+    axis = int(ctx.attr("axis", 0))
+    if not -data.ndim <= axis < data.ndim:
+        raise ctx.error(f"axis {axis} is out of range for rank {data.ndim}")
+    if indices.dtype.kind not in "iu":
+        raise ctx.error(f"indices have element type {indices.dtype}; int32 or int64 expected")
+    size = data.shape[axis]
+    if np.any(indices < -size) or np.any(indices >= size):
+        raise ctx.error(f"indices {indices.tolist()} are out of range for axis {axis} of size {size}")
+    return [np.take(data, indices, axis=axis)]
+
+
+@op("Gather", ("axis",), fold=_fold_gather)
+def gather(ctx: Any) -> list[Any]:
+    raise ctx.error("Gather is imported only when data and indices are known at import time (static shape "
+                    "chains such as Shape -> Gather); plugnn has no gather layer for tensors computed at run time")
+
+
+@op("Slice", ("starts", "ends", "axes"), fold=lambda ctx: [folding.slice_values(ctx, ctx.value(0))])
+def slice_(ctx: Any) -> list[Any]:
+    raise ctx.error("Slice is imported only when every input is known at import time (static shape chains); "
+                    "plugnn has no slice layer for tensors computed at run time")
+
+
+def _cast_target(ctx: Any) -> np.dtype:
+    from plugnn.onnx.importer import np_dtype, type_name
+
+    to = ctx.attr("to")
+    if to is None:
+        raise ctx.error("attribute 'to' is required")
+    dtype = np_dtype(int(to))
+    if dtype.kind not in "biuf":
+        raise ctx.unsupported_value("to", type_name(int(to)), "numeric and bool element types")
+    return dtype
+
+
+def _cast(ctx: Any, dtype: np.dtype, what: str) -> list[Any]:
+    value = ctx.value(0)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f" and dtype.kind in "iu":
+            with np.errstate(invalid="ignore"):
+                return [np.trunc(value).astype(dtype)]
+        return [value.astype(dtype)]
+    if isinstance(value, Tensor) and dtype == np.float32 and _dtype_of(value) == np.float32:
+        return [ctx.network.add_identity(value, name=ctx.name())]
+    raise ctx.error(f"{what} of a tensor computed at run time to {dtype} is not supported (plugnn computes in "
+                    f"float32; Cast is imported for constants and float32 -> float32)")
+
+
+@op("Cast", ("to", "saturate"), fold=lambda ctx: _cast(ctx, _cast_target(ctx), "Cast"))
+def cast(ctx: Any) -> list[Any]:
+    return _cast(ctx, _cast_target(ctx), "Cast")
+
+
+def _cast_like(ctx: Any) -> list[Any]:
+    return _cast(ctx, _dtype_of(ctx.value(1)), "CastLike")
+
+
+@op("CastLike", ("saturate",), fold=_cast_like)
+def cast_like(ctx: Any) -> list[Any]:
+    return _cast_like(ctx)
