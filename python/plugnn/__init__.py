@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not `from typing import TYPE_CHECKING`: importing typing costs more than all of plugnn's own
+# start-up in a fresh interpreter. Type checkers treat this name as True.
+TYPE_CHECKING = False
 
 from plugnn._build_config import BACKEND_API_VERSION
 from plugnn.errors import (
@@ -64,7 +66,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'plugnn' has no attribute {name!r}")
