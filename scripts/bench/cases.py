@@ -1,0 +1,208 @@
+"""Benchmark rows: one ONNX model per row, a single layer (op rows) or a synthetic network (e2e rows).
+
+Every row has a full shape (the issue's) and a `--quick` shape (tiny, for CI). The work of a
+row is counted from the model itself (`work()`): FLOPs of every Conv, Gemm and MatMul
+(conv: 2*N*OH*OW*OC*IC/groups*KH*KW, gemm: 2*M*N*K) for compute rows; bytes read + written
+at the graph boundary (every graph input and output, float32) for memory-bound rows; nothing
+for the overhead row, which reports time only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+OPSET = 17
+IR_VERSION = 8
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kind: str            # "op" or "e2e"
+    metric: str          # "flops" (GFLOP/s), "bytes" (GB/s) or "time" (us per run only)
+    build: Callable[[bool], Any]   # build(quick) -> onnx.ModelProto
+    description: Callable[[bool], str]
+    slow_on_cpuref: bool = False   # full size takes seconds per run on CpuRef (skipped unless --include-slow)
+
+
+# -- single-layer models -------------------------------------------------------------------
+
+def _single(op: str, inputs: dict[str, tuple[int, ...]], output_shape: tuple[int, ...],
+            initializers: dict[str, np.ndarray] | None = None, **attrs: Any) -> Any:
+    from onnx import TensorProto, checker, helper, numpy_helper
+
+    initializers = initializers or {}
+    node = helper.make_node(op, [*inputs, *initializers], ["y"], name=op.lower(), **attrs)
+    graph = helper.make_graph(
+        [node], op.lower(),
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(output_shape))],
+        initializer=[numpy_helper.from_array(a, n) for n, a in initializers.items()])
+    model = helper.make_model(graph, producer_name="plugnn.scripts.bench",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    checker.check_model(model)
+    return model
+
+
+def _out(size: int, kernel: int, stride: int, pad: int) -> int:
+    return (size + 2 * pad - kernel) // stride + 1
+
+
+def conv_model(cin: int, cout: int, size: int, kernel: int, stride: int = 1, groups: int = 1) -> Any:
+    rng = np.random.default_rng(0)
+    pad = kernel // 2
+    fan_in = cin // groups * kernel * kernel
+    weight = (rng.standard_normal((cout, cin // groups, kernel, kernel)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+    bias = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+    out = _out(size, kernel, stride, pad)
+    return _single("Conv", {"x": (1, cin, size, size)}, (1, cout, out, out), {"w": weight, "b": bias},
+                   kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4, group=groups)
+
+
+def pool_model(op: str, channels: int, size: int, kernel: int, stride: int, pad: int) -> Any:
+    out = _out(size, kernel, stride, pad)
+    extra: dict[str, Any] = {"count_include_pad": 0} if op == "AveragePool" else {}
+    return _single(op, {"x": (1, channels, size, size)}, (1, channels, out, out),
+                   kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4, **extra)
+
+
+def global_pool_model(shape: tuple[int, int, int, int]) -> Any:
+    return _single("GlobalAveragePool", {"x": shape}, (shape[0], shape[1], 1, 1))
+
+
+def binary_model(op: str, shape: tuple[int, ...]) -> Any:
+    return _single(op, {"a": shape, "b": shape}, shape)
+
+
+def unary_model(op: str, shape: tuple[int, ...]) -> Any:
+    return _single(op, {"x": shape}, shape)
+
+
+# -- the rows -------------------------------------------------------------------------------
+
+def _conv_case(name: str, cin: int, cout: int, size: int, kernel: int, stride: int = 1, groups: int = 1,
+               quick: tuple[int, int, int] = (8, 8, 8)) -> Case:
+    """quick = (cin, cout, size) of the tiny variant (depthwise keeps cin == cout == groups)."""
+    def shape(q: bool) -> tuple[int, int, int, int]:
+        c_in, c_out, s = quick if q else (cin, cout, size)
+        return c_in, c_out, s, (c_in if groups > 1 else 1)
+
+    def build(q: bool) -> Any:
+        c_in, c_out, s, g = shape(q)
+        return conv_model(c_in, c_out, s, kernel, stride, g)
+
+    def describe(q: bool) -> str:
+        c_in, c_out, s, g = shape(q)
+        dw = " depthwise" if g > 1 else ""
+        return f"Conv{dw} {c_in}->{c_out} {kernel}x{kernel} s{stride} on {s}x{s}"
+
+    return Case(name, "op", "flops", build, describe)
+
+
+SIXTEEN_M = (1, 256, 256, 256)   # 2**24 float32 elements, 64 MiB
+QUICK_ELEMENTS = (1, 4, 32, 32)
+
+
+def _e2e(name: str, builder: str, batch: int, image: int | None, quick_batch: int, quick_image: int | None,
+         slow: bool = False) -> Case:
+    def args(q: bool) -> tuple[int, dict[str, int]]:
+        size = quick_image if q else image
+        return (quick_batch if q else batch), ({"image": size} if size is not None else {})
+
+    def build(q: bool) -> Any:
+        from plugnn import synthetic_models
+
+        b, kw = args(q)
+        return synthetic_models.MODELS[builder](b, **kw)
+
+    def describe(q: bool) -> str:
+        b, kw = args(q)
+        size = kw.get("image", 28)
+        return f"{builder} batch {b}, {size}x{size}"
+
+    return Case(name, "e2e", "flops", build, describe, slow_on_cpuref=slow)
+
+
+CASES: list[Case] = [
+    _conv_case("conv 7x7 3->64 s2 224", 3, 64, 224, 7, stride=2, quick=(3, 8, 16)),
+    _conv_case("conv 3x3 64 56", 64, 64, 56, 3),
+    _conv_case("conv 3x3 128 28", 128, 128, 28, 3),
+    _conv_case("conv 3x3 256 14", 256, 256, 14, 3),
+    _conv_case("conv 3x3 512 7", 512, 512, 7, 3),
+    _conv_case("conv 1x1 256->1024 14", 256, 1024, 14, 1, quick=(8, 16, 8)),
+    _conv_case("dwconv 3x3 144 56", 144, 144, 56, 3, groups=144, quick=(8, 8, 8)),
+    Case("maxpool 3x3 s2 64x112", "op", "bytes",
+         lambda q: pool_model("MaxPool", 4 if q else 64, 16 if q else 112, 3, 2, 1),
+         lambda q: f"MaxPool 3x3 s2 p1 on {4 if q else 64}x{16 if q else 112}x{16 if q else 112}"),
+    Case("avgpool 3x3 s2 64x112", "op", "bytes",
+         lambda q: pool_model("AveragePool", 4 if q else 64, 16 if q else 112, 3, 2, 1),
+         lambda q: f"AveragePool 3x3 s2 p1 (count_include_pad 0) on {4 if q else 64}x{16 if q else 112}x"
+                   f"{16 if q else 112}"),
+    Case("global avgpool 16M", "op", "bytes",
+         lambda q: global_pool_model(QUICK_ELEMENTS if q else SIXTEEN_M),
+         lambda q: f"GlobalAveragePool on {'x'.join(map(str, (QUICK_ELEMENTS if q else SIXTEEN_M)[1:]))}"),
+    Case("add 16M", "op", "bytes", lambda q: binary_model("Add", QUICK_ELEMENTS if q else SIXTEEN_M),
+         lambda q: f"Add of two {int(np.prod(QUICK_ELEMENTS if q else SIXTEEN_M))}-element tensors"),
+    Case("relu 16M", "op", "bytes", lambda q: unary_model("Relu", QUICK_ELEMENTS if q else SIXTEEN_M),
+         lambda q: f"Relu on {int(np.prod(QUICK_ELEMENTS if q else SIXTEEN_M))} elements"),
+    Case("overhead one-Add 4", "op", "time", lambda q: binary_model("Add", (4,)),
+         lambda q: "one Add of 4 elements: per-run runtime overhead"),
+    _e2e("e2e resnet18 b1 224", "resnet18", 1, 224, 1, 32, slow=True),
+    _e2e("e2e mobilenet_v2 b1 224", "mobilenet_v2", 1, 224, 1, 32, slow=True),
+    _e2e("e2e mnist_cnn b1", "mnist_cnn", 1, None, 1, None),
+    _e2e("e2e mnist_cnn b64", "mnist_cnn", 64, None, 4, None),
+]
+
+
+# -- work counting --------------------------------------------------------------------------
+
+def _shapes(model: Any) -> dict[str, tuple[int, ...]]:
+    from onnx import numpy_helper, shape_inference
+
+    inferred = shape_inference.infer_shapes(model)
+    shapes: dict[str, tuple[int, ...]] = {}
+    graph = inferred.graph
+    for info in [*graph.input, *graph.value_info, *graph.output]:
+        dims = info.type.tensor_type.shape.dim
+        shapes[info.name] = tuple(d.dim_value for d in dims)
+    for init in graph.initializer:
+        shapes[init.name] = tuple(numpy_helper.to_array(init).shape)
+    return shapes
+
+
+def flops(model: Any) -> int:
+    """FLOPs (multiply and add counted separately) of every Conv, Gemm and MatMul node."""
+    from onnx import helper
+
+    shapes = _shapes(model)
+    total = 0
+    for node in model.graph.node:
+        if node.op_type == "Conv":
+            out, weight = shapes[node.output[0]], shapes[node.input[1]]
+            total += 2 * int(np.prod(out)) * int(np.prod(weight[1:]))   # 2*N*OH*OW*OC * IC/g*KH*KW
+        elif node.op_type in ("Gemm", "MatMul"):
+            out, a = shapes[node.output[0]], shapes[node.input[0]]
+            trans_a = any(attr.name == "transA" and helper.get_attribute_value(attr) for attr in node.attribute)
+            k = a[-2] if trans_a else a[-1]
+            total += 2 * int(np.prod(out)) * int(k)
+    return total
+
+
+def boundary_bytes(model: Any) -> int:
+    """Bytes read (graph inputs) + written (graph outputs), float32."""
+    shapes = _shapes(model)
+    names = [i.name for i in model.graph.input] + [o.name for o in model.graph.output]
+    return sum(4 * int(np.prod(shapes[n])) for n in names)
+
+
+def work(case: Case, model: Any) -> float | None:
+    if case.metric == "flops":
+        return float(flops(model))
+    if case.metric == "bytes":
+        return float(boundary_bytes(model))
+    return None

@@ -1,0 +1,290 @@
+"""plugnn against onnxruntime, kernel by kernel and end to end, in one process run.
+
+    python scripts/bench/run.py [--quick] [--threads 1,2] [--backends CpuAcc,CpuRef]
+                                [--rows PATTERN] [--json OUT] [--markdown] [--include-slow]
+                                [--peak-gflops 112,219] [--peak-gbs 22,30] [--budget S] [--max-runs N]
+
+Every row is an ONNX model (cases.py): a single layer built with onnx.helper, or a synthetic
+network (plugnn.synthetic_models). For each thread count T it runs in onnxruntime
+(CPUExecutionProvider, intra_op_num_threads=T, inter_op_num_threads=1, sequential) and in
+each requested plugnn backend: CpuAcc through Runtime(backend_options={"CpuAcc":
+{"num_threads": T}}); CpuRef has no threads and is recorded at 1 thread only, and not on the
+224x224 end-to-end rows (seconds per run) unless --include-slow. Both runtimes read the same
+input arrays and write into preallocated outputs (onnxruntime through IO binding, plugnn
+through run(outputs=...)), so what is timed is the run, not output allocation.
+
+Reported per row: median ms (timing.py: warm-up, then samples until the time budget or the
+run limit), GFLOP/s (conv, gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows:
+bytes read + written), the fraction of the peak for T threads, and the ratio
+plugnn median / onnxruntime median (below 1: plugnn is faster). Every plugnn output is checked
+against onnxruntime's: max|plugnn - ort| / max|ort| <= --tolerance (1e-3), else the row is
+marked MISMATCH and the exit status is 1. A backend the runtime does not have, or that
+does not support the row's layer, is reported as "not available", which is not an error.
+
+--quick runs tiny shapes with 1-2 timed runs (seconds in all): CI runs it so the suite cannot
+rot. It asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cases as cases_module  # noqa: E402
+import report  # noqa: E402
+import timing  # noqa: E402
+from report import Result  # noqa: E402
+
+import plugnn  # noqa: E402
+
+THREADED_BACKENDS = {"CpuAcc"}   # backends that take a num_threads option
+
+
+def floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+def ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v.strip()]
+
+
+def peak_for(peaks: list[float], threads: int) -> float:
+    """peaks[T-1]; past the list, the last figure scaled linearly by thread count."""
+    if threads <= len(peaks):
+        return peaks[threads - 1]
+    return peaks[-1] * threads / len(peaks)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="tiny shapes, 1-2 runs: a smoke test (CI)")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    p.add_argument("--backends", default="CpuAcc,CpuRef", help="plugnn backends (default CpuAcc,CpuRef)")
+    p.add_argument("--rows", default=None, help="only rows whose name matches this regular expression")
+    p.add_argument("--json", default=None, metavar="OUT", help="also write the results as JSON to OUT")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown too")
+    p.add_argument("--include-slow", action="store_true", help="run CpuRef on the 224x224 end-to-end rows")
+    p.add_argument("--peak-gflops", default="112,219",
+                   help="peak float32 GFLOP/s for 1,2,... threads (default 112,219: Zen 4 AVX-512 FMA)")
+    p.add_argument("--peak-gbs", default="22,30", help="peak memory GB/s for 1,2,... threads (default 22,30)")
+    p.add_argument("--budget", type=float, default=None, help="seconds of timing per row and backend (default 1)")
+    p.add_argument("--max-runs", type=int, default=None, help="timed samples at most (default 50)")
+    p.add_argument("--tolerance", type=float, default=1e-3, help="max|plugnn - ort| / max|ort| allowed")
+    p.add_argument("--list", action="store_true", help="list the rows and exit")
+    return p.parse_args(argv)
+
+
+# -- the two runtimes ------------------------------------------------------------------------
+
+def ort_runner(model: Any, feeds: dict[str, np.ndarray], threads: int) -> tuple[Any, dict[str, np.ndarray]]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    binding = session.io_binding()
+    for name, array in feeds.items():
+        binding.bind_cpu_input(name, array)
+    outputs = {}
+    for out in session.get_outputs():
+        array = np.empty(out.shape, np.float32)
+        binding.bind_output(out.name, "cpu", 0, np.float32, list(array.shape), array.ctypes.data)
+        outputs[out.name] = array
+    return (lambda: session.run_with_iobinding(binding)), outputs
+
+
+class Plugnn:
+    """One Runtime per thread count (CpuAcc's num_threads is a runtime-wide backend option)."""
+
+    def __init__(self, available: list[str]) -> None:
+        self.available = available
+        self.runtimes: dict[int, plugnn.Runtime] = {}
+
+    def runtime(self, threads: int) -> plugnn.Runtime:
+        if threads not in self.runtimes:
+            options = {b: {"num_threads": str(threads)} for b in THREADED_BACKENDS if b in self.available}
+            self.runtimes[threads] = plugnn.Runtime(backend_options=options)
+        return self.runtimes[threads]
+
+    def close(self) -> None:
+        for runtime in self.runtimes.values():
+            runtime.close()
+
+
+def relative_difference(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray]) -> float:
+    worst = 0.0
+    for name, reference in theirs.items():
+        scale = max(float(np.abs(reference).max()), 1e-30)
+        diff = float(np.abs(ours[name].astype(np.float64) - reference).max())
+        worst = max(worst, diff / scale if np.isfinite(diff) else float("inf"))
+    return worst
+
+
+# -- one row ---------------------------------------------------------------------------------
+
+def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budget: timing.Budget,
+             threads_list: list[int], backends: list[str], log: Any) -> list[Result]:
+    import plugnn.onnx
+    from plugnn.errors import OptimizationError
+
+    results: list[Result] = []
+    model = case.build(args.quick)
+    amount = cases_module.work(case, model)
+    rng = np.random.default_rng(1)
+    feeds = {}
+    initializers = {i.name for i in model.graph.initializer}
+    for inp in model.graph.input:
+        if inp.name not in initializers:
+            shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+            feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
+    network = plugnn.onnx.load(model)
+    peaks = floats(args.peak_gflops) if case.metric == "flops" else floats(args.peak_gbs)
+
+    def finish(result: Result, seconds: timing.Timing, threads: int) -> Result:
+        result.median_ms, result.min_ms, result.runs = seconds.median * 1e3, seconds.minimum * 1e3, seconds.samples
+        result.metric = case.metric
+        if amount is not None:
+            result.rate = amount / seconds.median / 1e9
+            result.peak_fraction = result.rate / peak_for(peaks, threads)
+        result.extra["calls_per_sample"] = seconds.calls_per_sample
+        return result
+
+    for threads in threads_list:
+        ort_result = Result(case.name, threads, "onnxruntime", "ok")
+        try:
+            fn, ort_out = ort_runner(model, feeds, threads)
+            fn()
+            reference = {k: v.copy() for k, v in ort_out.items()}
+            finish(ort_result, timing.measure(fn, budget), threads)
+        except Exception as exc:  # noqa: BLE001 - a failing row is reported, the others still run
+            ort_result.status, ort_result.note, reference = "error", f"{type(exc).__name__}: {exc}", None
+        results.append(ort_result)
+        log(ort_result)
+
+        for backend in backends:
+            if backend not in THREADED_BACKENDS and threads != threads_list[0]:
+                continue   # no threads: recorded once, at the first thread count
+            result = Result(case.name, threads, backend, "ok", metric=case.metric)
+            results.append(result)
+            if backend not in pl.available:
+                result.status = "not available"
+                result.note = "not in this runtime"
+                log(result)
+                continue
+            if backend == "CpuRef" and case.slow_on_cpuref and not (args.include_slow or args.quick):
+                result.status, result.note = "skipped", "seconds per run on CpuRef; --include-slow"
+                log(result)
+                continue
+            if backend not in THREADED_BACKENDS and threads != 1:
+                result.note = "single-threaded backend"
+            runtime = pl.runtime(threads)
+            preference = [backend] if case.kind == "op" or backend == "CpuRef" else [backend, "CpuRef"]
+            try:
+                optimized = plugnn.optimize(network, runtime, preference)
+            except OptimizationError as exc:
+                result.status, result.note = "not available", f"unsupported: {str(exc).splitlines()[0][:80]}"
+                log(result)
+                continue
+            fallback = [a["layer"] for a in optimized.assignments() if a["backend"] != backend]
+            if fallback:
+                result.note = f"{len(fallback)} of {len(optimized.assignments())} layers on CpuRef"
+            try:
+                with runtime.load_network(optimized) as loaded:
+                    outputs = {o.name: np.empty([d.dim_value for d in o.type.tensor_type.shape.dim], np.float32)
+                               for o in model.graph.output}
+                    loaded.run(feeds, outputs=outputs)
+                    if reference is not None:
+                        result.rel_diff = relative_difference(outputs, reference)
+                        if not result.rel_diff <= args.tolerance:
+                            result.status = "mismatch"
+                    finish(result, timing.measure(lambda: loaded.run(feeds, outputs=outputs), budget), threads)
+                    if ort_result.median_ms and result.median_ms is not None:
+                        result.ratio_vs_ort = result.median_ms / ort_result.median_ms
+            except Exception as exc:  # noqa: BLE001
+                result.status, result.note = "error", f"{type(exc).__name__}: {exc}"
+            log(result)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    selected = [c for c in cases_module.CASES if args.rows is None or re.search(args.rows, c.name, re.IGNORECASE)]
+    if args.list:
+        for case in selected:
+            print(f"{case.name:26} {case.kind:4} {case.description(args.quick)}")
+        return 0
+    if not selected:
+        print(f"no row matches {args.rows!r}", file=sys.stderr)
+        return 2
+    budget = timing.QUICK if args.quick else timing.Budget()
+    if args.budget is not None or args.max_runs is not None:
+        budget = timing.Budget(warmup=budget.warmup, min_runs=min(budget.min_runs, args.max_runs or budget.max_runs),
+                               max_runs=args.max_runs or budget.max_runs,
+                               seconds=budget.seconds if args.budget is None else args.budget,
+                               min_sample=budget.min_sample)
+    threads_list = ints(args.threads)
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    with plugnn.Runtime() as probe:
+        available = list(probe.backend_ids)
+
+    import onnxruntime
+
+    started = time.perf_counter()
+    print(f"plugnn {plugnn.__version__ if hasattr(plugnn, '__version__') else '?'}: backends {available}; "
+          f"onnxruntime {onnxruntime.__version__}; threads {threads_list}; {'quick' if args.quick else 'full'} mode; "
+          f"peaks {args.peak_gflops} GFLOP/s, {args.peak_gbs} GB/s", flush=True)
+
+    def log(r: Result) -> None:
+        print("  " + "  ".join(c for c in report.cells(r) if c != "-"), file=sys.stderr, flush=True)
+
+    pl = Plugnn(available)
+    results: list[Result] = []
+    try:
+        for case in selected:
+            print(f"[{case.name}] {case.description(args.quick)}", file=sys.stderr, flush=True)
+            try:
+                results += run_case(case, args, pl, budget, threads_list, backends, log)
+            except Exception as exc:  # noqa: BLE001 - building the row failed
+                results.append(Result(case.name, threads_list[0], "-", "error", note=f"{type(exc).__name__}: {exc}"))
+                log(results[-1])
+    finally:
+        pl.close()
+    elapsed = time.perf_counter() - started
+
+    print(report.table(results))
+    print("rate: GFLOP/s for conv and e2e rows (2*N*OH*OW*OC*IC/groups*KH*KW, gemm 2*M*N*K), GB/s (read + write) "
+          "for memory-bound rows; vs ort = plugnn median / onnxruntime median at the same thread count "
+          "(< 1: plugnn faster); check = max|plugnn - ort| / max|ort|")
+    if args.markdown:
+        print()
+        print(report.markdown(results))
+    failed = [r for r in results if r.status in ("error", "mismatch")]
+    meta = {"date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "python": platform.python_version(), "onnxruntime": onnxruntime.__version__,
+            "available_backends": available, "requested_backends": backends, "threads": threads_list,
+            "quick": args.quick, "peak_gflops": floats(args.peak_gflops), "peak_gbs": floats(args.peak_gbs),
+            "elapsed_seconds": elapsed, "failed": len(failed)}
+    if args.json:
+        Path(args.json).write_text(report.to_json(results, meta))
+    print(f"{len(selected)} rows, {len(results)} results, {len(failed)} failed, {elapsed:.1f} s")
+    for r in failed:
+        print(f"FAILED: {r.row} / {r.backend} / {r.threads} thread(s): {r.status} {r.note}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The benchmark suite (scripts/bench) in --quick mode: tiny shapes, 1-2 timed runs, a few seconds.
+
+It runs so the suite cannot rot (a renamed API, a builder that no longer checks, a backend
+option that changed). Nothing about time is asserted: only that the command exits 0 and that
+every row of the suite printed a result (or "not available" / "skipped") for onnxruntime and
+every requested backend. Exit 0 also means every plugnn output agreed with onnxruntime's
+(max|plugnn - ort| / max|ort| <= 1e-3): a mismatch makes run.py exit 1.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import plugnn
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+REPO = Path(__file__).resolve().parent.parent.parent
+RUN = REPO / "scripts" / "bench" / "run.py"
+_spec = importlib.util.spec_from_file_location("plugnn_bench_cases", RUN.parent / "cases.py")
+assert _spec is not None and _spec.loader is not None
+cases = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)  # dataclasses look it up there
+_spec.loader.exec_module(cases)
+
+STATUSES = {"ok", "not available", "skipped"}
+
+
+def available_backends() -> list[str]:
+    with plugnn.Runtime() as runtime:
+        return list(runtime.backend_ids)
+
+
+BACKEND_SETS = ["CpuRef"] + (["CpuAcc,CpuRef"] if "CpuAcc" in available_backends() else [])
+
+
+@pytest.mark.parametrize("backends", BACKEND_SETS)
+def test_quick_mode_runs_every_row(tmp_path: Path, backends: str) -> None:
+    out = tmp_path / "bench.json"
+    result = subprocess.run([sys.executable, str(RUN), "--quick", "--backends", backends, "--json", str(out)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    records = json.loads(out.read_text())["results"]
+    requested = backends.split(",")
+    for case in cases.CASES:
+        mine = [r for r in records if r["row"] == case.name]
+        assert {r["backend"] for r in mine} == {"onnxruntime", *requested}, (case.name, mine)
+        for r in mine:
+            assert r["status"] in STATUSES, r
+            if r["status"] == "ok":
+                assert r["median_ms"] is not None and r["median_ms"] > 0, r
+        # the printed table has a line for every (row, backend) too
+        for backend in {"onnxruntime", *requested}:
+            assert any(line.startswith(case.name) and f" {backend} " in line
+                       for line in result.stdout.splitlines()), (case.name, backend)
+
+
+def test_missing_backend_is_not_available_not_an_error(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(RUN), "--quick", "--backends", "NoSuchBackend",
+                             "--rows", "^relu", "--threads", "1"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if " NoSuchBackend " in line)
+    assert "not available" in line
