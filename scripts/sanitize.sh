@@ -25,7 +25,7 @@ cmake --build "$work/mocks" --parallel >> "$work/build.log"
 
 if [ $# -eq 0 ]; then
   set -- tests/plugins/test_loading.py tests/plugins/test_proxy.py tests/plugins/test_network_lifecycle.py \
-         tests/runtime tests/conformance tests/onnx tests/e2e
+         tests/runtime tests/conformance tests/onnx tests/e2e tests/cpuacc
 fi
 cd "$repo"
 env PLUGNN_TEST_MOCKS_DIR="$work/mocks/out" \

@@ -16,6 +16,19 @@ from plugnn import demo
 DEMO_LAYERS = 19  # 25 layers built, 6 batch normalizations folded into the convolutions
 
 
+def _built_in_backends() -> list[str]:
+    """The built-in backends `plugnn run` prefers by default, in its order (CpuAcc, CpuRef)."""
+    import plugnn as pn
+    from plugnn.run_command import PREFERRED_ORDER
+
+    with pn.Runtime() as runtime:
+        return [b for b in PREFERRED_ORDER if b in runtime.backend_ids]
+
+
+BUILT_IN = _built_in_backends()
+DEFAULT_BACKEND = BUILT_IN[0]  # the backend that runs the whole demo by default
+
+
 def plugnn(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
     """`python -m plugnn ARGS`; `prelude` runs first in the child (e.g. to hide a package)."""
     if prelude:
@@ -38,7 +51,7 @@ def demo_reference(image: np.ndarray) -> np.ndarray:
     import plugnn as pn
 
     with pn.Runtime() as runtime:
-        optimized = pn.optimize(demo.network(), runtime, ["CpuRef"])
+        optimized = pn.optimize(demo.network(), runtime, [DEFAULT_BACKEND])
         with runtime.load_network(optimized) as loaded:
             return loaded.run({demo.INPUT_NAME: image})[demo.OUTPUT_NAME]
 
@@ -62,10 +75,10 @@ def test_demo_prints_every_section() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no progress bar, no logging when stderr is not a terminal
     out = result.stdout
-    for section in ("Model: built-in demo", "Backends: CpuRef", f"Placement ({DEMO_LAYERS} layers run",
+    for section in ("Model: built-in demo", f"Backends: {DEFAULT_BACKEND}", f"Placement ({DEMO_LAYERS} layers run",
                     "Inputs:", "Outputs:", "Timing (10 runs after 1 warm-up run"):
         assert section in out, out
-    assert f"#1-{DEMO_LAYERS}   CpuRef   {DEMO_LAYERS} layers:  Convolution2d x6" in out
+    assert f"#1-{DEMO_LAYERS}   {DEFAULT_BACKEND:<6}   {DEMO_LAYERS} layers:  Convolution2d x6" in out
     assert "Convolution2d x6" in out and "fallbacks: none" in out
     assert "BatchNormalization x6 folded into the layer before" in out
     assert "image  (1, 3, 32, 32)  float32  random (seed 0)" in out
@@ -77,9 +90,9 @@ def test_demo_prints_every_section() -> None:
 def test_demo_json_has_everything() -> None:
     data = run_json()
     assert data["model"] is None and data["network"] == "plugnn_demo"
-    assert data["backends"]["preferred"][0] == "CpuRef" and data["backends"]["used"] == ["CpuRef"]
+    assert data["backends"]["preferred"][0] == DEFAULT_BACKEND and data["backends"]["used"] == [DEFAULT_BACKEND]
     groups = data["placement"]["groups"]
-    assert [(g["backend"], g["first"], g["last"], g["count"]) for g in groups] == [("CpuRef", 1, DEMO_LAYERS,
+    assert [(g["backend"], g["first"], g["last"], g["count"]) for g in groups] == [(DEFAULT_BACKEND, 1, DEMO_LAYERS,
                                                                                      DEMO_LAYERS)]
     assert groups[0]["types"]["Convolution2d"] == 6
     assert len(data["placement"]["layers"]) == DEMO_LAYERS and data["placement"]["fallbacks"] == []
@@ -101,12 +114,12 @@ def test_iterations_and_profile() -> None:
     assert data["timing"]["iterations"] == 3 and data["timing"]["profiled"] is True
     profile = data["profile"]
     assert [p["layer"] for p in profile] == [a["layer"] for a in data["placement"]["layers"]]
-    assert {p["backend"] for p in profile} == {"CpuRef"}
+    assert {p["backend"] for p in profile} == {DEFAULT_BACKEND}
     assert sum(p["share"] for p in profile) == pytest.approx(1.0)
     text = plugnn("run", "--iterations", "2", "--profile").stdout
     assert "Timing (2 runs after 1 warm-up run" in text and "profiling on" in text
     assert "Profile (median per layer over 2 runs):" in text
-    assert any(line.split()[:2] == ["stem", "CpuRef"] and line.endswith("%") for line in text.splitlines())
+    assert any(line.split()[:2] == ["stem", DEFAULT_BACKEND] and line.endswith("%") for line in text.splitlines())
     assert any(line.split()[:1] == ["total"] and line.endswith("100.0%") for line in text.splitlines())
 
 
@@ -205,7 +218,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("args, fragments", [
     (["missing.onnx"], ["no such model file: missing.onnx"]),
-    (["-c", "NoSuchBackend"], ["unknown backend 'NoSuchBackend'", "available backends: CpuRef"]),
+    (["-c", "NoSuchBackend"], ["unknown backend 'NoSuchBackend'", "available backends: " + ", ".join(BUILT_IN)]),
     (["-c", "CpuRef,,CpuRef"], ["comma-separated list"]),
     (["-c", ""], ["comma-separated list"]),
     (["-c", "CpuRef,CpuRef"], ["CpuRef more than once"]),
@@ -357,7 +370,8 @@ def test_groups_and_fallbacks_across_backends(relu_backend: None, capsys: pytest
     assert "#2      PyRelu    1 layer:  Activation" in text
     assert "fallback: PyRelu refused 6 layers (Convolution2d x6: stem, block1_conv1, block1_conv2, down, ... " \
            "(2 more)) -> CpuRef: PyRelu runs relu only, not CONVOLUTION_2D" in text
-    # by default CpuRef comes first, so it runs everything
+    # by default the built-in backends come first, so the first of them runs everything
     assert main(["run", "--iterations", "1", "--json"]) == 0
     default = json.loads(capsys.readouterr().out)
-    assert default["backends"]["preferred"] == ["CpuRef", "PyRelu"] and default["backends"]["used"] == ["CpuRef"]
+    assert default["backends"]["preferred"] == [*BUILT_IN, "PyRelu"]
+    assert default["backends"]["used"] == [DEFAULT_BACKEND]

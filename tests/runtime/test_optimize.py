@@ -81,7 +81,7 @@ def test_no_backend_supports_a_layer(runtime: Runtime) -> None:
 
 @pytest.mark.parametrize("backends, overrides, error, message", [
     ([], None, OptimizationError, "preferred backend list is empty; this runtime has: PySoftmax, PyRefuser, "
-                                  "PyDevice, CpuRef"),
+                                  "PyDevice, Cpu"),  # then the bundled CpuAcc/CpuRef
     (["GpuAcc"], None, UnknownBackendError, "unknown backend 'GpuAcc'; available backends: PySoftmax"),
     (["CpuRef"], {"fc": "Nope"}, UnknownBackendError, "unknown backend 'Nope'"),
     (["CpuRef"], {"missing_layer": "CpuRef"}, NetworkError, "overrides name layers that network 'small' does not "

@@ -1,0 +1,196 @@
+/*
+ * CpuAcc private header: the thread pool, CPU feature detection, the workload
+ * state shared by the memory-bound kernel families, and the dispatch-table
+ * contract every kernel family (including gemm/conv/fc/matmul, declared in
+ * accel_compute.h) follows.
+ *
+ * How a workload reaches the pool: the backend owns one accel_pool (started
+ * with its first workload factory, sized by option num_threads, joined in
+ * destroy; a later num_threads starts a new pool for later factories and keeps
+ * the old one, which earlier workloads may use, until destroy). Each
+ * workload factory copies the backend's accel_env (pool + selected ISA) and
+ * hands a pointer to it to every create function; a workload copies the
+ * accel_env by value (pool pointer + isa) and uses env.pool in execute(). The
+ * runtime destroys every workload before the backend, so the pool outlives
+ * every workload that points at it.
+ */
+#ifndef ACCEL_H
+#define ACCEL_H
+
+#include "plugnn/plugin_common.h"
+#include "plugnn/pn_validate.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Thread pool (pool.c) ------------------------------------------------- */
+
+typedef struct accel_pool accel_pool;
+
+/* fn(ctx, begin, end) processes items [begin, end). */
+typedef void (*accel_range_fn)(void* ctx, int64_t begin, int64_t end);
+
+/* A pool of `num_threads` threads in total (the caller of parallel_for counts as
+ * one; num_threads == 1 starts no thread and runs everything inline). Returns
+ * NULL when out of memory or when a thread cannot be started. */
+accel_pool* accel_pool_create(int num_threads);
+
+/* Joins the threads and frees the pool (NULL is a no-op). */
+void accel_pool_destroy(accel_pool* pool);
+
+/* Threads in the pool, >= 1 (1 for NULL). */
+int accel_pool_size(const accel_pool* pool);
+
+/* Runs fn over [0, n) split into at most accel_pool_size(pool) contiguous ranges,
+ * one per thread, and returns when all are done. Safe to call from several
+ * threads at once and from inside fn (a call that finds the pool busy runs
+ * inline, serially). pool may be NULL (inline). n <= 0 does nothing. */
+void accel_parallel_for(accel_pool* pool, int64_t n, accel_range_fn fn, void* ctx);
+
+/* Like accel_parallel_for, but never gives a thread fewer than `grain` items
+ * (so small n runs inline without waking threads). grain <= 1 means 1. */
+void accel_parallel_for_grain(accel_pool* pool, int64_t n, int64_t grain, accel_range_fn fn,
+                              void* ctx);
+
+/* The number of CPUs this process may run on (sched_getaffinity), >= 1. */
+int accel_available_cpus(void);
+
+/* ---- CPU features (cpu.c) --------------------------------------------------- */
+
+typedef enum accel_isa {
+    ACCEL_ISA_PORTABLE = 0, /* plain C, every architecture */
+    ACCEL_ISA_AVX2 = 1,     /* x86-64 AVX2 + FMA */
+    ACCEL_ISA_AVX512 = 2    /* x86-64 AVX-512 F/DQ/BW/VL + FMA */
+} accel_isa;
+
+/* The best ISA both compiled in and supported by this CPU. */
+accel_isa accel_detect_isa(void);
+const char* accel_isa_name(accel_isa isa); /* "portable", "avx2", "avx512" */
+
+/* ---- Vector kernels (kern_impl.h, compiled once per ISA) -------------------- */
+
+/* Pooling parameters of one layer, resolved for the kernels. */
+typedef struct accel_pool_params {
+    int kind;                      /* pn_pooling_kind */
+    int include_padding;           /* AVERAGE with PN_PADDING_INCLUDE */
+    float p;                       /* LP order */
+    int64_t ih, iw, oh, ow, c;     /* input/output spatial sizes; channels (NHWC rows) */
+    int64_t kh, kw, sh, sw, dh, dw;
+    int64_t pt, pl, pb, pr;        /* padding */
+} accel_pool_params;
+
+typedef struct accel_kernels {
+    /* y[i] = act(x[i]) (x == y allowed). */
+    void (*activation)(const pn_activation_desc* act, const float* x, float* y, int64_t n);
+    /* y[i] = a[i*sa] op b[i*sb], sa/sb in {0, 1} (y may equal a or b when its stride is 1). */
+    void (*binary_row)(pn_binary_op op, const float* a, int sa, const float* b, int sb, float* y,
+                       int64_t n);
+    /* Max of x[0..n) (NaN wins), -inf for n == 0. */
+    float (*max_row)(const float* x, int64_t n);
+    /* y[i] = exp(x[i] - m); returns the sum of y. */
+    float (*exp_sub_sum)(const float* x, float m, float* y, int64_t n);
+    /* y[i] *= s. */
+    void (*scale)(float* y, float s, int64_t n);
+    /* Column forms for softmax over a non-last axis: m[i] = max(m[i], x[i]) (NaN wins),
+     * y[i] = exp(x[i] - m[i]), s[i] += y[i], y[i] *= r[i]. */
+    void (*max_cols)(float* m, const float* x, int64_t n);
+    void (*exp_sub_cols)(const float* x, const float* m, float* y, float* s, int64_t n);
+    void (*mul_cols)(float* y, const float* r, int64_t n);
+    /* Pooling: NCHW output rows [oy0, oy1) of one plane; NHWC output rows [oy0, oy1) of one
+     * image (x/y point at the image). */
+    void (*pool_nchw)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+                      int64_t oy1);
+    void (*pool_nhwc)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+                      int64_t oy1);
+} accel_kernels;
+
+/* The kernel table of an ISA (one compiled in: never NULL). */
+const accel_kernels* accel_kernels_for(accel_isa isa);
+
+/* ---- What every create function receives --------------------------------- */
+
+typedef struct accel_env {
+    accel_pool* pool; /* the backend's pool; never NULL for a live backend */
+    accel_isa isa;    /* the ISA the kernels use */
+} accel_env;
+
+/* A kernel family's workload constructor. Called only after the layer passed
+ * pn_validate_common, the float32 check and the kind's validate function. */
+typedef pn_status (*accel_create_fn)(const accel_env* env, const pn_layer* layer,
+                                     pn_workload** workload_out, pn_string_out* message_out);
+
+/* Optional extra refusal check of a family, run after the kind's pn_validate_*
+ * in is_layer_supported and create_workload: PN_OK to accept, or
+ * PN_ERR_UNSUPPORTED with a reason ("CpuAcc runs ... on CpuRef's fallback: ..."). */
+typedef pn_status (*accel_validate_fn)(const pn_layer* layer, pn_string_out* reason);
+
+/* ---- Memory-bound families (this engineer's files) ------------------------ */
+
+pn_status accel_binary_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_variadic_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_activation_create(const accel_env*, const pn_layer*, pn_workload**,
+                                  pn_string_out*);
+pn_status accel_pooling2d_create(const accel_env*, const pn_layer*, pn_workload**,
+                                 pn_string_out*);
+pn_status accel_softmax_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_concat_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_copy_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_transpose_create(const accel_env*, const pn_layer*, pn_workload**,
+                                 pn_string_out*);
+
+/* ---- Shared helpers (workload.c) ------------------------------------------- */
+
+/* A fused activation applied in place to y[0..n) (act NULL: nothing), vectorized
+ * for env->isa. Usable by gemm/conv/fc for their fused activations. */
+void accel_apply_activation(accel_isa isa, const pn_activation_desc* act, float* y, int64_t n);
+
+/* Checks an execute() call against the infos the workload was created for
+ * (counts, dtypes, dims, NULL data); "CpuAcc execute: ..." messages. */
+pn_status accel_check_args(const pn_execute_args* args, uint32_t num_inputs,
+                           const pn_tensor_info* inputs, uint32_t num_outputs,
+                           const pn_tensor_info* outputs, pn_string_out* message_out);
+
+/* ---- The workload of the memory-bound families (workload.c) ---------------- */
+
+typedef struct accel_op accel_op;
+
+/* Runs one layer on float32 data (in[i]/out[i]; an empty input gets a dummy
+ * pointer). Never called when the output is empty; cannot fail. */
+typedef void (*accel_kernel)(const accel_op* op, const float* const* in, float* const* out);
+
+struct accel_op {
+    accel_env env;
+    const accel_kernels* k;          /* accel_kernels_for(env.isa) */
+    pn_layer_kind kind;
+    uint32_t num_inputs;
+    uint32_t num_outputs;
+    pn_tensor_info* inputs;          /* copies */
+    pn_tensor_info* outputs;         /* copies */
+    const float** in_data;           /* execute() scratch */
+    float** out_data;                /* execute() scratch */
+    accel_kernel kernel;
+    int has_activation;
+    pn_activation_desc activation;   /* the fused activation (has_activation) */
+    void* priv;                      /* family state, freed with free() */
+    union {                          /* the descriptor; pointers inside are NULL */
+        pn_pooling_2d_desc pool;
+        pn_elementwise_binary_desc binary;
+        pn_elementwise_variadic_desc variadic;
+        pn_activation_desc activation;
+        pn_softmax_desc softmax;
+        pn_concat_desc concat;
+        pn_transpose_desc transpose;
+    } desc;
+};
+
+/* A workload running `kernel` on a copy of `layer` (infos, the first desc_size
+ * bytes of the descriptor bounded by its struct_size, the fused activation).
+ * `priv` (may be NULL) is owned by the workload from this call on. */
+pn_status accel_workload_new(const accel_env* env, const pn_layer* layer, size_t desc_size,
+                             const pn_activation_desc* fused, accel_kernel kernel, void* priv,
+                             pn_workload** workload_out, pn_string_out* message_out);
+
+/* Product of dims [begin, end). */
+int64_t accel_span(const pn_tensor_info* info, uint32_t begin, uint32_t end);
+
+#endif /* ACCEL_H */

@@ -1,0 +1,310 @@
+/* CpuAcc entry points, backend object, options and dispatch table. */
+#include "accel.h"
+#if defined(ACCEL_HAVE_COMPUTE)
+#include "accel_compute.h"
+#endif
+
+#include <stdlib.h>
+
+#define ACCEL_MAX_THREADS 256
+
+typedef struct accel_backend {
+    pn_backend base;
+    accel_env env;       /* env.pool: the pool of num_threads threads, made with the first
+                            factory (so a runtime that only lists backends starts none) */
+    int num_threads;
+    accel_isa best_isa;  /* the best kernels this build has for this CPU */
+    int pool_shared;     /* env.pool was handed to a factory (workloads may hold it) */
+    accel_pool** retired;/* pools replaced by a later num_threads, joined in destroy */
+    int num_retired;
+} accel_backend;
+
+/* ---- Dispatch table ------------------------------------------------------ */
+
+typedef pn_status (*accel_kind_validate_fn)(const pn_layer* layer, pn_string_out* reason);
+
+typedef struct accel_kind_entry {
+    accel_kind_validate_fn validate; /* the shared pn_validate_* rules of the kind */
+    accel_validate_fn refuse;        /* CpuAcc's own extra limits, or NULL */
+    accel_create_fn create;          /* NULL: CpuAcc leaves the kind to CpuRef */
+} accel_kind_entry;
+
+static const accel_kind_entry kinds[] = {
+#if defined(ACCEL_HAVE_COMPUTE)
+    [PN_LAYER_CONVOLUTION_2D] = {pn_validate_convolution_2d, accel_validate_conv2d,
+                                 accel_create_conv2d},
+    [PN_LAYER_FULLY_CONNECTED] = {pn_validate_fully_connected, accel_validate_fully_connected,
+                                  accel_create_fully_connected},
+    [PN_LAYER_MATMUL] = {pn_validate_matmul, accel_validate_matmul, accel_create_matmul},
+#else
+    [PN_LAYER_CONVOLUTION_2D] = {pn_validate_convolution_2d, NULL, NULL},
+    [PN_LAYER_FULLY_CONNECTED] = {pn_validate_fully_connected, NULL, NULL},
+    [PN_LAYER_MATMUL] = {pn_validate_matmul, NULL, NULL},
+#endif
+    [PN_LAYER_POOLING_2D] = {pn_validate_pooling_2d, NULL, accel_pooling2d_create},
+    [PN_LAYER_ELEMENTWISE_BINARY] = {pn_validate_elementwise_binary, NULL, accel_binary_create},
+    [PN_LAYER_ELEMENTWISE_VARIADIC] = {pn_validate_elementwise_variadic, NULL,
+                                       accel_variadic_create},
+    [PN_LAYER_ACTIVATION] = {pn_validate_activation, NULL, accel_activation_create},
+    [PN_LAYER_SOFTMAX] = {pn_validate_softmax, NULL, accel_softmax_create},
+    [PN_LAYER_BATCH_NORMALIZATION] = {pn_validate_batch_normalization, NULL, NULL},
+    [PN_LAYER_LOCAL_RESPONSE_NORMALIZATION] = {pn_validate_lrn, NULL, NULL},
+    [PN_LAYER_CONCAT] = {pn_validate_concat, NULL, accel_concat_create},
+    [PN_LAYER_RESHAPE] = {pn_validate_reshape, NULL, accel_copy_create},
+    [PN_LAYER_TRANSPOSE] = {pn_validate_transpose, NULL, accel_transpose_create},
+    [PN_LAYER_COPY] = {pn_validate_copy, NULL, accel_copy_create},
+    [PN_LAYER_PRECOMPILED] = {NULL, NULL, NULL},
+};
+
+#define NUM_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+static pn_status check_dtypes(const pn_layer* layer, pn_string_out* reason) {
+    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
+        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
+            return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                           "CpuAcc runs %s on CpuRef's fallback: %s input %u is not "
+                           "implemented (CpuAcc computes float32 only)",
+                           pn_layer_kind_name(layer->kind), pn_dtype_name(layer->inputs[i].dtype),
+                           i);
+        }
+    }
+    for (uint32_t i = 0; i < layer->num_outputs; ++i) {
+        if (layer->outputs[i].dtype != PN_DTYPE_FLOAT32) {
+            return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                           "CpuAcc runs %s on CpuRef's fallback: %s output %u is not "
+                           "implemented (CpuAcc computes float32 only)",
+                           pn_layer_kind_name(layer->kind),
+                           pn_dtype_name(layer->outputs[i].dtype), i);
+        }
+    }
+    return PN_OK;
+}
+
+/* PN_ERR_INVALID_ARGUMENT for a malformed layer, PN_ERR_UNSUPPORTED for one CpuAcc leaves to
+ * another backend, each with a reason. */
+static pn_status check_layer(const pn_layer* layer, pn_string_out* reason) {
+    pn_status s = pn_validate_common(layer, reason);
+    if (s != PN_OK) {
+        return s;
+    }
+    if ((size_t)layer->kind >= NUM_KINDS || kinds[layer->kind].validate == NULL) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                       "CpuAcc runs %s on CpuRef's fallback: %s layers are not implemented",
+                       pn_layer_kind_name(layer->kind), pn_layer_kind_name(layer->kind));
+    }
+    /* Malformed layers are refused for what is wrong with them, whatever CpuAcc implements. */
+    s = kinds[layer->kind].validate(layer, reason);
+    if (s != PN_OK) {
+        return s;
+    }
+    s = check_dtypes(layer, reason);
+    if (s != PN_OK) {
+        return s;
+    }
+    if (kinds[layer->kind].create == NULL) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                       "CpuAcc runs %s on CpuRef's fallback: %s is not implemented in CpuAcc",
+                       pn_layer_kind_name(layer->kind), pn_layer_kind_name(layer->kind));
+    }
+    if (kinds[layer->kind].refuse != NULL) {
+        return kinds[layer->kind].refuse(layer, reason);
+    }
+    return PN_OK;
+}
+
+/* ---- Backend and factory ------------------------------------------------- */
+
+static void backend_destroy(pn_backend* backend) {
+    accel_backend* b = (accel_backend*)backend->self;
+    accel_pool_destroy(b->env.pool);
+    for (int i = 0; i < b->num_retired; ++i) {
+        accel_pool_destroy(b->retired[i]);
+    }
+    free(b->retired);
+    free(b);
+}
+
+static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer* layer,
+                                            pn_bool* supported_out, pn_string_out* reason_out) {
+    (void)backend;
+    if (supported_out == NULL || layer == NULL) {
+        return pn_fail(reason_out, PN_ERR_INVALID_ARGUMENT, "is_layer_supported: %s is NULL",
+                       layer == NULL ? "layer" : "supported_out");
+    }
+    *supported_out = check_layer(layer, reason_out) == PN_OK ? 1 : 0;
+    return PN_OK;
+}
+
+typedef struct accel_factory {
+    pn_workload_factory base;
+    accel_env env; /* a copy of the backend's: the pool outlives every workload */
+} accel_factory;
+
+static void factory_destroy(pn_workload_factory* factory) { free(factory->self); }
+
+static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
+                                         pn_workload** workload_out, pn_string_out* message_out) {
+    accel_factory* f = (accel_factory*)factory->self;
+    if (workload_out == NULL || layer == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "create_workload: %s is NULL",
+                       layer == NULL ? "layer" : "workload_out");
+    }
+    *workload_out = NULL;
+    pn_status s = check_layer(layer, message_out); /* never trust the caller */
+    if (s != PN_OK) {
+        return s;
+    }
+    return kinds[layer->kind].create(&f->env, layer, workload_out, message_out);
+}
+
+static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_manager* mm,
+                                                 pn_workload_factory** factory_out,
+                                                 pn_string_out* message_out) {
+    accel_backend* b = (accel_backend*)backend->self;
+    (void)mm;
+    if (factory_out == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "factory_out is NULL");
+    }
+    if (b->env.pool == NULL) {
+        b->env.pool = accel_pool_create(b->num_threads);
+        if (b->env.pool == NULL) {
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
+                           "CpuAcc: cannot start a pool of %d threads", b->num_threads);
+        }
+    }
+    accel_factory* f = (accel_factory*)calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
+                       "out of memory creating a workload factory");
+    }
+    f->base.struct_size = (uint32_t)sizeof(pn_workload_factory);
+    f->base.self = f;
+    f->base.destroy = factory_destroy;
+    f->base.create_workload = factory_create_workload;
+    f->env = b->env;
+    b->pool_shared = 1;
+    *factory_out = &f->base;
+    return PN_OK;
+}
+
+/* ---- Options -------------------------------------------------------------- */
+
+static int streq(const char* a, const char* b) {
+    while (*a != '\0' && *a == *b) {
+        ++a;
+        ++b;
+    }
+    return *a == *b;
+}
+
+/* Option isa: auto (default: the best this CPU supports), or one of portable, avx2, avx512
+ * (for testing and comparing kernel sets); applies to factories created afterwards. */
+static pn_status set_isa(accel_backend* b, const char* value, pn_string_out* message_out) {
+    static const accel_isa all[] = {ACCEL_ISA_PORTABLE, ACCEL_ISA_AVX2, ACCEL_ISA_AVX512};
+    if (value != NULL && streq(value, "auto")) {
+        b->env.isa = b->best_isa;
+        return PN_OK;
+    }
+    for (size_t i = 0; value != NULL && i < sizeof(all) / sizeof(all[0]); ++i) {
+        if (streq(value, accel_isa_name(all[i]))) {
+            if (all[i] > b->best_isa) {
+                return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                               "CpuAcc option isa=%s: this CPU or build supports only up to %s",
+                               value, accel_isa_name(b->best_isa));
+            }
+            b->env.isa = all[i];
+            return PN_OK;
+        }
+    }
+    return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                   "CpuAcc option isa must be auto, portable, avx2 or avx512, got '%s'",
+                   value == NULL ? "(null)" : value);
+}
+
+static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
+                                    pn_string_out* message_out) {
+    accel_backend* b = (accel_backend*)backend->self;
+    if (key == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc: option key is NULL");
+    }
+    if (streq(key, "isa")) {
+        return set_isa(b, value, message_out);
+    }
+    if (!streq(key, "num_threads")) {
+        return pn_fail(message_out, PN_ERR_NOT_FOUND,
+                       "CpuAcc has no option '%s' (options: num_threads, isa)", key);
+    }
+    uint32_t n = 0;
+    if (value == NULL || pn_parse_u32(value, 1, ACCEL_MAX_THREADS, &n) != 0) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc option num_threads must be an integer from 1 to %d, got '%s'",
+                       ACCEL_MAX_THREADS, value == NULL ? "(null)" : value);
+    }
+    if ((int)n == b->num_threads) {
+        return PN_OK;
+    }
+    /* The new size applies to factories created afterwards. Workloads made earlier keep
+     * their pool: a pool a factory received is retired (joined in destroy), not freed. */
+    if (b->env.pool != NULL && b->pool_shared) {
+        accel_pool** grown = (accel_pool**)realloc(
+            b->retired, (size_t)(b->num_retired + 1) * sizeof(*grown));
+        if (grown == NULL) {
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+        }
+        b->retired = grown;
+        b->retired[b->num_retired++] = b->env.pool;
+    } else {
+        accel_pool_destroy(b->env.pool);
+    }
+    b->env.pool = NULL; /* started by the next create_workload_factory */
+    b->pool_shared = 0;
+    b->num_threads = (int)n;
+    return PN_OK;
+}
+
+static pn_status backend_get_option(pn_backend* backend, const char* key, pn_string_out* value_out,
+                                    pn_string_out* message_out) {
+    accel_backend* b = (accel_backend*)backend->self;
+    if (key != NULL && streq(key, "isa")) {
+        pn_write(value_out, "%s", accel_isa_name(b->env.isa)); /* the effective kernel set */
+        return PN_OK;
+    }
+    if (key == NULL || !streq(key, "num_threads")) {
+        return pn_fail(message_out, PN_ERR_NOT_FOUND,
+                       "CpuAcc has no option '%s' (options: num_threads, isa)",
+                       key == NULL ? "(null)" : key);
+    }
+    pn_write(value_out, "%d", b->num_threads);
+    return PN_OK;
+}
+
+/* ---- Entry points ----------------------------------------------------------- */
+
+PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) { return "CpuAcc"; }
+
+PLUGNN_BACKEND_EXPORT void GetVersion(uint32_t* major_out, uint32_t* minor_out) {
+    *major_out = PLUGNN_BACKEND_API_VERSION_MAJOR;
+    *minor_out = PLUGNN_BACKEND_API_VERSION_MINOR;
+}
+
+PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
+    accel_backend* b = (accel_backend*)calloc(1, sizeof(*b));
+    if (b == NULL) {
+        return NULL;
+    }
+    b->num_threads = accel_available_cpus();
+    if (b->num_threads > ACCEL_MAX_THREADS) {
+        b->num_threads = ACCEL_MAX_THREADS;
+    }
+    b->best_isa = accel_detect_isa();
+    b->env.isa = b->best_isa;
+    b->base.struct_size = (uint32_t)sizeof(pn_backend);
+    b->base.flags = PN_BACKEND_HOST_MEMORY;
+    b->base.self = b;
+    b->base.destroy = backend_destroy;
+    b->base.is_layer_supported = backend_is_layer_supported;
+    b->base.create_workload_factory = backend_create_workload_factory;
+    b->base.set_option = backend_set_option;
+    b->base.get_option = backend_get_option;
+    return &b->base;
+}

@@ -1,0 +1,493 @@
+/* CpuAcc CONVOLUTION_2D, NCHW: 1x1/stride-1 direct GEMM, im2col + GEMM (weights
+ * prepacked per group), depthwise direct kernel; bias/addend/activation in the epilogue. */
+#include "accel_compute.h"
+#include "gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum conv_mode {
+    CONV_GEMM_1X1 = 1,
+    CONV_GEMM_IM2COL = 2,
+    CONV_DEPTHWISE = 3,
+    CONV_NHWC_GEMM_1X1 = 4,
+    CONV_NHWC_GEMM = 5,
+    CONV_NHWC_DEPTHWISE = 6
+};
+
+typedef struct conv_state {
+    accel_env env;
+    const gemm_arch* arch;
+    int mode;
+    int nhwc;
+    int64_t n, c, h, w, o, oh, ow, kh, kw;
+    int64_t sh, sw, pt, pl, dh, dw;
+    int64_t groups, cg, og, kdim, p; /* p = oh * ow */
+    int has_bias, has_addend, has_act;
+    pn_activation_desc act;
+    uint32_t num_inputs;
+    float* wpack;           /* groups prepacked A blocks, or NULL (weights at run time) */
+    struct im2col_row* rows; /* kdim entries (im2col mode) */
+    int64_t* dw_lohi;        /* depthwise: valid output columns [lo, hi) per kx (2 * kw) */
+    size_t wpack_stride;    /* floats per group */
+    size_t gemm_ws_floats;
+} conv_state;
+
+pn_status accel_validate_conv2d(const pn_layer* layer, pn_string_out* reason) {
+    const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
+    if (d->layout != PN_LAYOUT_NCHW && d->layout != PN_LAYOUT_NHWC) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs Convolution2d only in NCHW or NHWC layout");
+    }
+    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
+        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
+            return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs Convolution2d on float32 only, input %u is %s",
+                           i, pn_dtype_name(layer->inputs[i].dtype));
+        }
+    }
+    if (layer->outputs[0].dtype != PN_DTYPE_FLOAT32) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs Convolution2d on float32 only, output is %s",
+                       pn_dtype_name(layer->outputs[0].dtype));
+    }
+    return PN_OK;
+}
+
+static void conv_release(void* vs) {
+    conv_state* s = (conv_state*)vs;
+    if (s != NULL) {
+        free(s->wpack);
+        free(s->rows);
+        free(s->dw_lohi);
+        free(s);
+    }
+}
+
+/* ---- epilogue --------------------------------------------------------------------- */
+
+typedef struct conv_epi {
+    const conv_state* s;
+    int col_bias;        /* NHWC: channels are columns, so bias is per column */
+    const float* bias;   /* at this group's first output channel, or NULL */
+    const float* addend; /* at (image, group's first channel, 0), or NULL */
+} conv_epi;
+
+static void conv_epilogue(void* vctx, float* c, int64_t ldc, int64_t m0, int64_t n0, int64_t mb,
+                          int64_t nb) {
+    const conv_epi* e = (const conv_epi*)vctx;
+    for (int64_t i = 0; i < mb; ++i) {
+        float* row = c + i * ldc;
+        if (e->bias != NULL && e->col_bias) {
+            const float* br = e->bias + n0;
+            for (int64_t j = 0; j < nb; ++j) row[j] += br[j];
+        } else if (e->bias != NULL) {
+            float bv = e->bias[m0 + i];
+            for (int64_t j = 0; j < nb; ++j) row[j] += bv;
+        }
+        if (e->addend != NULL) {
+            const float* ar = e->addend + (m0 + i) * ldc + n0;
+            for (int64_t j = 0; j < nb; ++j) row[j] += ar[j];
+        }
+        if (e->s->has_act) {
+            accel_cc_activate(&e->s->act, row, nb);
+        }
+    }
+}
+
+/* ---- im2col ------------------------------------------------------------------------ */
+
+/* First and one-past-last output column whose input column lies inside [0, w). */
+static void valid_ox(const conv_state* s, int64_t kx, int64_t* lo, int64_t* hi) {
+    int64_t off = kx * s->dw - s->pl; /* ix = ox * sw + off */
+    int64_t l = off >= 0 ? 0 : (-off + s->sw - 1) / s->sw;
+    int64_t h = (s->w - 1 - off) >= 0 ? (s->w - 1 - off) / s->sw + 1 : 0;
+    if (h > s->ow) h = s->ow;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* Implicit im2col: B[r][j] = x[ci, oy*sh + ky*dh - pt, ox*sw + kx*dw - pl] (0 outside),
+ * r = (ci*kh + ky)*kw + kx, j = oy*ow + ox; packed straight into GEMM panels. */
+typedef struct im2col_row {
+    int64_t xoff;    /* ci * h * w + kx * dw - pl */
+    int64_t iyoff;   /* ky * dh - pt */
+    int64_t lo, hi;  /* output columns whose input column is inside the row */
+} im2col_row;
+
+typedef struct im2col_ctx {
+    const conv_state* s;
+    const float* x; /* image, group's first channel */
+} im2col_ctx;
+
+static void conv_pack_b(const void* vctx, int nr, int64_t j0, int64_t p0, int64_t kc, float* dst) {
+    const im2col_ctx* ic = (const im2col_ctx*)vctx;
+    const conv_state* s = ic->s;
+    int64_t cols = s->p - j0 < nr ? s->p - j0 : nr;
+    int64_t oy0 = j0 / s->ow, ox0 = j0 % s->ow;
+    for (int64_t pp = 0; pp < kc; ++pp) {
+        const im2col_row* row = &s->rows[p0 + pp];
+        float* d = dst + pp * nr;
+        int64_t q = 0, oy = oy0, ox = ox0;
+        while (q < cols) {
+            int64_t len = cols - q < s->ow - ox ? cols - q : s->ow - ox;
+            int64_t iy = oy * s->sh + row->iyoff;
+            if (iy < 0 || iy >= s->h) {
+                for (int64_t t = 0; t < len; ++t) d[q + t] = 0.0f;
+            } else {
+                int64_t base = row->xoff + iy * s->w; /* x index of output column 0 */
+                int64_t end = ox + len;
+                int64_t a = row->lo > ox ? row->lo : ox;
+                int64_t b = row->hi < end ? row->hi : end;
+                if (b < a) b = a;
+                float* dq = d + q; /* dq[t] is output column ox + t */
+                for (int64_t o = ox; o < a; ++o) dq[o - ox] = 0.0f;
+                if (s->sw == 1) {
+                    const float* xr = ic->x + base + a;
+                    float* dd = dq + (a - ox);
+                    for (int64_t t = 0; t < b - a; ++t) dd[t] = xr[t];
+                } else {
+                    for (int64_t o = a; o < b; ++o) dq[o - ox] = ic->x[base + o * s->sw];
+                }
+                for (int64_t o = b; o < end; ++o) dq[o - ox] = 0.0f;
+            }
+            q += len;
+            ++oy;
+            ox = 0;
+        }
+        for (; q < nr; ++q) d[q] = 0.0f;
+    }
+}
+
+/* ---- depthwise ---------------------------------------------------------------------- */
+
+typedef struct dw_ctx {
+    const conv_state* s;
+    const float* x;
+    const float* w;
+    const float* bias;
+    const float* addend;
+    float* y;
+} dw_ctx;
+
+static void dw_range(void* vctx, int64_t begin, int64_t end) {
+    const dw_ctx* dc = (const dw_ctx*)vctx;
+    const conv_state* s = dc->s;
+    int64_t mult = s->og; /* output channels per input channel */
+    for (int64_t plane = begin; plane < end; ++plane) {
+        int64_t n = plane / s->o, o = plane % s->o;
+        int64_t ci = o / mult;
+        const float* xc = dc->x + (n * s->c + ci) * s->h * s->w;
+        const float* wo = dc->w + o * s->kh * s->kw;
+        float* yp = dc->y + plane * s->p;
+        float bv = dc->bias != NULL ? dc->bias[o] : 0.0f;
+        for (int64_t i = 0; i < s->p; ++i) yp[i] = bv;
+        for (int64_t oy = 0; oy < s->oh; ++oy) {
+            float* yr = yp + oy * s->ow;
+            for (int64_t ky = 0; ky < s->kh; ++ky) {
+                int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+                if (iy < 0 || iy >= s->h) continue;
+                for (int64_t kx = 0; kx < s->kw; ++kx) {
+                    float wv = wo[ky * s->kw + kx];
+                    int64_t lo = s->dw_lohi[2 * kx], hi = s->dw_lohi[2 * kx + 1];
+                    int64_t base = iy * s->w + kx * s->dw - s->pl; /* x index of column 0 */
+                    if (s->sw == 1) {
+                        const float* xr = xc + base + lo;
+                        float* yo = yr + lo;
+                        for (int64_t t = 0; t < hi - lo; ++t) yo[t] += wv * xr[t];
+                    } else {
+                        for (int64_t ox = lo; ox < hi; ++ox) yr[ox] += wv * xc[base + ox * s->sw];
+                    }
+                }
+            }
+        }
+        if (dc->addend != NULL) {
+            const float* ap = dc->addend + plane * s->p;
+            for (int64_t i = 0; i < s->p; ++i) yp[i] += ap[i];
+        }
+        if (s->has_act) {
+            accel_cc_activate(&s->act, yp, s->p);
+        }
+    }
+}
+
+/* ---- NHWC ------------------------------------------------------------------------------ */
+
+/* Implicit im2col for NHWC: A[pos][k] = x[iy, ix, ci] with k = (ci*kh + ky)*kw + kx (the
+ * weights' own order, so B = W_g^T is a strided view), pos = oy*ow + ox. */
+static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst) {
+    const im2col_ctx* ic = (const im2col_ctx*)vctx;
+    const conv_state* s = ic->s;
+    int64_t y0[GEMM_MR_MAX], x0[GEMM_MR_MAX];
+    int rows = (int)(s->p - i0 < mr ? s->p - i0 : mr);
+    for (int i = 0; i < rows; ++i) {
+        int64_t pos = i0 + i;
+        y0[i] = (pos / s->ow) * s->sh - s->pt;
+        x0[i] = (pos % s->ow) * s->sw - s->pl;
+    }
+    for (int64_t pp = 0; pp < kc; ++pp) {
+        const im2col_row* kr = &s->rows[p0 + pp]; /* NHWC: xoff = ci, iyoff = dy, lo = dx */
+        int64_t ci = kr->xoff, dy = kr->iyoff, dx = kr->lo;
+        float* d = dst + pp * mr;
+        for (int i = 0; i < rows; ++i) {
+            int64_t iy = y0[i] + dy, ix = x0[i] + dx;
+            d[i] = (iy >= 0 && iy < s->h && ix >= 0 && ix < s->w) ? ic->x[(iy * s->w + ix) * s->c + ci]
+                                                                   : 0.0f;
+        }
+        for (int i = rows; i < mr; ++i) d[i] = 0.0f;
+    }
+}
+
+/* Depthwise NHWC, direct: one output row (n, oy) per item. */
+static void dw_nhwc_range(void* vctx, int64_t begin, int64_t end) {
+    const dw_ctx* dc = (const dw_ctx*)vctx;
+    const conv_state* s = dc->s;
+    int64_t mult = s->og, khw = s->kh * s->kw;
+    for (int64_t item = begin; item < end; ++item) {
+        int64_t n = item / s->oh, oy = item % s->oh;
+        for (int64_t ox = 0; ox < s->ow; ++ox) {
+            int64_t at = ((n * s->oh + oy) * s->ow + ox) * s->o;
+            float* yo = dc->y + at;
+            for (int64_t o = 0; o < s->o; ++o) yo[o] = dc->bias != NULL ? dc->bias[o] : 0.0f;
+            for (int64_t ky = 0; ky < s->kh; ++ky) {
+                int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+                if (iy < 0 || iy >= s->h) continue;
+                for (int64_t kx = 0; kx < s->kw; ++kx) {
+                    int64_t ix = ox * s->sw - s->pl + kx * s->dw;
+                    if (ix < 0 || ix >= s->w) continue;
+                    const float* xp = dc->x + ((n * s->h + iy) * s->w + ix) * s->c;
+                    const float* wk = dc->w + ky * s->kw + kx;
+                    if (mult == 1) {
+                        for (int64_t o = 0; o < s->o; ++o) yo[o] += xp[o] * wk[o * khw];
+                    } else {
+                        for (int64_t o = 0; o < s->o; ++o) yo[o] += xp[o / mult] * wk[o * khw];
+                    }
+                }
+            }
+            if (dc->addend != NULL) {
+                const float* ap = dc->addend + at;
+                for (int64_t o = 0; o < s->o; ++o) yo[o] += ap[o];
+            }
+            if (s->has_act) {
+                accel_cc_activate(&s->act, yo, s->o);
+            }
+        }
+    }
+}
+
+static void conv_execute_nhwc(const conv_state* s, const float* x, const float* w, const float* bias,
+                              const float* addend, float* y, float* gws) {
+    for (int64_t n = 0; n < s->n; ++n) {
+        const float* xn = x + n * s->h * s->w * s->c;
+        for (int64_t g = 0; g < s->groups; ++g) {
+            im2col_ctx ic = {s, xn + g * s->cg};
+            gemm_operand a = {xn + g * s->cg, s->c, 1, NULL, NULL, NULL, NULL};
+            if (s->mode == CONV_NHWC_GEMM) {
+                a.pack_a = nhwc_pack_a;
+                a.pack_ctx = &ic;
+            }
+            gemm_operand b = {w + g * s->og * s->kdim, 1, s->kdim,
+                              s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL, NULL, NULL, NULL};
+            conv_epi e = {s, 1, bias != NULL ? bias + g * s->og : NULL,
+                          addend != NULL ? addend + n * s->p * s->o + g * s->og : NULL};
+            int need_epi = e.bias != NULL || e.addend != NULL || s->has_act;
+            gemm_run(&s->env, s->arch, s->p, s->og, s->kdim, &a, &b, y + n * s->p * s->o + g * s->og,
+                     s->o, gws, need_epi ? conv_epilogue : NULL, &e);
+        }
+    }
+}
+
+/* ---- execute -------------------------------------------------------------------------- */
+
+static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
+    const conv_state* s = (const conv_state*)vs;
+    if (args == NULL || args->num_inputs != s->num_inputs || args->num_outputs != 1) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution2d expects %u inputs and 1 output",
+                       s->num_inputs);
+    }
+    if (s->n * s->o * s->p == 0) {
+        return PN_OK;
+    }
+    for (uint32_t i = 0; i < args->num_inputs; ++i) {
+        if (args->inputs[i].data == NULL && pn_num_elements(args->inputs[i].info) > 0) {
+            return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: input %u has no data", i);
+        }
+    }
+    if (args->outputs[0].data == NULL) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: output has no data");
+    }
+    const float* x = (const float*)args->inputs[0].data;
+    const float* w = (const float*)args->inputs[1].data;
+    uint32_t next = 2;
+    const float* bias = s->has_bias ? (const float*)args->inputs[next++].data : NULL;
+    const float* addend = s->has_addend ? (const float*)args->inputs[next].data : NULL;
+    float* y = (float*)args->outputs[0].data;
+
+    if (s->mode == CONV_DEPTHWISE) {
+        dw_ctx dc = {s, x, w, bias, addend, y};
+        accel_cc_parallel(&s->env, s->n * s->o, dw_range, &dc);
+        return PN_OK;
+    }
+    if (s->mode == CONV_NHWC_DEPTHWISE) {
+        dw_ctx dc = {s, x, w, bias, addend, y};
+        accel_cc_parallel(&s->env, s->n * s->oh, dw_nhwc_range, &dc);
+        return PN_OK;
+    }
+    if (args->workspace == NULL && s->gemm_ws_floats > 0) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution2d needs a workspace");
+    }
+    float* gws = (float*)args->workspace;
+    if (s->nhwc) {
+        conv_execute_nhwc(s, x, w, bias, addend, y, gws);
+        return PN_OK;
+    }
+    for (int64_t n = 0; n < s->n; ++n) {
+        for (int64_t g = 0; g < s->groups; ++g) {
+            const float* xg = x + (n * s->c + g * s->cg) * s->h * s->w;
+            gemm_operand a = {w + g * s->og * s->kdim, s->kdim, 1,
+                              s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL, NULL, NULL, NULL};
+            gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL};
+            im2col_ctx ic = {s, xg};
+            if (s->mode == CONV_GEMM_IM2COL) {
+                b.pack_b = conv_pack_b;
+                b.pack_ctx = &ic;
+            }
+            conv_epi e = {s, 0, bias != NULL ? bias + g * s->og : NULL,
+                          addend != NULL ? addend + (n * s->o + g * s->og) * s->p : NULL};
+            int need_epi = e.bias != NULL || e.addend != NULL || s->has_act;
+            gemm_run(&s->env, s->arch, s->og, s->p, s->kdim, &a, &b,
+                     y + (n * s->o + g * s->og) * s->p, s->p, gws,
+                     need_epi ? conv_epilogue : NULL, &e);
+        }
+    }
+    return PN_OK;
+}
+
+pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
+                              pn_workload** workload_out, pn_string_out* message_out) {
+    pn_status st = accel_validate_conv2d(layer, message_out);
+    if (st != PN_OK) {
+        return st;
+    }
+    const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
+    conv_state* s = (conv_state*)calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    s->env = *env;
+    s->arch = gemm_arch_for(env->isa);
+    const pn_tensor_info* xi = &layer->inputs[0];
+    const pn_tensor_info* wi = &layer->inputs[1];
+    const pn_tensor_info* yi = &layer->outputs[0];
+    int64_t xd[4], yd[4];
+    pn_layout_nchw(xi, d->layout, xd);
+    pn_layout_nchw(yi, d->layout, yd);
+    s->nhwc = d->layout == PN_LAYOUT_NHWC;
+    s->n = xd[0];
+    s->c = xd[1];
+    s->h = xd[2];
+    s->w = xd[3];
+    s->o = yd[1];
+    s->oh = yd[2];
+    s->ow = yd[3];
+    s->kh = wi->dims[2];
+    s->kw = wi->dims[3];
+    s->sh = d->stride_h;
+    s->sw = d->stride_w;
+    s->pt = d->pad_top;
+    s->pl = d->pad_left;
+    s->dh = d->dilation_h;
+    s->dw = d->dilation_w;
+    s->groups = d->groups;
+    s->cg = s->c / s->groups;
+    s->og = s->o / s->groups;
+    s->kdim = s->cg * s->kh * s->kw;
+    s->p = s->oh * s->ow;
+    s->has_bias = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
+    s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
+    if (d->fused_activation != NULL && d->fused_activation->kind != PN_ACTIVATION_INVALID) {
+        s->has_act = 1;
+        s->act = *d->fused_activation;
+        s->act.struct_size = sizeof(s->act);
+    }
+    s->num_inputs = layer->num_inputs;
+    size_t ws_bytes = 0;
+    int depthwise = s->groups == s->c && s->cg == 1;
+    int pointwise = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 &&
+                    s->pl == 0 && s->oh == s->h && s->ow == s->w;
+    const float* wc = layer->constant_data != NULL ? (const float*)layer->constant_data[1] : NULL;
+    if (s->nhwc && depthwise) {
+        s->mode = CONV_NHWC_DEPTHWISE;
+    } else if (s->nhwc) {
+        s->mode = pointwise ? CONV_NHWC_GEMM_1X1 : CONV_NHWC_GEMM;
+        if (wc != NULL && s->og > 0 && s->kdim > 0) {
+            /* B_g[k][o] = W[g*og + o][k]: prepack W_g^T */
+            s->wpack_stride = gemm_packed_b_floats(s->arch, s->kdim, s->og);
+            s->wpack = (float*)malloc(s->wpack_stride * (size_t)s->groups * sizeof(float) + 64);
+            if (s->wpack == NULL) {
+                conv_release(s);
+                return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
+            }
+            for (int64_t g = 0; g < s->groups; ++g) {
+                gemm_pack_b_full(s->arch, s->kdim, s->og, wc + g * s->og * s->kdim, 1, s->kdim,
+                                 s->wpack + g * s->wpack_stride);
+            }
+        }
+        s->rows = (im2col_row*)malloc((size_t)(s->kdim > 0 ? s->kdim : 1) * sizeof(im2col_row));
+        if (s->rows == NULL) {
+            conv_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+        }
+        for (int64_t r = 0; r < s->kdim; ++r) {
+            s->rows[r].xoff = r / (s->kh * s->kw);
+            s->rows[r].iyoff = ((r / s->kw) % s->kh) * s->dh;
+            s->rows[r].lo = (r % s->kw) * s->dw;
+            s->rows[r].hi = 0;
+        }
+        s->gemm_ws_floats = gemm_workspace_floats(s->arch, s->p, s->og, s->kdim, 0, s->wpack != NULL);
+        ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
+    } else if (depthwise && s->og <= 4) {
+        s->mode = CONV_DEPTHWISE;
+        s->dw_lohi = (int64_t*)malloc((size_t)(2 * (s->kw > 0 ? s->kw : 1)) * sizeof(int64_t));
+        if (s->dw_lohi == NULL) {
+            conv_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+        }
+        for (int64_t kx = 0; kx < s->kw; ++kx) {
+            valid_ox(s, kx, &s->dw_lohi[2 * kx], &s->dw_lohi[2 * kx + 1]);
+        }
+    } else {
+        s->mode = pointwise ? CONV_GEMM_1X1 : CONV_GEMM_IM2COL;
+        if (wc != NULL && s->og > 0 && s->kdim > 0) {
+            s->wpack_stride = gemm_packed_a_floats(s->arch, s->og, s->kdim);
+            s->wpack = (float*)malloc(s->wpack_stride * (size_t)s->groups * sizeof(float) + 64);
+            if (s->wpack == NULL) {
+                conv_release(s);
+                return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
+            }
+            for (int64_t g = 0; g < s->groups; ++g) {
+                gemm_pack_a_full(s->arch, s->og, s->kdim, wc + g * s->og * s->kdim, s->kdim, 1,
+                                 s->wpack + g * s->wpack_stride);
+            }
+        }
+        if (s->mode == CONV_GEMM_IM2COL) {
+            s->rows = (im2col_row*)malloc((size_t)(s->kdim > 0 ? s->kdim : 1) * sizeof(im2col_row));
+            if (s->rows == NULL) {
+                conv_release(s);
+                return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+            }
+            for (int64_t r = 0; r < s->kdim; ++r) {
+                int64_t ci = r / (s->kh * s->kw), ky = (r / s->kw) % s->kh, kx = r % s->kw;
+                s->rows[r].xoff = ci * s->h * s->w + kx * s->dw - s->pl;
+                s->rows[r].iyoff = ky * s->dh - s->pt;
+                valid_ox(s, kx, &s->rows[r].lo, &s->rows[r].hi);
+            }
+        }
+        s->gemm_ws_floats = gemm_workspace_floats(s->arch, s->og, s->p, s->kdim, s->wpack != NULL, 0);
+        ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
+    }
+    pn_workload* wl = pn_workload_new(s, conv_execute, conv_release, ws_bytes);
+    if (wl == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    *workload_out = wl;
+    return PN_OK;
+}

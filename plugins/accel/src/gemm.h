@@ -1,0 +1,82 @@
+/*
+ * CpuAcc SGEMM: packed operands, register-blocked micro-kernels (portable,
+ * AVX2 6x16, AVX-512 14x32), KC/MC blocking, threaded over MC x NC tiles.
+ * Private to the compute families (conv.c, fc.c, matmul.c).
+ *
+ * C[M, N] (row stride ldc) = A[M, K] * B[K, N], then an optional epilogue per
+ * finished tile. A and B are read through element strides (rs, cs), so
+ * transposes cost nothing, or from a prepacked copy (gemm_pack_a/b_full).
+ */
+#ifndef ACCEL_GEMM_H
+#define ACCEL_GEMM_H
+
+#include "accel.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GEMM_KC 256
+#define GEMM_MR_MAX 16
+#define GEMM_NR_MAX 32
+
+/* C[0..mr)[0..nr) (row stride ldc) = (accumulate ? C : 0) + A_panel * B_panel. */
+typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                            int accumulate);
+
+typedef struct gemm_arch {
+    int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N job width (multiple of nr) */
+    gemm_ukr_fn ukr;
+} gemm_arch;
+
+/* The kernel set for `isa` (falls back to portable when not compiled in). */
+const gemm_arch* gemm_arch_for(accel_isa isa);
+
+/* A strided matrix: element (i, j) = data[i * rs + j * cs]; or prepacked. */
+typedef struct gemm_operand {
+    const float* data;
+    int64_t rs, cs;
+    const float* packed; /* from gemm_pack_*_full with the same arch, or NULL */
+    /* B only, optional (used when packed is NULL): packs rows [p0, p0+kc) x cols
+     * [j0, j0+nr) of B (zeros past n) into dst[kc][nr]; e.g. an implicit im2col. */
+    void (*pack_b)(const void* ctx, int nr, int64_t j0, int64_t p0, int64_t kc, float* dst);
+    const void* pack_ctx;
+    /* A only, optional (used when packed is NULL): packs rows [i0, i0+mr) (zeros past m)
+     * x cols [p0, p0+kc) of A into dst[kc][mr], with pack_ctx. */
+    void (*pack_a)(const void* ctx, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst);
+} gemm_operand;
+
+/* Floats of a whole prepacked A [m, k] / B [k, n]. */
+size_t gemm_packed_a_floats(const gemm_arch* arch, int64_t m, int64_t k);
+size_t gemm_packed_b_floats(const gemm_arch* arch, int64_t k, int64_t n);
+void gemm_pack_a_full(const gemm_arch* arch, int64_t m, int64_t k, const float* src, int64_t rs,
+                      int64_t cs, float* dst);
+void gemm_pack_b_full(const gemm_arch* arch, int64_t k, int64_t n, const float* src, int64_t rs,
+                      int64_t cs, float* dst);
+
+/* Scratch floats gemm_run needs (packing buffers for operands not prepacked). */
+size_t gemm_workspace_floats(const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+                             int a_prepacked, int b_prepacked);
+
+/* Called once per finished tile: rows [m0, m0+mb), cols [n0, n0+nb); c points at (m0, n0). */
+typedef void (*gemm_epilogue_fn)(void* ctx, float* c, int64_t ldc, int64_t m0, int64_t n0,
+                                 int64_t mb, int64_t nb);
+
+/* Runs the GEMM (K == 0 gives zeros). workspace: gemm_workspace_floats floats, 64-byte
+ * aligned is best. Threads over env->pool. */
+void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, float* workspace,
+              gemm_epilogue_fn epilogue, void* epilogue_ctx);
+
+/* Internal thread wrapper (switch point to the pool). */
+void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void* ctx);
+
+/* Fused activation on y[0..n) (act NULL or kind INVALID: nothing). */
+void accel_cc_activate(const pn_activation_desc* act, float* y, int64_t n);
+
+/* Micro-kernels per ISA (gemm_avx2.c, gemm_avx512.c). */
+void gemm_ukr_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                        int accumulate);
+void gemm_ukr_avx512_14x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                           int accumulate);
+
+#endif /* ACCEL_GEMM_H */

@@ -1,0 +1,161 @@
+/* CONCAT, RESHAPE/COPY (memcpy) and TRANSPOSE: data movement split over the pool. */
+#include "accel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define COPY_CHUNK (1 << 16) /* floats per work unit of a plain copy */
+
+/* ---- RESHAPE and COPY ------------------------------------------------------------------ */
+
+typedef struct copy_job {
+    const float* x;
+    float* y;
+    int64_t n;
+} copy_job;
+
+static void copy_range(void* raw, int64_t b, int64_t e) {
+    const copy_job* j = (const copy_job*)raw;
+    int64_t begin = b * COPY_CHUNK, end = e * COPY_CHUNK;
+    end = end > j->n ? j->n : end;
+    memcpy(j->y + begin, j->x + begin, (size_t)(end - begin) * sizeof(float));
+}
+
+static void copy_kernel(const accel_op* op, const float* const* in, float* const* out) {
+    copy_job j = {in[0], out[0], pn_num_elements(&op->outputs[0])};
+    accel_parallel_for_grain(op->env.pool, (j.n + COPY_CHUNK - 1) / COPY_CHUNK, 4, copy_range, &j);
+}
+
+pn_status accel_copy_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+                            pn_string_out* message_out) {
+    return accel_workload_new(env, layer, 0, NULL, copy_kernel, NULL, workload_out, message_out);
+}
+
+/* ---- CONCAT ----------------------------------------------------------------------------- */
+
+typedef struct concat_job {
+    const accel_op* op;
+    const float* const* in;
+    float* y;
+    uint32_t axis;
+    int64_t inner, out_block; /* out_block: elements of one outer index in the output */
+} concat_job;
+
+static void concat_range(void* raw, int64_t b, int64_t e) {
+    const concat_job* j = (const concat_job*)raw;
+    for (int64_t o = b; o < e; ++o) {
+        float* dst = j->y + o * j->out_block;
+        for (uint32_t k = 0; k < j->op->num_inputs; ++k) {
+            int64_t block = j->op->inputs[k].dims[j->axis] * j->inner;
+            if (block > 0) {
+                memcpy(dst, j->in[k] + o * block, (size_t)block * sizeof(float));
+            }
+            dst += block;
+        }
+    }
+}
+
+static void concat_kernel(const accel_op* op, const float* const* in, float* const* out) {
+    const pn_tensor_info* y = &op->outputs[0];
+    uint32_t axis = (uint32_t)pn_normalize_axis(op->desc.concat.axis, y->rank);
+    concat_job j = {op, in, out[0], axis, accel_span(y, axis + 1, y->rank), 0};
+    j.out_block = y->dims[axis] * j.inner;
+    int64_t outer = accel_span(y, 0, axis);
+    accel_parallel_for_grain(op->env.pool, outer, 65536 / (j.out_block + 1) + 1, concat_range, &j);
+}
+
+pn_status accel_concat_create(const accel_env* env, const pn_layer* layer,
+                              pn_workload** workload_out, pn_string_out* message_out) {
+    return accel_workload_new(env, layer, sizeof(pn_concat_desc), NULL, concat_kernel, NULL,
+                              workload_out, message_out);
+}
+
+/* ---- TRANSPOSE --------------------------------------------------------------------------- */
+
+/* The transpose with size-1 dims dropped and runs of input dims that stay adjacent merged:
+ * output dim i has size dims[i] and input stride xs[i]. */
+typedef struct transpose_plan {
+    uint32_t rank;
+    int64_t dims[PN_MAX_DIMS];
+    int64_t xs[PN_MAX_DIMS];
+} transpose_plan;
+
+static void transpose_plan_make(const pn_tensor_info* x, const pn_transpose_desc* d,
+                                transpose_plan* p) {
+    int64_t x_strides[PN_MAX_DIMS];
+    for (uint32_t i = 0; i < x->rank; ++i) {
+        x_strides[i] = accel_span(x, i + 1, x->rank);
+    }
+    uint32_t r = 0;
+    for (uint32_t i = 0; i < x->rank; ++i) {
+        int64_t size = x->dims[d->perm[i]], stride = x_strides[d->perm[i]];
+        if (size == 1) {
+            continue;
+        }
+        if (r > 0 && p->xs[r - 1] == stride * size) {
+            p->dims[r - 1] *= size;
+            p->xs[r - 1] = stride;
+            continue;
+        }
+        p->dims[r] = size;
+        p->xs[r] = stride;
+        ++r;
+    }
+    if (r == 0) {
+        p->dims[0] = 1;
+        p->xs[0] = 1;
+        r = 1;
+    }
+    p->rank = r;
+}
+
+typedef struct transpose_job {
+    const transpose_plan* p;
+    const float* x;
+    float* y;
+} transpose_job;
+
+static void transpose_range(void* raw, int64_t b, int64_t e) {
+    const transpose_job* j = (const transpose_job*)raw;
+    const transpose_plan* p = j->p;
+    const uint32_t inner = p->rank - 1;
+    const int64_t len = p->dims[inner], s = p->xs[inner];
+    for (int64_t row = b; row < e; ++row) {
+        int64_t off = 0, rem = row;
+        for (int32_t d = (int32_t)inner - 1; d >= 0; --d) {
+            off += (rem % p->dims[d]) * p->xs[d];
+            rem /= p->dims[d];
+        }
+        const float* x = j->x + off;
+        float* y = j->y + row * len;
+        if (s == 1) {
+            memcpy(y, x, (size_t)len * sizeof(float));
+        } else {
+            for (int64_t i = 0; i < len; ++i) {
+                y[i] = x[i * s];
+            }
+        }
+    }
+}
+
+static void transpose_kernel(const accel_op* op, const float* const* in, float* const* out) {
+    const transpose_plan* p = (const transpose_plan*)op->priv;
+    transpose_job j = {p, in[0], out[0]};
+    int64_t rows = 1;
+    for (uint32_t i = 0; i + 1 < p->rank; ++i) {
+        rows *= p->dims[i];
+    }
+    accel_parallel_for_grain(op->env.pool, rows, 32768 / (p->dims[p->rank - 1] + 1) + 1,
+                             transpose_range, &j);
+}
+
+pn_status accel_transpose_create(const accel_env* env, const pn_layer* layer,
+                                 pn_workload** workload_out, pn_string_out* message_out) {
+    transpose_plan* p = (transpose_plan*)calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    transpose_plan_make(&layer->inputs[0], (const pn_transpose_desc*)layer->descriptor, p);
+    return accel_workload_new(env, layer, sizeof(pn_transpose_desc), NULL, transpose_kernel, p,
+                              workload_out, message_out);
+}

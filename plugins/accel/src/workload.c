@@ -1,0 +1,197 @@
+/* CpuAcc workload of the memory-bound families; argument checks; kernel selection. */
+#include "accel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Kernel tables -------------------------------------------------------- */
+
+extern const accel_kernels accel_kernels_portable;
+#if defined(ACCEL_HAVE_X86_KERNELS)
+extern const accel_kernels accel_kernels_avx2;
+extern const accel_kernels accel_kernels_avx512;
+#endif
+
+const accel_kernels* accel_kernels_for(accel_isa isa) {
+#if defined(ACCEL_HAVE_X86_KERNELS)
+    if (isa == ACCEL_ISA_AVX512) {
+        return &accel_kernels_avx512;
+    }
+    if (isa == ACCEL_ISA_AVX2) {
+        return &accel_kernels_avx2;
+    }
+#else
+    (void)isa;
+#endif
+    return &accel_kernels_portable;
+}
+
+void accel_apply_activation(accel_isa isa, const pn_activation_desc* act, float* y, int64_t n) {
+    if (act != NULL && n > 0) {
+        accel_kernels_for(isa)->activation(act, y, y, n);
+    }
+}
+
+int64_t accel_span(const pn_tensor_info* info, uint32_t begin, uint32_t end) {
+    int64_t n = 1;
+    for (uint32_t i = begin; i < end; ++i) {
+        n *= info->dims[i];
+    }
+    return n;
+}
+
+/* ---- Argument checks ------------------------------------------------------ */
+
+static pn_status check_tensor(const pn_tensor* t, const pn_tensor_info* expected, const char* role,
+                              uint32_t index, pn_string_out* message_out) {
+    if (!PN_HAS_FIELD(t, pn_tensor, data)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc execute: %s %u: pn_tensor struct_size is too small", role, index);
+    }
+    if (t->info != NULL &&
+        (t->info->dtype != expected->dtype || !pn_same_dims(t->info, expected))) {
+        char given[160], wanted[160];
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc execute: %s %u is %s %s, the workload was created for %s %s", role,
+                       index, pn_dtype_name(t->info->dtype),
+                       pn_format_shape(t->info, given, sizeof(given)),
+                       pn_dtype_name(expected->dtype),
+                       pn_format_shape(expected, wanted, sizeof(wanted)));
+    }
+    if (t->data == NULL && pn_num_elements(expected) > 0) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: %s %u has NULL data",
+                       role, index);
+    }
+    return PN_OK;
+}
+
+pn_status accel_check_args(const pn_execute_args* args, uint32_t num_inputs,
+                           const pn_tensor_info* inputs, uint32_t num_outputs,
+                           const pn_tensor_info* outputs, pn_string_out* message_out) {
+    if (!PN_HAS_FIELD(args, pn_execute_args, outputs)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc execute: args is NULL or its struct_size is too small");
+    }
+    if (args->num_inputs != num_inputs || args->num_outputs != num_outputs) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc execute: the workload takes %u inputs and %u outputs, got %u and %u",
+                       num_inputs, num_outputs, args->num_inputs, args->num_outputs);
+    }
+    if ((num_inputs > 0 && args->inputs == NULL) || (num_outputs > 0 && args->outputs == NULL)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc execute: the inputs or outputs array is NULL");
+    }
+    for (uint32_t i = 0; i < num_inputs; ++i) {
+        pn_status s = check_tensor(&args->inputs[i], &inputs[i], "input", i, message_out);
+        if (s != PN_OK) {
+            return s;
+        }
+    }
+    for (uint32_t i = 0; i < num_outputs; ++i) {
+        pn_status s = check_tensor(&args->outputs[i], &outputs[i], "output", i, message_out);
+        if (s != PN_OK) {
+            return s;
+        }
+    }
+    return PN_OK;
+}
+
+/* ---- The workload ------------------------------------------------------------ */
+
+static void op_release(void* state) {
+    accel_op* op = (accel_op*)state;
+    if (op == NULL) {
+        return;
+    }
+    free(op->inputs);
+    free(op->outputs);
+    free(op->in_data);
+    free(op->out_data);
+    free(op->priv);
+    free(op);
+}
+
+static void* alloc_array(uint32_t count, size_t size) { return calloc(count > 0 ? count : 1, size); }
+
+static void copy_infos(pn_tensor_info* dst, const pn_tensor_info* src, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+        dst[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
+        dst[i].dtype = src[i].dtype;
+        dst[i].rank = src[i].rank;
+        memcpy(dst[i].dims, src[i].dims, sizeof(dst[i].dims));
+    }
+}
+
+static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_out* message_out) {
+    accel_op* op = (accel_op*)state;
+    pn_status s = accel_check_args(args, op->num_inputs, op->inputs, op->num_outputs,
+                                   op->outputs, message_out);
+    if (s != PN_OK) {
+        return s;
+    }
+    if (pn_num_elements(&op->outputs[0]) == 0) {
+        return PN_OK;
+    }
+    static const float no_elements = 0.0f;
+    for (uint32_t i = 0; i < op->num_inputs; ++i) {
+        const void* data = args->inputs[i].data;
+        op->in_data[i] = data != NULL ? (const float*)data : &no_elements;
+    }
+    for (uint32_t i = 0; i < op->num_outputs; ++i) {
+        op->out_data[i] = (float*)args->outputs[i].data;
+    }
+    op->kernel(op, op->in_data, op->out_data);
+    return PN_OK;
+}
+
+pn_status accel_workload_new(const accel_env* env, const pn_layer* layer, size_t desc_size,
+                             const pn_activation_desc* fused, accel_kernel kernel, void* priv,
+                             pn_workload** workload_out, pn_string_out* message_out) {
+    accel_op* op = (accel_op*)calloc(1, sizeof(*op));
+    if (op == NULL) {
+        free(priv);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a %s "
+                       "workload", pn_layer_kind_name(layer->kind));
+    }
+    op->priv = priv;
+    op->env = *env;
+    op->k = accel_kernels_for(env->isa);
+    op->kind = layer->kind;
+    op->kernel = kernel;
+    op->num_inputs = layer->num_inputs;
+    op->num_outputs = layer->num_outputs;
+    op->inputs = (pn_tensor_info*)alloc_array(layer->num_inputs, sizeof(pn_tensor_info));
+    op->outputs = (pn_tensor_info*)alloc_array(layer->num_outputs, sizeof(pn_tensor_info));
+    op->in_data = (const float**)alloc_array(layer->num_inputs, sizeof(float*));
+    op->out_data = (float**)alloc_array(layer->num_outputs, sizeof(float*));
+    if (op->inputs == NULL || op->outputs == NULL || op->in_data == NULL || op->out_data == NULL) {
+        op_release(op);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a %s "
+                       "workload", pn_layer_kind_name(layer->kind));
+    }
+    copy_infos(op->inputs, layer->inputs, layer->num_inputs);
+    copy_infos(op->outputs, layer->outputs, layer->num_outputs);
+    if (desc_size > 0 && layer->descriptor != NULL) {
+        size_t given = *(const uint32_t*)layer->descriptor;
+        if (desc_size > sizeof(op->desc)) {
+            desc_size = sizeof(op->desc);
+        }
+        memcpy(&op->desc, layer->descriptor, given < desc_size ? given : desc_size);
+    }
+    if (op->kind == PN_LAYER_ELEMENTWISE_BINARY) {
+        op->desc.binary.fused_activation = NULL; /* borrowed: keep the copy below instead */
+    }
+    if (fused != NULL) {
+        op->has_activation = 1;
+        op->activation.struct_size = (uint32_t)sizeof(pn_activation_desc);
+        op->activation.kind = fused->kind;
+        op->activation.alpha = fused->alpha;
+        op->activation.beta = fused->beta;
+    }
+    *workload_out = pn_workload_new(op, op_execute, op_release, 0);
+    if (*workload_out == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a %s "
+                       "workload", pn_layer_kind_name(layer->kind));
+    }
+    return PN_OK;
+}
