@@ -303,3 +303,61 @@ pn_status pn_validate_layer(const pn_layer* layer, pn_string_out* reason) {
     }
     return kind_validator(layer->kind)(layer, reason);
 }
+
+/* ---- Execute arguments ------------------------------------------------------ */
+
+static pn_status check_tensor(const pn_tensor* t, const pn_tensor_info* expected, const char* role,
+                              uint32_t index, const char* backend, pn_string_out* message_out) {
+    if (!PN_HAS_FIELD(t, pn_tensor, data)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "%s execute: %s %u: pn_tensor struct_size is too small", backend, role, index);
+    }
+    if (t->info != NULL &&
+        (t->info->dtype != expected->dtype || !pn_same_dims(t->info, expected))) {
+        char given[160], wanted[160];
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "%s execute: %s %u is %s %s, the workload was created for %s %s", backend,
+                       role, index, pn_dtype_name(t->info->dtype),
+                       pn_format_shape(t->info, given, sizeof(given)),
+                       pn_dtype_name(expected->dtype),
+                       pn_format_shape(expected, wanted, sizeof(wanted)));
+    }
+    if (t->data == NULL && pn_num_elements(expected) > 0) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "%s execute: %s %u has NULL data",
+                       backend, role, index);
+    }
+    return PN_OK;
+}
+
+pn_status pn_check_execute_args(const pn_execute_args* args, uint32_t num_inputs,
+                                const pn_tensor_info* inputs, uint32_t num_outputs,
+                                const pn_tensor_info* outputs, const char* backend,
+                                pn_string_out* message_out) {
+    if (!PN_HAS_FIELD(args, pn_execute_args, outputs)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "%s execute: args is NULL or its struct_size is too small", backend);
+    }
+    if (args->num_inputs != num_inputs || args->num_outputs != num_outputs) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "%s execute: the workload takes %u inputs and %u outputs, got %u and %u",
+                       backend, num_inputs, num_outputs, args->num_inputs, args->num_outputs);
+    }
+    if ((num_inputs > 0 && args->inputs == NULL) || (num_outputs > 0 && args->outputs == NULL)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "%s execute: the inputs or outputs array is NULL", backend);
+    }
+    for (uint32_t i = 0; i < num_inputs; ++i) {
+        pn_status s = check_tensor(&args->inputs[i], &inputs[i], "input", i, backend, message_out);
+        if (s != PN_OK) {
+            return s;
+        }
+    }
+    for (uint32_t i = 0; i < num_outputs; ++i) {
+        pn_status s = check_tensor(&args->outputs[i], &outputs[i], "output", i, backend, message_out);
+        if (s != PN_OK) {
+            return s;
+        }
+    }
+    return PN_OK;
+}
+

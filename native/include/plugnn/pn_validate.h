@@ -51,6 +51,14 @@ pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char
 /* Writes "[d0, d1, ...]" into buf (always NUL-terminated); returns buf. */
 const char* pn_format_shape(const pn_tensor_info* info, char* buf, size_t capacity);
 
+/* Checks the arguments of one execute() against the infos the workload was created with:
+ * struct sizes, counts, non-NULL arrays, matching dtype and dims where an info is given, and
+ * non-NULL data for non-empty tensors. Messages start with "<backend> execute: ". */
+pn_status pn_check_execute_args(const pn_execute_args* args, uint32_t num_inputs,
+                                const pn_tensor_info* inputs, uint32_t num_outputs,
+                                const pn_tensor_info* outputs, const char* backend,
+                                pn_string_out* message_out);
+
 /* The NumPy broadcast shape of `a` and `b` into *out (dims and rank only).
  * Returns 0, or -1 when they do not broadcast. */
 int pn_broadcast_shape(const pn_tensor_info* a, const pn_tensor_info* b, pn_tensor_info* out);

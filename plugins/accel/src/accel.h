@@ -144,12 +144,6 @@ pn_status accel_transpose_create(const accel_env*, const pn_layer*, pn_workload*
  * for env->isa. Usable by gemm/conv/fc for their fused activations. */
 void accel_apply_activation(accel_isa isa, const pn_activation_desc* act, float* y, int64_t n);
 
-/* Checks an execute() call against the infos the workload was created for
- * (counts, dtypes, dims, NULL data); "CpuAcc execute: ..." messages. */
-pn_status accel_check_args(const pn_execute_args* args, uint32_t num_inputs,
-                           const pn_tensor_info* inputs, uint32_t num_outputs,
-                           const pn_tensor_info* outputs, pn_string_out* message_out);
-
 /* ---- The workload of the memory-bound families (workload.c) ---------------- */
 
 typedef struct accel_op accel_op;

@@ -40,62 +40,6 @@ int64_t accel_span(const pn_tensor_info* info, uint32_t begin, uint32_t end) {
     return n;
 }
 
-/* ---- Argument checks ------------------------------------------------------ */
-
-static pn_status check_tensor(const pn_tensor* t, const pn_tensor_info* expected, const char* role,
-                              uint32_t index, pn_string_out* message_out) {
-    if (!PN_HAS_FIELD(t, pn_tensor, data)) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc execute: %s %u: pn_tensor struct_size is too small", role, index);
-    }
-    if (t->info != NULL &&
-        (t->info->dtype != expected->dtype || !pn_same_dims(t->info, expected))) {
-        char given[160], wanted[160];
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc execute: %s %u is %s %s, the workload was created for %s %s", role,
-                       index, pn_dtype_name(t->info->dtype),
-                       pn_format_shape(t->info, given, sizeof(given)),
-                       pn_dtype_name(expected->dtype),
-                       pn_format_shape(expected, wanted, sizeof(wanted)));
-    }
-    if (t->data == NULL && pn_num_elements(expected) > 0) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: %s %u has NULL data",
-                       role, index);
-    }
-    return PN_OK;
-}
-
-pn_status accel_check_args(const pn_execute_args* args, uint32_t num_inputs,
-                           const pn_tensor_info* inputs, uint32_t num_outputs,
-                           const pn_tensor_info* outputs, pn_string_out* message_out) {
-    if (!PN_HAS_FIELD(args, pn_execute_args, outputs)) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc execute: args is NULL or its struct_size is too small");
-    }
-    if (args->num_inputs != num_inputs || args->num_outputs != num_outputs) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc execute: the workload takes %u inputs and %u outputs, got %u and %u",
-                       num_inputs, num_outputs, args->num_inputs, args->num_outputs);
-    }
-    if ((num_inputs > 0 && args->inputs == NULL) || (num_outputs > 0 && args->outputs == NULL)) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc execute: the inputs or outputs array is NULL");
-    }
-    for (uint32_t i = 0; i < num_inputs; ++i) {
-        pn_status s = check_tensor(&args->inputs[i], &inputs[i], "input", i, message_out);
-        if (s != PN_OK) {
-            return s;
-        }
-    }
-    for (uint32_t i = 0; i < num_outputs; ++i) {
-        pn_status s = check_tensor(&args->outputs[i], &outputs[i], "output", i, message_out);
-        if (s != PN_OK) {
-            return s;
-        }
-    }
-    return PN_OK;
-}
-
 /* ---- The workload ------------------------------------------------------------ */
 
 static void op_release(void* state) {
@@ -124,8 +68,9 @@ static void copy_infos(pn_tensor_info* dst, const pn_tensor_info* src, uint32_t 
 
 static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_out* message_out) {
     accel_op* op = (accel_op*)state;
-    pn_status s = accel_check_args(args, op->num_inputs, op->inputs, op->num_outputs,
-                                   op->outputs, message_out);
+    pn_status s = pn_check_execute_args(args, op->num_inputs, op->inputs, op->num_outputs,
+                                        op->outputs, "CpuAcc",
+                                        message_out);
     if (s != PN_OK) {
         return s;
     }

@@ -130,64 +130,10 @@ static void op_copy_descriptor(cpuref_op* op, const pn_layer* layer, size_t desc
 
 /* ---- Execute -------------------------------------------------------------- */
 
-static pn_status check_tensor(const pn_tensor* t, const pn_tensor_info* expected, const char* role,
-                              uint32_t index, pn_string_out* message_out) {
-    if (!PN_HAS_FIELD(t, pn_tensor, data)) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuRef execute: %s %u: pn_tensor struct_size is too small", role, index);
-    }
-    if (t->info != NULL &&
-        (t->info->dtype != expected->dtype || !pn_same_dims(t->info, expected))) {
-        char given[160], wanted[160];
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuRef execute: %s %u is %s %s, the workload was created for %s %s", role,
-                       index, pn_dtype_name(t->info->dtype),
-                       pn_format_shape(t->info, given, sizeof(given)),
-                       pn_dtype_name(expected->dtype),
-                       pn_format_shape(expected, wanted, sizeof(wanted)));
-    }
-    if (t->data == NULL && pn_num_elements(expected) > 0) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuRef execute: %s %u has NULL data", role, index);
-    }
-    return PN_OK;
-}
-
-static pn_status check_args(const cpuref_op* op, const pn_execute_args* args,
-                            pn_string_out* message_out) {
-    if (!PN_HAS_FIELD(args, pn_execute_args, outputs)) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuRef execute: args is NULL or its struct_size is too small");
-    }
-    if (args->num_inputs != op->num_inputs || args->num_outputs != op->num_outputs) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuRef execute: %s takes %u inputs and %u outputs, got %u and %u",
-                       pn_layer_kind_name(op->kind), op->num_inputs, op->num_outputs,
-                       args->num_inputs, args->num_outputs);
-    }
-    if ((op->num_inputs > 0 && args->inputs == NULL) ||
-        (op->num_outputs > 0 && args->outputs == NULL)) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuRef execute: the inputs or outputs array is NULL");
-    }
-    for (uint32_t i = 0; i < op->num_inputs; ++i) {
-        pn_status s = check_tensor(&args->inputs[i], &op->inputs[i], "input", i, message_out);
-        if (s != PN_OK) {
-            return s;
-        }
-    }
-    for (uint32_t i = 0; i < op->num_outputs; ++i) {
-        pn_status s = check_tensor(&args->outputs[i], &op->outputs[i], "output", i, message_out);
-        if (s != PN_OK) {
-            return s;
-        }
-    }
-    return PN_OK;
-}
-
 static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_out* message_out) {
     cpuref_op* op = (cpuref_op*)state;
-    pn_status s = check_args(op, args, message_out);
+    pn_status s = pn_check_execute_args(args, op->num_inputs, op->inputs, op->num_outputs,
+                                        op->outputs, "CpuRef", message_out);
     if (s != PN_OK) {
         return s;
     }
