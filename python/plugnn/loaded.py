@@ -129,14 +129,17 @@ class LoadedNetwork:
             self._workloads.append(workload)
             self._node_workloads[node.name] = workload
 
-    def _location(self, key: str) -> str:
-        """'host' or the id of the non-host backend whose memory holds tensor `key`."""
-        node = self._graph.producer(key)
-        if node is None:
-            return "host"
-        if node.backend_id is None:
-            return self._graph.copies[node.name][1]
-        return "host" if self._backend(node.backend_id).host_memory else node.backend_id
+    def _locations(self) -> dict[str, str]:
+        """For each tensor a layer produces: 'host' or the id of the non-host backend holding it."""
+        where: dict[str, str] = {}
+        for node in self._graph.nodes:
+            if node.backend_id is None:
+                place = self._graph.copies[node.name][1]
+            else:
+                place = "host" if self._backend(node.backend_id).host_memory else node.backend_id
+            for key in node.outputs:
+                where[key] = place
+        return where
 
     def _bind(self) -> None:
         graph = self._graph
@@ -149,10 +152,11 @@ class LoadedNetwork:
                 first[key] = last[key] = i
             for key in node.inputs:
                 last[key] = i
+        location = self._locations()
         host_blocks = []
         for key in first:
             info = graph.infos[key]
-            if key in externals or self._location(key) != "host":
+            if key in externals or location[key] != "host":
                 continue
             host_blocks.append(Block(key, info.num_bytes, first[key], last[key]))
         self.memory_plan: MemoryPlan = plan(host_blocks)
@@ -164,7 +168,7 @@ class LoadedNetwork:
             info = graph.infos[key]
             buffers[key] = self._arena[offset:offset + info.num_bytes].view(info.dtype.numpy_name).reshape(info.shape)
         for key in first:
-            where = self._location(key)
+            where = location[key]
             if where != "host" and key not in buffers:
                 manager = self._managers[where]
                 device = manager.allocate(graph.infos[key])  # type: ignore[attr-defined]

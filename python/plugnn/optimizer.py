@@ -302,13 +302,15 @@ def optimize_subgraphs(graph: Graph, preferred: Sequence[Backend], by_id: Mappin
             backend = by_id[group[0].backend_id]  # type: ignore[index]
             for node in group:
                 node.pending = False
-            result = _optimize_group(graph, group, backend)
+            result, ids = _optimize_group(graph, group, backend)
             if result is not None:
-                _apply(graph, group, backend, result, preferred)
+                _apply(graph, group, backend, result, ids, preferred)
         graph.topological_sort("optimize_subgraph")
 
 
-def _optimize_group(graph: Graph, group: list[Node], backend: Backend) -> OptimizationResult | None:
+def _optimize_group(graph: Graph, group: list[Node], backend: Backend
+                    ) -> tuple[OptimizationResult | None, dict[str, int]]:
+    """Offer `group` to its backend; returns the validated result and the tensor ids used."""
     keys = sorted({k for n in group for k in n.inputs + n.outputs})
     ids = {k: i + 1 for i, k in enumerate(keys)}
     inside = {k for n in group for k in n.outputs}
@@ -322,7 +324,7 @@ def _optimize_group(graph: Graph, group: list[Node], backend: Backend) -> Optimi
     result = backend.optimize_subgraph(subgraph)
     if result is not None:
         result = _validated(result, group, ids, used_outside, backend.backend_id)
-    return result
+    return result, ids
 
 
 def _validated(result: OptimizationResult, group: list[Node], ids: dict[str, int], used_outside: set[str],
@@ -352,8 +354,7 @@ def _validated(result: OptimizationResult, group: list[Node], ids: dict[str, int
 
 
 def _apply(graph: Graph, group: list[Node], backend: Backend, result: OptimizationResult,
-           preferred: Sequence[Backend]) -> None:
-    ids = {k: i + 1 for i, k in enumerate(sorted({k for n in group for k in n.inputs + n.outputs}))}
+           ids: dict[str, int], preferred: Sequence[Backend]) -> None:
     key_of = {v: k for k, v in ids.items()}
     for s in result.substitutions:
         replaced = [group[i - 1] for i in s.replaced_layer_ids]
