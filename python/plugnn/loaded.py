@@ -201,6 +201,9 @@ class LoadedNetwork:
         self._input_plan = [plan_of(name, key) for name, key in graph.inputs.items()]
         self._output_plan = [plan_of(name, key) for name, key in graph.outputs.items()]
         self._input_names = set(graph.inputs)
+        self._output_names = set(graph.outputs)
+        # (array, cffi buffer) bound at each input then output of the plan by the last run.
+        self._bound: list[tuple[Any, Any]] = [(None, None)] * (len(self._input_plan) + len(self._output_plan))
 
     def _step(self, node: Node) -> _Step:
         inputs = [self._buffers[k] for k in node.inputs]
@@ -274,48 +277,55 @@ class LoadedNetwork:
 
     def _bind_run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None
                   ) -> tuple[dict[str, np.ndarray], list[tuple[np.ndarray, Any]]]:
-        """Check the caller's arrays and point the bound tensors at them (no copies)."""
+        """Check the caller's arrays and point the bound tensors at them (no copies).
+
+        An array that is the very object bound at the same place by the previous run, with the
+        same shape, dtype and contiguity, is still bound: its tensors keep pointing at it (the
+        cffi buffer kept in self._bound holds numpy's export lock, so its memory cannot move)."""
         if len(inputs) != len(self._input_plan) or not self._input_names.issuperset(inputs):
             self._name_error(inputs, outputs or {})
-        keep = []
+        bound = self._bound
         current: dict[str, Any] = {}
         from_buffer = ffi.from_buffer
-        for name, key, dtype, shape, native, python in self._input_plan:
+        for slot, (name, key, dtype, shape, native, python) in enumerate(self._input_plan):
             array = inputs[name]
             if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
                     or array.shape != shape or not array.flags.c_contiguous:
                 _checked(array, self._graph.infos[key], f"input {name!r}", writable=False)
             current[key] = array
-            if native:
-                data = from_buffer(array, require_writable=False)
-                keep.append(data)
-                for tensor in native:
-                    tensor.data = data
+            if bound[slot][0] is array:
+                continue
+            data = from_buffer(array, require_writable=False) if native else None
+            for tensor in native:
+                tensor.data = data
             for target, index in python:
                 target[index] = array
-        if outputs and not set(outputs) <= set(self._graph.outputs):
+            bound[slot] = (array, data)
+        if outputs and not self._output_names.issuperset(outputs):
             self._name_error(inputs, outputs)
         results: dict[str, np.ndarray] = {}
         copies: list[tuple[np.ndarray, Any]] = []
+        slot = len(self._input_plan)
         for name, key, dtype, shape, native, python in self._output_plan:
             array = outputs.get(name) if outputs else None
-            if array is not None:
-                _checked(array, self._graph.infos[key], f"output {name!r}", writable=True)
-            else:
+            if array is None:
                 array = np.empty(shape, dtype)
+            elif type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
+                    or array.shape != shape or not array.flags.c_contiguous or not array.flags.writeable:
+                _checked(array, self._graph.infos[key], f"output {name!r}", writable=True)
             results[name] = array
             if key in current or not (native or python):  # a graph input, a constant, a tensor exported twice
                 copies.append((array, current.get(key, self._buffers[key])))
-                continue
-            current[key] = array
-            if native:
-                data = from_buffer(array)
-                keep.append(data)
-                for tensor in native:
-                    tensor.data = data
-            for target, index in python:
-                target[index] = array
-        self._run_keep = keep
+            else:
+                current[key] = array
+                if bound[slot][0] is not array:
+                    data = from_buffer(array) if native else None
+                    for tensor in native:
+                        tensor.data = data
+                    for target, index in python:
+                        target[index] = array
+                    bound[slot] = (array, data)
+            slot += 1
         return results, copies
 
     def _name_error(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
@@ -340,6 +350,7 @@ class LoadedNetwork:
             if not self._loaded:
                 return
             self._loaded = False
+            self._bound = [(None, None)] * len(self._bound)
             contexts = self._runtime._contexts_for_notification()
             errors: list[str] = []
             for context in contexts:

@@ -106,6 +106,42 @@ def test_input_is_not_modified_and_outputs_are_fresh_arrays(loaded: LoadedNetwor
     assert first is not second and not np.shares_memory(first, second)
 
 
+def test_the_same_arrays_run_again_see_new_contents(loaded: LoadedNetwork) -> None:
+    """Arrays passed again are not rebound (that is what makes a run cheap), so what they hold
+    at each run, and arrays swapped in between, must still be what is computed and written."""
+    x, other = np.empty((3, 6), np.float32), RNG.standard_normal((3, 6)).astype(np.float32)
+    y, y2, hidden = (np.empty((3, 4), np.float32) for _ in range(3))
+    for _ in range(2):
+        x[...] = RNG.standard_normal((3, 6))
+        loaded.run({"x": x}, {"y": y, "hidden": hidden})
+        np.testing.assert_allclose(y, oracle(x)[0], rtol=1e-5, atol=1e-6)
+    loaded.run({"x": other}, {"y": y2, "hidden": hidden})  # a new input and one new output
+    np.testing.assert_allclose(y2, oracle(other)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hidden, oracle(other)[1], rtol=1e-5, atol=1e-5)
+    fresh = loaded.run({"x": x})  # back to x, outputs allocated by run()
+    np.testing.assert_allclose(fresh["y"], oracle(x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_an_array_changed_in_place_since_the_last_run_is_checked_again(loaded: LoadedNetwork) -> None:
+    x = RNG.standard_normal((3, 6)).astype(np.float32)
+    y = np.empty((3, 4), np.float32)
+    loaded.run({"x": x}, {"y": y})
+    x.shape = (6, 3)
+    with pytest.raises(InputError, match=r"input 'x' must have shape \(3, 6\), got \(6, 3\)"):
+        loaded.run({"x": x}, {"y": y})
+    x.shape = (3, 6)
+    y.setflags(write=False)
+    with pytest.raises(InputError, match="output 'y' must be writable"):
+        loaded.run({"x": x}, {"y": y})
+    y.setflags(write=True)
+    x.dtype = np.int32
+    with pytest.raises(InputError, match="input 'x' must have dtype float32, got int32"):
+        loaded.run({"x": x}, {"y": y})
+    x.dtype = np.float32
+    loaded.run({"x": x}, {"y": y})
+    np.testing.assert_allclose(y, oracle(x)[0], rtol=1e-5, atol=1e-6)
+
+
 def test_profile_lists_every_workload_with_its_backend(runtime: Runtime) -> None:
     loaded = runtime.load_network(optimize(mlp(), runtime, ["PySoftmax", "CpuRef"]))
     loaded.run({"x": np.zeros((3, 6), np.float32)}, profile=True)
