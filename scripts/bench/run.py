@@ -2,7 +2,7 @@
 
     python scripts/bench/run.py [--quick] [--threads 1,2] [--backends CpuAcc,CpuRef]
                                 [--rows PATTERN] [--json OUT] [--markdown] [--include-slow]
-                                [--peak-gflops 112,219] [--peak-gbs 22,30] [--budget S] [--max-runs N]
+                                [--peak-gflops 112,219] [--peak-gbs G1,G2] [--budget S] [--max-runs N]
 
 Every row is an ONNX model (cases.py): a single layer built with onnx.helper, or a synthetic
 network (plugnn.synthetic_models). For each thread count T it runs in onnxruntime
@@ -15,7 +15,9 @@ through run(outputs=...)), so what is timed is the run, not output allocation.
 
 Reported per row: median ms (timing.py: warm-up, then samples until the time budget or the
 run limit), GFLOP/s (conv, gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows:
-bytes read + written), the fraction of the peak for T threads, and the ratio
+bytes read + written), the fraction of the peak for T threads (GFLOP/s: --peak-gflops, the
+FMA peak the issue gives for this machine; GB/s: the STREAM-style add bandwidth measured at the
+start of the same run, machine.py, unless --peak-gbs is given), and the ratio
 plugnn median / onnxruntime median (below 1: plugnn is faster). Every plugnn output is checked
 against onnxruntime's: max|plugnn - ort| / max|ort| <= --tolerance (1e-3), else the row is
 marked MISMATCH and the exit status is 1. A backend the runtime does not have, or that
@@ -42,6 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cases as cases_module  # noqa: E402
+import machine  # noqa: E402
 import report  # noqa: E402
 import timing  # noqa: E402
 from report import Result  # noqa: E402
@@ -77,7 +80,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--include-slow", action="store_true", help="run CpuRef on the 224x224 end-to-end rows")
     p.add_argument("--peak-gflops", default="112,219",
                    help="peak float32 GFLOP/s for 1,2,... threads (default 112,219: Zen 4 AVX-512 FMA)")
-    p.add_argument("--peak-gbs", default="22,30", help="peak memory GB/s for 1,2,... threads (default 22,30)")
+    p.add_argument("--peak-gbs", default=None,
+                   help="memory GB/s for 1,2,... threads (default: measured in this run, machine.stream_add_gbs)")
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per row and backend (default 1)")
     p.add_argument("--max-runs", type=int, default=None, help="timed samples at most (default 50)")
     p.add_argument("--tolerance", type=float, default=1e-3, help="max|plugnn - ort| / max|ort| allowed")
@@ -244,9 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     import onnxruntime
 
     started = time.perf_counter()
+    if args.peak_gbs is None:  # measured here, in this run (tiny arrays in --quick mode: a smoke test)
+        args.peak_gbs = ",".join(f"{machine.stream_add_gbs(t, mib=4 if args.quick else 256):.1f}"
+                                 for t in range(1, max(threads_list) + 1))
     print(f"plugnn {plugnn.__version__ if hasattr(plugnn, '__version__') else '?'}: backends {available}; "
           f"onnxruntime {onnxruntime.__version__}; threads {threads_list}; {'quick' if args.quick else 'full'} mode; "
-          f"peaks {args.peak_gflops} GFLOP/s, {args.peak_gbs} GB/s", flush=True)
+          f"peaks {args.peak_gflops} GFLOP/s, {args.peak_gbs} GB/s (STREAM add, NumPy, 1,2,... threads)", flush=True)
 
     def log(r: Result) -> None:
         print("  " + "  ".join(c for c in report.cells(r) if c != "-"), file=sys.stderr, flush=True)
