@@ -88,6 +88,14 @@ CASES = {
     "kernel larger than input": ConvCase(1, 2, 3, 3, 2, (5, 5), padding=(2, 2, 2, 2)),
     "3x3 on 1x1 input": ConvCase(1, 3, 1, 1, 2, (3, 3), padding=(1, 1, 1, 1)),
     "empty batch": ConvCase(0, 3, 5, 5, 2, (3, 3)),
+    # Channel counts wide enough for CpuAcc's 16-channel blocked kernel (conv_nchwc.h):
+    # rows split into unequal tiles, output and input channels that are not multiples of 16.
+    "wide 3x3 same": ConvCase(2, 32, 9, 17, 48, (3, 3), padding=(1, 1, 1, 1)),
+    "wide strided asymmetric": ConvCase(1, 16, 11, 30, 40, (3, 3), stride=(2, 2), padding=(0, 1, 2, 1)),
+    "wide dilation": ConvCase(1, 48, 8, 8, 16, (3, 3), padding=(2, 2, 2, 2), dilation=(2, 2)),
+    "wide 1x1": ConvCase(1, 64, 5, 29, 80, (1, 1)),
+    "wide 5x5 long rows": ConvCase(1, 20, 6, 45, 18, (5, 3), stride=(1, 3), padding=(2, 1, 2, 1)),
+    "wide 7x7 stride 2": ConvCase(1, 16, 15, 15, 16, (7, 7), stride=(2, 2), padding=(3, 3, 3, 3)),
 }
 
 
@@ -97,7 +105,10 @@ def make_conv(case: ConvCase, layout: DataLayout, has_bias: bool, seed: int, **d
     nchw = (case.n, case.c, case.h, case.w)
     x_shape = nchw if layout is DataLayout.NCHW else (case.n, case.h, case.w, case.c)
     x = rng.standard_normal(x_shape).astype(np.float32)
-    w = rng.standard_normal((case.o, case.c // case.groups, *case.kernel)).astype(np.float32)
+    # Weights scaled by 1/sqrt(fan-in) keep outputs near unit size whatever the channel count,
+    # so the float32 rounding of long sums stays inside the fixed tolerances.
+    fan_in = max(1, case.c // case.groups * case.kernel[0] * case.kernel[1])
+    w = (rng.standard_normal((case.o, case.c // case.groups, *case.kernel)) / np.sqrt(fan_in)).astype(np.float32)
     bias = rng.standard_normal(case.o).astype(np.float32) if has_bias else None
     desc = Convolution2dDescriptor(stride=case.stride, padding=case.padding, dilation=case.dilation,
                                    groups=case.groups, layout=layout, has_bias=has_bias, **desc_fields)
@@ -150,7 +161,7 @@ FUSED = {
 @pytest.mark.parametrize("has_addend", [False, True], ids=["plain", "addend"])
 @pytest.mark.parametrize("act", FUSED)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
-@pytest.mark.parametrize("name", ["asymmetric 4-sided padding", "depthwise multiplier 2"])
+@pytest.mark.parametrize("name", ["asymmetric 4-sided padding", "depthwise multiplier 2", "wide strided asymmetric"])
 def test_conv2d_fused_activation_and_addend(backend, name: str, layout: DataLayout, act: str,
                                             has_addend: bool) -> None:
     """y = act(conv(x) + bias + addend): the residual is added before the activation."""

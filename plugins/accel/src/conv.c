@@ -1,6 +1,7 @@
 /* CpuAcc CONVOLUTION_2D, NCHW: 1x1/stride-1 direct GEMM, im2col + GEMM (weights
  * prepacked per group), depthwise direct kernel; bias/addend/activation in the epilogue. */
 #include "accel_compute.h"
+#include "conv_nchwc.h"
 #include "gemm.h"
 
 #include <stdlib.h>
@@ -365,6 +366,12 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
     pn_status st = accel_validate_conv2d(layer, message_out);
     if (st != PN_OK) {
+        return st;
+    }
+    pn_workload* direct = NULL;
+    st = accel_conv_nchwc_create(env, layer, &direct, message_out);
+    if (st != PN_OK || direct != NULL) {
+        *workload_out = direct;
         return st;
     }
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;

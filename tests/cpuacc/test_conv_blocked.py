@@ -1,0 +1,116 @@
+"""CpuAcc's direct convolution in the 16-channel blocked layout (plugins/accel/src/conv_nchwc.h):
+every kernel set and thread count against a float64 NumPy oracle, the same bits for every
+thread count of one kernel set, and the layers it leaves to the GEMM path still right.
+
+The blocked kernel runs only with AVX-512 (option isa=avx512) on NCHW layers with groups 1,
+constant weights and at least 16 input and output channels; with isa=avx2/portable the same
+layers run on the GEMM path, which is what makes the comparison across kernel sets useful."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+import plugnn
+from plugnn.descriptors import ActivationDescriptor, Convolution2dDescriptor, LayerKind
+from plugnn.layers import LayerSpec
+from plugnn.tensor import TensorInfo
+
+from .test_cpuacc import CONFIGS, HAVE_CPUACC
+
+pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
+
+RTOL, ATOL = 1e-4, 1e-5  # float32 sums of up to 1152 unit-scale products against float64
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: tuple[int, int],
+                   padding: tuple[int, int, int, int], dilation: tuple[int, int]) -> np.ndarray:
+    """NCHW convolution (groups 1) in float64, one kernel tap at a time."""
+    top, left, bottom, right = padding
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    o, _, kh, kw = w.shape
+    oh = (xp.shape[2] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    y = np.zeros((x.shape[0], o, oh, ow)) + bias.astype(np.float64)[None, :, None, None]
+    for i in range(kh):
+        for j in range(kw):
+            rows = i * dilation[0] + stride[0] * np.arange(oh)
+            cols = j * dilation[1] + stride[1] * np.arange(ow)
+            y += np.einsum("nchw,oc->nohw", xp[:, :, rows[:, None], cols[None, :]], w[:, :, i, j].astype(np.float64))
+    return y
+
+
+# n, c, h, w, o, kernel, stride, padding (top, left, bottom, right), dilation
+SHAPES = {
+    "resnet 3x3": (1, 64, 14, 14, 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    "stride 2, 7-wide output, odd block count": (2, 32, 14, 13, 48, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    "1x1 down-sample stride 2": (1, 64, 9, 9, 128, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
+    "channels not multiples of 16": (1, 72, 6, 31, 40, (3, 3), (1, 1), (0, 2, 1, 0), (1, 1)),
+    "dilated, asymmetric": (1, 16, 10, 12, 16, (3, 2), (1, 2), (2, 0, 1, 3), (2, 2)),
+}
+
+
+def make(name: str, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]:
+    n, c, h, w, o, kernel, stride, padding, dilation = SHAPES[name]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weights = (rng.standard_normal((o, c, *kernel)) / np.sqrt(c * kernel[0] * kernel[1])).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    expected = conv_reference(x, weights, bias, stride, padding, dilation)
+    addend = rng.standard_normal(expected.shape).astype(np.float32)
+    desc = Convolution2dDescriptor(stride=stride, padding=padding, dilation=dilation, has_bias=True,
+                                   has_addend=True, fused_activation=ActivationDescriptor("relu"))
+    inputs = [x, weights, bias, addend]
+    spec = LayerSpec(LayerKind.CONVOLUTION_2D, name, desc, tuple(TensorInfo(a.shape) for a in inputs),
+                     (TensorInfo(expected.shape),), constants=(None, weights, bias, None))
+    return inputs, spec, np.maximum(expected + addend, 0.0)
+
+
+def run(runtime: plugnn.Runtime, spec: LayerSpec, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    backend = runtime.backend("CpuAcc")
+    assert backend.is_layer_supported(spec).supported
+    out = np.full(spec.outputs[0].shape, np.nan, np.float32)
+    factory = backend.create_workload_factory()
+    try:
+        workload = factory.create_workload(spec)
+    finally:
+        factory.close()
+    try:
+        workload.execute(list(inputs), [out])
+    finally:
+        workload.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def runtimes() -> dict[tuple[str, int], plugnn.Runtime]:
+    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
+           for isa, n in CONFIGS}
+    yield rts
+    for rt in rts.values():
+        rt.close()
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_conv_with_bias_addend_and_relu_on_every_kernel_set_and_thread_count(
+        runtimes: dict[tuple[str, int], plugnn.Runtime], name: str) -> None:
+    inputs, spec, expected = make(name, seed=31)
+    first: dict[str, np.ndarray] = {}
+    for (isa, threads), rt in runtimes.items():
+        y = run(rt, spec, inputs)
+        np.testing.assert_allclose(y, expected, rtol=RTOL, atol=ATOL, err_msg=f"{name}, {isa}, {threads} threads")
+        if isa in first:
+            np.testing.assert_array_equal(y, first[isa], err_msg=f"{name}: {isa} bits differ at {threads} threads")
+        else:
+            first[isa] = y
+
+
+def test_weights_given_only_at_run_time_take_the_gemm_path_and_agree(
+        runtimes: dict[tuple[str, int], plugnn.Runtime]) -> None:
+    inputs, spec, expected = make("resnet 3x3", seed=32)
+    spec = LayerSpec(spec.kind, spec.name, spec.descriptor, spec.inputs, spec.outputs)  # no constants
+    for (isa, threads), rt in runtimes.items():
+        np.testing.assert_allclose(run(rt, spec, inputs), expected, rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{isa}, {threads} threads")
