@@ -1,119 +1,158 @@
-/* CpuAcc direct NCHW16c convolution workload: layout conversions, weight prepacking,
- * threading (the kernel is in conv_nchwc_avx512.c; see conv_nchwc.h). */
+/* CpuAcc blocked-layout (NCHW16c) helpers and the single-layer direct convolution workload
+ * (the kernels are in conv_nchwc_avx512.c; see conv_nchwc.h). */
 #include "conv_nchwc.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(ACCEL_HAVE_X86_KERNELS)
-
 #define B NCHWC_BLOCK
-
-typedef struct nchwc_state {
-    accel_env env;
-    nchwc_geom g;
-    int64_t n, c, h, w, o;   /* NCHW sizes */
-    int64_t pt, pl;          /* padding before the image inside the padded input */
-    int has_bias, has_addend, has_act;
-    pn_activation_desc act;
-    uint32_t num_inputs;
-    float* wb;               /* [ocb][cb][kh][kw][16][16], 64-byte aligned, inside wb_raw */
-    float* bias;             /* ocb * 16 (zeros without a bias), 64-byte aligned, inside wb_raw */
-    float* wb_raw;           /* the allocation holding both */
-    size_t x_floats, y_floats; /* per image: padded blocked input, blocked output */
-} nchwc_state;
 
 static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
 
 static float* align64(float* p) { return (float*)(((uintptr_t)p + 63u) & ~(uintptr_t)63u); }
 
+int accel_nchwc_blocks_pay(int64_t channels) {
+    return channels >= B && blocks(channels) * B * 4 <= channels * 5;
+}
+
+/* ---- layout conversions --------------------------------------------------------------- */
+
+typedef struct pack_ctx {
+    const nchwc_tensor* t;
+    const float* x;
+    float* y;
+    const float* addend;
+    const pn_activation_desc* act;
+    accel_isa isa;
+} pack_ctx;
+
+/* Storage rows [begin, end), row = (image, block, storage row). */
+static void pack_range(void* vctx, int64_t begin, int64_t end) {
+    const pack_ctx* p = (const pack_ctx*)vctx;
+    const nchwc_tensor* t = p->t;
+    for (int64_t row = begin; row < end; ++row) {
+        int64_t r = row % t->rows, cb = (row / t->rows) % t->cb, n = row / (t->rows * t->cb);
+        float* dst = t->data + n * t->image_floats + (cb * t->rows + r) * t->cols * B;
+        int64_t y = r - t->ht;
+        if (y < 0 || y >= t->h) {
+            memset(dst, 0, (size_t)(t->cols * B) * sizeof(float));
+            continue;
+        }
+        memset(dst, 0, (size_t)(t->hl * B) * sizeof(float));
+        memset(dst + (t->hl + t->w) * B, 0, (size_t)((t->cols - t->hl - t->w) * B) * sizeof(float));
+        float* d = dst + t->hl * B;
+        int64_t channels = t->c - cb * B < B ? t->c - cb * B : B;
+        const float* src = p->x + ((n * t->c + cb * B) * t->h + y) * t->w;
+        for (int64_t ci = 0; ci < channels; ++ci) {
+            const float* sp = src + ci * t->h * t->w;
+            for (int64_t x = 0; x < t->w; ++x) d[x * B + ci] = sp[x];
+        }
+        for (int64_t ci = channels; ci < B; ++ci) {
+            for (int64_t x = 0; x < t->w; ++x) d[x * B + ci] = 0.0f;
+        }
+    }
+}
+
+void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t) {
+    pack_ctx p = {t, x, NULL, NULL, NULL, ACCEL_ISA_PORTABLE};
+    accel_parallel_for_grain(pool, t->n * t->cb * t->rows, 4, pack_range, &p);
+}
+
+/* Image rows [begin, end), row = (image, block, image row). */
+static void unpack_range(void* vctx, int64_t begin, int64_t end) {
+    const pack_ctx* p = (const pack_ctx*)vctx;
+    const nchwc_tensor* t = p->t;
+    for (int64_t row = begin; row < end; ++row) {
+        int64_t y = row % t->h, cb = (row / t->h) % t->cb, n = row / (t->h * t->cb);
+        const float* src = t->data + n * t->image_floats + ((cb * t->rows + t->ht + y) * t->cols + t->hl) * B;
+        int64_t channels = t->c - cb * B < B ? t->c - cb * B : B;
+        for (int64_t co = 0; co < channels; ++co) {
+            int64_t off = ((n * t->c + cb * B + co) * t->h + y) * t->w;
+            float* d = p->y + off;
+            for (int64_t x = 0; x < t->w; ++x) d[x] = src[x * B + co];
+            if (p->addend != NULL) {
+                const float* a = p->addend + off;
+                for (int64_t x = 0; x < t->w; ++x) d[x] += a[x];
+            }
+            if (p->act != NULL) {
+                accel_apply_activation(p->isa, p->act, d, t->w);
+            }
+        }
+    }
+}
+
+void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
+                        const float* addend, const pn_activation_desc* act) {
+    pack_ctx p = {t, NULL, y, addend, act, isa};
+    accel_parallel_for_grain(pool, t->n * t->cb * t->h, 4, unpack_range, &p);
+}
+
+void accel_nchwc_pack_weights(const float* w, int64_t o, int64_t c, int64_t kh, int64_t kw,
+                              float* dst) {
+    for (int64_t ob = 0; ob < blocks(o); ++ob)
+        for (int64_t cb = 0; cb < blocks(c); ++cb)
+            for (int64_t ky = 0; ky < kh; ++ky)
+                for (int64_t kx = 0; kx < kw; ++kx)
+                    for (int64_t ci = 0; ci < B; ++ci)
+                        for (int64_t co = 0; co < B; ++co) {
+                            int64_t oc = ob * B + co, ic = cb * B + ci;
+                            *dst++ = oc < o && ic < c ? w[((oc * c + ic) * kh + ky) * kw + kx] : 0.0f;
+                        }
+}
+
+void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t kw, float* dst) {
+    for (int64_t cb = 0; cb < blocks(c); ++cb)
+        for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx)
+                for (int64_t ci = 0; ci < B; ++ci) {
+                    int64_t ch = cb * B + ci;
+                    *dst++ = ch < c ? w[(ch * kh + ky) * kw + kx] : 0.0f;
+                }
+}
+
+/* ---- the single-layer workload --------------------------------------------------------- */
+
+#if defined(ACCEL_HAVE_X86_KERNELS)
+
+typedef struct nchwc_state {
+    accel_env env;
+    nchwc_geom g;
+    nchwc_tensor x, y;       /* shapes; data set per run inside the workspace */
+    int has_addend, has_act;
+    pn_activation_desc act;
+    uint32_t num_inputs;
+    float* wb;               /* [ocb][cb][kh][kw][16][16], 64-byte aligned, inside w_raw */
+    float* bias;             /* ocb * 16 (zeros without a bias), 64-byte aligned, inside w_raw */
+    float* w_raw;            /* the allocation holding both */
+} nchwc_state;
+
 static void nchwc_release(void* vs) {
     nchwc_state* s = (nchwc_state*)vs;
     if (s != NULL) {
-        free(s->wb_raw);
+        free(s->w_raw);
         free(s);
     }
 }
 
-/* ---- execute ----------------------------------------------------------------------- */
-
 typedef struct nchwc_run {
     const nchwc_state* s;
-    const float* x;      /* NCHW input */
-    const float* addend; /* NCHW, or NULL */
-    float* y;            /* NCHW output */
-    float* xb;           /* N padded blocked images */
-    float* yb;           /* N blocked outputs */
+    nchwc_tensor x, y;
+    nchwc_epilogue epi;
 } nchwc_run;
-
-/* Rows [begin, end) of the padded blocked input, row r = (image, block, padded row). */
-static void convert_in_range(void* vctx, int64_t begin, int64_t end) {
-    const nchwc_run* r = (const nchwc_run*)vctx;
-    const nchwc_state* s = r->s;
-    const nchwc_geom* g = &s->g;
-    for (int64_t row = begin; row < end; ++row) {
-        int64_t iy = row % g->ihp, cb = (row / g->ihp) % g->cb, n = row / (g->ihp * g->cb);
-        float* dst = r->xb + n * s->x_floats + (cb * g->ihp + iy) * g->iwp * B;
-        int64_t y = iy - s->pt;
-        if (y < 0 || y >= s->h) {
-            memset(dst, 0, (size_t)(g->iwp * B) * sizeof(float));
-            continue;
-        }
-        memset(dst, 0, (size_t)(s->pl * B) * sizeof(float));
-        int64_t right = g->iwp - s->pl - s->w;
-        memset(dst + (s->pl + s->w) * B, 0, (size_t)(right * B) * sizeof(float));
-        float* d = dst + s->pl * B;
-        int64_t channels = s->c - cb * B < B ? s->c - cb * B : B;
-        const float* src = r->x + ((n * s->c + cb * B) * s->h + y) * s->w;
-        for (int64_t ci = 0; ci < channels; ++ci) {
-            const float* sp = src + ci * s->h * s->w;
-            for (int64_t x = 0; x < s->w; ++x) d[x * B + ci] = sp[x];
-        }
-        for (int64_t ci = channels; ci < B; ++ci) {
-            for (int64_t x = 0; x < s->w; ++x) d[x * B + ci] = 0.0f;
-        }
-    }
-}
 
 /* Jobs [begin, end), job = (image, output block pair, output row). */
 static void compute_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_run* r = (const nchwc_run*)vctx;
-    const nchwc_state* s = r->s;
-    const nchwc_geom* g = &s->g;
+    const nchwc_geom* g = &r->s->g;
     int64_t pairs = (g->ocb + 1) / 2;
     for (int64_t job = begin; job < end; ++job) {
         int64_t oy = job % g->oh, pair = (job / g->oh) % pairs, n = job / (g->oh * pairs);
         int64_t ob = pair * 2;
-        int nb = g->ocb - ob >= 2 ? 2 : 1;
-        accel_nchwc_conv_row_avx512(g, r->xb + n * s->x_floats, s->wb, s->bias,
-                                    r->yb + n * s->y_floats, ob, nb, oy);
-    }
-}
-
-/* Rows [begin, end) of the blocked output, row = (image, output block, output row): written
- * to the NCHW output with the addend and the activation applied. */
-static void convert_out_range(void* vctx, int64_t begin, int64_t end) {
-    const nchwc_run* r = (const nchwc_run*)vctx;
-    const nchwc_state* s = r->s;
-    const nchwc_geom* g = &s->g;
-    int64_t plane = g->oh * g->ow;
-    for (int64_t row = begin; row < end; ++row) {
-        int64_t oy = row % g->oh, ob = (row / g->oh) % g->ocb, n = row / (g->oh * g->ocb);
-        const float* src = r->yb + n * s->y_floats + (ob * g->oh + oy) * g->ow * B;
-        int64_t channels = s->o - ob * B < B ? s->o - ob * B : B;
-        for (int64_t co = 0; co < channels; ++co) {
-            int64_t off = ((n * s->o + ob * B + co) * g->oh + oy) * g->ow;
-            float* d = r->y + off;
-            for (int64_t x = 0; x < g->ow; ++x) d[x] = src[x * B + co];
-            if (r->addend != NULL) {
-                const float* a = r->addend + off;
-                for (int64_t x = 0; x < g->ow; ++x) d[x] += a[x];
-            }
-            if (s->has_act) {
-                accel_apply_activation(s->env.isa, &s->act, d, g->ow);
-            }
-        }
-        (void)plane;
+        nchwc_view xv = {r->x.data + n * r->x.image_floats, r->x.rows, r->x.cols};
+        nchwc_view yv = {r->y.data + n * r->y.image_floats, r->y.rows, r->y.cols};
+        accel_nchwc_conv_row_avx512(g, &xv, r->s->wb, r->s->bias, &yv, &r->epi, ob,
+                                    g->ocb - ob >= 2 ? 2 : 1, oy);
     }
 }
 
@@ -136,20 +175,15 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
             return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution2d addend has no data");
         }
     }
-    float* xb = align64((float*)args->workspace);
-    nchwc_run r = {s, (const float*)args->inputs[0].data, addend, (float*)args->outputs[0].data, xb,
-                   align64(xb + s->n * s->x_floats)};
-    const nchwc_geom* g = &s->g;
-    accel_parallel_for_grain(s->env.pool, s->n * g->cb * g->ihp, 4, convert_in_range, &r);
-    accel_parallel_for(s->env.pool, s->n * ((g->ocb + 1) / 2) * g->oh, compute_range, &r);
-    accel_parallel_for_grain(s->env.pool, s->n * g->ocb * g->oh, 4, convert_out_range, &r);
+    nchwc_run r = {s, s->x, s->y, {{NULL, 0, 0}, -INFINITY, INFINITY}};
+    r.x.data = align64((float*)args->workspace);
+    r.y.data = align64(r.x.data + s->x.n * s->x.image_floats);
+    accel_nchwc_pack(s->env.pool, (const float*)args->inputs[0].data, &r.x);
+    accel_parallel_for(s->env.pool, s->x.n * ((s->g.ocb + 1) / 2) * s->g.oh, compute_range, &r);
+    accel_nchwc_unpack(s->env.pool, s->env.isa, &r.y, (float*)args->outputs[0].data, addend,
+                       s->has_act ? &s->act : NULL);
     return PN_OK;
 }
-
-/* ---- create ------------------------------------------------------------------------ */
-
-/* True when 16-wide blocks of `v` channels waste at most a quarter of the work. */
-static int blocks_pay(int64_t v) { return v >= B && blocks(v) * B * 4 <= v * 5; }
 
 pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
                                   pn_workload** workload_out, pn_string_out* message_out) {
@@ -168,7 +202,7 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     const pn_tensor_info* yi = &layer->outputs[0];
     int64_t n = xi->dims[0], c = xi->dims[1], h = xi->dims[2], w = xi->dims[3];
     int64_t o = yi->dims[1], oh = yi->dims[2], ow = yi->dims[3], kh = wi->dims[2], kw = wi->dims[3];
-    if (!blocks_pay(c) || !blocks_pay(o) || n * oh * ow * kh * kw == 0) {
+    if (!accel_nchwc_blocks_pay(c) || !accel_nchwc_blocks_pay(o) || n * oh * ow * kh * kw == 0) {
         return PN_OK;
     }
     nchwc_state* s = (nchwc_state*)calloc(1, sizeof(*s));
@@ -176,13 +210,6 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     s->env = *env;
-    s->n = n;
-    s->c = c;
-    s->h = h;
-    s->w = w;
-    s->o = o;
-    s->pt = d->pad_top;
-    s->pl = d->pad_left;
     nchwc_geom* g = &s->g;
     g->cb = blocks(c);
     g->ocb = blocks(o);
@@ -196,11 +223,13 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     g->dw = d->dilation_w;
     /* The padded input holds every tap of every output (at least the padded image). */
     int64_t need_h = (oh - 1) * g->sh + (kh - 1) * g->dh + 1, need_w = (ow - 1) * g->sw + (kw - 1) * g->dw + 1;
-    g->ihp = h + d->pad_top + d->pad_bottom > need_h ? h + d->pad_top + d->pad_bottom : need_h;
-    g->iwp = w + d->pad_left + d->pad_right > need_w ? w + d->pad_left + d->pad_right : need_w;
-    s->x_floats = (size_t)(g->cb * g->ihp * g->iwp * B);
-    s->y_floats = (size_t)(g->ocb * oh * ow * B);
-    s->has_bias = has_bias;
+    int64_t rows = h + d->pad_top + d->pad_bottom, cols = w + d->pad_left + d->pad_right;
+    nchwc_tensor xt = {n, c, h, w, g->cb, rows > need_h ? rows : need_h, cols > need_w ? cols : need_w,
+                       d->pad_top, d->pad_left, 0, NULL};
+    xt.image_floats = (size_t)(xt.cb * xt.rows * xt.cols * B);
+    nchwc_tensor yt = {n, o, oh, ow, g->ocb, oh, ow, 0, 0, (size_t)(g->ocb * oh * ow * B), NULL};
+    s->x = xt;
+    s->y = yt;
     s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
     if (d->fused_activation != NULL && d->fused_activation->kind != PN_ACTIVATION_INVALID) {
         s->has_act = 1;
@@ -209,30 +238,19 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     }
     s->num_inputs = layer->num_inputs;
     size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * B * B);
-    s->wb_raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
-    if (s->wb_raw == NULL) {
+    s->w_raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
+    if (s->w_raw == NULL) {
         nchwc_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
     }
-    s->wb = align64(s->wb_raw);
+    s->wb = align64(s->w_raw);
     s->bias = align64(s->wb + wfloats);
-    /* wb[ob][cb][ky][kx][ci][co] = W[ob*16 + co][cb*16 + ci][ky][kx], zero past O and C. */
-    const float* wsrc = (const float*)layer->constant_data[1];
-    float* dst = s->wb;
-    for (int64_t ob = 0; ob < g->ocb; ++ob)
-        for (int64_t cb = 0; cb < g->cb; ++cb)
-            for (int64_t ky = 0; ky < kh; ++ky)
-                for (int64_t kx = 0; kx < kw; ++kx)
-                    for (int64_t ci = 0; ci < B; ++ci)
-                        for (int64_t co = 0; co < B; ++co) {
-                            int64_t oc = ob * B + co, ic = cb * B + ci;
-                            *dst++ = oc < o && ic < c ? wsrc[((oc * c + ic) * kh + ky) * kw + kx] : 0.0f;
-                        }
+    accel_nchwc_pack_weights((const float*)layer->constant_data[1], o, c, kh, kw, s->wb);
     const float* bsrc = has_bias ? (const float*)layer->constant_data[2] : NULL;
     for (int64_t oc = 0; oc < g->ocb * B; ++oc) {
         s->bias[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;
     }
-    size_t ws = ((size_t)n * (s->x_floats + s->y_floats) + 32) * sizeof(float);
+    size_t ws = ((size_t)n * (xt.image_floats + yt.image_floats) + 32) * sizeof(float);
     pn_workload* wl = pn_workload_new(s, nchwc_execute, nchwc_release, ws);
     if (wl == NULL) {
         nchwc_release(s);

@@ -22,23 +22,73 @@
 
 #define NCHWC_BLOCK 16
 
-/* Geometry of one image, in blocked units. */
+/* Geometry of one image's convolution, in blocked units. */
 typedef struct nchwc_geom {
     int64_t cb;         /* input channel blocks */
-    int64_t ihp, iwp;   /* rows and columns of the zero-padded input */
     int64_t ocb;        /* output channel blocks */
     int64_t oh, ow;     /* output rows and columns */
     int64_t kh, kw, sh, sw, dh, dw;
 } nchwc_geom;
 
+/* One image of a blocked tensor inside its storage [blocks][rows][cols][16]: `data` is the
+ * element (block 0, row 0, column 0) of the window a kernel sees (for an input, the top-left
+ * corner of the padded window; the zeros around an image are the storage's halo), `rows` and
+ * `cols` the storage's rows per block and pixels per row. */
+typedef struct nchwc_view {
+    float* data;
+    int64_t rows, cols;
+} nchwc_view;
+
+/* What a kernel does to each output vector before storing it: + addend (a view shaped like
+ * the output, or data NULL), then clamp to [lo, hi] (+-inf: none; relu is [0, inf)). */
+typedef struct nchwc_epilogue {
+    nchwc_view addend;
+    float lo, hi;
+} nchwc_epilogue;
+
 /* Output row `oy` of output blocks [ob, ob + nb), nb in {1, 2}, of one image:
- *   yb[b][oy][ox][0..16) = bias[b*16 ..] + sum over (cb, ky, kx, ci) of
- *       xb[cb][oy*sh + ky*dh][ox*sw + kx*dw][ci] * wb[b][cb][ky][kx][ci][0..16)
- * xb: the image's padded blocked input [cb][ihp][iwp][16]; wb: all weights
- * [ocb][cb][kh][kw][16][16]; bias: ocb*16 floats; yb: the image's blocked output
- * [ocb][oh][ow][16]. All 64-byte aligned. */
-void accel_nchwc_conv_row_avx512(const nchwc_geom* g, const float* xb, const float* wb,
-                                 const float* bias, float* yb, int64_t ob, int nb, int64_t oy);
+ *   y[b][oy][ox] = clamp(bias[b] + addend[b][oy][ox] + sum over (cb, ky, kx, ci) of
+ *       x[cb][oy*sh + ky*dh][ox*sw + kx*dw][ci] * wb[b][cb][ky][kx][ci][0..16))
+ * wb: all weights [ocb][cb][kh][kw][16][16]; bias: ocb*16 floats. Every pointer 64-byte
+ * aligned (views: data and storage rows of whole vectors). */
+void accel_nchwc_conv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                                 const float* bias, const nchwc_view* y,
+                                 const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy);
+
+/* Depthwise (groups = channels, one output channel per input channel) output row `oy` of
+ * block `b`: y[b][oy][ox] = clamp(bias[b] + addend + sum over (ky, kx) of
+ * x[b][oy*sh + ky*dh][ox*sw + kx*dw] * wd[b][ky][kx][0..16)). wd: [ocb][kh][kw][16]. */
+void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wd,
+                                   const float* bias, const nchwc_view* y,
+                                   const nchwc_epilogue* epi, int64_t b, int64_t oy);
+
+/* A blocked tensor of `n` images in its storage: every image is `image_floats` floats of
+ * [ceil(c/16)][rows][cols][16], the c x h x w image at rows [ht, ht + h) and columns
+ * [hl, hl + w); everything else (halo, channels past c) is zero. */
+typedef struct nchwc_tensor {
+    int64_t n, c, h, w;
+    int64_t cb, rows, cols, ht, hl;
+    size_t image_floats;
+    float* data; /* 64-byte aligned */
+} nchwc_tensor;
+
+/* Writes NCHW `x` into t (every float of the storage: halo and channel padding zeroed). */
+void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t);
+
+/* Writes t's images to NCHW `y`, then adds NCHW `addend` (NULL: none) and applies `act`
+ * (NULL: none) with the kernels of `isa`. */
+void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
+                        const float* addend, const pn_activation_desc* act);
+
+/* Output-stationary weight layouts: [ocb][cb][kh][kw][16 ci][16 co] for a dense convolution
+ * (groups 1), [cb][kh][kw][16] for a depthwise one; zeros past the real channels. `w` is the
+ * layer's [o][c][kh][kw] (depthwise [c][1][kh][kw]). */
+void accel_nchwc_pack_weights(const float* w, int64_t o, int64_t c, int64_t kh, int64_t kw,
+                              float* dst);
+void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t kw, float* dst);
+
+/* True when 16-channel blocks of `channels` waste at most a quarter of the work. */
+int accel_nchwc_blocks_pay(int64_t channels);
 
 /* The direct blocked convolution for an NCHW Convolution2d layer when it is the better path
  * on this CPU: PN_OK with *workload_out set; PN_OK with *workload_out NULL when the layer is

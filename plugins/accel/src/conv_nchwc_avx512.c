@@ -1,36 +1,47 @@
-/* CpuAcc NCHW16c direct convolution kernel, AVX-512F (see conv_nchwc.h). */
+/* CpuAcc NCHW16c direct convolution kernels, AVX-512F (see conv_nchwc.h). */
 #include "conv_nchwc.h"
 
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 
+#define B NCHWC_BLOCK
 #define PW_MAX 14 /* pixels per tile: 14 x 2 blocks = 28 accumulators of 32 zmm */
+
+/* Adds the addend vector (if any), clamps and stores one output vector. The vector is the
+ * second operand of max/min, which return it when it is NaN: NaN propagates. */
+static inline __attribute__((always_inline)) void finish(__m512 v, float* dst, const float* add,
+                                                         __m512 lo, __m512 hi) {
+    if (add != NULL) v = _mm512_add_ps(v, _mm512_load_ps(add));
+    v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+    _mm512_store_ps(dst, v);
+}
 
 /* PW pixels from ox0 of output row oy, NB output blocks from ob. PW and NB are constants at
  * every call site, so the loops unroll into straight-line code. */
-static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, const float* xb,
+static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, const nchwc_view* x,
                                                        const float* wb, const float* bias,
-                                                       float* yb, int64_t ob, int64_t oy,
-                                                       int64_t ox0, const int PW, const int NB) {
+                                                       const nchwc_view* y, const nchwc_epilogue* epi,
+                                                       int64_t ob, int64_t oy, int64_t ox0,
+                                                       const int PW, const int NB) {
     __m512 acc[2][PW_MAX];
     for (int b = 0; b < NB; ++b) {
-        __m512 bv = _mm512_load_ps(bias + (ob + b) * NCHWC_BLOCK);
+        __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
         for (int p = 0; p < PW; ++p) acc[b][p] = bv;
     }
-    const int64_t wblock = g->cb * g->kh * g->kw * 256; /* floats per output block */
-    const int64_t xstep = g->sw * NCHWC_BLOCK;            /* between neighbouring pixels */
+    const int64_t wblock = g->cb * g->kh * g->kw * B * B; /* floats per output block */
+    const int64_t xstep = g->sw * B;                      /* between neighbouring pixels */
     const float* wob = wb + ob * wblock;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         for (int64_t ky = 0; ky < g->kh; ++ky) {
-            const float* xrow = xb + ((cb * g->ihp + oy * g->sh + ky * g->dh) * g->iwp +
-                                      ox0 * g->sw) * NCHWC_BLOCK;
-            const float* wrow = wob + (cb * g->kh + ky) * g->kw * 256;
+            const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
+                                           ox0 * g->sw) * B;
+            const float* wrow = wob + (cb * g->kh + ky) * g->kw * B * B;
             for (int64_t kx = 0; kx < g->kw; ++kx) {
-                const float* xp = xrow + kx * g->dw * NCHWC_BLOCK;
-                const float* wp = wrow + kx * 256;
-                for (int ci = 0; ci < NCHWC_BLOCK; ++ci) {
-                    __m512 w0 = _mm512_load_ps(wp + ci * NCHWC_BLOCK);
-                    __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * NCHWC_BLOCK) : w0;
+                const float* xp = xrow + kx * g->dw * B;
+                const float* wp = wrow + kx * B * B;
+                for (int ci = 0; ci < B; ++ci) {
+                    __m512 w0 = _mm512_load_ps(wp + ci * B);
+                    __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 14
                     for (int p = 0; p < PW; ++p) {
                         __m512 xv = _mm512_set1_ps(xp[p * xstep + ci]);
@@ -41,21 +52,29 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
             }
         }
     }
+    __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
     for (int b = 0; b < NB; ++b) {
-        float* yp = yb + (((ob + b) * g->oh + oy) * g->ow + ox0) * NCHWC_BLOCK;
-        for (int p = 0; p < PW; ++p) _mm512_store_ps(yp + p * NCHWC_BLOCK, acc[b][p]);
+        int64_t off = (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
+        const float* add = NULL;
+        if (epi->addend.data != NULL) {
+            add = epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B;
+        }
+        for (int p = 0; p < PW; ++p) {
+            finish(acc[b][p], y->data + off + p * B, add != NULL ? add + p * B : NULL, lo, hi);
+        }
     }
 }
 
 /* A tail tile of `pw` (1..PW_MAX) pixels, dispatched to its unrolled instance. */
-#define TAIL_CASE(n)                                                       \
-    case n:                                                                \
-        if (nb > 1) tile(g, xb, wb, bias, yb, ob, oy, ox0, n, 2);          \
-        else tile(g, xb, wb, bias, yb, ob, oy, ox0, n, 1);                 \
+#define TAIL_CASE(n)                                                   \
+    case n:                                                            \
+        if (nb > 1) tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 2);   \
+        else tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 1);          \
         break;
 
-static void tile_any(const nchwc_geom* g, const float* xb, const float* wb, const float* bias,
-                     float* yb, int64_t ob, int nb, int64_t oy, int64_t ox0, int pw) {
+static void tile_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                     const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb,
+                     int64_t oy, int64_t ox0, int pw) {
     switch (pw) {
         TAIL_CASE(1) TAIL_CASE(2) TAIL_CASE(3) TAIL_CASE(4) TAIL_CASE(5) TAIL_CASE(6)
         TAIL_CASE(7) TAIL_CASE(8) TAIL_CASE(9) TAIL_CASE(10) TAIL_CASE(11) TAIL_CASE(12)
@@ -65,20 +84,68 @@ static void tile_any(const nchwc_geom* g, const float* xb, const float* wb, cons
     }
 }
 
-void accel_nchwc_conv_row_avx512(const nchwc_geom* g, const float* xb, const float* wb,
-                                 const float* bias, float* yb, int64_t ob, int nb, int64_t oy) {
+void accel_nchwc_conv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                                 const float* bias, const nchwc_view* y,
+                                 const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy) {
     /* Equal tiles of at most PW_MAX pixels (56 = 4 x 14, 28 = 2 x 14, 7 = 7, 20 = 10 + 10). */
     int64_t tiles = (g->ow + PW_MAX - 1) / PW_MAX;
     int64_t base = g->ow / tiles, extra = g->ow % tiles, ox0 = 0;
     for (int64_t t = 0; t < tiles; ++t) {
         int pw = (int)(base + (t < extra ? 1 : 0));
         if (pw == PW_MAX) {
-            if (nb > 1) tile(g, xb, wb, bias, yb, ob, oy, ox0, PW_MAX, 2);
-            else tile(g, xb, wb, bias, yb, ob, oy, ox0, PW_MAX, 1);
+            if (nb > 1) tile(g, x, wb, bias, y, epi, ob, oy, ox0, PW_MAX, 2);
+            else tile(g, x, wb, bias, y, epi, ob, oy, ox0, PW_MAX, 1);
         } else {
-            tile_any(g, xb, wb, bias, yb, ob, nb, oy, ox0, pw);
+            tile_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
         }
         ox0 += pw;
+    }
+}
+
+/* ---- depthwise ------------------------------------------------------------------------ */
+
+#define DW_PW 8 /* pixels per depthwise tile (independent accumulators) */
+
+void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wd,
+                                   const float* bias, const nchwc_view* y,
+                                   const nchwc_epilogue* epi, int64_t b, int64_t oy) {
+    const __m512 bv = _mm512_load_ps(bias + b * B);
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const float* wblk = wd + b * g->kh * g->kw * B;
+    const int64_t xstep = g->sw * B;
+    float* yrow = y->data + ((b * y->rows + oy) * y->cols) * B;
+    const float* arow = epi->addend.data != NULL
+                            ? epi->addend.data + ((b * epi->addend.rows + oy) * epi->addend.cols) * B
+                            : NULL;
+    int64_t ox = 0;
+    for (; ox + DW_PW <= g->ow; ox += DW_PW) {
+        __m512 acc[DW_PW];
+        for (int p = 0; p < DW_PW; ++p) acc[p] = bv;
+        for (int64_t ky = 0; ky < g->kh; ++ky) {
+            const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
+            for (int64_t kx = 0; kx < g->kw; ++kx) {
+                __m512 wv = _mm512_load_ps(wblk + (ky * g->kw + kx) * B);
+                const float* xp = xrow + kx * g->dw * B;
+#pragma GCC unroll 8
+                for (int p = 0; p < DW_PW; ++p) {
+                    acc[p] = _mm512_fmadd_ps(_mm512_load_ps(xp + p * xstep), wv, acc[p]);
+                }
+            }
+        }
+        for (int p = 0; p < DW_PW; ++p) {
+            finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, lo, hi);
+        }
+    }
+    for (; ox < g->ow; ++ox) {
+        __m512 acc = bv;
+        for (int64_t ky = 0; ky < g->kh; ++ky) {
+            const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
+            for (int64_t kx = 0; kx < g->kw; ++kx) {
+                acc = _mm512_fmadd_ps(_mm512_load_ps(xrow + kx * g->dw * B),
+                                      _mm512_load_ps(wblk + (ky * g->kw + kx) * B), acc);
+            }
+        }
+        finish(acc, yrow + ox * B, arow != NULL ? arow + ox * B : NULL, lo, hi);
     }
 }
 

@@ -1,0 +1,443 @@
+/* CpuAcc blocked chains (see conv_chain.h): building the payload, its workload. */
+#include "conv_chain.h"
+#include "conv_nchwc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define B NCHWC_BLOCK
+#define CHAIN_MAGIC 0x314e4843u /* "CHN1" */
+
+typedef struct chain_tensor {
+    uint32_t id;
+    pn_tensor_info info;     /* NCHW float32 */
+    int64_t ht, hl, hb, hr;  /* halo the consuming convolutions read (their padding) */
+    int produced;            /* written by a step (else an input of the chain) */
+} chain_tensor;
+
+typedef struct chain_step {
+    int depthwise;
+    nchwc_geom g;
+    uint32_t x, y;           /* tensor indices */
+    int32_t addend;          /* tensor index, -1: none */
+    int64_t pt, pl;          /* the convolution's top and left padding */
+    float lo, hi;            /* fused activation as a clamp */
+    float* w;                /* prepacked weights, 64-byte aligned, inside raw */
+    float* bias;             /* ocb * 16, inside raw */
+    float* raw;
+} chain_step;
+
+struct accel_chain {
+    uint32_t magic;
+    uint32_t num_tensors, num_steps, num_inputs, num_outputs;
+    chain_tensor* tensors;
+    chain_step* steps;
+    uint32_t* inputs;        /* tensor indices of the replacement's inputs */
+    uint32_t* outputs;       /* tensor indices of the replacement's outputs */
+    char label[64];
+};
+
+static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
+
+static float* align64(float* p) { return (float*)(((uintptr_t)p + 63u) & ~(uintptr_t)63u); }
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* The activation of a step as a clamp; 0 when it is not one that keeps zero at zero. */
+static int clamp_of(const pn_activation_desc* act, float* lo, float* hi) {
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    if (act == NULL || act->kind == PN_ACTIVATION_INVALID) {
+        return 1;
+    }
+    if (act->kind == PN_ACTIVATION_RELU) {
+        *lo = 0.0f;
+        return 1;
+    }
+    if (act->kind == PN_ACTIVATION_BOUNDED_RELU && act->alpha <= 0.0f && act->beta >= 0.0f) {
+        *lo = act->alpha;
+        *hi = act->beta;
+        return 1;
+    }
+    return 0;
+}
+
+static const pn_activation_desc* step_act(const accel_chain_conv* cc) {
+    const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)cc->conv->descriptor;
+    return cc->act != NULL ? cc->act : d->fused_activation;
+}
+
+int accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* cc) {
+#if defined(ACCEL_HAVE_X86_KERNELS)
+    const pn_layer* l = cc->conv;
+    if (isa != ACCEL_ISA_AVX512 || l->kind != PN_LAYER_CONVOLUTION_2D || l->descriptor == NULL) {
+        return 0;
+    }
+    const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
+    const pn_tensor_info* xi = &l->inputs[0];
+    const pn_tensor_info* yi = &l->outputs[0];
+    float lo, hi;
+    if (d->layout != PN_LAYOUT_NCHW || (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0 ||
+        (cc->act != NULL && d->fused_activation != NULL) || !clamp_of(step_act(cc), &lo, &hi) ||
+        l->constant_data == NULL || l->constant_data[1] == NULL ||
+        ((d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 && l->constant_data[2] == NULL) ||
+        xi->rank != 4 || yi->rank != 4 || cc->y_info->rank != 4 ||
+        xi->dtype != PN_DTYPE_FLOAT32 || yi->dtype != PN_DTYPE_FLOAT32) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < 4; ++i) {
+        if (cc->y_info->dims[i] != yi->dims[i]) {
+            return 0;
+        }
+    }
+    int64_t c = xi->dims[1], o = yi->dims[1];
+    if (xi->dims[0] < 1 || yi->dims[2] < 1 || yi->dims[3] < 1 || !accel_nchwc_blocks_pay(c)) {
+        return 0;
+    }
+    if (d->groups == 1) {
+        return accel_nchwc_blocks_pay(o);
+    }
+    return d->groups == c && o == c; /* depthwise, multiplier 1 */
+#else
+    (void)isa;
+    (void)cc;
+    return 0;
+#endif
+}
+
+/* ---- the payload ------------------------------------------------------------------------ */
+
+void accel_chain_release(void* payload) {
+    accel_chain* ch = (accel_chain*)payload;
+    if (ch == NULL) {
+        return;
+    }
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        free(ch->steps[i].raw);
+    }
+    free(ch->steps);
+    free(ch->tensors);
+    free(ch->inputs);
+    free(ch->outputs);
+    free(ch);
+}
+
+/* The index of tensor `id`, added with `info` when new; -1 when out of room. */
+static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* info) {
+    for (uint32_t i = 0; i < ch->num_tensors; ++i) {
+        if (ch->tensors[i].id == id) {
+            return (int32_t)i;
+        }
+    }
+    chain_tensor* t = &ch->tensors[ch->num_tensors];
+    memset(t, 0, sizeof(*t));
+    t->id = id;
+    t->info = *info;
+    t->info.struct_size = sizeof(t->info);
+    t->info.extension = NULL;
+    return (int32_t)ch->num_tensors++;
+}
+
+accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, const uint32_t* export_ids,
+                             uint32_t num_export) {
+    accel_chain* ch = (accel_chain*)calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        return NULL;
+    }
+    ch->magic = CHAIN_MAGIC;
+    ch->tensors = (chain_tensor*)calloc((size_t)count * 3 + 1, sizeof(chain_tensor));
+    ch->steps = (chain_step*)calloc((size_t)count + 1, sizeof(chain_step));
+    ch->inputs = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
+    ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
+    if (ch->tensors == NULL || ch->steps == NULL || ch->inputs == NULL || ch->outputs == NULL) {
+        accel_chain_release(ch);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+        const accel_chain_conv* cc = &convs[i];
+        const pn_layer* l = cc->conv;
+        const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
+        chain_step* st = &ch->steps[ch->num_steps++];
+        int32_t x = tensor_index(ch, cc->x_id, &l->inputs[0]);
+        if (!ch->tensors[x].produced) {
+            int seen = 0;
+            for (uint32_t k = 0; k < ch->num_inputs; ++k) seen |= ch->inputs[k] == (uint32_t)x;
+            if (!seen) ch->inputs[ch->num_inputs++] = (uint32_t)x;
+        }
+        st->x = (uint32_t)x;
+        st->addend = -1;
+        if (cc->addend_id != 0) {
+            int32_t a = tensor_index(ch, cc->addend_id, cc->y_info);
+            if (!ch->tensors[a].produced) {
+                int seen = 0;
+                for (uint32_t k = 0; k < ch->num_inputs; ++k) seen |= ch->inputs[k] == (uint32_t)a;
+                if (!seen) ch->inputs[ch->num_inputs++] = (uint32_t)a;
+            }
+            st->addend = a;
+        }
+        int32_t y = tensor_index(ch, cc->y_id, cc->y_info);
+        ch->tensors[y].produced = 1;
+        st->y = (uint32_t)y;
+        const pn_tensor_info* xi = &l->inputs[0];
+        const pn_tensor_info* wi = &l->inputs[1];
+        int64_t c = xi->dims[1], h = xi->dims[2], w = xi->dims[3], o = cc->y_info->dims[1];
+        nchwc_geom* g = &st->g;
+        st->depthwise = d->groups != 1;
+        g->cb = blocks(c);
+        g->ocb = blocks(o);
+        g->oh = cc->y_info->dims[2];
+        g->ow = cc->y_info->dims[3];
+        g->kh = wi->dims[2];
+        g->kw = wi->dims[3];
+        g->sh = d->stride_h;
+        g->sw = d->stride_w;
+        g->dh = d->dilation_h;
+        g->dw = d->dilation_w;
+        st->pt = d->pad_top;
+        st->pl = d->pad_left;
+        clamp_of(step_act(cc), &st->lo, &st->hi);
+        /* The input's halo covers this convolution's padding and every tap it reads. */
+        chain_tensor* xt = &ch->tensors[x];
+        int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+        int64_t need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+        xt->ht = max64(xt->ht, st->pt);
+        xt->hl = max64(xt->hl, st->pl);
+        xt->hb = max64(xt->hb, max64((int64_t)d->pad_bottom, need_h - st->pt - h));
+        xt->hr = max64(xt->hr, max64((int64_t)d->pad_right, need_w - st->pl - w));
+        size_t wfloats = st->depthwise ? (size_t)(g->cb * g->kh * g->kw * B)
+                                       : (size_t)(g->ocb * g->cb * g->kh * g->kw * B * B);
+        st->raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
+        if (st->raw == NULL) {
+            accel_chain_release(ch);
+            return NULL;
+        }
+        st->w = align64(st->raw);
+        st->bias = align64(st->w + wfloats);
+        const float* wsrc = (const float*)l->constant_data[1];
+        if (st->depthwise) {
+            accel_nchwc_pack_dw_weights(wsrc, c, g->kh, g->kw, st->w);
+        } else {
+            accel_nchwc_pack_weights(wsrc, o, c, g->kh, g->kw, st->w);
+        }
+        const float* bsrc = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (const float*)l->constant_data[2] : NULL;
+        for (int64_t oc = 0; oc < g->ocb * B; ++oc) {
+            st->bias[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;
+        }
+    }
+    for (uint32_t e = 0; e < num_export; ++e) {
+        for (uint32_t i = 0; i < ch->num_tensors; ++i) {
+            if (ch->tensors[i].id == export_ids[e] && ch->tensors[i].produced) {
+                ch->outputs[ch->num_outputs++] = i;
+                break;
+            }
+        }
+    }
+    snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions", count);
+    return ch;
+}
+
+uint32_t accel_chain_num_inputs(const accel_chain* ch) { return ch->num_inputs; }
+uint32_t accel_chain_num_outputs(const accel_chain* ch) { return ch->num_outputs; }
+const char* accel_chain_label(const accel_chain* ch) { return ch->label; }
+
+void accel_chain_input(const accel_chain* ch, uint32_t i, uint32_t* id, pn_tensor_info* info) {
+    *id = ch->tensors[ch->inputs[i]].id;
+    *info = ch->tensors[ch->inputs[i]].info;
+}
+
+void accel_chain_output(const accel_chain* ch, uint32_t i, uint32_t* id, pn_tensor_info* info) {
+    *id = ch->tensors[ch->outputs[i]].id;
+    *info = ch->tensors[ch->outputs[i]].info;
+}
+
+/* ---- the workload ------------------------------------------------------------------------- */
+
+#if defined(ACCEL_HAVE_X86_KERNELS)
+
+typedef struct chain_state {
+    accel_env env;
+    const accel_chain* ch;   /* the payload: lives until every workload made from it is gone */
+    nchwc_tensor* storage;   /* one per chain tensor; halos zero from the start */
+    float* raw;
+} chain_state;
+
+static void chain_state_release(void* vs) {
+    chain_state* s = (chain_state*)vs;
+    if (s != NULL) {
+        free(s->storage);
+        free(s->raw);
+        free(s);
+    }
+}
+
+/* The view of image n of tensor t shifted by (dr, dc) pixels from its storage origin. */
+static nchwc_view view_of(const nchwc_tensor* t, int64_t n, int64_t dr, int64_t dc) {
+    nchwc_view v = {t->data + n * t->image_floats + (dr * t->cols + dc) * B, t->rows, t->cols};
+    return v;
+}
+
+typedef struct step_run {
+    const chain_state* s;
+    const chain_step* st;
+} step_run;
+
+/* Jobs [begin, end): (image, output block pair or block, output row). */
+static void step_range(void* vctx, int64_t begin, int64_t end) {
+    const step_run* r = (const step_run*)vctx;
+    const chain_step* st = r->st;
+    const nchwc_geom* g = &st->g;
+    const nchwc_tensor* xt = &r->s->storage[st->x];
+    const nchwc_tensor* yt = &r->s->storage[st->y];
+    int64_t units = st->depthwise ? g->ocb : (g->ocb + 1) / 2;
+    for (int64_t job = begin; job < end; ++job) {
+        int64_t oy = job % g->oh, u = (job / g->oh) % units, n = job / (g->oh * units);
+        nchwc_view xv = view_of(xt, n, xt->ht - st->pt, xt->hl - st->pl);
+        nchwc_view yv = view_of(yt, n, yt->ht, yt->hl);
+        nchwc_epilogue epi = {{NULL, 0, 0}, st->lo, st->hi};
+        if (st->addend >= 0) {
+            const nchwc_tensor* at = &r->s->storage[st->addend];
+            epi.addend = view_of(at, n, at->ht, at->hl);
+        }
+        if (st->depthwise) {
+            accel_nchwc_dwconv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, u, oy);
+        } else {
+            int64_t ob = u * 2;
+            accel_nchwc_conv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy);
+        }
+    }
+}
+
+static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
+    const chain_state* s = (const chain_state*)vs;
+    const accel_chain* ch = s->ch;
+    if (args == NULL || args->num_inputs != ch->num_inputs || args->num_outputs != ch->num_outputs) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: the blocked chain expects %u inputs and %u outputs",
+                       ch->num_inputs, ch->num_outputs);
+    }
+    for (uint32_t i = 0; i < ch->num_inputs; ++i) {
+        if (args->inputs[i].data == NULL) {
+            return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: blocked chain input %u has no data", i);
+        }
+    }
+    for (uint32_t i = 0; i < ch->num_outputs; ++i) {
+        if (args->outputs[i].data == NULL) {
+            return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: blocked chain output %u has no data", i);
+        }
+    }
+    for (uint32_t i = 0; i < ch->num_inputs; ++i) {
+        accel_nchwc_pack(s->env.pool, (const float*)args->inputs[i].data, &s->storage[ch->inputs[i]]);
+    }
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        const chain_step* st = &ch->steps[i];
+        step_run r = {s, st};
+        int64_t units = st->depthwise ? st->g.ocb : (st->g.ocb + 1) / 2;
+        accel_parallel_for(s->env.pool, s->storage[st->y].n * units * st->g.oh, step_range, &r);
+    }
+    for (uint32_t i = 0; i < ch->num_outputs; ++i) {
+        accel_nchwc_unpack(s->env.pool, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
+                           NULL, NULL);
+    }
+    return PN_OK;
+}
+
+static int same_info(const pn_tensor_info* a, const pn_tensor_info* b) {
+    if (a->rank != b->rank || a->dtype != b->dtype) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < a->rank; ++i) {
+        if (a->dims[i] != b->dims[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+                             pn_string_out* message_out) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
+    const accel_chain* ch = d != NULL ? (const accel_chain*)d->payload : NULL;
+    if (ch == NULL || d->release_payload != accel_chain_release || ch->magic != CHAIN_MAGIC) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc: precompiled layer '%s' was not made by this CpuAcc build", layer->name);
+    }
+    if (env->isa != ACCEL_ISA_AVX512) {
+        return pn_fail(message_out, PN_ERR_UNSUPPORTED,
+                       "CpuAcc: precompiled layer '%s' needs the avx512 kernels, option isa is %s",
+                       layer->name, accel_isa_name(env->isa));
+    }
+    if (layer->num_inputs != ch->num_inputs || layer->num_outputs != ch->num_outputs) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc: precompiled layer '%s' has %u inputs and %u outputs, its chain %u and %u",
+                       layer->name, layer->num_inputs, layer->num_outputs, ch->num_inputs, ch->num_outputs);
+    }
+    for (uint32_t i = 0; i < ch->num_inputs; ++i) {
+        if (!same_info(&layer->inputs[i], &ch->tensors[ch->inputs[i]].info)) {
+            return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                           "CpuAcc: precompiled layer '%s' input %u does not have its chain's shape", layer->name, i);
+        }
+    }
+    for (uint32_t i = 0; i < ch->num_outputs; ++i) {
+        if (!same_info(&layer->outputs[i], &ch->tensors[ch->outputs[i]].info)) {
+            return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                           "CpuAcc: precompiled layer '%s' output %u does not have its chain's shape", layer->name, i);
+        }
+    }
+    chain_state* s = (chain_state*)calloc(1, sizeof(*s));
+    if (s != NULL) {
+        s->storage = (nchwc_tensor*)calloc(ch->num_tensors, sizeof(nchwc_tensor));
+    }
+    if (s == NULL || s->storage == NULL) {
+        chain_state_release(s);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    s->env = *env;
+    s->ch = ch;
+    size_t total = 16;
+    for (uint32_t i = 0; i < ch->num_tensors; ++i) {
+        const chain_tensor* t = &ch->tensors[i];
+        nchwc_tensor* nt = &s->storage[i];
+        nt->n = t->info.dims[0];
+        nt->c = t->info.dims[1];
+        nt->h = t->info.dims[2];
+        nt->w = t->info.dims[3];
+        nt->cb = blocks(nt->c);
+        nt->ht = t->ht;
+        nt->hl = t->hl;
+        nt->rows = t->ht + nt->h + t->hb;
+        nt->cols = t->hl + nt->w + t->hr;
+        nt->image_floats = (size_t)(nt->cb * nt->rows * nt->cols * B);
+        total += (size_t)nt->n * nt->image_floats;
+    }
+    s->raw = (float*)calloc(total, sizeof(float)); /* zero: the halos never change */
+    if (s->raw == NULL) {
+        chain_state_release(s);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory for the blocked chain of '%s'",
+                       layer->name);
+    }
+    float* next = align64(s->raw);
+    for (uint32_t i = 0; i < ch->num_tensors; ++i) {
+        s->storage[i].data = next;
+        next += (size_t)s->storage[i].n * s->storage[i].image_floats;
+    }
+    pn_workload* wl = pn_workload_new(s, chain_execute, chain_state_release, 0);
+    if (wl == NULL) {
+        chain_state_release(s);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    *workload_out = wl;
+    return PN_OK;
+}
+
+#else
+
+pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+                             pn_string_out* message_out) {
+    (void)env;
+    (void)workload_out;
+    return pn_fail(message_out, PN_ERR_UNSUPPORTED, "CpuAcc: precompiled layer '%s' needs the avx512 kernels",
+                   layer->name);
+}
+
+#endif

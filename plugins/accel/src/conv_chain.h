@@ -1,0 +1,57 @@
+/*
+ * CpuAcc blocked chains: consecutive convolutions of one subgraph that run as one
+ * PN_LAYER_PRECOMPILED layer, keeping every tensor between them in the blocked layout
+ * NCHW16c (conv_nchwc.h). Only the chain's inputs are converted from NCHW (once, on entry)
+ * and only the tensors used outside it are converted back (once, on exit).
+ *
+ * optimize_subgraph (fusion.c) resolves each convolution with what it absorbed (a following
+ * activation, a residual add) into an accel_chain_conv, asks accel_chain_conv_eligible which
+ * of them the blocked kernels run, and hands runs of two or more to accel_chain_new. The
+ * chain (the payload of the PRECOMPILED layer) owns prepacked copies of the weights, so the
+ * replacement layer's inputs are only the activations the chain reads from outside.
+ */
+#ifndef ACCEL_CONV_CHAIN_H
+#define ACCEL_CONV_CHAIN_H
+
+#include "accel.h"
+
+#include <stdint.h>
+
+/* One convolution of a chain, as fusion resolved it. Pointers are borrowed for the call. */
+typedef struct accel_chain_conv {
+    const pn_layer* conv;            /* a CONVOLUTION_2D layer with constant weights (and bias) */
+    uint32_t x_id, y_id;             /* its input and its (fused) output tensor ids */
+    const pn_tensor_info* y_info;    /* the fused output's info */
+    uint32_t addend_id;              /* a residual added before the activation, 0: none */
+    const pn_activation_desc* act;   /* a fused activation, NULL: none */
+} accel_chain_conv;
+
+/* True when the blocked kernels run this convolution inside a chain on `isa`: AVX-512, NCHW,
+ * groups 1 or depthwise (one output channel per input channel), constant weights and bias,
+ * 16-channel blocks that pay (accel_nchwc_blocks_pay), an activation that keeps zero at zero
+ * and commutes with nothing else (none, relu, bounded relu with alpha <= 0 <= beta). */
+int accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* conv);
+
+typedef struct accel_chain accel_chain;
+
+/* A chain of `count` eligible convolutions in execution order. `export_ids` are the tensors
+ * produced by the chain that are used after it. The replacement layer's inputs are
+ * accel_chain_num_inputs tensors (ids and infos by accel_chain_input), its outputs
+ * accel_chain_num_outputs (accel_chain_output). NULL when out of memory. */
+accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, const uint32_t* export_ids,
+                             uint32_t num_export);
+uint32_t accel_chain_num_inputs(const accel_chain* chain);
+uint32_t accel_chain_num_outputs(const accel_chain* chain);
+void accel_chain_input(const accel_chain* chain, uint32_t i, uint32_t* id, pn_tensor_info* info);
+void accel_chain_output(const accel_chain* chain, uint32_t i, uint32_t* id, pn_tensor_info* info);
+const char* accel_chain_label(const accel_chain* chain); /* e.g. "blocked chain of 19 convolutions" */
+
+/* pn_precompiled_desc.release_payload of a chain. */
+void accel_chain_release(void* payload);
+
+/* The workload of a PRECOMPILED layer whose payload is a chain made by this build (anything
+ * else is refused with PN_ERR_INVALID_ARGUMENT). */
+pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+                             pn_string_out* message_out);
+
+#endif /* ACCEL_CONV_CHAIN_H */
