@@ -359,16 +359,19 @@ def _apply(graph: Graph, group: list[Node], backend: Backend, result: Optimizati
     for s in result.substitutions:
         replaced = [group[i - 1] for i in s.replaced_layer_ids]
         replacement = Node(
-            name=s.replacement.name or "+".join(n.name for n in replaced),
+            name=_unique_name(graph, s.replacement.name or "+".join(n.name for n in replaced), replaced),
             kind=s.replacement.kind, descriptor=s.replacement.descriptor,
             inputs=[key_of[i] for i in s.replacement.input_ids],
             outputs=[key_of[i] for i in s.replacement.output_ids],
             backend_id=backend.backend_id, pending=False,
-            attempts=[a for n in replaced for a in n.attempts] + [Attempt(
-                backend.backend_id, True, f"substituted {', '.join(repr(n.name) for n in replaced)}",
-                "optimize_subgraph")],
+            # the replaced layers' answers, each once (they are often the same "supported")
+            attempts=list(dict.fromkeys(a for n in replaced for a in n.attempts)),
             replaces=tuple(r for n in replaced for r in (n.name, *n.replaces)),
             note="; ".join(n.note for n in replaced if n.note))
+        replacement.attempts.append(Attempt(
+            backend.backend_id, True,
+            f"substituted {', '.join(repr(n.name) for n in replaced)} by {_describe(replacement)}",
+            "optimize_subgraph"))
         at = graph.nodes.index(replaced[-1])
         graph.nodes.insert(at + 1, replacement)
         for n in replaced:
@@ -380,6 +383,28 @@ def _apply(graph: Graph, group: list[Node], backend: Backend, result: Optimizati
         start = next(i for i, b in enumerate(preferred) if b.backend_id == backend.backend_id) + 1 \
             if any(b.backend_id == backend.backend_id for b in preferred) else 0
         assign(graph, preferred, {}, node, start=start, stage="fallback")
+
+
+def _unique_name(graph: Graph, name: str, replaced: list[Node]) -> str:
+    """`name`, or `name#2`, `name#3`, ... when a layer that stays already has it (a backend sees
+    only its subgraph, and the loaded network tells layers apart by name)."""
+    taken = {n.name for n in graph.nodes} - {n.name for n in replaced}
+    unique, i = name, 1
+    while unique in taken:
+        i += 1
+        unique = f"{name}#{i}"
+    return unique
+
+
+def _describe(node: Node) -> str:
+    """What a substitution made, for explain(): "one Convolution2d with addend and fused relu"."""
+    desc: Any = node.descriptor
+    parts = ["addend"] if getattr(desc, "has_addend", False) else []
+    act = getattr(desc, "fused_activation", None)
+    if act is not None:
+        args = f"({act.alpha:g}, {act.beta:g})" if act.alpha or act.beta else ""
+        parts.append(f"fused {act.kind.name.lower()}{args}")
+    return f"one {node.type_name}" + (f" with {' and '.join(parts)}" if parts else "")
 
 
 # ---- copies between memories ---------------------------------------------------------------------

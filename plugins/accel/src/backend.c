@@ -1,5 +1,6 @@
 /* CpuAcc entry points, backend object, options and dispatch table. */
 #include "accel.h"
+#include "fusion.h"
 #if defined(ACCEL_HAVE_COMPUTE)
 #include "accel_compute.h"
 #endif
@@ -13,6 +14,7 @@ typedef struct accel_backend {
     accel_env env;       /* env.pool: the pool of num_threads threads, made with the first
                             factory (so a runtime that only lists backends starts none) */
     int num_threads;
+    int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
     int pool_shared;     /* env.pool was handed to a factory (workloads may hold it) */
     accel_pool** retired;/* pools replaced by a later num_threads, joined in destroy */
@@ -135,6 +137,20 @@ static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer*
     return PN_OK;
 }
 
+/* optimize_subgraph: the fusions of fusion.h (none with option fuse=0), judged by the same
+ * check as is_layer_supported. */
+static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgraph* subgraph,
+                                           pn_optimization** optimization_out,
+                                           pn_string_out* message_out) {
+    accel_backend* b = (accel_backend*)backend->self;
+    return accel_optimize_subgraph(subgraph, b->fuse, check_layer, optimization_out, message_out);
+}
+
+static void backend_release_optimization(pn_backend* backend, pn_optimization* optimization) {
+    (void)backend;
+    accel_release_optimization(optimization);
+}
+
 typedef struct accel_factory {
     pn_workload_factory base;
     accel_env env; /* a copy of the backend's: the pool outlives every workload */
@@ -221,6 +237,17 @@ static pn_status set_isa(accel_backend* b, const char* value, pn_string_out* mes
                    value == NULL ? "(null)" : value);
 }
 
+/* Option fuse: 1 (default) lets optimize_subgraph fuse layers, 0 leaves every layer as
+ * the runtime gave it (to compare the two); applies to later optimize_subgraph calls. */
+static pn_status set_fuse(accel_backend* b, const char* value, pn_string_out* message_out) {
+    if (value != NULL && (streq(value, "0") || streq(value, "1"))) {
+        b->fuse = value[0] == '1';
+        return PN_OK;
+    }
+    return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                   "CpuAcc option fuse must be 1 or 0, got '%s'", value == NULL ? "(null)" : value);
+}
+
 static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
                                     pn_string_out* message_out) {
     accel_backend* b = (accel_backend*)backend->self;
@@ -230,9 +257,12 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     if (streq(key, "isa")) {
         return set_isa(b, value, message_out);
     }
+    if (streq(key, "fuse")) {
+        return set_fuse(b, value, message_out);
+    }
     if (!streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND,
-                       "CpuAcc has no option '%s' (options: num_threads, isa)", key);
+                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse)", key);
     }
     uint32_t n = 0;
     if (value == NULL || pn_parse_u32(value, 1, ACCEL_MAX_THREADS, &n) != 0) {
@@ -269,9 +299,13 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
         pn_write(value_out, "%s", accel_isa_name(b->env.isa)); /* the effective kernel set */
         return PN_OK;
     }
+    if (key != NULL && streq(key, "fuse")) {
+        pn_write(value_out, "%d", b->fuse);
+        return PN_OK;
+    }
     if (key == NULL || !streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND,
-                       "CpuAcc has no option '%s' (options: num_threads, isa)",
+                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse)",
                        key == NULL ? "(null)" : key);
     }
     pn_write(value_out, "%d", b->num_threads);
@@ -298,12 +332,15 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     }
     b->best_isa = accel_detect_isa();
     b->env.isa = b->best_isa;
+    b->fuse = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);
     b->base.flags = PN_BACKEND_HOST_MEMORY;
     b->base.self = b;
     b->base.destroy = backend_destroy;
     b->base.is_layer_supported = backend_is_layer_supported;
     b->base.create_workload_factory = backend_create_workload_factory;
+    b->base.optimize_subgraph = backend_optimize_subgraph;
+    b->base.release_optimization = backend_release_optimization;
     b->base.set_option = backend_set_option;
     b->base.get_option = backend_get_option;
     return &b->base;

@@ -1,0 +1,430 @@
+/* CpuAcc subgraph optimization: conv/fc/binary fused with a residual ADD and an activation
+ * (the rules are in fusion.h). */
+#include "fusion.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUSION_MAX_INPUTS 4  /* the head's inputs (at most 3) plus the addend */
+#define FUSION_MAX_CHAIN 3   /* head, ADD, activation */
+#define FUSION_REASON_MAX 256
+
+/* Storage behind one substitution: everything its replacement layer points to. */
+typedef struct fusion_item {
+    uint32_t replaced[FUSION_MAX_CHAIN];
+    union {
+        pn_convolution_2d_desc conv;
+        pn_fully_connected_desc fc;
+        pn_elementwise_binary_desc binary;
+    } desc;
+    pn_activation_desc act;
+    pn_tensor_info inputs[FUSION_MAX_INPUTS];
+    uint32_t input_ids[FUSION_MAX_INPUTS];
+    pn_tensor_info output;
+    uint32_t output_id;
+    char* name; /* malloc'd, set once the chain is final */
+} fusion_item;
+
+/* What accel_optimize_subgraph returns; every array has one slot per subgraph layer. */
+typedef struct accel_optimization {
+    pn_optimization base; /* first: accel_release_optimization casts back */
+    pn_substitution* substitutions;
+    fusion_item* items;
+    pn_failed_layer* failed;
+    char (*reasons)[FUSION_REASON_MAX];
+    uint32_t* untouched;
+} accel_optimization;
+
+/* One candidate chain: indices into the subgraph's layers, -1 for a missing link. */
+typedef struct fusion_chain {
+    int64_t head;
+    int64_t add;
+    uint32_t addend_slot; /* the ADD input that is the addend */
+    int64_t act;
+} fusion_chain;
+
+void accel_release_optimization(pn_optimization* optimization) {
+    accel_optimization* o = (accel_optimization*)optimization;
+    if (o == NULL) {
+        return;
+    }
+    if (o->items != NULL) {
+        for (uint32_t i = 0; i < o->base.num_substitutions; ++i) {
+            free(o->items[i].name);
+        }
+    }
+    free(o->substitutions);
+    free(o->items);
+    free(o->failed);
+    free(o->reasons);
+    free(o->untouched);
+    free(o);
+}
+
+/* ---- Subgraph queries -------------------------------------------------------------- */
+
+/* The index of the one layer that reads tensor `id`, or -1 when the tensor is one of the
+ * subgraph's outputs or is read by no layer or more than once (by any layers). */
+static int64_t sole_consumer(const pn_subgraph* sg, uint32_t id) {
+    for (uint32_t i = 0; i < sg->num_output_ids; ++i) {
+        if (sg->output_ids[i] == id) {
+            return -1;
+        }
+    }
+    int64_t user = -1;
+    uint32_t uses = 0;
+    for (uint32_t j = 0; j < sg->num_layers; ++j) {
+        const pn_layer* l = &sg->layers[j];
+        for (uint32_t k = 0; k < l->num_inputs; ++k) {
+            if (l->input_ids[k] == id) {
+                ++uses;
+                user = (int64_t)j;
+            }
+        }
+    }
+    return uses == 1 ? user : -1;
+}
+
+/* The fused activation of a head or ADD layer (NULL: none). */
+static const pn_activation_desc* fused_activation_of(const pn_layer* layer) {
+    switch (layer->kind) {
+    case PN_LAYER_CONVOLUTION_2D:
+        return ((const pn_convolution_2d_desc*)layer->descriptor)->fused_activation;
+    case PN_LAYER_FULLY_CONNECTED:
+        return ((const pn_fully_connected_desc*)layer->descriptor)->fused_activation;
+    case PN_LAYER_ELEMENTWISE_BINARY:
+        return ((const pn_elementwise_binary_desc*)layer->descriptor)->fused_activation;
+    default:
+        return NULL;
+    }
+}
+
+/* The PN_LAYER_FLAG_* of a conv or fc layer, 0 for other kinds. */
+static uint32_t flags_of(const pn_layer* layer) {
+    switch (layer->kind) {
+    case PN_LAYER_CONVOLUTION_2D:
+        return ((const pn_convolution_2d_desc*)layer->descriptor)->flags;
+    case PN_LAYER_FULLY_CONNECTED:
+        return ((const pn_fully_connected_desc*)layer->descriptor)->flags;
+    default:
+        return 0;
+    }
+}
+
+/* 1 when `add` is a residual ADD of `head`'s output: no fused activation, and the other
+ * operand (its slot into *addend_slot) of exactly the head output's dtype and dims, which
+ * is also the ADD's output shape. The caller made sure the head's output has this ADD as its
+ * one use, so the other operand is a different tensor. */
+static int is_residual_add(const pn_layer* head, const pn_layer* add, uint32_t* addend_slot) {
+    if (add->kind != PN_LAYER_ELEMENTWISE_BINARY) {
+        return 0;
+    }
+    const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)add->descriptor;
+    if (d->op != PN_BINARY_ADD || d->fused_activation != NULL) {
+        return 0;
+    }
+    uint32_t slot = add->input_ids[0] == head->output_ids[0] ? 1u : 0u;
+    if (!pn_same_shape(&add->inputs[slot], &head->outputs[0]) ||
+        !pn_same_shape(&add->outputs[0], &head->outputs[0])) {
+        return 0;
+    }
+    *addend_slot = slot;
+    return 1;
+}
+
+/* ---- Building a replacement ------------------------------------------------------------ */
+
+/* Copies a descriptor of the layer kind's 1.0 struct (`size` bytes) from a writer whose
+ * struct_size may differ, and marks the copy as ours. */
+static void copy_desc(void* dst, size_t size, const void* src) {
+    uint32_t src_size = *(const uint32_t*)src;
+    memset(dst, 0, size);
+    memcpy(dst, src, src_size < size ? src_size : size);
+    *(uint32_t*)dst = (uint32_t)size;
+}
+
+/* Fills `it` and the replacement layer `r` (pointing into `it`, name still NULL) for chain
+ * `c` of subgraph `sg`. */
+static void build_replacement(const pn_subgraph* sg, const fusion_chain* c, fusion_item* it,
+                              pn_layer* r) {
+    const pn_layer* head = &sg->layers[c->head];
+    const pn_layer* add = c->add >= 0 ? &sg->layers[c->add] : NULL;
+    const pn_layer* act = c->act >= 0 ? &sg->layers[c->act] : NULL;
+    const pn_layer* tail = act != NULL ? act : add != NULL ? add : head;
+    memset(it, 0, sizeof(*it));
+    uint32_t n = head->num_inputs;
+    memcpy(it->inputs, head->inputs, n * sizeof(pn_tensor_info));
+    memcpy(it->input_ids, head->input_ids, n * sizeof(uint32_t));
+    uint32_t num_replaced = 0;
+    it->replaced[num_replaced++] = head->id;
+    if (add != NULL) {
+        it->inputs[n] = add->inputs[c->addend_slot];
+        it->input_ids[n] = add->input_ids[c->addend_slot];
+        ++n;
+        it->replaced[num_replaced++] = add->id;
+    }
+    const pn_activation_desc* fused = NULL;
+    if (act != NULL) {
+        const pn_activation_desc* a = (const pn_activation_desc*)act->descriptor;
+        it->act.struct_size = (uint32_t)sizeof(pn_activation_desc);
+        it->act.kind = a->kind;
+        it->act.alpha = a->alpha;
+        it->act.beta = a->beta;
+        fused = &it->act;
+        it->replaced[num_replaced++] = act->id;
+    }
+    switch (head->kind) {
+    case PN_LAYER_CONVOLUTION_2D:
+        copy_desc(&it->desc.conv, sizeof(it->desc.conv), head->descriptor);
+        it->desc.conv.flags |= add != NULL ? PN_LAYER_FLAG_HAS_ADDEND : 0u;
+        it->desc.conv.fused_activation = fused;
+        break;
+    case PN_LAYER_FULLY_CONNECTED:
+        copy_desc(&it->desc.fc, sizeof(it->desc.fc), head->descriptor);
+        it->desc.fc.flags |= add != NULL ? PN_LAYER_FLAG_HAS_ADDEND : 0u;
+        it->desc.fc.fused_activation = fused;
+        break;
+    default: /* PN_LAYER_ELEMENTWISE_BINARY, the only other head kind */
+        copy_desc(&it->desc.binary, sizeof(it->desc.binary), head->descriptor);
+        it->desc.binary.fused_activation = fused;
+        break;
+    }
+    it->output = tail->outputs[0];
+    it->output_id = tail->output_ids[0];
+
+    memset(r, 0, sizeof(*r));
+    r->struct_size = (uint32_t)sizeof(pn_layer);
+    r->kind = head->kind;
+    r->name = head->name;
+    r->descriptor = &it->desc;
+    r->num_inputs = n;
+    r->inputs = it->inputs;
+    r->constant_data = NULL; /* the runtime knows its constants by tensor id */
+    r->num_outputs = 1;
+    r->outputs = &it->output;
+    r->input_ids = it->input_ids;
+    r->output_ids = &it->output_id;
+}
+
+/* 1 when chain `c`, built into `it`/`r`, passes the backend's check. */
+static int chain_accepted(const pn_subgraph* sg, const fusion_chain* c, accel_check_fn check,
+                          fusion_item* it, pn_layer* r) {
+    char reason[FUSION_REASON_MAX];
+    pn_string_out out = {reason, sizeof(reason)};
+    build_replacement(sg, c, it, r);
+    return check(r, &out) == PN_OK;
+}
+
+/* `other` without the part it shares with `first` up to and including a '.' or '/'
+ * ("layer1.0.add" after "layer1.0.conv2" is "add"); all of `other` when that leaves nothing. */
+static const char* short_name(const char* first, const char* other) {
+    size_t cut = 0;
+    for (size_t i = 0; first[i] != '\0' && first[i] == other[i]; ++i) {
+        if (other[i] == '.' || other[i] == '/') {
+            cut = i + 1;
+        }
+    }
+    return other[cut] != '\0' ? other + cut : other;
+}
+
+/* The replacement's name: the chain's layer names joined with '+' (see short_name), malloc'd,
+ * or NULL when out of memory. */
+static char* chain_name(const pn_subgraph* sg, const fusion_chain* c) {
+    const char* first = sg->layers[c->head].name != NULL ? sg->layers[c->head].name : "";
+    const char* parts[FUSION_MAX_CHAIN - 1] = {"", ""};
+    const char* seps[FUSION_MAX_CHAIN - 1] = {"", ""};
+    int64_t links[FUSION_MAX_CHAIN - 1] = {c->add, c->act};
+    size_t len = strlen(first) + 1;
+    for (int i = 0; i < FUSION_MAX_CHAIN - 1; ++i) {
+        if (links[i] >= 0) {
+            const char* name = sg->layers[links[i]].name;
+            parts[i] = short_name(first, name != NULL ? name : "");
+            seps[i] = "+";
+            len += 1 + strlen(parts[i]);
+        }
+    }
+    char* text = (char*)malloc(len);
+    if (text != NULL) {
+        snprintf(text, len, "%s%s%s%s%s", first, seps[0], parts[0], seps[1], parts[1]);
+    }
+    return text;
+}
+
+/* PN_OK when the subgraph's arrays are present and every layer carries its ids. */
+static pn_status check_subgraph(const pn_subgraph* sg, pn_string_out* message_out) {
+    if (!PN_HAS_FIELD(sg, pn_subgraph, output_ids)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc optimize_subgraph: the subgraph is NULL or its struct_size is too "
+                       "small");
+    }
+    if ((sg->num_layers > 0 && sg->layers == NULL) ||
+        (sg->num_output_ids > 0 && sg->output_ids == NULL)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc optimize_subgraph: the subgraph's %s array is NULL",
+                       sg->layers == NULL ? "layers" : "output_ids");
+    }
+    for (uint32_t i = 0; i < sg->num_layers; ++i) {
+        const pn_layer* l = &sg->layers[i];
+        if (!PN_HAS_FIELD(l, pn_layer, id) || (l->num_inputs > 0 && l->input_ids == NULL) ||
+            (l->num_outputs > 0 && l->output_ids == NULL)) {
+            return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                           "CpuAcc optimize_subgraph: layer %u ('%s') has no tensor ids", i,
+                           PN_HAS_FIELD(l, pn_layer, name) && l->name != NULL ? l->name : "?");
+        }
+    }
+    return PN_OK;
+}
+
+/* The result's arrays, one slot per layer; NULL when out of memory. */
+static accel_optimization* optimization_new(uint32_t num_layers) {
+    size_t slots = num_layers > 0 ? num_layers : 1;
+    accel_optimization* o = (accel_optimization*)calloc(1, sizeof(*o));
+    if (o == NULL) {
+        return NULL;
+    }
+    o->base.struct_size = (uint32_t)sizeof(pn_optimization);
+    o->substitutions = (pn_substitution*)calloc(slots, sizeof(pn_substitution));
+    o->items = (fusion_item*)calloc(slots, sizeof(fusion_item));
+    o->failed = (pn_failed_layer*)calloc(slots, sizeof(pn_failed_layer));
+    o->reasons = (char(*)[FUSION_REASON_MAX])calloc(slots, FUSION_REASON_MAX);
+    o->untouched = (uint32_t*)calloc(slots, sizeof(uint32_t));
+    if (o->substitutions == NULL || o->items == NULL || o->failed == NULL || o->reasons == NULL ||
+        o->untouched == NULL) {
+        accel_release_optimization(&o->base);
+        return NULL;
+    }
+    o->base.substitutions = o->substitutions;
+    o->base.failed = o->failed;
+    o->base.untouched_layer_ids = o->untouched;
+    return o;
+}
+
+/* What optimize_subgraph makes of each layer. */
+enum { LAYER_FAILED = 0, LAYER_KEPT = 1, LAYER_CANDIDATE = 2, LAYER_CLAIMED = 3 };
+
+/* Checks every layer: each refused one is recorded as failed with the check's reason
+ * (state LAYER_FAILED), an accepted one with one output may join a chain (LAYER_CANDIDATE),
+ * any other is kept as it is (LAYER_KEPT). */
+static void sort_layers(const pn_subgraph* sg, accel_check_fn check, accel_optimization* o,
+                        unsigned char* state) {
+    for (uint32_t i = 0; i < sg->num_layers; ++i) {
+        const pn_layer* l = &sg->layers[i];
+        uint32_t f = o->base.num_failed;
+        pn_string_out reason = {o->reasons[f], FUSION_REASON_MAX};
+        if (check(l, &reason) != PN_OK) {
+            o->failed[f].struct_size = (uint32_t)sizeof(pn_failed_layer);
+            o->failed[f].layer_id = l->id;
+            o->failed[f].reason = o->reasons[f];
+            o->base.num_failed = f + 1;
+            state[i] = LAYER_FAILED;
+        } else {
+            state[i] = l->num_outputs == 1 ? LAYER_CANDIDATE : LAYER_KEPT;
+        }
+    }
+}
+
+/* The longest chain headed by layer `h` whose links are candidates and whose fused layer
+ * passes `check` (built into `it`/`r` on the way); c->add and c->act are -1 for the links
+ * not taken. */
+static void longest_chain(const pn_subgraph* sg, uint32_t h, const unsigned char* state,
+                          accel_check_fn check, fusion_chain* c, fusion_item* it, pn_layer* r) {
+    const pn_layer* head = &sg->layers[h];
+    c->head = (int64_t)h;
+    c->add = -1;
+    c->addend_slot = 0;
+    c->act = -1;
+    if (fused_activation_of(head) != NULL) {
+        return;
+    }
+    int64_t next = sole_consumer(sg, head->output_ids[0]);
+    if (next >= 0 && state[next] == LAYER_CANDIDATE && head->kind != PN_LAYER_ELEMENTWISE_BINARY &&
+        (flags_of(head) & PN_LAYER_FLAG_HAS_ADDEND) == 0 && head->num_inputs < FUSION_MAX_INPUTS &&
+        is_residual_add(head, &sg->layers[next], &c->addend_slot)) {
+        c->add = next;
+        if (!chain_accepted(sg, c, check, it, r)) {
+            c->add = -1;
+        }
+    }
+    const pn_layer* tail = c->add >= 0 ? &sg->layers[c->add] : head;
+    next = sole_consumer(sg, tail->output_ids[0]);
+    if (next >= 0 && state[next] == LAYER_CANDIDATE &&
+        sg->layers[next].kind == PN_LAYER_ACTIVATION) {
+        c->act = next;
+        if (!chain_accepted(sg, c, check, it, r)) {
+            c->act = -1;
+        }
+    }
+}
+
+pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, accel_check_fn check,
+                                  pn_optimization** optimization_out, pn_string_out* message_out) {
+    if (optimization_out == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc optimize_subgraph: optimization_out is NULL");
+    }
+    *optimization_out = NULL;
+    pn_status s = check_subgraph(subgraph, message_out);
+    if (s != PN_OK) {
+        return s;
+    }
+    const pn_subgraph* sg = subgraph;
+    accel_optimization* o = optimization_new(sg->num_layers);
+    unsigned char* state = (unsigned char*)calloc(sg->num_layers > 0 ? sg->num_layers : 1, 1);
+    if (o == NULL || state == NULL) {
+        accel_release_optimization(o == NULL ? NULL : &o->base);
+        free(state);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
+                       "CpuAcc optimize_subgraph: out of memory");
+    }
+    sort_layers(sg, check, o, state);
+
+    /* Heads in layer order: a producer comes before its consumers, so a conv claims its
+     * residual ADD before the ADD could head a chain of its own. */
+    for (uint32_t i = 0; fuse && i < sg->num_layers; ++i) {
+        pn_layer_kind kind = sg->layers[i].kind;
+        if (state[i] != LAYER_CANDIDATE ||
+            (kind != PN_LAYER_CONVOLUTION_2D && kind != PN_LAYER_FULLY_CONNECTED &&
+             kind != PN_LAYER_ELEMENTWISE_BINARY)) {
+            continue;
+        }
+        uint32_t k = o->base.num_substitutions;
+        fusion_item* it = &o->items[k];
+        pn_substitution* sub = &o->substitutions[k];
+        fusion_chain c;
+        longest_chain(sg, i, state, check, &c, it, &sub->replacement);
+        if (c.add < 0 && c.act < 0) {
+            continue;
+        }
+        build_replacement(sg, &c, it, &sub->replacement); /* the last try may have failed */
+        it->name = chain_name(sg, &c);
+        o->base.num_substitutions = k + 1; /* counted now, so release frees the name */
+        if (it->name == NULL) {
+            s = PN_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        sub->struct_size = (uint32_t)sizeof(pn_substitution);
+        sub->num_replaced_layer_ids = 1u + (c.add >= 0 ? 1u : 0u) + (c.act >= 0 ? 1u : 0u);
+        sub->replaced_layer_ids = it->replaced;
+        sub->replacement.name = it->name;
+        state[i] = LAYER_CLAIMED;
+        if (c.add >= 0) {
+            state[c.add] = LAYER_CLAIMED;
+        }
+        if (c.act >= 0) {
+            state[c.act] = LAYER_CLAIMED;
+        }
+    }
+    for (uint32_t i = 0; i < sg->num_layers; ++i) {
+        if (state[i] == LAYER_KEPT || state[i] == LAYER_CANDIDATE) {
+            o->untouched[o->base.num_untouched++] = sg->layers[i].id;
+        }
+    }
+    free(state);
+    if (s != PN_OK) {
+        accel_release_optimization(&o->base);
+        return pn_fail(message_out, s, "CpuAcc optimize_subgraph: out of memory");
+    }
+    *optimization_out = &o->base;
+    return PN_OK;
+}
