@@ -268,6 +268,9 @@ class NativeBackend(Backend):
         self._c = c_backend
         self._message = Message()
         self._children: list[weakref.ref[_NativeChild]] = []
+        # PRECOMPILED payloads this backend returned, released before the backend is destroyed
+        # (an optimized network may outlive its runtime; the library's code may not).
+        self._payloads: list[weakref.ref[Any]] = []
         self._destroy = weakref.finalize(self, _destroy_c, c_backend.destroy, c_backend, shared_object)
 
     # -- lifetime ----------------------------------------------------------------
@@ -280,13 +283,23 @@ class NativeBackend(Backend):
         self._children = [ref for ref in self._children if ref() is not None]
         self._children.append(weakref.ref(child))
 
+    def _adopt_payload(self, payload: Any) -> None:
+        self._payloads = [ref for ref in self._payloads if ref() is not None]
+        self._payloads.append(weakref.ref(payload))
+
     def close(self) -> None:
-        """Destroy every live object this backend created (newest first), then the backend."""
+        """Destroy every live object this backend created (newest first), release the payloads
+        it returned that are still held, then destroy the backend."""
         for ref in reversed(self._children):
             child = ref()
             if child is not None:
                 child.close()
         self._children = []
+        for ref in self._payloads:
+            payload = ref()
+            if payload is not None:
+                payload.release()
+        self._payloads = []
         self._destroy()
 
     def _fn(self, name: str) -> Any:
@@ -408,6 +421,9 @@ def _read_optimization(c: Any, backend: NativeBackend) -> OptimizationResult:
                                                                   s.replaced_layer_ids, "replaced_layer_ids"))
         replacement = _marshalling().from_c_layer(ffi.addressof(s.replacement), f"{what} substitution {i}",
                                             backend.shared_object)
+        payload = getattr(replacement.descriptor, "payload", None)
+        if payload is not None:
+            backend._adopt_payload(payload)
         substitutions.append(Substitution(ids, replacement))
     failed = tuple(
         FailedLayer(int(c.failed[i].layer_id),

@@ -37,8 +37,10 @@ def rand(*shape: int, scale: float = 1.0) -> np.ndarray:
 
 
 def runtime(fuse: bool = True, num_threads: int = 2, isa: str = "auto") -> plugnn.Runtime:
+    """CpuAcc fusing (or not) with its blocked chains off: these tests are about fusion alone
+    (tests/cpuacc/test_chains.py covers the chains)."""
     return plugnn.Runtime(backend_options={"CpuAcc": {"fuse": "1" if fuse else "0", "num_threads": num_threads,
-                                                      "isa": isa}})
+                                                      "isa": isa, "blocked_chains": "0"}})
 
 
 def plan(optimized: Any) -> list[tuple[str, str, str]]:

@@ -1,5 +1,6 @@
 /* CpuAcc entry points, backend object, options and dispatch table. */
 #include "accel.h"
+#include "conv_chain.h"
 #include "fusion.h"
 #if defined(ACCEL_HAVE_COMPUTE)
 #include "accel_compute.h"
@@ -15,6 +16,8 @@ typedef struct accel_backend {
                             factory (so a runtime that only lists backends starts none) */
     int num_threads;
     int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
+    int chains;          /* option blocked_chains: it runs convolution runs as blocked chains
+                            (conv_chain.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
     int pool_shared;     /* env.pool was handed to a factory (workloads may hold it) */
     accel_pool** retired;/* pools replaced by a later num_threads, joined in destroy */
@@ -137,13 +140,15 @@ static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer*
     return PN_OK;
 }
 
-/* optimize_subgraph: the fusions of fusion.h (none with option fuse=0), judged by the same
- * check as is_layer_supported. */
+/* optimize_subgraph: the fusions of fusion.h (none with option fuse=0) and the blocked chains
+ * of conv_chain.h (none with blocked_chains=0), judged by the same check as
+ * is_layer_supported. */
 static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgraph* subgraph,
                                            pn_optimization** optimization_out,
                                            pn_string_out* message_out) {
     accel_backend* b = (accel_backend*)backend->self;
-    return accel_optimize_subgraph(subgraph, b->fuse, check_layer, optimization_out, message_out);
+    return accel_optimize_subgraph(subgraph, b->fuse, b->chains, b->env.isa, check_layer,
+                                   optimization_out, message_out);
 }
 
 static void backend_release_optimization(pn_backend* backend, pn_optimization* optimization) {
@@ -166,6 +171,11 @@ static pn_status factory_create_workload(pn_workload_factory* factory, const pn_
                        layer == NULL ? "layer" : "workload_out");
     }
     *workload_out = NULL;
+#if defined(ACCEL_HAVE_COMPUTE)
+    if (layer->kind == PN_LAYER_PRECOMPILED) { /* made by optimize_subgraph: a blocked chain */
+        return accel_chain_create(&f->env, layer, workload_out, message_out);
+    }
+#endif
     pn_status s = check_layer(layer, message_out); /* never trust the caller */
     if (s != PN_OK) {
         return s;
@@ -237,15 +247,15 @@ static pn_status set_isa(accel_backend* b, const char* value, pn_string_out* mes
                    value == NULL ? "(null)" : value);
 }
 
-/* Option fuse: 1 (default) lets optimize_subgraph fuse layers, 0 leaves every layer as
- * the runtime gave it (to compare the two); applies to later optimize_subgraph calls. */
-static pn_status set_fuse(accel_backend* b, const char* value, pn_string_out* message_out) {
+/* Options fuse and blocked_chains: 1 (default) lets optimize_subgraph fuse layers / form
+ * blocked chains, 0 does not (to compare); they apply to later optimize_subgraph calls. */
+static pn_status set_flag(int* flag, const char* key, const char* value, pn_string_out* message_out) {
     if (value != NULL && (streq(value, "0") || streq(value, "1"))) {
-        b->fuse = value[0] == '1';
+        *flag = value[0] == '1';
         return PN_OK;
     }
     return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                   "CpuAcc option fuse must be 1 or 0, got '%s'", value == NULL ? "(null)" : value);
+                   "CpuAcc option %s must be 1 or 0, got '%s'", key, value == NULL ? "(null)" : value);
 }
 
 static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
@@ -258,11 +268,15 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
         return set_isa(b, value, message_out);
     }
     if (streq(key, "fuse")) {
-        return set_fuse(b, value, message_out);
+        return set_flag(&b->fuse, key, value, message_out);
+    }
+    if (streq(key, "blocked_chains")) {
+        return set_flag(&b->chains, key, value, message_out);
     }
     if (!streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND,
-                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse)", key);
+                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse, blocked_chains)",
+                       key);
     }
     uint32_t n = 0;
     if (value == NULL || pn_parse_u32(value, 1, ACCEL_MAX_THREADS, &n) != 0) {
@@ -299,13 +313,13 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
         pn_write(value_out, "%s", accel_isa_name(b->env.isa)); /* the effective kernel set */
         return PN_OK;
     }
-    if (key != NULL && streq(key, "fuse")) {
-        pn_write(value_out, "%d", b->fuse);
+    if (key != NULL && (streq(key, "fuse") || streq(key, "blocked_chains"))) {
+        pn_write(value_out, "%d", streq(key, "fuse") ? b->fuse : b->chains);
         return PN_OK;
     }
     if (key == NULL || !streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND,
-                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse)",
+                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse, blocked_chains)",
                        key == NULL ? "(null)" : key);
     }
     pn_write(value_out, "%d", b->num_threads);
@@ -333,6 +347,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->best_isa = accel_detect_isa();
     b->env.isa = b->best_isa;
     b->fuse = 1;
+    b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);
     b->base.flags = PN_BACKEND_HOST_MEMORY;
     b->base.self = b;

@@ -28,7 +28,7 @@ typedef struct accel_chain_conv {
 
 /* True when the blocked kernels run this convolution inside a chain on `isa`: AVX-512, NCHW,
  * groups 1 or depthwise (one output channel per input channel), constant weights and bias,
- * 16-channel blocks that pay (accel_nchwc_blocks_pay), an activation that keeps zero at zero
+ * at least 16 channels wasting at most a third of the 16-channel blocks, an activation that keeps zero at zero
  * and commutes with nothing else (none, relu, bounded relu with alpha <= 0 <= beta). */
 int accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* conv);
 

@@ -1,6 +1,7 @@
 /* CpuAcc subgraph optimization: conv/fc/binary fused with a residual ADD and an activation
  * (the rules are in fusion.h). */
 #include "fusion.h"
+#include "conv_chain.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,14 @@
 #define FUSION_MAX_INPUTS 4  /* the head's inputs (at most 3) plus the addend */
 #define FUSION_MAX_CHAIN 3   /* head, ADD, activation */
 #define FUSION_REASON_MAX 256
+
+/* One candidate chain: indices into the subgraph's layers, -1 for a missing link. */
+typedef struct fusion_chain {
+    int64_t head;
+    int64_t add;
+    uint32_t addend_slot; /* the ADD input that is the addend */
+    int64_t act;
+} fusion_chain;
 
 /* Storage behind one substitution: everything its replacement layer points to. */
 typedef struct fusion_item {
@@ -24,25 +33,34 @@ typedef struct fusion_item {
     pn_tensor_info output;
     uint32_t output_id;
     char* name; /* malloc'd, set once the chain is final */
+    fusion_chain links;     /* the fused layers' indices in the subgraph */
 } fusion_item;
+
+/* Storage behind one blocked-chain substitution (conv_chain.h). */
+typedef struct chain_item {
+    uint32_t* replaced;        /* layer ids, in layer order */
+    uint32_t num_replaced;
+    pn_tensor_info* infos;     /* inputs then outputs */
+    uint32_t* ids;             /* input then output tensor ids */
+    pn_precompiled_desc desc;
+    char* name;
+    accel_chain* payload;      /* the runtime's once the result is returned */
+} chain_item;
 
 /* What accel_optimize_subgraph returns; every array has one slot per subgraph layer. */
 typedef struct accel_optimization {
     pn_optimization base; /* first: accel_release_optimization casts back */
     pn_substitution* substitutions;
     fusion_item* items;
+    uint32_t num_items;        /* fusion items made (some may be replaced by a chain) */
+    chain_item* chains;
+    uint32_t num_chains;
+    int owns_payloads;         /* 1 until the result reaches the runtime */
     pn_failed_layer* failed;
     char (*reasons)[FUSION_REASON_MAX];
     uint32_t* untouched;
 } accel_optimization;
 
-/* One candidate chain: indices into the subgraph's layers, -1 for a missing link. */
-typedef struct fusion_chain {
-    int64_t head;
-    int64_t add;
-    uint32_t addend_slot; /* the ADD input that is the addend */
-    int64_t act;
-} fusion_chain;
 
 void accel_release_optimization(pn_optimization* optimization) {
     accel_optimization* o = (accel_optimization*)optimization;
@@ -50,10 +68,25 @@ void accel_release_optimization(pn_optimization* optimization) {
         return;
     }
     if (o->items != NULL) {
-        for (uint32_t i = 0; i < o->base.num_substitutions; ++i) {
+        for (uint32_t i = 0; i < o->num_items; ++i) {
             free(o->items[i].name);
         }
     }
+    if (o->chains != NULL) {
+        for (uint32_t i = 0; i < o->num_chains; ++i) {
+            chain_item* c = &o->chains[i];
+            free(c->replaced);
+            free(c->infos);
+            free(c->ids);
+            free(c->name);
+#if defined(ACCEL_HAVE_COMPUTE)
+            if (o->owns_payloads) {
+                accel_chain_release(c->payload);
+            }
+#endif
+        }
+    }
+    free(o->chains);
     free(o->substitutions);
     free(o->items);
     free(o->failed);
@@ -289,8 +322,10 @@ static accel_optimization* optimization_new(uint32_t num_layers) {
     o->failed = (pn_failed_layer*)calloc(slots, sizeof(pn_failed_layer));
     o->reasons = (char(*)[FUSION_REASON_MAX])calloc(slots, FUSION_REASON_MAX);
     o->untouched = (uint32_t*)calloc(slots, sizeof(uint32_t));
+    o->chains = (chain_item*)calloc(slots, sizeof(chain_item));
+    o->owns_payloads = 1;
     if (o->substitutions == NULL || o->items == NULL || o->failed == NULL || o->reasons == NULL ||
-        o->untouched == NULL) {
+        o->untouched == NULL || o->chains == NULL) {
         accel_release_optimization(&o->base);
         return NULL;
     }
@@ -357,8 +392,237 @@ static void longest_chain(const pn_subgraph* sg, uint32_t h, const unsigned char
     }
 }
 
-pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, accel_check_fn check,
-                                  pn_optimization** optimization_out, pn_string_out* message_out) {
+/* ---- Blocked chains ---------------------------------------------------------------------- */
+#if defined(ACCEL_HAVE_COMPUTE)
+
+/* One convolution with what fusion gave it: a fusion item, or a convolution left alone. */
+typedef struct chain_unit {
+    int64_t head, add, act, last; /* layer indices (-1: none); last = the unit's latest layer */
+    uint32_t addend_slot;
+    int64_t item;                 /* fusion item index, -1 for a lone convolution */
+    accel_chain_conv cc;
+} chain_unit;
+
+/* 1 when tensor `id` is a subgraph output or read by a layer outside units [first, end). */
+static int used_outside(const pn_subgraph* sg, uint32_t id, const chain_unit* units, uint32_t first,
+                        uint32_t end, const int64_t* unit_of) {
+    for (uint32_t i = 0; i < sg->num_output_ids; ++i) {
+        if (sg->output_ids[i] == id) {
+            return 1;
+        }
+    }
+    for (uint32_t j = 0; j < sg->num_layers; ++j) {
+        int64_t u = unit_of[j];
+        if (u >= (int64_t)first && u < (int64_t)end) {
+            continue;
+        }
+        for (uint32_t k = 0; k < sg->layers[j].num_inputs; ++k) {
+            if (sg->layers[j].input_ids[k] == id) {
+                return 1;
+            }
+        }
+    }
+    (void)units;
+    return 0;
+}
+
+/* Replaces units [first, end) (all eligible, at least two) by one PRECOMPILED layer running
+ * them as a blocked chain: chain item o->chains[o->num_chains], their fusion items marked
+ * dropped (item_dropped), their lone convolutions marked claimed. */
+static pn_status make_chain(const pn_subgraph* sg, accel_optimization* o, chain_unit* units,
+                            uint32_t first, uint32_t end, const int64_t* unit_of,
+                            unsigned char* state, unsigned char* item_dropped) {
+    uint32_t count = end - first;
+    accel_chain_conv* convs = (accel_chain_conv*)calloc(count, sizeof(accel_chain_conv));
+    uint32_t* exports = (uint32_t*)calloc(count, sizeof(uint32_t));
+    chain_item* c = &o->chains[o->num_chains];
+    memset(c, 0, sizeof(*c));
+    if (convs == NULL || exports == NULL) {
+        free(convs);
+        free(exports);
+        return PN_ERR_OUT_OF_MEMORY;
+    }
+    uint32_t num_exports = 0;
+    for (uint32_t u = first; u < end; ++u) {
+        convs[u - first] = units[u].cc;
+        if (used_outside(sg, units[u].cc.y_id, units, first, end, unit_of)) {
+            exports[num_exports++] = units[u].cc.y_id;
+        }
+    }
+    c->payload = accel_chain_new(convs, count, exports, num_exports);
+    free(convs);
+    free(exports);
+    o->num_chains += 1; /* counted now, so release frees what is made */
+    if (c->payload == NULL) {
+        return PN_ERR_OUT_OF_MEMORY;
+    }
+    uint32_t nin = accel_chain_num_inputs(c->payload), nout = accel_chain_num_outputs(c->payload);
+    c->replaced = (uint32_t*)calloc(sg->num_layers, sizeof(uint32_t));
+    c->infos = (pn_tensor_info*)calloc((size_t)nin + nout, sizeof(pn_tensor_info));
+    c->ids = (uint32_t*)calloc((size_t)nin + nout, sizeof(uint32_t));
+    const char* head_name = sg->layers[units[first].head].name;
+    const char* last_name = sg->layers[units[end - 1].last].name;
+    size_t len = strlen(head_name != NULL ? head_name : "") + strlen(last_name != NULL ? last_name : "") + 3;
+    c->name = (char*)malloc(len);
+    if (c->replaced == NULL || c->infos == NULL || c->ids == NULL || c->name == NULL) {
+        return PN_ERR_OUT_OF_MEMORY;
+    }
+    snprintf(c->name, len, "%s..%s", head_name != NULL ? head_name : "", last_name != NULL ? last_name : "");
+    for (uint32_t i = 0; i < nin; ++i) {
+        accel_chain_input(c->payload, i, &c->ids[i], &c->infos[i]);
+    }
+    for (uint32_t i = 0; i < nout; ++i) {
+        accel_chain_output(c->payload, i, &c->ids[nin + i], &c->infos[nin + i]);
+    }
+    /* Every layer of every unit, in layer order (the runtime puts the replacement where the
+     * last one was). */
+    uint32_t num_replaced = 0;
+    for (uint32_t j = 0; j < sg->num_layers; ++j) {
+        if (unit_of[j] >= (int64_t)first && unit_of[j] < (int64_t)end) {
+            c->replaced[num_replaced++] = sg->layers[j].id;
+            state[j] = LAYER_CLAIMED;
+        }
+    }
+    for (uint32_t u = first; u < end; ++u) {
+        if (units[u].item >= 0) {
+            item_dropped[units[u].item] = 1;
+        }
+    }
+    c->desc.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
+    c->desc.payload = c->payload;
+    c->desc.release_payload = accel_chain_release;
+    c->desc.label = accel_chain_label(c->payload);
+    c->num_replaced = num_replaced;
+    return PN_OK;
+}
+
+/* Finds the runs of two or more consecutive convolution units (in the order of their latest
+ * layer, nothing else in between) that the blocked kernels run on `isa`, and replaces each by
+ * one blocked chain; then rebuilds the substitution list. */
+static pn_status form_chains(const pn_subgraph* sg, accel_optimization* o, unsigned char* state,
+                             accel_isa isa) {
+    uint32_t nl = sg->num_layers;
+    chain_unit* units = (chain_unit*)calloc(nl > 0 ? nl : 1, sizeof(chain_unit));
+    int64_t* unit_of = (int64_t*)malloc((nl > 0 ? nl : 1) * sizeof(int64_t));
+    int64_t* last_unit = (int64_t*)malloc((nl > 0 ? nl : 1) * sizeof(int64_t));
+    unsigned char* item_dropped = (unsigned char*)calloc(o->num_items + 1, 1);
+    pn_status s = PN_OK;
+    if (units == NULL || unit_of == NULL || last_unit == NULL || item_dropped == NULL) {
+        s = PN_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (uint32_t j = 0; j < nl; ++j) {
+        unit_of[j] = -1;
+        last_unit[j] = -1;
+    }
+    /* The units, numbered in the order of their latest layer. */
+    uint32_t num_units = 0;
+    for (uint32_t j = 0; j < nl; ++j) {
+        int64_t item = -1;
+        for (uint32_t k = 0; k < o->num_items; ++k) {
+            const fusion_item* it = &o->items[k];
+            const fusion_chain* l = &it->links;
+            int64_t last = l->act >= 0 ? l->act : l->add >= 0 ? l->add : l->head;
+            if (last == (int64_t)j && sg->layers[l->head].kind == PN_LAYER_CONVOLUTION_2D) {
+                item = (int64_t)k;
+            }
+        }
+        chain_unit* u = &units[num_units];
+        if (item >= 0) {
+            const fusion_chain* l = &o->items[item].links;
+            u->head = l->head;
+            u->add = l->add;
+            u->act = l->act;
+            u->addend_slot = l->addend_slot;
+        } else if (state[j] == LAYER_CANDIDATE && sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D) {
+            u->head = (int64_t)j;
+            u->add = -1;
+            u->act = -1;
+        } else {
+            continue;
+        }
+        u->last = (int64_t)j;
+        u->item = item;
+        const pn_layer* head = &sg->layers[u->head];
+        const pn_layer* last = &sg->layers[u->last];
+        u->cc.conv = head;
+        u->cc.x_id = head->input_ids[0];
+        u->cc.y_id = last->output_ids[0];
+        u->cc.y_info = &last->outputs[0];
+        u->cc.addend_id = u->add >= 0 ? sg->layers[u->add].input_ids[u->addend_slot] : 0;
+        u->cc.act = u->act >= 0 ? (const pn_activation_desc*)sg->layers[u->act].descriptor : NULL;
+        unit_of[u->head] = num_units;
+        if (u->add >= 0) unit_of[u->add] = num_units;
+        if (u->act >= 0) unit_of[u->act] = num_units;
+        last_unit[j] = num_units;
+        ++num_units;
+    }
+    /* Runs: walk the layers; a unit's latest layer extends the run when the unit is eligible,
+     * a unit's other layers change nothing, anything else ends the run. */
+    uint32_t run_first = 0, run_len = 0;
+    for (uint32_t j = 0; j <= nl && s == PN_OK; ++j) {
+        int extend = 0, neutral = 0;
+        if (j < nl && last_unit[j] >= 0) {
+            extend = accel_chain_conv_eligible(isa, &units[last_unit[j]].cc);
+        } else if (j < nl && unit_of[j] >= 0) {
+            neutral = 1;
+        }
+        if (neutral) {
+            continue;
+        }
+        if (extend) {
+            if (run_len == 0) run_first = (uint32_t)last_unit[j];
+            ++run_len;
+            continue;
+        }
+        if (run_len >= 2) {
+            s = make_chain(sg, o, units, run_first, run_first + run_len, unit_of, state, item_dropped);
+        }
+        run_len = 0;
+    }
+    if (s != PN_OK || o->num_chains == 0) {
+        goto done;
+    }
+    /* The substitutions: fusions not taken into a chain, then the chains. */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < o->num_items; ++i) {
+        if (!item_dropped[i]) {
+            o->substitutions[k++] = o->substitutions[i];
+        }
+    }
+    for (uint32_t i = 0; i < o->num_chains; ++i) {
+        chain_item* c = &o->chains[i];
+        pn_substitution* sub = &o->substitutions[k++];
+        uint32_t nin = accel_chain_num_inputs(c->payload), nout = accel_chain_num_outputs(c->payload);
+        memset(sub, 0, sizeof(*sub));
+        sub->struct_size = (uint32_t)sizeof(pn_substitution);
+        sub->num_replaced_layer_ids = c->num_replaced;
+        sub->replaced_layer_ids = c->replaced;
+        pn_layer* r = &sub->replacement;
+        r->struct_size = (uint32_t)sizeof(pn_layer);
+        r->kind = PN_LAYER_PRECOMPILED;
+        r->name = c->name;
+        r->descriptor = &c->desc;
+        r->num_inputs = nin;
+        r->inputs = c->infos;
+        r->num_outputs = nout;
+        r->outputs = c->infos + nin;
+        r->input_ids = c->ids;
+        r->output_ids = c->ids + nin;
+    }
+    o->base.num_substitutions = k;
+done:
+    free(units);
+    free(unit_of);
+    free(last_unit);
+    free(item_dropped);
+    return s;
+}
+#endif /* ACCEL_HAVE_COMPUTE */
+
+pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int chains, accel_isa isa,
+                                  accel_check_fn check, pn_optimization** optimization_out,
+                                  pn_string_out* message_out) {
     if (optimization_out == NULL) {
         return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
                        "CpuAcc optimize_subgraph: optimization_out is NULL");
@@ -398,7 +662,9 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, accel_c
         }
         build_replacement(sg, &c, it, &sub->replacement); /* the last try may have failed */
         it->name = chain_name(sg, &c);
+        it->links = c;
         o->base.num_substitutions = k + 1; /* counted now, so release frees the name */
+        o->num_items = k + 1;
         if (it->name == NULL) {
             s = PN_ERR_OUT_OF_MEMORY;
             break;
@@ -415,6 +681,14 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, accel_c
             state[c.act] = LAYER_CLAIMED;
         }
     }
+#if defined(ACCEL_HAVE_COMPUTE)
+    if (s == PN_OK && chains) {
+        s = form_chains(sg, o, state, isa);
+    }
+#else
+    (void)chains;
+    (void)isa;
+#endif
     for (uint32_t i = 0; i < sg->num_layers; ++i) {
         if (state[i] == LAYER_KEPT || state[i] == LAYER_CANDIDATE) {
             o->untouched[o->base.num_untouched++] = sg->layers[i].id;
@@ -425,6 +699,7 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, accel_c
         accel_release_optimization(&o->base);
         return pn_fail(message_out, s, "CpuAcc optimize_subgraph: out of memory");
     }
+    o->owns_payloads = 0; /* the runtime owns each chain's payload from here on */
     *optimization_out = &o->base;
     return PN_OK;
 }

@@ -33,12 +33,15 @@
  * PN_OK to run it, else a status with the reason in `reason`. */
 typedef pn_status (*accel_check_fn)(const pn_layer* layer, pn_string_out* reason);
 
-/* optimize_subgraph: the substitutions above (none when `fuse` is 0), the layers `check`
- * refuses as failed, the rest untouched. *optimization_out is the caller's until it passes
+/* optimize_subgraph: the substitutions above (none when `fuse` is 0), then, when `chains` is
+ * 1, every run of two or more consecutive convolutions (each with what it fused) that the
+ * blocked kernels run on `isa` replaced by one PRECOMPILED blocked chain (conv_chain.h); the
+ * layers `check` refuses as failed, the rest untouched. *optimization_out is the caller's until it passes
  * it to accel_release_optimization. PN_ERR_INVALID_ARGUMENT for a malformed subgraph,
  * PN_ERR_OUT_OF_MEMORY; *optimization_out is NULL on failure. */
-pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, accel_check_fn check,
-                                  pn_optimization** optimization_out, pn_string_out* message_out);
+pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int chains, accel_isa isa,
+                                  accel_check_fn check, pn_optimization** optimization_out,
+                                  pn_string_out* message_out);
 
 /* release_optimization: frees a result of accel_optimize_subgraph and everything it points
  * to (NULL is a no-op). */

@@ -1,0 +1,219 @@
+"""CpuAcc's blocked chains (plugins/accel/src/conv_chain.h): which convolutions optimize_subgraph
+joins into one PRECOMPILED layer that keeps its tensors in NCHW16c, what it exports, that the
+chains compute what CpuRef and the unchained CpuAcc compute at every thread count, their option
+blocked_chains, the payload's lifetime, and the precompiled layers CpuAcc must refuse.
+
+Chains need the AVX-512 kernels: on a CPU without them (or with option isa below avx512) no
+chain is formed, which the tests check too.
+
+Tolerance: max|a - b| <= 1e-4 * max(1, max|b|) (float32 sums in different orders)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+import plugnn
+from plugnn import BackendError, Network
+from plugnn.descriptors import LayerKind, PrecompiledDescriptor
+import plugnn.onnx
+from plugnn import synthetic_models as sm
+
+with plugnn.Runtime() as _rt:
+    HAVE_CPUACC = "CpuAcc" in _rt.backend_ids
+    BEST_ISA = _rt.backend("CpuAcc").get_option("isa") if HAVE_CPUACC else "portable"
+pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
+needs_avx512 = pytest.mark.skipif(BEST_ISA != "avx512", reason="blocked chains run on AVX-512 only; "
+                                                               f"this CPU's best kernels are {BEST_ISA}")
+
+TOLERANCE = 1e-4
+RNG = np.random.default_rng(9)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
+    scale = max(1.0, float(np.abs(expected).max()))
+    assert float(np.abs(actual.astype(np.float64) - expected).max()) <= TOLERANCE * scale
+
+
+def runtime(chains: bool = True, num_threads: int = 2, isa: str = "auto") -> plugnn.Runtime:
+    return plugnn.Runtime(backend_options={"CpuAcc": {"blocked_chains": "1" if chains else "0",
+                                                      "num_threads": num_threads, "isa": isa}})
+
+
+def run(network: Network, rt: plugnn.Runtime, backends: list[str], inputs: Mapping[str, np.ndarray]
+        ) -> tuple[Any, dict[str, np.ndarray]]:
+    optimized = plugnn.optimize(network, rt, backends)
+    with rt.load_network(optimized) as loaded:
+        return optimized, {k: v.copy() for k, v in loaded.run(inputs).items()}
+
+
+def chains_of(optimized: Any) -> list[Any]:
+    return [n for n in optimized.layers if n.kind is LayerKind.PRECOMPILED]
+
+
+def inputs_of(net: Network) -> dict[str, np.ndarray]:
+    return {layer.name: rand(*layer.outputs[0].shape) for layer in net.inputs}
+
+
+def check(network: Network, inputs: Mapping[str, np.ndarray], **options: Any) -> Any:
+    """Runs `network` chained, unchained and on CpuRef; returns the chained plan."""
+    with runtime(chains=True, **options) as rt:
+        chained, out = run(network, rt, ["CpuAcc", "CpuRef"], inputs)
+        _, ref = run(network, rt, ["CpuRef"], inputs)
+    with runtime(chains=False, **options) as rt:
+        _, plain = run(network, rt, ["CpuAcc", "CpuRef"], inputs)
+    assert out.keys() == ref.keys() == plain.keys()
+    for name in out:
+        assert_close(out[name], ref[name].astype(np.float64))
+        assert_close(out[name], plain[name].astype(np.float64))
+    return chained
+
+
+def residual_net(c: int = 32, hw: int = 9, export_middle: bool = False) -> Network:
+    """conv-relu -> conv + x -> relu -> conv(stride 2) -> y, every conv c -> c channels."""
+    net = Network("residual")
+    x = net.add_input("x", (2, c, hw, hw))
+    w = [rand(c, c, 3, 3) / np.float32(np.sqrt(9 * c)) for _ in range(3)]
+    h = net.add_activation(net.add_convolution2d(x, w[0], rand(c), padding=1, name="c1"), "relu", name="r1")
+    h = net.add_convolution2d(h, w[1], rand(c), padding=1, name="c2")
+    h = net.add_activation(net.add_add(h, x, name="add"), "relu", name="r2")
+    y = net.add_convolution2d(h, w[2], None, stride=2, padding=(0, 1, 1, 0), name="c3")
+    net.add_output(y, "y")
+    if export_middle:
+        net.add_output(h, "middle")
+    return net
+
+
+@needs_avx512
+def test_a_residual_block_becomes_one_chain() -> None:
+    net = residual_net()
+    chained = check(net, inputs_of(net))
+    (chain,) = chains_of(chained)
+    assert [n.name for n in chained.layers] == ["c1..c3"]
+    assert isinstance(chain.descriptor, PrecompiledDescriptor)
+    assert chain.descriptor.label == "blocked NCHW16c chain of 3 convolutions"
+    assert chain.replaces == ("c1", "r1", "c2", "add", "r2", "c3")
+    assert "c1..c3" in chained.explain()
+
+
+@needs_avx512
+def test_a_tensor_used_outside_the_chain_is_one_of_its_outputs() -> None:
+    net = residual_net(export_middle=True)
+    chained = check(net, inputs_of(net))
+    (chain,) = chains_of(chained)
+    assert len(chain.outputs) == 2
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_resnet18_runs_as_one_chain_with_the_same_bits_at_every_thread_count(threads: int) -> None:
+    net = plugnn.onnx.load(sm.resnet18(batch=2, image=32))
+    inputs = inputs_of(net)
+    chained = check(net, inputs, num_threads=threads)
+    assert [n.name for n in chained.layers] == ["conv1+relu1", "maxpool", "layer1.0.conv1..layer4.1.relu2",
+                                                 "avgpool", "flatten", "fc"]
+    assert chains_of(chained)[0].descriptor.label == "blocked NCHW16c chain of 19 convolutions"
+    with runtime(num_threads=1) as rt:
+        _, one = run(net, rt, ["CpuAcc"], inputs)
+    with runtime(num_threads=threads) as rt:
+        _, many = run(net, rt, ["CpuAcc"], inputs)
+    for name in one:
+        np.testing.assert_array_equal(one[name], many[name])
+
+
+@needs_avx512
+def test_mobilenet_v2_depthwise_and_narrow_layers_join_the_chain() -> None:
+    net = plugnn.onnx.load(sm.mobilenet_v2(image=32))
+    chained = check(net, inputs_of(net))
+    (chain,) = chains_of(chained)
+    assert chain.descriptor.label == "blocked NCHW16c chain of 51 convolutions"
+    assert [n.name for n in chained.layers][0] == "features.0.conv+relu6"  # 3 input channels: not blocked
+
+
+@needs_avx512
+def test_what_the_blocked_kernels_do_not_run_stays_out_of_chains() -> None:
+    net = Network("mixed")
+    x = net.add_input("x", (1, 32, 8, 8))
+    h = net.add_convolution2d(x, rand(32, 32, 3, 3) / np.float32(17), padding=1, name="a")
+    h = net.add_activation(h, "sigmoid", name="sig")  # fused, but sigmoid(0) != 0: no chain
+    h = net.add_convolution2d(h, rand(32, 32, 1, 1) / np.float32(6), name="b")
+    h = net.add_convolution2d(h, rand(32, 16, 3, 3) / np.float32(12), padding=1, groups=2, name="grouped")
+    h = net.add_convolution2d(h, rand(8, 32, 1, 1) / np.float32(6), name="narrow")  # 8 output channels
+    h = net.add_convolution2d(h, rand(16, 8, 1, 1) / np.float32(3), name="from_narrow")
+    net.add_output(h, "y")
+    chained = check(net, inputs_of(net))
+    assert chains_of(chained) == []
+
+
+@needs_avx512
+def test_option_blocked_chains_and_kernel_sets_below_avx512_form_no_chain() -> None:
+    net = residual_net()
+    inputs = inputs_of(net)
+    for chains, isa in ((False, "auto"), (True, "avx2"), (True, "portable")):
+        with runtime(chains=chains, isa=isa) as rt:
+            optimized, out = run(net, rt, ["CpuAcc"], inputs)
+            assert chains_of(optimized) == []
+            assert [n.name for n in optimized.layers] == ["c1+r1", "c2+add+r2", "c3"]
+
+
+def test_blocked_chains_option_round_trips_and_checks_its_value() -> None:
+    with plugnn.Runtime() as rt:
+        backend = rt.backend("CpuAcc")
+        assert backend.get_option("blocked_chains") == "1"
+        backend.set_option("blocked_chains", "0")
+        assert backend.get_option("blocked_chains") == "0"
+        for bad in ("2", "yes", ""):
+            with pytest.raises(BackendError, match="blocked_chains must be 1 or 0"):
+                backend.set_option("blocked_chains", bad)
+
+
+@needs_avx512
+def test_a_chained_network_outlives_its_runtime() -> None:
+    """The payload is released with the backend when the runtime closes first (the library is
+    unloaded then); the optimized network left behind can no longer be loaded."""
+    net = residual_net()
+    rt = runtime()
+    optimized = plugnn.optimize(net, rt, ["CpuAcc"])
+    loaded = rt.load_network(optimized)
+    loaded.run(inputs_of(net))
+    rt.close()
+    with pytest.raises(plugnn.PlugnnError):
+        rt.load_network(optimized)
+    del loaded, optimized
+    gc.collect()
+
+
+@needs_avx512
+def test_a_chain_changing_kernel_sets_after_optimize_is_refused_clearly() -> None:
+    net = residual_net()
+    with runtime() as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc"])
+        rt.backend("CpuAcc").set_option("isa", "avx2")
+        with pytest.raises(BackendError, match="c1..c3.*needs the avx512 kernels, option isa is avx2"):
+            rt.load_network(optimized)
+        rt.backend("CpuAcc").set_option("isa", "auto")
+        with rt.load_network(optimized) as loaded:
+            loaded.run(inputs_of(net))
+
+
+def test_a_precompiled_layer_cpuacc_did_not_make_is_refused() -> None:
+    from plugnn.layers import LayerSpec
+    from plugnn.tensor import TensorInfo
+
+    spec = LayerSpec(LayerKind.PRECOMPILED, "foreign", PrecompiledDescriptor("someone else's"),
+                     (TensorInfo((1, 16, 4, 4)),), (TensorInfo((1, 16, 4, 4)),))
+    with plugnn.Runtime() as rt:
+        factory = rt.backend("CpuAcc").create_workload_factory()
+        try:
+            with pytest.raises(BackendError, match="'foreign' was not made by this CpuAcc build"):
+                factory.create_workload(spec)
+        finally:
+            factory.close()
