@@ -1,5 +1,9 @@
 /* CpuAcc CONVOLUTION_2D, NCHW: 1x1/stride-1 direct GEMM, im2col + GEMM (weights
- * prepacked per group), depthwise direct kernel; bias/addend/activation in the epilogue. */
+ * prepacked per group), depthwise direct kernel; bias/addend/activation in the epilogue.
+ * An NCHW GEMM runs in one of two orientations, chosen at create time: Y_g[OC, P] =
+ * W_g[OC, K] x im2col[K, P] (OC in micro-tile rows, P in columns), or, when the weights
+ * are constant and it pads less work, Y_g^T[P, OC] = im2col^T x W_g^T (P in rows, OC in
+ * columns, written transposed into the NCHW output). */
 #include "accel_compute.h"
 #include "gemm.h"
 
@@ -20,6 +24,7 @@ typedef struct conv_state {
     const gemm_arch* arch;
     int mode;
     int nhwc;
+    int trans;              /* NCHW GEMM in the transposed orientation (P rows, OC columns) */
     int64_t n, c, h, w, o, oh, ow, kh, kw;
     int64_t sh, sw, pt, pl, dh, dw;
     int64_t groups, cg, og, kdim, p; /* p = oh * ow */
@@ -290,12 +295,22 @@ static void conv_execute_nhwc(const conv_state* s, const float* x, const float* 
                           addend != NULL ? addend + n * s->p * s->o + g * s->og : NULL};
             int need_epi = e.bias != NULL || e.addend != NULL || s->has_act;
             gemm_run(&s->env, s->arch, s->p, s->og, s->kdim, &a, &b, y + n * s->p * s->o + g * s->og,
-                     s->o, gws, need_epi ? conv_epilogue : NULL, &e);
+                     s->o, 0, gws, need_epi ? conv_epilogue : NULL, &e);
         }
     }
 }
 
 /* ---- execute -------------------------------------------------------------------------- */
+
+/* The NCHW orientation rule: transposed (P in micro-tile rows, OC in columns) when that
+ * pads strictly fewer multiply-adds than OC rows x P columns (e.g. P = 196 = 14 x 14 rows
+ * instead of 7 x 32 = 224 columns). */
+static int conv_prefers_transposed(const gemm_arch* arch, int64_t og, int64_t p) {
+    int64_t mr = arch->mr, nr = arch->nr;
+    int64_t normal = (og + mr - 1) / mr * mr * ((p + nr - 1) / nr * nr);
+    int64_t trans = (p + mr - 1) / mr * mr * ((og + nr - 1) / nr * nr);
+    return trans < normal;
+}
 
 static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const conv_state* s = (const conv_state*)vs;
@@ -342,20 +357,31 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
     for (int64_t n = 0; n < s->n; ++n) {
         for (int64_t g = 0; g < s->groups; ++g) {
             const float* xg = x + (n * s->c + g * s->cg) * s->h * s->w;
-            gemm_operand a = {w + g * s->og * s->kdim, s->kdim, 1,
-                              s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL, NULL, NULL, NULL};
-            gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL};
+            const float* wg = w + g * s->og * s->kdim;
+            const float* wpg = s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL;
+            float* yg = y + (n * s->o + g * s->og) * s->p;
             im2col_ctx ic = {s, xg};
+            conv_epi e = {s, 0, bias != NULL ? bias + g * s->og : NULL,
+                          addend != NULL ? addend + (n * s->o + g * s->og) * s->p : NULL};
+            gemm_epilogue_fn epi = e.bias != NULL || e.addend != NULL || s->has_act ? conv_epilogue : NULL;
+            if (s->trans) {
+                /* A = im2col^T [P, K] (x^T for 1x1), B = W_g^T [K, OC] prepacked */
+                gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL};
+                if (s->mode == CONV_GEMM_IM2COL) {
+                    a.pack_a = conv_pack_b; /* an A panel [kc][mr] has a B panel's layout */
+                    a.pack_ctx = &ic;
+                }
+                gemm_operand b = {wg, 1, s->kdim, wpg, NULL, NULL, NULL};
+                gemm_run(&s->env, s->arch, s->p, s->og, s->kdim, &a, &b, yg, s->p, 1, gws, epi, &e);
+                continue;
+            }
+            gemm_operand a = {wg, s->kdim, 1, wpg, NULL, NULL, NULL};
+            gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL};
             if (s->mode == CONV_GEMM_IM2COL) {
                 b.pack_b = conv_pack_b;
                 b.pack_ctx = &ic;
             }
-            conv_epi e = {s, 0, bias != NULL ? bias + g * s->og : NULL,
-                          addend != NULL ? addend + (n * s->o + g * s->og) * s->p : NULL};
-            int need_epi = e.bias != NULL || e.addend != NULL || s->has_act;
-            gemm_run(&s->env, s->arch, s->og, s->p, s->kdim, &a, &b,
-                     y + (n * s->o + g * s->og) * s->p, s->p, gws,
-                     need_epi ? conv_epilogue : NULL, &e);
+            gemm_run(&s->env, s->arch, s->og, s->p, s->kdim, &a, &b, yg, s->p, 0, gws, epi, &e);
         }
     }
     return PN_OK;
@@ -409,6 +435,7 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
         s->act.struct_size = sizeof(s->act);
     }
     s->num_inputs = layer->num_inputs;
+    int threads = accel_pool_size(env->pool);
     size_t ws_bytes = 0;
     int depthwise = s->groups == s->c && s->cg == 1;
     int pointwise = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 &&
@@ -442,7 +469,8 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
             s->rows[r].lo = (r % s->kw) * s->dw;
             s->rows[r].hi = 0;
         }
-        s->gemm_ws_floats = gemm_workspace_floats(s->arch, s->p, s->og, s->kdim, 0, s->wpack != NULL);
+        s->gemm_ws_floats = gemm_workspace_floats(s->arch, threads, s->p, s->og, s->kdim, 0,
+                                                  s->wpack != NULL, 0);
         ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
     } else if (depthwise && s->og <= 4) {
         s->mode = CONV_DEPTHWISE;
@@ -456,16 +484,22 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
         }
     } else {
         s->mode = pointwise ? CONV_GEMM_1X1 : CONV_GEMM_IM2COL;
+        s->trans = wc != NULL && conv_prefers_transposed(s->arch, s->og, s->p);
         if (wc != NULL && s->og > 0 && s->kdim > 0) {
-            s->wpack_stride = gemm_packed_a_floats(s->arch, s->og, s->kdim);
+            s->wpack_stride = s->trans ? gemm_packed_b_floats(s->arch, s->kdim, s->og)
+                                       : gemm_packed_a_floats(s->arch, s->og, s->kdim);
             s->wpack = (float*)malloc(s->wpack_stride * (size_t)s->groups * sizeof(float) + 64);
             if (s->wpack == NULL) {
                 conv_release(s);
                 return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
             }
             for (int64_t g = 0; g < s->groups; ++g) {
-                gemm_pack_a_full(s->arch, s->og, s->kdim, wc + g * s->og * s->kdim, s->kdim, 1,
-                                 s->wpack + g * s->wpack_stride);
+                const float* wg = wc + g * s->og * s->kdim;
+                if (s->trans) {
+                    gemm_pack_b_full(s->arch, s->kdim, s->og, wg, 1, s->kdim, s->wpack + g * s->wpack_stride);
+                } else {
+                    gemm_pack_a_full(s->arch, s->og, s->kdim, wg, s->kdim, 1, s->wpack + g * s->wpack_stride);
+                }
             }
         }
         if (s->mode == CONV_GEMM_IM2COL) {
@@ -481,7 +515,10 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
                 valid_ox(s, kx, &s->rows[r].lo, &s->rows[r].hi);
             }
         }
-        s->gemm_ws_floats = gemm_workspace_floats(s->arch, s->og, s->p, s->kdim, s->wpack != NULL, 0);
+        s->gemm_ws_floats = s->trans ? gemm_workspace_floats(s->arch, threads, s->p, s->og, s->kdim, 0,
+                                                             s->wpack != NULL, 1)
+                                     : gemm_workspace_floats(s->arch, threads, s->og, s->p, s->kdim,
+                                                             s->wpack != NULL, 0, 0);
         ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
     }
     pn_workload* wl = pn_workload_new(s, conv_execute, conv_release, ws_bytes);

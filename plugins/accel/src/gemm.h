@@ -1,11 +1,19 @@
 /*
  * CpuAcc SGEMM: packed operands, register-blocked micro-kernels (portable,
- * AVX2 6x16, AVX-512 14x32), KC/MC blocking, threaded over MC x NC tiles.
- * Private to the compute families (conv.c, fc.c, matmul.c).
+ * AVX2 6x16, AVX-512 14x32), KC/MC/NC blocking. Private to the compute families
+ * (conv.c, fc.c, matmul.c).
  *
- * C[M, N] (row stride ldc) = A[M, K] * B[K, N], then an optional epilogue per
- * finished tile. A and B are read through element strides (rs, cs), so
- * transposes cost nothing, or from a prepacked copy (gemm_pack_a/b_full).
+ * C[M, N] (row stride ldc, or stored transposed) = A[M, K] * B[K, N], then an
+ * optional epilogue per finished block. A and B are read through element strides
+ * (rs, cs), so transposes cost nothing, or from a prepacked copy
+ * (gemm_pack_a/b_full), or through a packing callback (e.g. an implicit im2col).
+ *
+ * Threading: one parallel_for per GEMM. C's micro-tile panels are split into a
+ * grid of tm x tn rectangles (<= the pool's threads), chosen to minimize the
+ * largest rectangle's multiply-adds plus the packing it does; each job runs the
+ * whole K loop for its rectangle with its own packing buffers in the workspace.
+ * The micro-tiles and K blocks do not depend on the grid, so every thread count
+ * gives the same bits.
  */
 #ifndef ACCEL_GEMM_H
 #define ACCEL_GEMM_H
@@ -24,7 +32,7 @@ typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c
                             int accumulate);
 
 typedef struct gemm_arch {
-    int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N job width (multiple of nr) */
+    int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
 } gemm_arch;
 
@@ -53,19 +61,23 @@ void gemm_pack_a_full(const gemm_arch* arch, int64_t m, int64_t k, const float* 
 void gemm_pack_b_full(const gemm_arch* arch, int64_t k, int64_t n, const float* src, int64_t rs,
                       int64_t cs, float* dst);
 
-/* Scratch floats gemm_run needs (packing buffers for operands not prepacked). */
-size_t gemm_workspace_floats(const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
-                             int a_prepacked, int b_prepacked);
+/* Scratch floats gemm_run needs with a pool of `threads` threads (per-job packing
+ * buffers for operands not prepacked, and the accumulator of a transposed C). */
+size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int64_t n, int64_t k,
+                             int a_prepacked, int b_prepacked, int c_trans);
 
-/* Called once per finished tile: rows [m0, m0+mb), cols [n0, n0+nb); c points at (m0, n0). */
+/* Called once per finished block of C as stored: rows [m0, m0+mb), cols [n0, n0+nb)
+ * of the stored matrix (for a transposed C, stored row r is GEMM column r); c points at
+ * stored element (m0, n0). */
 typedef void (*gemm_epilogue_fn)(void* ctx, float* c, int64_t ldc, int64_t m0, int64_t n0,
                                  int64_t mb, int64_t nb);
 
-/* Runs the GEMM (K == 0 gives zeros). workspace: gemm_workspace_floats floats, 64-byte
- * aligned is best. Threads over env->pool. */
+/* Runs the GEMM (K == 0 gives zeros). C element (i, j) is c[i * ldc + j], or with
+ * c_trans c[j * ldc + i]. workspace: gemm_workspace_floats floats for
+ * accel_pool_size(env->pool) threads. Threads over env->pool. */
 void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
-              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, float* workspace,
-              gemm_epilogue_fn epilogue, void* epilogue_ctx);
+              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
+              float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx);
 
 /* Internal thread wrapper (switch point to the pool). */
 void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void* ctx);
