@@ -123,42 +123,66 @@ typedef struct im2col_ctx {
     const float* x; /* image, group's first channel */
 } im2col_ctx;
 
-static void conv_pack_b(const void* vctx, int nr, int64_t j0, int64_t p0, int64_t kc, float* dst) {
+/* One im2col row over output positions [j0, j0+len): t[q] = B[row][j0 + q] (zeros outside
+ * the image and past p), one output-row run at a time. */
+static void im2col_row_span(const conv_state* s, const float* x, const im2col_row* row, int64_t j0,
+                            int64_t len, float* t) {
+    int64_t cols = s->p - j0 < len ? s->p - j0 : len;
+    int64_t q = 0, oy = j0 / s->ow, ox = j0 % s->ow;
+    while (q < cols) {
+        int64_t run = cols - q < s->ow - ox ? cols - q : s->ow - ox;
+        int64_t iy = oy * s->sh + row->iyoff;
+        float* tq = t + q - ox; /* tq[o] is output column o of this output row */
+        if (iy < 0 || iy >= s->h) {
+            memset(t + q, 0, (size_t)run * sizeof(float));
+        } else {
+            const float* xr = x + row->xoff + iy * s->w; /* input for output column 0 */
+            int64_t end = ox + run;
+            int64_t a = row->lo > ox ? row->lo : ox;
+            int64_t b = row->hi < end ? row->hi : end;
+            if (b < a) b = a;
+            for (int64_t o = ox; o < a; ++o) tq[o] = 0.0f;
+            if (s->sw == 1) {
+                for (int64_t o = a; o < b; ++o) tq[o] = xr[o]; /* short runs: no libc call */
+            } else if (s->sw == 2) {
+                for (int64_t o = a; o < b; ++o) tq[o] = xr[2 * o]; /* constant stride: vectorized */
+            } else {
+                for (int64_t o = a; o < b; ++o) tq[o] = xr[o * s->sw];
+            }
+            for (int64_t o = b; o < end; ++o) tq[o] = 0.0f;
+        }
+        q += run;
+        ++oy;
+        ox = 0;
+    }
+    if (q < len) {
+        memset(t + q, 0, (size_t)(len - q) * sizeof(float));
+    }
+}
+
+/* Most positions of one im2col row span in conv_pack_im2col (spans are whole panels). */
+#define IM2COL_SPAN 512
+
+/* Implicit im2col packed straight into GEMM panels: positions [j0, j0+nb) (nb / wdt
+ * panels of wdt positions) x im2col rows [p0, p0+kc), panel r at dst + r * wdt * kc in
+ * [kc][wdt] layout. Serves as B's pack_b (normal orientation, panels of nr columns) and
+ * as A's pack_a (transposed orientation, panels of mr rows): the layouts are the same.
+ * Each im2col row is first built over a span of whole panels, then cut into the panels. */
+static void conv_pack_im2col(const void* vctx, int wdt, int64_t j0, int64_t nb, int64_t p0,
+                             int64_t kc, float* dst) {
     const im2col_ctx* ic = (const im2col_ctx*)vctx;
     const conv_state* s = ic->s;
-    int64_t cols = s->p - j0 < nr ? s->p - j0 : nr;
-    int64_t oy0 = j0 / s->ow, ox0 = j0 % s->ow;
-    for (int64_t pp = 0; pp < kc; ++pp) {
-        const im2col_row* row = &s->rows[p0 + pp];
-        float* d = dst + pp * nr;
-        int64_t q = 0, oy = oy0, ox = ox0;
-        while (q < cols) {
-            int64_t len = cols - q < s->ow - ox ? cols - q : s->ow - ox;
-            int64_t iy = oy * s->sh + row->iyoff;
-            if (iy < 0 || iy >= s->h) {
-                for (int64_t t = 0; t < len; ++t) d[q + t] = 0.0f;
-            } else {
-                int64_t base = row->xoff + iy * s->w; /* x index of output column 0 */
-                int64_t end = ox + len;
-                int64_t a = row->lo > ox ? row->lo : ox;
-                int64_t b = row->hi < end ? row->hi : end;
-                if (b < a) b = a;
-                float* dq = d + q; /* dq[t] is output column ox + t */
-                for (int64_t o = ox; o < a; ++o) dq[o - ox] = 0.0f;
-                if (s->sw == 1) {
-                    const float* xr = ic->x + base + a;
-                    float* dd = dq + (a - ox);
-                    for (int64_t t = 0; t < b - a; ++t) dd[t] = xr[t];
-                } else {
-                    for (int64_t o = a; o < b; ++o) dq[o - ox] = ic->x[base + o * s->sw];
-                }
-                for (int64_t o = b; o < end; ++o) dq[o - ox] = 0.0f;
+    float span[IM2COL_SPAN];
+    int64_t span_len = IM2COL_SPAN / wdt * wdt;
+    for (int64_t c0 = 0; c0 < nb; c0 += span_len) {
+        int64_t len = nb - c0 < span_len ? nb - c0 : span_len;
+        float* d0 = dst + c0 * kc;
+        for (int64_t pp = 0; pp < kc; ++pp) {
+            im2col_row_span(s, ic->x, &s->rows[p0 + pp], j0 + c0, len, span);
+            for (int64_t r = 0; r < len; r += wdt) {
+                gemm_copy_row(d0 + r * kc + pp * wdt, span + r, wdt);
             }
-            q += len;
-            ++oy;
-            ox = 0;
         }
-        for (; q < nr; ++q) d[q] = 0.0f;
     }
 }
 
@@ -216,10 +240,10 @@ static void dw_range(void* vctx, int64_t begin, int64_t end) {
 
 /* ---- NHWC ------------------------------------------------------------------------------ */
 
-/* Implicit im2col for NHWC: A[pos][k] = x[iy, ix, ci] with k = (ci*kh + ky)*kw + kx (the
- * weights' own order, so B = W_g^T is a strided view), pos = oy*ow + ox. */
-static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst) {
-    const im2col_ctx* ic = (const im2col_ctx*)vctx;
+/* Implicit im2col for NHWC, one A panel (positions [i0, i0+mr), zeros past p):
+ * A[pos][k] = x[iy, ix, ci] with k = (ci*kh + ky)*kw + kx (the weights' own order, so
+ * B = W_g^T is a strided view), pos = oy*ow + ox. */
+static void nhwc_pack_panel(const im2col_ctx* ic, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst) {
     const conv_state* s = ic->s;
     int64_t y0[GEMM_MR_MAX], x0[GEMM_MR_MAX];
     int rows = (int)(s->p - i0 < mr ? s->p - i0 : mr);
@@ -238,6 +262,14 @@ static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t p0, int64_
                                                                    : 0.0f;
         }
         for (int i = rows; i < mr; ++i) d[i] = 0.0f;
+    }
+}
+
+/* NHWC A's pack_a: rows [i0, i0+mb) as mb / mr panels (see nhwc_pack_panel). */
+static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t mb, int64_t p0, int64_t kc,
+                        float* dst) {
+    for (int64_t i = 0; i < mb; i += mr) {
+        nhwc_pack_panel((const im2col_ctx*)vctx, mr, i0 + i, p0, kc, dst + i * kc);
     }
 }
 
@@ -368,7 +400,7 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
                 /* A = im2col^T [P, K] (x^T for 1x1), B = W_g^T [K, OC] prepacked */
                 gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL};
                 if (s->mode == CONV_GEMM_IM2COL) {
-                    a.pack_a = conv_pack_b; /* an A panel [kc][mr] has a B panel's layout */
+                    a.pack_a = conv_pack_im2col;
                     a.pack_ctx = &ic;
                 }
                 gemm_operand b = {wg, 1, s->kdim, wpg, NULL, NULL, NULL};
@@ -378,7 +410,7 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
             gemm_operand a = {wg, s->kdim, 1, wpg, NULL, NULL, NULL};
             gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL};
             if (s->mode == CONV_GEMM_IM2COL) {
-                b.pack_b = conv_pack_b;
+                b.pack_b = conv_pack_im2col;
                 b.pack_ctx = &ic;
             }
             gemm_run(&s->env, s->arch, s->og, s->p, s->kdim, &a, &b, yg, s->p, 0, gws, epi, &e);

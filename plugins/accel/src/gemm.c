@@ -160,7 +160,7 @@ static void pack_a_panel(int mr, int64_t m, int64_t i0, int64_t p0, int64_t kc, 
     }
     if (rs == 1 && rows == mr) {
         for (int64_t p = 0; p < kc; ++p) {
-            memcpy(dst + p * mr, src + i0 + (p0 + p) * cs, (size_t)mr * sizeof(float));
+            gemm_copy_row(dst + p * mr, src + i0 + (p0 + p) * cs, mr);
         }
         return;
     }
@@ -178,7 +178,7 @@ static void pack_b_panel(int nr, int64_t n, int64_t j0, int64_t p0, int64_t kc, 
     int64_t cols = n - j0 < nr ? n - j0 : nr;
     if (cs == 1 && cols == nr) {
         for (int64_t p = 0; p < kc; ++p) {
-            memcpy(dst + p * nr, src + (p0 + p) * rs + j0, (size_t)nr * sizeof(float));
+            gemm_copy_row(dst + p * nr, src + (p0 + p) * rs + j0, nr);
         }
         return;
     }
@@ -288,12 +288,12 @@ static void split(int64_t n, int64_t parts, int64_t part, int64_t* begin, int64_
 static void pack_a_block(const gemm_ctx* g, int64_t m0, int64_t mb, int64_t p0, int64_t kc,
                          float* dst) {
     int mr = g->arch->mr;
+    if (g->a->pack_a != NULL) {
+        g->a->pack_a(g->a->pack_ctx, mr, m0, mb, p0, kc, dst);
+        return;
+    }
     for (int64_t i = 0; i < mb; i += mr) {
-        if (g->a->pack_a != NULL) {
-            g->a->pack_a(g->a->pack_ctx, mr, m0 + i, p0, kc, dst + i * kc);
-        } else {
-            pack_a_panel(mr, g->m, m0 + i, p0, kc, g->a->data, g->a->rs, g->a->cs, dst + i * kc);
-        }
+        pack_a_panel(mr, g->m, m0 + i, p0, kc, g->a->data, g->a->rs, g->a->cs, dst + i * kc);
     }
 }
 
@@ -301,12 +301,12 @@ static void pack_a_block(const gemm_ctx* g, int64_t m0, int64_t mb, int64_t p0, 
 static void pack_b_block(const gemm_ctx* g, int64_t n0, int64_t nb, int64_t p0, int64_t kc,
                          float* dst) {
     int nr = g->arch->nr;
+    if (g->b->pack_b != NULL) {
+        g->b->pack_b(g->b->pack_ctx, nr, n0, nb, p0, kc, dst);
+        return;
+    }
     for (int64_t j = 0; j < nb; j += nr) {
-        if (g->b->pack_b != NULL) {
-            g->b->pack_b(g->b->pack_ctx, nr, n0 + j, p0, kc, dst + j * kc);
-        } else {
-            pack_b_panel(nr, g->n, n0 + j, p0, kc, g->b->data, g->b->rs, g->b->cs, dst + j * kc);
-        }
+        pack_b_panel(nr, g->n, n0 + j, p0, kc, g->b->data, g->b->rs, g->b->cs, dst + j * kc);
     }
 }
 

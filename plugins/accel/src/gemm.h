@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GEMM_KC 256
 #define GEMM_MR_MAX 16
@@ -39,18 +40,35 @@ typedef struct gemm_arch {
 /* The kernel set for `isa` (falls back to portable when not compiled in). */
 const gemm_arch* gemm_arch_for(accel_isa isa);
 
+/* dst[0..w) = src[0..w) for one row of a packed panel, with the copy size a constant for
+ * the micro-tile widths (so the copy is inlined, not a library call). */
+static inline void gemm_copy_row(float* dst, const float* src, int w) {
+    switch (w) {
+    case 32: memcpy(dst, src, 32 * sizeof(float)); break;
+    case 16: memcpy(dst, src, 16 * sizeof(float)); break;
+    case 14: memcpy(dst, src, 14 * sizeof(float)); break;
+    case 6: memcpy(dst, src, 6 * sizeof(float)); break;
+    case 4: memcpy(dst, src, 4 * sizeof(float)); break;
+    default: memcpy(dst, src, (size_t)w * sizeof(float)); break;
+    }
+}
+
 /* A strided matrix: element (i, j) = data[i * rs + j * cs]; or prepacked. */
 typedef struct gemm_operand {
     const float* data;
     int64_t rs, cs;
     const float* packed; /* from gemm_pack_*_full with the same arch, or NULL */
     /* B only, optional (used when packed is NULL): packs rows [p0, p0+kc) x cols
-     * [j0, j0+nr) of B (zeros past n) into dst[kc][nr]; e.g. an implicit im2col. */
-    void (*pack_b)(const void* ctx, int nr, int64_t j0, int64_t p0, int64_t kc, float* dst);
+     * [j0, j0+nb) of B (nb a multiple of nr; zeros past n) as nb / nr panels, panel r at
+     * dst + r * nr * kc in [kc][nr] layout; e.g. an implicit im2col. */
+    void (*pack_b)(const void* ctx, int nr, int64_t j0, int64_t nb, int64_t p0, int64_t kc,
+                   float* dst);
     const void* pack_ctx;
-    /* A only, optional (used when packed is NULL): packs rows [i0, i0+mr) (zeros past m)
-     * x cols [p0, p0+kc) of A into dst[kc][mr], with pack_ctx. */
-    void (*pack_a)(const void* ctx, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst);
+    /* A only, optional (used when packed is NULL): packs rows [i0, i0+mb) (mb a multiple of
+     * mr; zeros past m) x cols [p0, p0+kc) of A as mb / mr panels, panel r at
+     * dst + r * mr * kc in [kc][mr] layout, with pack_ctx. */
+    void (*pack_a)(const void* ctx, int mr, int64_t i0, int64_t mb, int64_t p0, int64_t kc,
+                   float* dst);
 } gemm_operand;
 
 /* Floats of a whole prepacked A [m, k] / B [k, n]. */
