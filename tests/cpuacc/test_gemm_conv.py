@@ -8,7 +8,7 @@ largest |expected|: float32 sums over K <= 1200 terms of unit-variance products)
 NCHW convolutions with constant weights run in one of two GEMM orientations, chosen per layer
 at create time (the one that pads fewer multiply-adds to whole micro-tiles): OC rows x P
 columns, or P rows x OC columns written transposed. The shapes below are picked so that
-both orientations occur on each kernel set (micro-tiles 4x16 portable, 6x16 AVX2, 14x32
+both orientations occur on each kernel set (micro-tiles 4x16 portable, 6x16 AVX2, 7x32
 AVX-512); the comment on each case says which one it takes on AVX-512. Weights supplied only at
 run time always use the OC-rows orientation."""
 
@@ -109,20 +109,20 @@ def conv_reference(x: np.ndarray, w: np.ndarray, case: Conv) -> np.ndarray:
 
 
 CONV_CASES = {
-    # P = 14x14 = 196 = 14 x 14 rows; K = 32*9 = 288 (2 K blocks): transposed.
+    # P = 14x14 = 196 = 28 x 7 rows; K = 32*9 = 288 (2 K blocks): transposed.
     "3x3 same 14x14 oc32": Conv(1, 32, 14, 14, 32, (3, 3), padding=(1, 1, 1, 1)),
-    # P = 8x8 = 64 = 2 x 32 columns, OC = 28 = 2 x 14 rows: OC rows.
+    # P = 8x8 = 64 = 2 x 32 columns, OC = 28 = 4 x 7 rows: OC rows.
     "3x3 same 8x8 oc28 batch 2": Conv(2, 40, 8, 8, 28, (3, 3), padding=(1, 1, 1, 1)),
-    # P = 8x6 = 48: 4 x 14 rows beat 2 x 32 columns; OC = 150 (edge columns): transposed.
+    # P = 8x6 = 48: 7 x 7 rows beat 2 x 32 columns; OC = 150 (edge columns): transposed.
     "3x3 7x7 oc150 4-sided padding": Conv(1, 24, 7, 7, 150, (3, 3), padding=(1, 0, 2, 1)),
     # P = 24x20 = 480 (edge tiles both ways), OC = 20: OC rows; stride 2, dilation 2.
     "strided dilated odd sizes": Conv(2, 9, 47, 39, 20, (3, 3), stride=(2, 2), padding=(2, 2, 2, 2),
                                       dilation=(2, 2)),
-    # groups 2: per group OC = 64, P = 20x20 = 400 (13 x 32 columns) vs 29 x 14 rows: transposed.
+    # groups 2: per group OC = 64, P = 20x20 = 400 (13 x 32 columns) vs 58 x 7 rows: transposed.
     "grouped 2": Conv(1, 16, 20, 20, 128, (3, 3), padding=(1, 1, 1, 1), groups=2),
-    # 1x1 direct GEMM: P = 28x28 = 784 = 56 x 14 rows (7 M blocks), OC = 96: transposed.
+    # 1x1 direct GEMM: P = 28x28 = 784 = 112 x 7 rows (7 M blocks), OC = 96: transposed.
     "1x1 28x28": Conv(1, 300, 28, 28, 96, (1, 1)),
-    # 1x1 direct, OC = 130 (edge rows) on P = 9x9 = 81: a tie, so OC rows; batch 3.
+    # 1x1 direct, OC = 130 (edge rows) on P = 9x9 = 81: OC rows; batch 3.
     "1x1 9x9 batch 3": Conv(3, 64, 9, 9, 130, (1, 1)),
     # stride-2 7x7 (the ResNet stem shape, smaller): P = 16x16 = 256, OC = 64: transposed.
     "7x7 stride 2": Conv(1, 3, 32, 32, 64, (7, 7), stride=(2, 2), padding=(3, 3, 3, 3)),

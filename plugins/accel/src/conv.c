@@ -124,11 +124,11 @@ typedef struct im2col_ctx {
 } im2col_ctx;
 
 /* One im2col row over output positions [j0, j0+len): t[q] = B[row][j0 + q] (zeros outside
- * the image and past p), one output-row run at a time. */
+ * the image and past p), one output-row run at a time; (oy0, ox0) is position j0. */
 static void im2col_row_span(const conv_state* s, const float* x, const im2col_row* row, int64_t j0,
-                            int64_t len, float* t) {
+                            int64_t oy0, int64_t ox0, int64_t len, float* t) {
     int64_t cols = s->p - j0 < len ? s->p - j0 : len;
-    int64_t q = 0, oy = j0 / s->ow, ox = j0 % s->ow;
+    int64_t q = 0, oy = oy0, ox = ox0;
     while (q < cols) {
         int64_t run = cols - q < s->ow - ox ? cols - q : s->ow - ox;
         int64_t iy = oy * s->sh + row->iyoff;
@@ -176,9 +176,10 @@ static void conv_pack_im2col(const void* vctx, int wdt, int64_t j0, int64_t nb, 
     int64_t span_len = IM2COL_SPAN / wdt * wdt;
     for (int64_t c0 = 0; c0 < nb; c0 += span_len) {
         int64_t len = nb - c0 < span_len ? nb - c0 : span_len;
+        int64_t oy0 = (j0 + c0) / s->ow, ox0 = (j0 + c0) % s->ow;
         float* d0 = dst + c0 * kc;
         for (int64_t pp = 0; pp < kc; ++pp) {
-            im2col_row_span(s, ic->x, &s->rows[p0 + pp], j0 + c0, len, span);
+            im2col_row_span(s, ic->x, &s->rows[p0 + pp], j0 + c0, oy0, ox0, len, span);
             for (int64_t r = 0; r < len; r += wdt) {
                 gemm_copy_row(d0 + r * kc + pp * wdt, span + r, wdt);
             }
@@ -335,8 +336,8 @@ static void conv_execute_nhwc(const conv_state* s, const float* x, const float* 
 /* ---- execute -------------------------------------------------------------------------- */
 
 /* The NCHW orientation rule: transposed (P in micro-tile rows, OC in columns) when that
- * pads strictly fewer multiply-adds than OC rows x P columns (e.g. P = 196 = 14 x 14 rows
- * instead of 7 x 32 = 224 columns). */
+ * pads strictly fewer multiply-adds than OC rows x P columns (e.g. with 7 x 32 micro-tiles,
+ * P = 196 = 28 x 7 rows instead of 7 x 32 = 224 columns). */
 static int conv_prefers_transposed(const gemm_arch* arch, int64_t og, int64_t p) {
     int64_t mr = arch->mr, nr = arch->nr;
     int64_t normal = (og + mr - 1) / mr * mr * ((p + nr - 1) / nr * nr);

@@ -111,12 +111,23 @@ static void gemm_ukr_portable(int64_t kc, const float* a, const float* b, float*
     }
 }
 
-static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable};
+/* The portable transposed store, in 16-column strips so reads stay contiguous. */
+static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                             int64_t cols) {
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+        int64_t j1 = cols - j0 < 16 ? cols : j0 + 16;
+        for (int64_t i = 0; i < rows; ++i) {
+            const float* ti = t + i * ldt;
+            for (int64_t j = j0; j < j1; ++j) out[j * ldc + i] = ti[j];
+        }
+    }
+}
+
+static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
+                                        store_t_portable};
 #if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16};
-#endif
-#if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX512 = {14, 32, 112, 512, gemm_ukr_avx512_14x32};
+static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable};
+static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512};
 #endif
 
 const gemm_arch* gemm_arch_for(accel_isa isa) {
@@ -350,8 +361,8 @@ static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int
 }
 
 /* A finished C block [m0, m0+mb) x [n0, n0+nb): for a transposed C, stores the job's
- * accumulator into c[j * ldc + i] (in 16-column strips, so reads stay contiguous); then
- * runs the epilogue on the block as stored. */
+ * accumulator into c[j * ldc + i] (the arch's store_t); then runs the epilogue on the block
+ * as stored. */
 static void finish_block(const gemm_ctx* g, const float* ctmp, int64_t ldt, int64_t m0,
                          int64_t mb, int64_t n0, int64_t nb) {
     int64_t rows = g->m - m0 < mb ? g->m - m0 : mb;
@@ -363,13 +374,7 @@ static void finish_block(const gemm_ctx* g, const float* ctmp, int64_t ldt, int6
         return;
     }
     float* out = g->c + n0 * g->ldc + m0;
-    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
-        int64_t j1 = cols - j0 < 16 ? cols : j0 + 16;
-        for (int64_t i = 0; i < rows; ++i) {
-            const float* t = ctmp + i * ldt;
-            for (int64_t j = j0; j < j1; ++j) out[j * g->ldc + i] = t[j];
-        }
-    }
+    g->arch->store_t(ctmp, ldt, out, g->ldc, rows, cols);
     if (g->epilogue != NULL) {
         g->epilogue(g->epilogue_ctx, out, g->ldc, n0, m0, cols, rows);
     }

@@ -1,6 +1,6 @@
 /*
  * CpuAcc SGEMM: packed operands, register-blocked micro-kernels (portable,
- * AVX2 6x16, AVX-512 14x32), KC/MC/NC blocking. Private to the compute families
+ * AVX2 6x16, AVX-512 7x32), KC/MC/NC blocking. Private to the compute families
  * (conv.c, fc.c, matmul.c).
  *
  * C[M, N] (row stride ldc, or stored transposed) = A[M, K] * B[K, N], then an
@@ -32,9 +32,14 @@
 typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                             int accumulate);
 
+/* out[j * ldc + i] = t[i * ldt + j] for i < rows, j < cols (a transposed C block's store). */
+typedef void (*gemm_store_t_fn)(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                                int64_t cols);
+
 typedef struct gemm_arch {
     int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
+    gemm_store_t_fn store_t;
 } gemm_arch;
 
 /* The kernel set for `isa` (falls back to portable when not compiled in). */
@@ -46,7 +51,7 @@ static inline void gemm_copy_row(float* dst, const float* src, int w) {
     switch (w) {
     case 32: memcpy(dst, src, 32 * sizeof(float)); break;
     case 16: memcpy(dst, src, 16 * sizeof(float)); break;
-    case 14: memcpy(dst, src, 14 * sizeof(float)); break;
+    case 7: memcpy(dst, src, 7 * sizeof(float)); break;
     case 6: memcpy(dst, src, 6 * sizeof(float)); break;
     case 4: memcpy(dst, src, 4 * sizeof(float)); break;
     default: memcpy(dst, src, (size_t)w * sizeof(float)); break;
@@ -103,10 +108,12 @@ void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void*
 /* Fused activation on y[0..n) (act NULL or kind INVALID: nothing). */
 void accel_cc_activate(const pn_activation_desc* act, float* y, int64_t n);
 
-/* Micro-kernels per ISA (gemm_avx2.c, gemm_avx512.c). */
+/* Micro-kernels and transposed stores per ISA (gemm_avx2.c, gemm_avx512.c). */
 void gemm_ukr_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                         int accumulate);
-void gemm_ukr_avx512_14x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                           int accumulate);
+void gemm_ukr_avx512_7x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                          int accumulate);
+void gemm_store_t_avx512(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                         int64_t cols);
 
 #endif /* ACCEL_GEMM_H */
