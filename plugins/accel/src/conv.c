@@ -1,5 +1,9 @@
 /* CpuAcc CONVOLUTION_2D, NCHW: 1x1/stride-1 direct GEMM, im2col + GEMM (weights
- * prepacked per group), depthwise direct kernel; bias/addend/activation in the epilogue. */
+ * prepacked per group), depthwise direct kernel; bias/addend/activation in the epilogue.
+ * An NCHW GEMM runs in one of two orientations, chosen at create time: Y_g[OC, P] =
+ * W_g[OC, K] x im2col[K, P] (OC in micro-tile rows, P in columns), or, when the weights
+ * are constant and it pads less work, Y_g^T[P, OC] = im2col^T x W_g^T (P in rows, OC in
+ * columns, written transposed into the NCHW output). */
 #include "accel_compute.h"
 #include "conv_nchwc.h"
 #include "gemm.h"
@@ -21,6 +25,7 @@ typedef struct conv_state {
     const gemm_arch* arch;
     int mode;
     int nhwc;
+    int trans;              /* NCHW GEMM in the transposed orientation (P rows, OC columns) */
     int64_t n, c, h, w, o, oh, ow, kh, kw;
     int64_t sh, sw, pt, pl, dh, dw;
     int64_t groups, cg, og, kdim, p; /* p = oh * ow */
@@ -119,42 +124,67 @@ typedef struct im2col_ctx {
     const float* x; /* image, group's first channel */
 } im2col_ctx;
 
-static void conv_pack_b(const void* vctx, int nr, int64_t j0, int64_t p0, int64_t kc, float* dst) {
+/* One im2col row over output positions [j0, j0+len): t[q] = B[row][j0 + q] (zeros outside
+ * the image and past p), one output-row run at a time; (oy0, ox0) is position j0. */
+static void im2col_row_span(const conv_state* s, const float* x, const im2col_row* row, int64_t j0,
+                            int64_t oy0, int64_t ox0, int64_t len, float* t) {
+    int64_t cols = s->p - j0 < len ? s->p - j0 : len;
+    int64_t q = 0, oy = oy0, ox = ox0;
+    while (q < cols) {
+        int64_t run = cols - q < s->ow - ox ? cols - q : s->ow - ox;
+        int64_t iy = oy * s->sh + row->iyoff;
+        float* tq = t + q - ox; /* tq[o] is output column o of this output row */
+        if (iy < 0 || iy >= s->h) {
+            memset(t + q, 0, (size_t)run * sizeof(float));
+        } else {
+            const float* xr = x + row->xoff + iy * s->w; /* input for output column 0 */
+            int64_t end = ox + run;
+            int64_t a = row->lo > ox ? row->lo : ox;
+            int64_t b = row->hi < end ? row->hi : end;
+            if (b < a) b = a;
+            for (int64_t o = ox; o < a; ++o) tq[o] = 0.0f;
+            if (s->sw == 1) {
+                for (int64_t o = a; o < b; ++o) tq[o] = xr[o]; /* short runs: no libc call */
+            } else if (s->sw == 2) {
+                for (int64_t o = a; o < b; ++o) tq[o] = xr[2 * o]; /* constant stride: vectorized */
+            } else {
+                for (int64_t o = a; o < b; ++o) tq[o] = xr[o * s->sw];
+            }
+            for (int64_t o = b; o < end; ++o) tq[o] = 0.0f;
+        }
+        q += run;
+        ++oy;
+        ox = 0;
+    }
+    if (q < len) {
+        memset(t + q, 0, (size_t)(len - q) * sizeof(float));
+    }
+}
+
+/* Most positions of one im2col row span in conv_pack_im2col (spans are whole panels). */
+#define IM2COL_SPAN 512
+
+/* Implicit im2col packed straight into GEMM panels: positions [j0, j0+nb) (nb / wdt
+ * panels of wdt positions) x im2col rows [p0, p0+kc), panel r at dst + r * wdt * kc in
+ * [kc][wdt] layout. Serves as B's pack_b (normal orientation, panels of nr columns) and
+ * as A's pack_a (transposed orientation, panels of mr rows): the layouts are the same.
+ * Each im2col row is first built over a span of whole panels, then cut into the panels. */
+static void conv_pack_im2col(const void* vctx, int wdt, int64_t j0, int64_t nb, int64_t p0,
+                             int64_t kc, float* dst) {
     const im2col_ctx* ic = (const im2col_ctx*)vctx;
     const conv_state* s = ic->s;
-    int64_t cols = s->p - j0 < nr ? s->p - j0 : nr;
-    int64_t oy0 = j0 / s->ow, ox0 = j0 % s->ow;
-    for (int64_t pp = 0; pp < kc; ++pp) {
-        const im2col_row* row = &s->rows[p0 + pp];
-        float* d = dst + pp * nr;
-        int64_t q = 0, oy = oy0, ox = ox0;
-        while (q < cols) {
-            int64_t len = cols - q < s->ow - ox ? cols - q : s->ow - ox;
-            int64_t iy = oy * s->sh + row->iyoff;
-            if (iy < 0 || iy >= s->h) {
-                for (int64_t t = 0; t < len; ++t) d[q + t] = 0.0f;
-            } else {
-                int64_t base = row->xoff + iy * s->w; /* x index of output column 0 */
-                int64_t end = ox + len;
-                int64_t a = row->lo > ox ? row->lo : ox;
-                int64_t b = row->hi < end ? row->hi : end;
-                if (b < a) b = a;
-                float* dq = d + q; /* dq[t] is output column ox + t */
-                for (int64_t o = ox; o < a; ++o) dq[o - ox] = 0.0f;
-                if (s->sw == 1) {
-                    const float* xr = ic->x + base + a;
-                    float* dd = dq + (a - ox);
-                    for (int64_t t = 0; t < b - a; ++t) dd[t] = xr[t];
-                } else {
-                    for (int64_t o = a; o < b; ++o) dq[o - ox] = ic->x[base + o * s->sw];
-                }
-                for (int64_t o = b; o < end; ++o) dq[o - ox] = 0.0f;
+    float span[IM2COL_SPAN];
+    int64_t span_len = IM2COL_SPAN / wdt * wdt;
+    for (int64_t c0 = 0; c0 < nb; c0 += span_len) {
+        int64_t len = nb - c0 < span_len ? nb - c0 : span_len;
+        int64_t oy0 = (j0 + c0) / s->ow, ox0 = (j0 + c0) % s->ow;
+        float* d0 = dst + c0 * kc;
+        for (int64_t pp = 0; pp < kc; ++pp) {
+            im2col_row_span(s, ic->x, &s->rows[p0 + pp], j0 + c0, oy0, ox0, len, span);
+            for (int64_t r = 0; r < len; r += wdt) {
+                gemm_copy_row(d0 + r * kc + pp * wdt, span + r, wdt);
             }
-            q += len;
-            ++oy;
-            ox = 0;
         }
-        for (; q < nr; ++q) d[q] = 0.0f;
     }
 }
 
@@ -212,10 +242,10 @@ static void dw_range(void* vctx, int64_t begin, int64_t end) {
 
 /* ---- NHWC ------------------------------------------------------------------------------ */
 
-/* Implicit im2col for NHWC: A[pos][k] = x[iy, ix, ci] with k = (ci*kh + ky)*kw + kx (the
- * weights' own order, so B = W_g^T is a strided view), pos = oy*ow + ox. */
-static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst) {
-    const im2col_ctx* ic = (const im2col_ctx*)vctx;
+/* Implicit im2col for NHWC, one A panel (positions [i0, i0+mr), zeros past p):
+ * A[pos][k] = x[iy, ix, ci] with k = (ci*kh + ky)*kw + kx (the weights' own order, so
+ * B = W_g^T is a strided view), pos = oy*ow + ox. */
+static void nhwc_pack_panel(const im2col_ctx* ic, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst) {
     const conv_state* s = ic->s;
     int64_t y0[GEMM_MR_MAX], x0[GEMM_MR_MAX];
     int rows = (int)(s->p - i0 < mr ? s->p - i0 : mr);
@@ -234,6 +264,14 @@ static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t p0, int64_
                                                                    : 0.0f;
         }
         for (int i = rows; i < mr; ++i) d[i] = 0.0f;
+    }
+}
+
+/* NHWC A's pack_a: rows [i0, i0+mb) as mb / mr panels (see nhwc_pack_panel). */
+static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t mb, int64_t p0, int64_t kc,
+                        float* dst) {
+    for (int64_t i = 0; i < mb; i += mr) {
+        nhwc_pack_panel((const im2col_ctx*)vctx, mr, i0 + i, p0, kc, dst + i * kc);
     }
 }
 
@@ -291,12 +329,22 @@ static void conv_execute_nhwc(const conv_state* s, const float* x, const float* 
                           addend != NULL ? addend + n * s->p * s->o + g * s->og : NULL};
             int need_epi = e.bias != NULL || e.addend != NULL || s->has_act;
             gemm_run(&s->env, s->arch, s->p, s->og, s->kdim, &a, &b, y + n * s->p * s->o + g * s->og,
-                     s->o, gws, need_epi ? conv_epilogue : NULL, &e);
+                     s->o, 0, gws, need_epi ? conv_epilogue : NULL, &e);
         }
     }
 }
 
 /* ---- execute -------------------------------------------------------------------------- */
+
+/* The NCHW orientation rule: transposed (P in micro-tile rows, OC in columns) when that
+ * pads strictly fewer multiply-adds than OC rows x P columns (e.g. with 7 x 32 micro-tiles,
+ * P = 196 = 28 x 7 rows instead of 7 x 32 = 224 columns). */
+static int conv_prefers_transposed(const gemm_arch* arch, int64_t og, int64_t p) {
+    int64_t mr = arch->mr, nr = arch->nr;
+    int64_t normal = (og + mr - 1) / mr * mr * ((p + nr - 1) / nr * nr);
+    int64_t trans = (p + mr - 1) / mr * mr * ((og + nr - 1) / nr * nr);
+    return trans < normal;
+}
 
 static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const conv_state* s = (const conv_state*)vs;
@@ -343,20 +391,31 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
     for (int64_t n = 0; n < s->n; ++n) {
         for (int64_t g = 0; g < s->groups; ++g) {
             const float* xg = x + (n * s->c + g * s->cg) * s->h * s->w;
-            gemm_operand a = {w + g * s->og * s->kdim, s->kdim, 1,
-                              s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL, NULL, NULL, NULL};
-            gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL};
+            const float* wg = w + g * s->og * s->kdim;
+            const float* wpg = s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL;
+            float* yg = y + (n * s->o + g * s->og) * s->p;
             im2col_ctx ic = {s, xg};
-            if (s->mode == CONV_GEMM_IM2COL) {
-                b.pack_b = conv_pack_b;
-                b.pack_ctx = &ic;
-            }
             conv_epi e = {s, 0, bias != NULL ? bias + g * s->og : NULL,
                           addend != NULL ? addend + (n * s->o + g * s->og) * s->p : NULL};
-            int need_epi = e.bias != NULL || e.addend != NULL || s->has_act;
-            gemm_run(&s->env, s->arch, s->og, s->p, s->kdim, &a, &b,
-                     y + (n * s->o + g * s->og) * s->p, s->p, gws,
-                     need_epi ? conv_epilogue : NULL, &e);
+            gemm_epilogue_fn epi = e.bias != NULL || e.addend != NULL || s->has_act ? conv_epilogue : NULL;
+            if (s->trans) {
+                /* A = im2col^T [P, K] (x^T for 1x1), B = W_g^T [K, OC] prepacked */
+                gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL};
+                if (s->mode == CONV_GEMM_IM2COL) {
+                    a.pack_a = conv_pack_im2col;
+                    a.pack_ctx = &ic;
+                }
+                gemm_operand b = {wg, 1, s->kdim, wpg, NULL, NULL, NULL};
+                gemm_run(&s->env, s->arch, s->p, s->og, s->kdim, &a, &b, yg, s->p, 1, gws, epi, &e);
+                continue;
+            }
+            gemm_operand a = {wg, s->kdim, 1, wpg, NULL, NULL, NULL};
+            gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL};
+            if (s->mode == CONV_GEMM_IM2COL) {
+                b.pack_b = conv_pack_im2col;
+                b.pack_ctx = &ic;
+            }
+            gemm_run(&s->env, s->arch, s->og, s->p, s->kdim, &a, &b, yg, s->p, 0, gws, epi, &e);
         }
     }
     return PN_OK;
@@ -416,6 +475,7 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
         s->act.struct_size = sizeof(s->act);
     }
     s->num_inputs = layer->num_inputs;
+    int threads = accel_pool_size(env->pool);
     size_t ws_bytes = 0;
     int depthwise = s->groups == s->c && s->cg == 1;
     int pointwise = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 &&
@@ -449,7 +509,8 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
             s->rows[r].lo = (r % s->kw) * s->dw;
             s->rows[r].hi = 0;
         }
-        s->gemm_ws_floats = gemm_workspace_floats(s->arch, s->p, s->og, s->kdim, 0, s->wpack != NULL);
+        s->gemm_ws_floats = gemm_workspace_floats(s->arch, threads, s->p, s->og, s->kdim, 0,
+                                                  s->wpack != NULL, 0);
         ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
     } else if (depthwise && s->og <= 4) {
         s->mode = CONV_DEPTHWISE;
@@ -463,16 +524,22 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
         }
     } else {
         s->mode = pointwise ? CONV_GEMM_1X1 : CONV_GEMM_IM2COL;
+        s->trans = wc != NULL && conv_prefers_transposed(s->arch, s->og, s->p);
         if (wc != NULL && s->og > 0 && s->kdim > 0) {
-            s->wpack_stride = gemm_packed_a_floats(s->arch, s->og, s->kdim);
+            s->wpack_stride = s->trans ? gemm_packed_b_floats(s->arch, s->kdim, s->og)
+                                       : gemm_packed_a_floats(s->arch, s->og, s->kdim);
             s->wpack = (float*)malloc(s->wpack_stride * (size_t)s->groups * sizeof(float) + 64);
             if (s->wpack == NULL) {
                 conv_release(s);
                 return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
             }
             for (int64_t g = 0; g < s->groups; ++g) {
-                gemm_pack_a_full(s->arch, s->og, s->kdim, wc + g * s->og * s->kdim, s->kdim, 1,
-                                 s->wpack + g * s->wpack_stride);
+                const float* wg = wc + g * s->og * s->kdim;
+                if (s->trans) {
+                    gemm_pack_b_full(s->arch, s->kdim, s->og, wg, 1, s->kdim, s->wpack + g * s->wpack_stride);
+                } else {
+                    gemm_pack_a_full(s->arch, s->og, s->kdim, wg, s->kdim, 1, s->wpack + g * s->wpack_stride);
+                }
             }
         }
         if (s->mode == CONV_GEMM_IM2COL) {
@@ -488,7 +555,10 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
                 valid_ox(s, kx, &s->rows[r].lo, &s->rows[r].hi);
             }
         }
-        s->gemm_ws_floats = gemm_workspace_floats(s->arch, s->og, s->p, s->kdim, s->wpack != NULL, 0);
+        s->gemm_ws_floats = s->trans ? gemm_workspace_floats(s->arch, threads, s->p, s->og, s->kdim, 0,
+                                                             s->wpack != NULL, 1)
+                                     : gemm_workspace_floats(s->arch, threads, s->og, s->p, s->kdim,
+                                                             s->wpack != NULL, 0, 0);
         ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
     }
     pn_workload* wl = pn_workload_new(s, conv_execute, conv_release, ws_bytes);

@@ -107,7 +107,7 @@ static pn_status fc_execute(void* vs, const pn_execute_args* args, pn_string_out
     gemm_operand ga = {a, s->transpose_a ? 1 : s->k, s->transpose_a ? s->m : 1, NULL, NULL, NULL, NULL};
     gemm_operand gb = {b, s->transpose_b ? 1 : s->n, s->transpose_b ? s->k : 1, s->bpack, NULL, NULL, NULL};
     int need_epi = s->alpha != 1.0f || e.c != NULL || e.addend != NULL || s->has_act;
-    gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, (float*)args->outputs[0].data, s->n,
+    gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, (float*)args->outputs[0].data, s->n, 0,
              (float*)args->workspace, need_epi ? fc_epilogue : NULL, &e);
     return PN_OK;
 }
@@ -158,7 +158,8 @@ pn_status accel_create_fully_connected(const accel_env* env, const pn_layer* lay
         gemm_pack_b_full(s->arch, s->k, s->n, bc, s->transpose_b ? 1 : s->n,
                          s->transpose_b ? s->k : 1, s->bpack);
     }
-    s->ws_floats = gemm_workspace_floats(s->arch, s->m, s->n, s->k, 0, s->bpack != NULL);
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_pool_size(env->pool), s->m, s->n, s->k, 0,
+                                         s->bpack != NULL, 0);
     pn_workload* wl = pn_workload_new(s, fc_execute, fc_release, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

@@ -111,12 +111,23 @@ static void gemm_ukr_portable(int64_t kc, const float* a, const float* b, float*
     }
 }
 
-static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable};
+/* The portable transposed store, in 16-column strips so reads stay contiguous. */
+static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                             int64_t cols) {
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+        int64_t j1 = cols - j0 < 16 ? cols : j0 + 16;
+        for (int64_t i = 0; i < rows; ++i) {
+            const float* ti = t + i * ldt;
+            for (int64_t j = j0; j < j1; ++j) out[j * ldc + i] = ti[j];
+        }
+    }
+}
+
+static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
+                                        store_t_portable};
 #if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16};
-#endif
-#if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX512 = {14, 32, 112, 512, gemm_ukr_avx512_14x32};
+static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable};
+static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512};
 #endif
 
 const gemm_arch* gemm_arch_for(accel_isa isa) {
@@ -158,6 +169,12 @@ static void pack_a_panel(int mr, int64_t m, int64_t i0, int64_t p0, int64_t kc, 
         }
         return;
     }
+    if (rs == 1 && rows == mr) {
+        for (int64_t p = 0; p < kc; ++p) {
+            gemm_copy_row(dst + p * mr, src + i0 + (p0 + p) * cs, mr);
+        }
+        return;
+    }
     for (int64_t p = 0; p < kc; ++p) {
         const float* s = src + i0 * rs + (p0 + p) * cs;
         int64_t i = 0;
@@ -172,7 +189,7 @@ static void pack_b_panel(int nr, int64_t n, int64_t j0, int64_t p0, int64_t kc, 
     int64_t cols = n - j0 < nr ? n - j0 : nr;
     if (cs == 1 && cols == nr) {
         for (int64_t p = 0; p < kc; ++p) {
-            memcpy(dst + p * nr, src + (p0 + p) * rs + j0, (size_t)nr * sizeof(float));
+            gemm_copy_row(dst + p * nr, src + (p0 + p) * rs + j0, nr);
         }
         return;
     }
@@ -216,150 +233,258 @@ void gemm_pack_b_full(const gemm_arch* arch, int64_t k, int64_t n, const float* 
     }
 }
 
-size_t gemm_workspace_floats(const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
-                             int a_prepacked, int b_prepacked) {
+/* Per-job scratch, in floats (each buffer followed by 16 floats of alignment slack). */
+typedef struct job_sizes {
+    size_t a, b, c; /* packed A block, packed B block, transposed-C accumulator */
+} job_sizes;
+
+static job_sizes job_scratch(const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+                             int a_prepacked, int b_prepacked, int c_trans) {
     int64_t kc = k < GEMM_KC ? k : GEMM_KC;
-    size_t total = 16; /* alignment slack */
-    if (!a_prepacked) total += (size_t)(round_up(m, arch->mr) * kc) + 16;
-    if (!b_prepacked) total += (size_t)(round_up(n, arch->nr) * kc) + 16;
-    return total;
+    int64_t mpad = round_up(m, arch->mr), npad = round_up(n, arch->nr);
+    int64_t mc = mpad < arch->mc ? mpad : arch->mc;
+    int64_t nc = npad < arch->ncj ? npad : arch->ncj;
+    job_sizes js = {0, 0, 0};
+    if (!a_prepacked) js.a = (size_t)(mc * kc) + 16;
+    if (!b_prepacked) js.b = (size_t)(kc * nc) + 16;
+    if (c_trans) js.c = (size_t)(mc * nc) + 16;
+    return js;
+}
+
+size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int64_t n, int64_t k,
+                             int a_prepacked, int b_prepacked, int c_trans) {
+    if (m <= 0 || n <= 0 || k <= 0) {
+        return 16;
+    }
+    job_sizes js = job_scratch(arch, m, n, k, a_prepacked, b_prepacked, c_trans);
+    return 16 + (size_t)(threads > 1 ? threads : 1) * (js.a + js.b + js.c);
 }
 
 /* ---- driver ------------------------------------------------------------------------ */
 
+/* Relative cost of packing one float, in multiply-adds (a strided gather or an implicit
+ * im2col moves about one float per cycle; the micro-kernel does 16 multiply-adds). */
+#define GEMM_PACK_COST 16
+/* Below this many multiply-adds per thread the GEMM runs on fewer threads. */
+#define GEMM_MIN_JOB_WORK ((int64_t)1 << 17)
+
 typedef struct gemm_ctx {
     const gemm_arch* arch;
-    int64_t m, n, k, p0, kc, ldc, mpad, npad, mc;
-    int accumulate, last;
+    int64_t m, n, k, ldc, mpad, npad, step;
+    int c_trans;
     const gemm_operand* a;
     const gemm_operand* b;
-    const float* apack; /* this K block's packed A / B */
-    const float* bpack;
-    float* a_buf;
-    float* b_buf;
     float* c;
-    int64_t mblocks, nblocks;
+    float* ws;           /* job j's scratch at ws + j * job_floats */
+    job_sizes js;
+    size_t job_floats;
+    int tm, tn;          /* jobs = tm x tn: M panels split tm ways, N panels tn ways */
     gemm_epilogue_fn epilogue;
     void* epilogue_ctx;
 } gemm_ctx;
-
-static void pack_a_range(void* vctx, int64_t begin, int64_t end) {
-    gemm_ctx* g = (gemm_ctx*)vctx;
-    int mr = g->arch->mr;
-    for (int64_t r = begin; r < end; ++r) {
-        if (g->a->pack_a != NULL) {
-            g->a->pack_a(g->a->pack_ctx, mr, r * mr, g->p0, g->kc, g->a_buf + r * mr * g->kc);
-        } else {
-            pack_a_panel(mr, g->m, r * mr, g->p0, g->kc, g->a->data, g->a->rs, g->a->cs,
-                         g->a_buf + r * mr * g->kc);
-        }
-    }
-}
-
-static void pack_b_range(void* vctx, int64_t begin, int64_t end) {
-    gemm_ctx* g = (gemm_ctx*)vctx;
-    int nr = g->arch->nr;
-    for (int64_t r = begin; r < end; ++r) {
-        if (g->b->pack_b != NULL) {
-            g->b->pack_b(g->b->pack_ctx, nr, r * nr, g->p0, g->kc, g->b_buf + r * nr * g->kc);
-        } else {
-            pack_b_panel(nr, g->n, r * nr, g->p0, g->kc, g->b->data, g->b->rs, g->b->cs,
-                         g->b_buf + r * nr * g->kc);
-        }
-    }
-}
-
-/* One MC x NC tile of C from this K block's packed A and B. */
-static void compute_tile(const gemm_ctx* g, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
-    const gemm_arch* arch = g->arch;
-    int mr = arch->mr, nr = arch->nr;
-    float tmp[GEMM_MR_MAX * GEMM_NR_MAX] __attribute__((aligned(64)));
-    for (int64_t j = n0; j < n0 + nb; j += nr) {
-        const float* bp = g->bpack + j * g->kc;
-        int64_t cols = g->n - j < nr ? g->n - j : nr;
-        for (int64_t i = m0; i < m0 + mb; i += mr) {
-            const float* ap = g->apack + i * g->kc;
-            int64_t rows = g->m - i < mr ? g->m - i : mr;
-            float* c = g->c + i * g->ldc + j;
-            if (rows == mr && cols == nr) {
-                arch->ukr(g->kc, ap, bp, c, g->ldc, g->accumulate);
-            } else {
-                arch->ukr(g->kc, ap, bp, tmp, nr, 0);
-                for (int64_t r = 0; r < rows; ++r) {
-                    float* cr = c + r * g->ldc;
-                    const float* tr = tmp + r * nr;
-                    if (g->accumulate) {
-                        for (int64_t q = 0; q < cols; ++q) cr[q] += tr[q];
-                    } else {
-                        for (int64_t q = 0; q < cols; ++q) cr[q] = tr[q];
-                    }
-                }
-            }
-        }
-    }
-    if (g->last && g->epilogue != NULL) {
-        g->epilogue(g->epilogue_ctx, g->c + m0 * g->ldc + n0, g->ldc, m0, n0, mb, nb);
-    }
-}
-
-/* Jobs are (M block, N block) pairs over fully packed A and B. */
-static void compute_range(void* vctx, int64_t begin, int64_t end) {
-    gemm_ctx* g = (gemm_ctx*)vctx;
-    for (int64_t job = begin; job < end; ++job) {
-        int64_t ib = job / g->nblocks, jb = job % g->nblocks;
-        int64_t m0 = ib * g->mc, n0 = jb * g->arch->ncj;
-        int64_t mb = g->m - m0 < g->mc ? g->m - m0 : g->mc;
-        int64_t nb = g->n - n0 < g->arch->ncj ? g->n - n0 : g->arch->ncj;
-        compute_tile(g, m0, mb, n0, nb);
-    }
-}
-
-/* Jobs are N blocks: pack that slice of B (it stays in cache), then sweep all of M. */
-static void compute_fused_range(void* vctx, int64_t begin, int64_t end) {
-    gemm_ctx* g = (gemm_ctx*)vctx;
-    int nr = g->arch->nr;
-    for (int64_t jb = begin; jb < end; ++jb) {
-        int64_t n0 = jb * g->arch->ncj;
-        int64_t nb = g->n - n0 < g->arch->ncj ? g->n - n0 : g->arch->ncj;
-        pack_b_range(g, n0 / nr, (n0 + nb + nr - 1) / nr);
-        for (int64_t m0 = 0; m0 < g->m; m0 += g->mc) {
-            compute_tile(g, m0, g->m - m0 < g->mc ? g->m - m0 : g->mc, n0, nb);
-        }
-    }
-}
-
-/* Jobs are M blocks (B already packed): pack that block of A, then sweep all of N. */
-static void compute_fused_a_range(void* vctx, int64_t begin, int64_t end) {
-    gemm_ctx* g = (gemm_ctx*)vctx;
-    int mr = g->arch->mr;
-    for (int64_t ib = begin; ib < end; ++ib) {
-        int64_t m0 = ib * g->mc;
-        int64_t mb = g->m - m0 < g->mc ? g->m - m0 : g->mc;
-        pack_a_range(g, m0 / mr, (m0 + mb + mr - 1) / mr);
-        for (int64_t n0 = 0; n0 < g->n; n0 += g->arch->ncj) {
-            compute_tile(g, m0, mb, n0, g->n - n0 < g->arch->ncj ? g->n - n0 : g->arch->ncj);
-        }
-    }
-}
-
-static void zero_range(void* vctx, int64_t begin, int64_t end) {
-    gemm_ctx* g = (gemm_ctx*)vctx;
-    for (int64_t r = begin; r < end; ++r) {
-        memset(g->c + r * g->ldc, 0, (size_t)g->n * sizeof(float));
-        if (g->epilogue != NULL) {
-            g->epilogue(g->epilogue_ctx, g->c + r * g->ldc, g->ldc, r, 0, 1, g->n);
-        }
-    }
-}
 
 static float* align64(float* p) {
     uintptr_t v = (uintptr_t)p;
     return (float*)((v + 63u) & ~(uintptr_t)63u);
 }
 
+/* Part `part` of `parts` over [0, n): contiguous and balanced. */
+static void split(int64_t n, int64_t parts, int64_t part, int64_t* begin, int64_t* end) {
+    int64_t base = n / parts, extra = n % parts;
+    *begin = part * base + (part < extra ? part : extra);
+    *end = *begin + base + (part < extra ? 1 : 0);
+}
+
+/* Packs rows [m0, m0+mb) x K block [p0, p0+kc) of A into dst (panel r at r * mr * kc). */
+static void pack_a_block(const gemm_ctx* g, int64_t m0, int64_t mb, int64_t p0, int64_t kc,
+                         float* dst) {
+    int mr = g->arch->mr;
+    if (g->a->pack_a != NULL) {
+        g->a->pack_a(g->a->pack_ctx, mr, m0, mb, p0, kc, dst);
+        return;
+    }
+    for (int64_t i = 0; i < mb; i += mr) {
+        pack_a_panel(mr, g->m, m0 + i, p0, kc, g->a->data, g->a->rs, g->a->cs, dst + i * kc);
+    }
+}
+
+/* Packs K block [p0, p0+kc) x cols [n0, n0+nb) of B into dst (panel r at r * nr * kc). */
+static void pack_b_block(const gemm_ctx* g, int64_t n0, int64_t nb, int64_t p0, int64_t kc,
+                         float* dst) {
+    int nr = g->arch->nr;
+    if (g->b->pack_b != NULL) {
+        g->b->pack_b(g->b->pack_ctx, nr, n0, nb, p0, kc, dst);
+        return;
+    }
+    for (int64_t j = 0; j < nb; j += nr) {
+        pack_b_panel(nr, g->n, n0 + j, p0, kc, g->b->data, g->b->rs, g->b->cs, dst + j * kc);
+    }
+}
+
+/* The micro-tiles of C block [m0, m0+mb) x [n0, n0+nb) for one K block: ap/bp are that
+ * block's packed A rows and B columns. C is either the output (row-major, ldc; partial
+ * tiles go through a local tile) or, for a transposed C, the job's accumulator
+ * (row stride ldt, padded to whole panels). */
+static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int64_t m0,
+                        int64_t mb, int64_t n0, int64_t nb, int64_t kc, int accumulate,
+                        float* ctmp, int64_t ldt) {
+    const gemm_arch* arch = g->arch;
+    int mr = arch->mr, nr = arch->nr;
+    float tmp[GEMM_MR_MAX * GEMM_NR_MAX] __attribute__((aligned(64)));
+    for (int64_t j = 0; j < nb; j += nr) {
+        const float* bj = bp + j * kc;
+        int64_t cols = g->n - (n0 + j) < nr ? g->n - (n0 + j) : nr;
+        for (int64_t i = 0; i < mb; i += mr) {
+            const float* ai = ap + i * kc;
+            if (ctmp != NULL) {
+                arch->ukr(kc, ai, bj, ctmp + i * ldt + j, ldt, accumulate);
+                continue;
+            }
+            int64_t rows = g->m - (m0 + i) < mr ? g->m - (m0 + i) : mr;
+            float* c = g->c + (m0 + i) * g->ldc + n0 + j;
+            if (rows == mr && cols == nr) {
+                arch->ukr(kc, ai, bj, c, g->ldc, accumulate);
+                continue;
+            }
+            arch->ukr(kc, ai, bj, tmp, nr, 0);
+            for (int64_t r = 0; r < rows; ++r) {
+                float* cr = c + r * g->ldc;
+                const float* tr = tmp + r * nr;
+                if (accumulate) {
+                    for (int64_t q = 0; q < cols; ++q) cr[q] += tr[q];
+                } else {
+                    for (int64_t q = 0; q < cols; ++q) cr[q] = tr[q];
+                }
+            }
+        }
+    }
+}
+
+/* A finished C block [m0, m0+mb) x [n0, n0+nb): for a transposed C, stores the job's
+ * accumulator into c[j * ldc + i] (the arch's store_t); then runs the epilogue on the block
+ * as stored. */
+static void finish_block(const gemm_ctx* g, const float* ctmp, int64_t ldt, int64_t m0,
+                         int64_t mb, int64_t n0, int64_t nb) {
+    int64_t rows = g->m - m0 < mb ? g->m - m0 : mb;
+    int64_t cols = g->n - n0 < nb ? g->n - n0 : nb;
+    if (!g->c_trans) {
+        if (g->epilogue != NULL) {
+            g->epilogue(g->epilogue_ctx, g->c + m0 * g->ldc + n0, g->ldc, m0, n0, rows, cols);
+        }
+        return;
+    }
+    float* out = g->c + n0 * g->ldc + m0;
+    g->arch->store_t(ctmp, ldt, out, g->ldc, rows, cols);
+    if (g->epilogue != NULL) {
+        g->epilogue(g->epilogue_ctx, out, g->ldc, n0, m0, cols, rows);
+    }
+}
+
+/* Job (part) of the GEMM: a rectangle of whole panels, the whole K loop, its own scratch.
+ * Loop order: when B has to be packed and C is not transposed, B-outer (each B block is
+ * packed once, A blocks stream past it); otherwise A-outer (each A block is packed once,
+ * and a transposed C is accumulated per A block in the job's scratch). */
+static void gemm_job(void* vctx, int64_t begin, int64_t end) {
+    const gemm_ctx* g = (const gemm_ctx*)vctx;
+    const gemm_arch* arch = g->arch;
+    int mr = arch->mr, nr = arch->nr;
+    for (int64_t job = begin; job < end; ++job) {
+        int64_t pm0, pm1, pn0, pn1;
+        split(g->mpad / mr, g->tm, job / g->tn, &pm0, &pm1);
+        split(g->npad / nr, g->tn, job % g->tn, &pn0, &pn1);
+        if (pm0 == pm1 || pn0 == pn1) {
+            continue;
+        }
+        int64_t r0 = pm0 * mr, r1 = pm1 * mr, c0 = pn0 * nr, c1 = pn1 * nr;
+        float* ws = g->ws + (size_t)job * g->job_floats;
+        float* abuf = g->js.a > 0 ? align64(ws) : NULL;
+        float* bbuf = g->js.b > 0 ? align64(ws + g->js.a) : NULL;
+        float* ctmp = g->js.c > 0 ? align64(ws + g->js.a + g->js.b) : NULL;
+        /* balanced blocks of whole panels: M blocks of <= mc rows, N chunks of <= ncj cols */
+        int64_t mblocks = (r1 - r0 + arch->mc - 1) / arch->mc;
+        int64_t mc = round_up((r1 - r0 + mblocks - 1) / mblocks, mr);
+        int64_t nblocks = (c1 - c0 + arch->ncj - 1) / arch->ncj;
+        int64_t nc = round_up((c1 - c0 + nblocks - 1) / nblocks, nr);
+        int b_outer = g->b->packed == NULL && !g->c_trans;
+        for (int64_t n0 = c0; n0 < c1; n0 += nc) {
+            int64_t nb = c1 - n0 < nc ? c1 - n0 : nc;
+            if (b_outer) {
+                for (int64_t p0 = 0; p0 < g->k; p0 += g->step) {
+                    int64_t kc = g->k - p0 < g->step ? g->k - p0 : g->step;
+                    int last = p0 + kc >= g->k;
+                    pack_b_block(g, n0, nb, p0, kc, bbuf);
+                    for (int64_t m0 = r0; m0 < r1; m0 += mc) {
+                        int64_t mb = r1 - m0 < mc ? r1 - m0 : mc;
+                        const float* ap = g->a->packed != NULL ? g->a->packed + p0 * g->mpad + m0 * kc
+                                                               : abuf;
+                        if (g->a->packed == NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
+                        block_tiles(g, ap, bbuf, m0, mb, n0, nb, kc, p0 > 0, NULL, 0);
+                        if (last) finish_block(g, NULL, 0, m0, mb, n0, nb);
+                    }
+                }
+                continue;
+            }
+            for (int64_t m0 = r0; m0 < r1; m0 += mc) {
+                int64_t mb = r1 - m0 < mc ? r1 - m0 : mc;
+                for (int64_t p0 = 0; p0 < g->k; p0 += g->step) {
+                    int64_t kc = g->k - p0 < g->step ? g->k - p0 : g->step;
+                    const float* ap = g->a->packed != NULL ? g->a->packed + p0 * g->mpad + m0 * kc
+                                                           : abuf;
+                    const float* bp = g->b->packed != NULL ? g->b->packed + p0 * g->npad + n0 * kc
+                                                           : bbuf;
+                    if (g->a->packed == NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
+                    if (g->b->packed == NULL) pack_b_block(g, n0, nb, p0, kc, bbuf);
+                    block_tiles(g, ap, bp, m0, mb, n0, nb, kc, p0 > 0, ctmp, nc);
+                }
+                finish_block(g, ctmp, nc, m0, mb, n0, nb);
+            }
+        }
+    }
+}
+
+/* Chooses the job grid tm x tn (<= threads jobs) minimizing the largest job's cost:
+ * multiply-adds over whole panels plus the packing that job does (an operand split
+ * across jobs on the other dimension is packed by each of them). */
+static void choose_grid(gemm_ctx* g, int threads) {
+    int64_t mp = g->mpad / g->arch->mr, np = g->npad / g->arch->nr;
+    int64_t total = g->mpad * g->npad * g->k;
+    int64_t max_jobs = total / GEMM_MIN_JOB_WORK;
+    if (max_jobs < threads) threads = max_jobs < 1 ? 1 : (int)max_jobs;
+    int64_t best = -1;
+    g->tm = 1;
+    g->tn = 1;
+    for (int tm = 1; tm <= threads; ++tm) {
+        int tn = threads / tm;
+        if (tm > mp || tn > np) {
+            continue;
+        }
+        int64_t rows = (mp + tm - 1) / tm * g->arch->mr, cols = (np + tn - 1) / tn * g->arch->nr;
+        int64_t cost = rows * cols * g->k;
+        if (g->a->packed == NULL) cost += GEMM_PACK_COST * rows * g->k;
+        if (g->b->packed == NULL) cost += GEMM_PACK_COST * cols * g->k;
+        if (best < 0 || cost < best) {
+            best = cost;
+            g->tm = tm;
+            g->tn = tn;
+        }
+    }
+}
+
+/* K == 0: C = 0, then the epilogue, one stored row per item. */
+static void zero_range(void* vctx, int64_t begin, int64_t end) {
+    gemm_ctx* g = (gemm_ctx*)vctx;
+    int64_t cols = g->c_trans ? g->m : g->n;
+    for (int64_t r = begin; r < end; ++r) {
+        memset(g->c + r * g->ldc, 0, (size_t)cols * sizeof(float));
+        if (g->epilogue != NULL) {
+            g->epilogue(g->epilogue_ctx, g->c + r * g->ldc, g->ldc, r, 0, 1, cols);
+        }
+    }
+}
+
 void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
-              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, float* workspace,
-              gemm_epilogue_fn epilogue, void* epilogue_ctx) {
+              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
+              float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx) {
     gemm_ctx g;
     memset(&g, 0, sizeof(g));
     g.arch = arch;
@@ -367,6 +492,7 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
     g.n = n;
     g.k = k;
     g.ldc = ldc;
+    g.c_trans = c_trans;
     g.a = a;
     g.b = b;
     g.c = c;
@@ -376,56 +502,15 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
         return;
     }
     if (k <= 0) {
-        accel_cc_parallel(env, m, zero_range, &g);
+        accel_cc_parallel(env, c_trans ? n : m, zero_range, &g);
         return;
     }
     g.mpad = round_up(m, arch->mr);
     g.npad = round_up(n, arch->nr);
-    g.mblocks = (m + arch->mc - 1) / arch->mc;
-    /* balanced M blocks (e.g. M = 128 -> 2 x 66, not 120 + 8), multiples of mr */
-    g.mc = round_up((m + g.mblocks - 1) / g.mblocks, arch->mr);
-    g.nblocks = (n + arch->ncj - 1) / arch->ncj;
-    int64_t kc_max = k < GEMM_KC ? k : GEMM_KC;
-    float* ws = align64(workspace);
-    if (a->packed == NULL) {
-        g.a_buf = ws;
-        ws = align64(ws + g.mpad * kc_max);
-    }
-    if (b->packed == NULL) {
-        g.b_buf = ws;
-    }
-    /* Pack B per N block inside the compute jobs when there are enough of them. */
-    int threads = env != NULL ? accel_pool_size(env->pool) : 1;
-    int fused = b->packed == NULL && g.nblocks >= threads;
-    /* Or pack A per M block inside the jobs when B is prepacked. */
-    int fused_a = a->packed == NULL && b->packed != NULL && g.mblocks >= threads;
-    int64_t step = kc_step(k);
-    for (int64_t p0 = 0; p0 < k; p0 += step) {
-        g.p0 = p0;
-        g.kc = k - p0 < step ? k - p0 : step;
-        g.accumulate = p0 > 0;
-        g.last = p0 + g.kc >= k;
-        if (a->packed != NULL) {
-            g.apack = a->packed + p0 * g.mpad;
-        } else if (fused_a) {
-            g.apack = g.a_buf;
-            g.bpack = b->packed + p0 * g.npad;
-            accel_cc_parallel(env, g.mblocks, compute_fused_a_range, &g);
-            continue;
-        } else {
-            accel_cc_parallel(env, g.mpad / arch->mr, pack_a_range, &g);
-            g.apack = g.a_buf;
-        }
-        if (b->packed != NULL) {
-            g.bpack = b->packed + p0 * g.npad;
-        } else if (fused) {
-            g.bpack = g.b_buf;
-            accel_cc_parallel(env, g.nblocks, compute_fused_range, &g);
-            continue;
-        } else {
-            accel_cc_parallel(env, g.npad / arch->nr, pack_b_range, &g);
-            g.bpack = g.b_buf;
-        }
-        accel_cc_parallel(env, g.mblocks * g.nblocks, compute_range, &g);
-    }
+    g.step = kc_step(k);
+    g.js = job_scratch(arch, m, n, k, a->packed != NULL, b->packed != NULL, c_trans);
+    g.job_floats = g.js.a + g.js.b + g.js.c;
+    g.ws = workspace;
+    choose_grid(&g, env != NULL ? accel_pool_size(env->pool) : 1);
+    accel_cc_parallel(env, (int64_t)g.tm * g.tn, gemm_job, &g);
 }

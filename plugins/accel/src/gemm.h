@@ -1,11 +1,19 @@
 /*
  * CpuAcc SGEMM: packed operands, register-blocked micro-kernels (portable,
- * AVX2 6x16, AVX-512 14x32), KC/MC blocking, threaded over MC x NC tiles.
- * Private to the compute families (conv.c, fc.c, matmul.c).
+ * AVX2 6x16, AVX-512 7x32), KC/MC/NC blocking. Private to the compute families
+ * (conv.c, fc.c, matmul.c).
  *
- * C[M, N] (row stride ldc) = A[M, K] * B[K, N], then an optional epilogue per
- * finished tile. A and B are read through element strides (rs, cs), so
- * transposes cost nothing, or from a prepacked copy (gemm_pack_a/b_full).
+ * C[M, N] (row stride ldc, or stored transposed) = A[M, K] * B[K, N], then an
+ * optional epilogue per finished block. A and B are read through element strides
+ * (rs, cs), so transposes cost nothing, or from a prepacked copy
+ * (gemm_pack_a/b_full), or through a packing callback (e.g. an implicit im2col).
+ *
+ * Threading: one parallel_for per GEMM. C's micro-tile panels are split into a
+ * grid of tm x tn rectangles (<= the pool's threads), chosen to minimize the
+ * largest rectangle's multiply-adds plus the packing it does; each job runs the
+ * whole K loop for its rectangle with its own packing buffers in the workspace.
+ * The micro-tiles and K blocks do not depend on the grid, so every thread count
+ * gives the same bits.
  */
 #ifndef ACCEL_GEMM_H
 #define ACCEL_GEMM_H
@@ -14,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GEMM_KC 256
 #define GEMM_MR_MAX 16
@@ -23,13 +32,31 @@
 typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                             int accumulate);
 
+/* out[j * ldc + i] = t[i * ldt + j] for i < rows, j < cols (a transposed C block's store). */
+typedef void (*gemm_store_t_fn)(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                                int64_t cols);
+
 typedef struct gemm_arch {
-    int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N job width (multiple of nr) */
+    int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
+    gemm_store_t_fn store_t;
 } gemm_arch;
 
 /* The kernel set for `isa` (falls back to portable when not compiled in). */
 const gemm_arch* gemm_arch_for(accel_isa isa);
+
+/* dst[0..w) = src[0..w) for one row of a packed panel, with the copy size a constant for
+ * the micro-tile widths (so the copy is inlined, not a library call). */
+static inline void gemm_copy_row(float* dst, const float* src, int w) {
+    switch (w) {
+    case 32: memcpy(dst, src, 32 * sizeof(float)); break;
+    case 16: memcpy(dst, src, 16 * sizeof(float)); break;
+    case 7: memcpy(dst, src, 7 * sizeof(float)); break;
+    case 6: memcpy(dst, src, 6 * sizeof(float)); break;
+    case 4: memcpy(dst, src, 4 * sizeof(float)); break;
+    default: memcpy(dst, src, (size_t)w * sizeof(float)); break;
+    }
+}
 
 /* A strided matrix: element (i, j) = data[i * rs + j * cs]; or prepacked. */
 typedef struct gemm_operand {
@@ -37,12 +64,16 @@ typedef struct gemm_operand {
     int64_t rs, cs;
     const float* packed; /* from gemm_pack_*_full with the same arch, or NULL */
     /* B only, optional (used when packed is NULL): packs rows [p0, p0+kc) x cols
-     * [j0, j0+nr) of B (zeros past n) into dst[kc][nr]; e.g. an implicit im2col. */
-    void (*pack_b)(const void* ctx, int nr, int64_t j0, int64_t p0, int64_t kc, float* dst);
+     * [j0, j0+nb) of B (nb a multiple of nr; zeros past n) as nb / nr panels, panel r at
+     * dst + r * nr * kc in [kc][nr] layout; e.g. an implicit im2col. */
+    void (*pack_b)(const void* ctx, int nr, int64_t j0, int64_t nb, int64_t p0, int64_t kc,
+                   float* dst);
     const void* pack_ctx;
-    /* A only, optional (used when packed is NULL): packs rows [i0, i0+mr) (zeros past m)
-     * x cols [p0, p0+kc) of A into dst[kc][mr], with pack_ctx. */
-    void (*pack_a)(const void* ctx, int mr, int64_t i0, int64_t p0, int64_t kc, float* dst);
+    /* A only, optional (used when packed is NULL): packs rows [i0, i0+mb) (mb a multiple of
+     * mr; zeros past m) x cols [p0, p0+kc) of A as mb / mr panels, panel r at
+     * dst + r * mr * kc in [kc][mr] layout, with pack_ctx. */
+    void (*pack_a)(const void* ctx, int mr, int64_t i0, int64_t mb, int64_t p0, int64_t kc,
+                   float* dst);
 } gemm_operand;
 
 /* Floats of a whole prepacked A [m, k] / B [k, n]. */
@@ -53,19 +84,23 @@ void gemm_pack_a_full(const gemm_arch* arch, int64_t m, int64_t k, const float* 
 void gemm_pack_b_full(const gemm_arch* arch, int64_t k, int64_t n, const float* src, int64_t rs,
                       int64_t cs, float* dst);
 
-/* Scratch floats gemm_run needs (packing buffers for operands not prepacked). */
-size_t gemm_workspace_floats(const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
-                             int a_prepacked, int b_prepacked);
+/* Scratch floats gemm_run needs with a pool of `threads` threads (per-job packing
+ * buffers for operands not prepacked, and the accumulator of a transposed C). */
+size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int64_t n, int64_t k,
+                             int a_prepacked, int b_prepacked, int c_trans);
 
-/* Called once per finished tile: rows [m0, m0+mb), cols [n0, n0+nb); c points at (m0, n0). */
+/* Called once per finished block of C as stored: rows [m0, m0+mb), cols [n0, n0+nb)
+ * of the stored matrix (for a transposed C, stored row r is GEMM column r); c points at
+ * stored element (m0, n0). */
 typedef void (*gemm_epilogue_fn)(void* ctx, float* c, int64_t ldc, int64_t m0, int64_t n0,
                                  int64_t mb, int64_t nb);
 
-/* Runs the GEMM (K == 0 gives zeros). workspace: gemm_workspace_floats floats, 64-byte
- * aligned is best. Threads over env->pool. */
+/* Runs the GEMM (K == 0 gives zeros). C element (i, j) is c[i * ldc + j], or with
+ * c_trans c[j * ldc + i]. workspace: gemm_workspace_floats floats for
+ * accel_pool_size(env->pool) threads. Threads over env->pool. */
 void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
-              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, float* workspace,
-              gemm_epilogue_fn epilogue, void* epilogue_ctx);
+              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
+              float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx);
 
 /* Internal thread wrapper (switch point to the pool). */
 void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void* ctx);
@@ -73,10 +108,12 @@ void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void*
 /* Fused activation on y[0..n) (act NULL or kind INVALID: nothing). */
 void accel_cc_activate(const pn_activation_desc* act, float* y, int64_t n);
 
-/* Micro-kernels per ISA (gemm_avx2.c, gemm_avx512.c). */
+/* Micro-kernels and transposed stores per ISA (gemm_avx2.c, gemm_avx512.c). */
 void gemm_ukr_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                         int accumulate);
-void gemm_ukr_avx512_14x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                           int accumulate);
+void gemm_ukr_avx512_7x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                          int accumulate);
+void gemm_store_t_avx512(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                         int64_t cols);
 
 #endif /* ACCEL_GEMM_H */

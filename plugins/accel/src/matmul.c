@@ -52,7 +52,7 @@ static pn_status matmul_execute(void* vs, const pn_execute_args* args, pn_string
         }
         gemm_operand ga = {a + aoff * s->m * s->k, s->k, 1, NULL, NULL, NULL, NULL};
         gemm_operand gb = {b + boff * s->k * s->n, s->n, 1, NULL, NULL, NULL, NULL};
-        gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, y + t * s->m * s->n, s->n,
+        gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, y + t * s->m * s->n, s->n, 0,
                  (float*)args->workspace, NULL, NULL);
     }
     return PN_OK;
@@ -83,7 +83,7 @@ pn_status accel_create_matmul(const accel_env* env, const pn_layer* layer,
     s->brank = yb.rank;
     for (uint32_t i = 0; i < yb.rank; ++i) s->bdims[i] = yb.dims[i];
     s->batches = pn_num_elements(&yb);
-    s->ws_floats = gemm_workspace_floats(s->arch, s->m, s->n, s->k, 0, 0);
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_pool_size(env->pool), s->m, s->n, s->k, 0, 0, 0);
     pn_workload* wl = pn_workload_new(s, matmul_execute, free, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

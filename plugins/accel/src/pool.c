@@ -1,28 +1,45 @@
-/* CpuAcc thread pool: persistent pthreads, one range per thread per parallel_for. */
+/* CpuAcc thread pool: persistent pthreads, one range per thread per parallel_for. Workers
+ * and the caller spin (bounded, ACCEL_SPIN_NS) before sleeping, so back-to-back
+ * parallel_for calls cost no system call. */
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "accel.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sched.h>
 #endif
+
+/* Bound of the spin-waits before a thread sleeps on a condition variable (nanoseconds):
+ * long enough to cover the gap between the parallel_for calls of one network run, short
+ * enough not to burn a core when the pool goes idle. */
+#define ACCEL_SPIN_NS 200000
 
 struct accel_pool {
     int num_threads;           /* total, caller included */
     pthread_t* threads;        /* num_threads - 1 workers */
     int started;               /* workers actually started */
     pthread_mutex_t submit;    /* one parallel_for at a time; others run inline */
-    pthread_mutex_t lock;      /* guards everything below */
-    pthread_cond_t wake;       /* workers wait for a new generation */
-    pthread_cond_t done;       /* the caller waits for pending == 0 */
-    uint64_t generation;
-    int pending;               /* workers still running the current job */
-    int stop;
-    /* The current job. */
+    pthread_mutex_t lock;      /* guards the sleeps and wake-ups below */
+    pthread_cond_t wake;       /* sleeping workers wait for a new generation */
+    pthread_cond_t done;       /* a sleeping caller waits for pending == 0 */
+    /* Publication protocol (all seq_cst): the caller writes the job, then stores generation;
+     * a worker loads generation, then reads the job. A thread going to sleep first counts
+     * itself in `sleepers` / sets `caller_sleeping` under `lock`, then re-checks its
+     * condition; the other side changes the condition, then looks at the counter and, if
+     * set, signals under `lock`. So a wake-up is never lost and, when nobody sleeps, nobody
+     * takes `lock`. */
+    atomic_uint_fast64_t generation;
+    atomic_int pending;        /* workers still running the current job */
+    atomic_int stop;
+    atomic_int sleepers;       /* workers blocked (or about to block) on `wake` */
+    atomic_int caller_sleeping;
+    /* The current job (written before generation is published). */
     accel_range_fn fn;
     void* ctx;
     int64_t n;
@@ -36,43 +53,82 @@ static void part_range(int64_t n, int parts, int part, int64_t* begin, int64_t* 
     *end = *begin + base + (part < extra ? 1 : 0);
 }
 
+/* One step of a spin-wait: tells the core this is a spin loop. */
+static void spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Monotonic nanoseconds (for the spin bound). */
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Spins up to ACCEL_SPIN_NS while the generation is still `seen` and stop is clear;
+ * returns 1 once either changed, 0 on timeout. */
+static int spin_until_generation(accel_pool* p, uint64_t seen) {
+    int64_t deadline = 0;
+    for (unsigned i = 0;; ++i) {
+        if (atomic_load(&p->generation) != seen || atomic_load(&p->stop)) {
+            return 1;
+        }
+        if ((i & 63u) == 0) {
+            int64_t t = now_ns();
+            if (deadline == 0) {
+                deadline = t + ACCEL_SPIN_NS;
+            } else if (t > deadline) {
+                return 0;
+            }
+        }
+        spin_pause();
+    }
+}
+
 typedef struct worker_arg {
     accel_pool* pool;
     int index; /* 1..num_threads-1 (the caller is part 0) */
 } worker_arg;
 
+/* A worker: waits for each new generation (spinning, then sleeping), runs its range of
+ * the job, and counts itself out of `pending`. */
 static void* worker_main(void* raw) {
     worker_arg arg = *(worker_arg*)raw;
     free(raw);
     accel_pool* p = arg.pool;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->stop && p->generation == seen) {
-            pthread_cond_wait(&p->wake, &p->lock);
+        if (!spin_until_generation(p, seen)) {
+            pthread_mutex_lock(&p->lock);
+            atomic_fetch_add(&p->sleepers, 1);
+            while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) {
+                pthread_cond_wait(&p->wake, &p->lock);
+            }
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->lock);
         }
-        if (p->stop) {
+        if (atomic_load(&p->stop)) {
             break;
         }
-        seen = p->generation;
-        accel_range_fn fn = p->fn;
-        void* ctx = p->ctx;
-        int64_t n = p->n;
+        seen = atomic_load(&p->generation);
         int parts = p->parts;
-        pthread_mutex_unlock(&p->lock);
         if (arg.index < parts) {
             int64_t b, e;
-            part_range(n, parts, arg.index, &b, &e);
+            part_range(p->n, parts, arg.index, &b, &e);
             if (b < e) {
-                fn(ctx, b, e);
+                p->fn(p->ctx, b, e);
             }
         }
-        pthread_mutex_lock(&p->lock);
-        if (--p->pending == 0) {
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping)) {
+            pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->lock);
         }
     }
-    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
@@ -105,6 +161,11 @@ accel_pool* accel_pool_create(int num_threads) {
         return NULL;
     }
     p->num_threads = num_threads;
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->caller_sleeping, 0);
     pthread_mutex_init(&p->submit, NULL);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
@@ -138,8 +199,8 @@ void accel_pool_destroy(accel_pool* p) {
     if (p == NULL) {
         return;
     }
+    atomic_store(&p->stop, 1);
     pthread_mutex_lock(&p->lock);
-    p->stop = 1;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->started; ++i) {
@@ -172,25 +233,41 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
         fn(ctx, 0, n); /* one range, or the pool is busy (another caller or a nested call) */
         return;
     }
-    pthread_mutex_lock(&p->lock);
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
     p->parts = parts;
-    p->pending = p->num_threads - 1;
-    p->generation += 1;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->lock);
+    atomic_store(&p->pending, p->num_threads - 1);
+    atomic_fetch_add(&p->generation, 1); /* publishes the job */
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+    }
 
     int64_t b, e;
     part_range(n, parts, 0, &b, &e);
     fn(ctx, b, e);
 
-    pthread_mutex_lock(&p->lock);
-    while (p->pending > 0) {
-        pthread_cond_wait(&p->done, &p->lock);
+    int64_t deadline = 0;
+    for (unsigned i = 0; atomic_load(&p->pending) > 0; ++i) {
+        if ((i & 63u) == 0) {
+            int64_t t = now_ns();
+            if (deadline == 0) {
+                deadline = t + ACCEL_SPIN_NS;
+            } else if (t > deadline) {
+                pthread_mutex_lock(&p->lock);
+                atomic_store(&p->caller_sleeping, 1);
+                while (atomic_load(&p->pending) > 0) {
+                    pthread_cond_wait(&p->done, &p->lock);
+                }
+                atomic_store(&p->caller_sleeping, 0);
+                pthread_mutex_unlock(&p->lock);
+                break;
+            }
+        }
+        spin_pause();
     }
-    pthread_mutex_unlock(&p->lock);
     pthread_mutex_unlock(&p->submit);
 }
 

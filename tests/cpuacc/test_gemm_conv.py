@@ -1,0 +1,246 @@
+"""CpuAcc's GEMM driver and the convolutions built on it, on shapes large enough to reach its
+blocking and threading: several K blocks (K > 256), M blocks (> 112 rows) and N blocks
+(> 512 columns), edge micro-tiles, and the job grid at 1/2/3/7 threads for every kernel set this
+machine runs. Every thread count must give the same bits as 1 thread for the same kernel set;
+the 1-thread result is compared with a float64 NumPy oracle (rtol 1e-4, atol 1e-4 times the
+largest |expected|: float32 sums over K <= 1200 terms of unit-variance products).
+
+NCHW convolutions with constant weights run in one of two GEMM orientations, chosen per layer
+at create time (the one that pads fewer multiply-adds to whole micro-tiles): OC rows x P
+columns, or P rows x OC columns written transposed. The shapes below are picked so that
+both orientations occur on each kernel set (micro-tiles 4x16 portable, 6x16 AVX2, 7x32
+AVX-512); the comment on each case says which one it takes on AVX-512. Weights supplied only at
+run time always use the OC-rows orientation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import plugnn
+from plugnn.descriptors import (ActivationDescriptor, Convolution2dDescriptor, DataLayout,
+                                FullyConnectedDescriptor, LayerKind)
+from plugnn.layers import LayerSpec
+from plugnn.tensor import TensorInfo
+
+from .test_cpuacc import CONFIGS, HAVE_CPUACC, THREADS, run
+
+pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
+
+RTOL = 1e-4
+ATOL_SCALE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def runtimes() -> dict[tuple[str, int], plugnn.Runtime]:
+    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
+           for isa, n in CONFIGS}
+    yield rts
+    for rt in rts.values():
+        rt.close()
+
+
+def layer(kind: LayerKind, desc: object, arrays: Sequence[np.ndarray], output: tuple[int, ...],
+          constants: Sequence[int]) -> LayerSpec:
+    """A one-output layer; inputs whose index is in `constants` carry their data (weights)."""
+    data = tuple(np.array(a, np.float32, order="C") if i in constants else None for i, a in enumerate(arrays))
+    return LayerSpec(kind, kind.name.lower(), desc, tuple(TensorInfo(a.shape) for a in arrays),
+                     (TensorInfo(tuple(output)),), constants=data if constants else ())
+
+
+def check_every_config(runtimes: dict[tuple[str, int], plugnn.Runtime], spec: LayerSpec,
+                       arrays: Sequence[np.ndarray], expected: np.ndarray) -> None:
+    first: dict[str, np.ndarray] = {}
+    atol = ATOL_SCALE * max(float(np.abs(expected).max(initial=0.0)), 1.0)
+    for (isa, n), rt in runtimes.items():
+        result = run(rt, spec, arrays)
+        if isa not in first:
+            first[isa] = result
+            np.testing.assert_allclose(result, expected.astype(np.float32), rtol=RTOL, atol=atol,
+                                       err_msg=f"isa={isa}")
+        else:
+            np.testing.assert_array_equal(result, first[isa], err_msg=f"isa={isa} num_threads={n} "
+                                                                      f"differs from num_threads={THREADS[0]}")
+
+
+# ---- convolution ----------------------------------------------------------------------------
+
+
+class Conv(NamedTuple):
+    n: int
+    c: int
+    h: int
+    w: int
+    o: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)   # top, left, bottom, right
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+
+
+def out_hw(case: Conv) -> tuple[int, int]:
+    (kh, kw), (sh, sw), (dh, dw) = case.kernel, case.stride, case.dilation
+    top, left, bottom, right = case.padding
+    return ((case.h + top + bottom - dh * (kh - 1) - 1) // sh + 1,
+            (case.w + left + right - dw * (kw - 1) - 1) // sw + 1)
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray, case: Conv) -> np.ndarray:
+    """NCHW convolution in float64: explicit padding, one kernel tap at a time, per group."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    top, left, bottom, right = case.padding
+    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = out_hw(case)
+    cg, og = case.c // case.groups, case.o // case.groups
+    y = np.zeros((case.n, case.o, oh, ow))
+    for i in range(case.kernel[0]):
+        for j in range(case.kernel[1]):
+            rows = i * case.dilation[0] + case.stride[0] * np.arange(oh)
+            cols = j * case.dilation[1] + case.stride[1] * np.arange(ow)
+            tap = padded[:, :, rows[:, None], cols[None, :]]
+            for g in range(case.groups):
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", tap[:, g * cg:(g + 1) * cg],
+                                                       w[g * og:(g + 1) * og, :, i, j])
+    return y
+
+
+CONV_CASES = {
+    # P = 14x14 = 196 = 28 x 7 rows; K = 32*9 = 288 (2 K blocks): transposed.
+    "3x3 same 14x14 oc32": Conv(1, 32, 14, 14, 32, (3, 3), padding=(1, 1, 1, 1)),
+    # P = 8x8 = 64 = 2 x 32 columns, OC = 28 = 4 x 7 rows: OC rows.
+    "3x3 same 8x8 oc28 batch 2": Conv(2, 40, 8, 8, 28, (3, 3), padding=(1, 1, 1, 1)),
+    # P = 8x6 = 48: 7 x 7 rows beat 2 x 32 columns; OC = 150 (edge columns): transposed.
+    "3x3 7x7 oc150 4-sided padding": Conv(1, 24, 7, 7, 150, (3, 3), padding=(1, 0, 2, 1)),
+    # P = 24x20 = 480 (edge tiles both ways), OC = 20: OC rows; stride 2, dilation 2.
+    "strided dilated odd sizes": Conv(2, 9, 47, 39, 20, (3, 3), stride=(2, 2), padding=(2, 2, 2, 2),
+                                      dilation=(2, 2)),
+    # groups 2: per group OC = 64, P = 20x20 = 400 (13 x 32 columns) vs 58 x 7 rows: transposed.
+    "grouped 2": Conv(1, 16, 20, 20, 128, (3, 3), padding=(1, 1, 1, 1), groups=2),
+    # 1x1 direct GEMM: P = 28x28 = 784 = 112 x 7 rows (7 M blocks), OC = 96: transposed.
+    "1x1 28x28": Conv(1, 300, 28, 28, 96, (1, 1)),
+    # 1x1 direct, OC = 130 (edge rows) on P = 9x9 = 81: OC rows; batch 3.
+    "1x1 9x9 batch 3": Conv(3, 64, 9, 9, 130, (1, 1)),
+    # stride-2 7x7 (the ResNet stem shape, smaller): P = 16x16 = 256, OC = 64: transposed.
+    "7x7 stride 2": Conv(1, 3, 32, 32, 64, (7, 7), stride=(2, 2), padding=(3, 3, 3, 3)),
+    # stride 3 x 1 asymmetric, groups 3 (OC 15 per group), P = 10x16 = 160, K = 4*5*3 = 60: OC rows.
+    "stride 3x1 grouped 3": Conv(1, 12, 30, 17, 45, (5, 3), stride=(3, 1), padding=(0, 1, 2, 0), groups=3),
+    # P = 24x24 = 576 (2 N blocks), OC = 14, K = 270 (2 K blocks): OC rows.
+    "3x3 24x24 oc14": Conv(1, 30, 24, 24, 14, (3, 3), padding=(1, 1, 1, 1)),
+    # P = 7x7 = 49, OC = 600 (2 N blocks, edge columns): transposed.
+    "1x1 7x7 oc600": Conv(1, 40, 7, 7, 600, (1, 1)),
+}
+
+FUSED = {
+    "none": None,
+    "relu": ActivationDescriptor("relu"),
+    "hard_swish": ActivationDescriptor("hard_swish"),
+}
+
+
+def activate(act: str, y: np.ndarray) -> np.ndarray:
+    if act == "relu":
+        return np.maximum(y, 0)
+    if act == "hard_swish":
+        return y * np.clip(y / 6 + 0.5, 0, 1)
+    return y
+
+
+def conv_inputs(case: Conv, seed: int, has_bias: bool, has_addend: bool):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((case.n, case.c, case.h, case.w)).astype(np.float32)
+    w = rng.standard_normal((case.o, case.c // case.groups, *case.kernel)).astype(np.float32)
+    oh, ow = out_hw(case)
+    bias = rng.standard_normal(case.o).astype(np.float32) if has_bias else None
+    addend = rng.standard_normal((case.n, case.o, oh, ow)).astype(np.float32) if has_addend else None
+    return x, w, bias, addend
+
+
+@pytest.mark.parametrize("act, has_bias, has_addend",
+                         [("none", False, False), ("relu", True, False), ("hard_swish", True, True),
+                          ("relu", False, True)],
+                         ids=["plain", "bias+relu", "bias+addend+hard_swish", "addend+relu"])
+@pytest.mark.parametrize("name", CONV_CASES)
+def test_conv_nchw(runtimes, name: str, act: str, has_bias: bool, has_addend: bool) -> None:  # type: ignore[no-untyped-def]
+    case = CONV_CASES[name]
+    x, w, bias, addend = conv_inputs(case, 301, has_bias, has_addend)
+    desc = Convolution2dDescriptor(stride=case.stride, padding=case.padding, dilation=case.dilation,
+                                   groups=case.groups, has_bias=has_bias, has_addend=has_addend,
+                                   fused_activation=FUSED[act])
+    arrays = [x, w] + ([bias] if has_bias else []) + ([addend] if has_addend else [])
+    expected = conv_reference(x, w, case)
+    if has_bias:
+        expected += bias.astype(np.float64)[None, :, None, None]
+    if has_addend:
+        expected += addend
+    spec = layer(LayerKind.CONVOLUTION_2D, desc, arrays, expected.shape, constants=[1, 2] if has_bias else [1])
+    check_every_config(runtimes, spec, arrays, activate(act, expected))
+
+
+@pytest.mark.parametrize("name", ["3x3 same 14x14 oc32", "strided dilated odd sizes", "1x1 9x9 batch 3"])
+def test_conv_nchw_weights_at_run_time(runtimes, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Weights that are not constants: packed on the fly, OC-rows orientation."""
+    case = CONV_CASES[name]
+    x, w, bias, _ = conv_inputs(case, 302, True, False)
+    desc = Convolution2dDescriptor(stride=case.stride, padding=case.padding, dilation=case.dilation,
+                                   groups=case.groups, has_bias=True, fused_activation=FUSED["relu"])
+    expected = conv_reference(x, w, case) + bias.astype(np.float64)[None, :, None, None]
+    spec = layer(LayerKind.CONVOLUTION_2D, desc, [x, w, bias], expected.shape, constants=[])
+    check_every_config(runtimes, spec, [x, w, bias], activate("relu", expected))
+
+
+@pytest.mark.parametrize("name", ["3x3 same 8x8 oc28 batch 2", "strided dilated odd sizes", "1x1 28x28",
+                                  "grouped 2"])
+def test_conv_nhwc(runtimes, name: str) -> None:  # type: ignore[no-untyped-def]
+    case = CONV_CASES[name]
+    x, w, bias, addend = conv_inputs(case, 303, True, True)
+    desc = Convolution2dDescriptor(stride=case.stride, padding=case.padding, dilation=case.dilation,
+                                   groups=case.groups, layout=DataLayout.NHWC, has_bias=True, has_addend=True,
+                                   fused_activation=FUSED["relu"])
+    expected = conv_reference(x, w, case) + bias.astype(np.float64)[None, :, None, None] + addend
+    to_nhwc = (0, 2, 3, 1)
+    arrays = [x.transpose(to_nhwc).copy(), w, bias, addend.transpose(to_nhwc).copy()]
+    spec = layer(LayerKind.CONVOLUTION_2D, desc, arrays, expected.transpose(to_nhwc).shape, constants=[1, 2])
+    check_every_config(runtimes, spec, arrays, activate("relu", expected).transpose(to_nhwc))
+
+
+# ---- fully connected and matmul ---------------------------------------------------------------
+
+GEMM_SHAPES = {
+    "row vector": (1, 1000, 512),
+    "odd edges": (37, 45, 300),
+    "tall": (250, 33, 70),
+    "wide, several N blocks": (20, 1100, 260),
+    "several M blocks and K blocks": (300, 90, 600),
+}
+
+
+@pytest.mark.parametrize("transpose_b", [False, True], ids=["b", "b^T"])
+@pytest.mark.parametrize("constant_b", [True, False], ids=["constant b", "b at run time"])
+@pytest.mark.parametrize("shape", GEMM_SHAPES)
+def test_fully_connected(runtimes, shape: str, constant_b: bool, transpose_b: bool) -> None:  # type: ignore[no-untyped-def]
+    m, n, k = GEMM_SHAPES[shape]
+    rng = np.random.default_rng(304)
+    a = rng.standard_normal((k, m)).astype(np.float32)   # transpose_a
+    b = rng.standard_normal((n, k) if transpose_b else (k, n)).astype(np.float32)
+    c = rng.standard_normal(n).astype(np.float32)
+    desc = FullyConnectedDescriptor(transpose_a=True, transpose_b=transpose_b, alpha=0.5, beta=2.0, has_bias=True,
+                                    fused_activation=FUSED["relu"])
+    b64 = b.astype(np.float64).T if transpose_b else b.astype(np.float64)
+    expected = np.maximum(0.5 * (a.astype(np.float64).T @ b64) + 2.0 * c, 0)
+    spec = layer(LayerKind.FULLY_CONNECTED, desc, [a, b, c], (m, n), constants=[1, 2] if constant_b else [2])
+    check_every_config(runtimes, spec, [a, b, c], expected)
+
+
+@pytest.mark.parametrize("shape_a, shape_b", [((3, 37, 300), (300, 45)), ((2, 1, 130, 20), (3, 20, 530)),
+                                              ((129,), (129, 600))])
+def test_matmul(runtimes, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(305)
+    a = rng.standard_normal(shape_a).astype(np.float32)
+    b = rng.standard_normal(shape_b).astype(np.float32)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    spec = layer(LayerKind.MATMUL, None, [a, b], expected.shape, constants=[])
+    check_every_config(runtimes, spec, [a, b], expected)
