@@ -289,7 +289,18 @@ typedef struct step_run {
     const chain_step* st;
 } step_run;
 
-/* Jobs [begin, end): (image, output block pair or block, output row). */
+/* Row groups of a step's jobs: single rows for depthwise steps, whole multi-row tiles for
+ * dense ones (accel_nchwc_rows_per_job). */
+static int64_t step_rows_per_job(const chain_step* st) {
+    return st->depthwise ? 1 : accel_nchwc_rows_per_job(st->g.ow);
+}
+
+static int64_t step_jobs(const chain_step* st, int64_t n) {
+    int64_t rpj = step_rows_per_job(st), units = st->depthwise ? st->g.ocb : (st->g.ocb + 1) / 2;
+    return n * units * ((st->g.oh + rpj - 1) / rpj);
+}
+
+/* Jobs [begin, end): (image, output block pair or block, output row group). */
 static void step_range(void* vctx, int64_t begin, int64_t end) {
     const step_run* r = (const step_run*)vctx;
     const chain_step* st = r->st;
@@ -297,8 +308,10 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
     int64_t units = st->depthwise ? g->ocb : (g->ocb + 1) / 2;
+    int64_t rpj = step_rows_per_job(st), groups = (g->oh + rpj - 1) / rpj;
     for (int64_t job = begin; job < end; ++job) {
-        int64_t oy = job % g->oh, u = (job / g->oh) % units, n = job / (g->oh * units);
+        int64_t oy = (job % groups) * rpj, u = (job / groups) % units, n = job / (groups * units);
+        int64_t rows = g->oh - oy < rpj ? g->oh - oy : rpj;
         nchwc_view xv = view_of(xt, n, xt->ht - st->pt, xt->hl - st->pl);
         nchwc_view yv = view_of(yt, n, yt->ht, yt->hl);
         nchwc_epilogue epi = {{NULL, 0, 0}, st->lo, st->hi};
@@ -310,7 +323,8 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
             accel_nchwc_dwconv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, u, oy);
         } else {
             int64_t ob = u * 2;
-            accel_nchwc_conv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy);
+            accel_nchwc_conv_rows_avx512(g, &xv, st->w, st->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1,
+                                         oy, rows);
         }
     }
 }
@@ -338,8 +352,7 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const chain_step* st = &ch->steps[i];
         step_run r = {s, st};
-        int64_t units = st->depthwise ? st->g.ocb : (st->g.ocb + 1) / 2;
-        accel_parallel_for(s->env.pool, s->storage[st->y].n * units * st->g.oh, step_range, &r);
+        accel_parallel_for(s->env.pool, step_jobs(st, s->storage[st->y].n), step_range, &r);
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
         accel_nchwc_unpack(s->env.pool, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,

@@ -141,18 +141,19 @@ typedef struct nchwc_run {
     nchwc_epilogue epi;
 } nchwc_run;
 
-/* Jobs [begin, end), job = (image, output block pair, output row). */
+/* Jobs [begin, end), job = (image, output block pair, output row group). */
 static void compute_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_run* r = (const nchwc_run*)vctx;
     const nchwc_geom* g = &r->s->g;
     int64_t pairs = (g->ocb + 1) / 2;
+    int64_t rpj = accel_nchwc_rows_per_job(g->ow), groups = (g->oh + rpj - 1) / rpj;
     for (int64_t job = begin; job < end; ++job) {
-        int64_t oy = job % g->oh, pair = (job / g->oh) % pairs, n = job / (g->oh * pairs);
+        int64_t oy = (job % groups) * rpj, pair = (job / groups) % pairs, n = job / (groups * pairs);
         int64_t ob = pair * 2;
         nchwc_view xv = {r->x.data + n * r->x.image_floats, r->x.rows, r->x.cols};
         nchwc_view yv = {r->y.data + n * r->y.image_floats, r->y.rows, r->y.cols};
-        accel_nchwc_conv_row_avx512(g, &xv, r->s->wb, r->s->bias, &yv, &r->epi, ob,
-                                    g->ocb - ob >= 2 ? 2 : 1, oy);
+        accel_nchwc_conv_rows_avx512(g, &xv, r->s->wb, r->s->bias, &yv, &r->epi, ob,
+                                     g->ocb - ob >= 2 ? 2 : 1, oy, g->oh - oy < rpj ? g->oh - oy : rpj);
     }
 }
 
@@ -179,7 +180,9 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
     r.x.data = align64((float*)args->workspace);
     r.y.data = align64(r.x.data + s->x.n * s->x.image_floats);
     accel_nchwc_pack(s->env.pool, (const float*)args->inputs[0].data, &r.x);
-    accel_parallel_for(s->env.pool, s->x.n * ((s->g.ocb + 1) / 2) * s->g.oh, compute_range, &r);
+    int64_t rpj = accel_nchwc_rows_per_job(s->g.ow);
+    accel_parallel_for(s->env.pool, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
+                       compute_range, &r);
     accel_nchwc_unpack(s->env.pool, s->env.isa, &r.y, (float*)args->outputs[0].data, addend,
                        s->has_act ? &s->act : NULL);
     return PN_OK;

@@ -46,14 +46,20 @@ typedef struct nchwc_epilogue {
     float lo, hi;
 } nchwc_epilogue;
 
-/* Output row `oy` of output blocks [ob, ob + nb), nb in {1, 2}, of one image:
- *   y[b][oy][ox] = clamp(bias[b] + addend[b][oy][ox] + sum over (cb, ky, kx, ci) of
- *       x[cb][oy*sh + ky*dh][ox*sw + kx*dw][ci] * wb[b][cb][ky][kx][ci][0..16))
+/* Output rows [oy, oy + rows) of output blocks [ob, ob + nb), nb in {1, 2}, of one image:
+ *   y[b][r][ox] = clamp(bias[b] + addend[b][r][ox] + sum over (cb, ky, kx, ci) of
+ *       x[cb][r*sh + ky*dh][ox*sw + kx*dw][ci] * wb[b][cb][ky][kx][ci][0..16))
  * wb: all weights [ocb][cb][kh][kw][16][16]; bias: ocb*16 floats. Every pointer 64-byte
- * aligned (views: data and storage rows of whole vectors). */
-void accel_nchwc_conv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
-                                 const float* bias, const nchwc_view* y,
-                                 const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy);
+ * aligned (views: data and storage rows of whole vectors). Tiles are 14 pixels of a row, or
+ * of several rows when a row has 7 or fewer (accel_nchwc_rows_per_job keeps them whole). */
+void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                                  const float* bias, const nchwc_view* y,
+                                  const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
+                                  int64_t rows);
+
+/* Output rows per job of the dense kernel for output width `ow`: 1, or the rows of one
+ * multi-row tile (14 / ow) for narrow images. */
+static inline int64_t accel_nchwc_rows_per_job(int64_t ow) { return ow * 2 > 14 ? 1 : 14 / ow; }
 
 /* Depthwise (groups = channels, one output channel per input channel) output row `oy` of
  * block `b`: y[b][oy][ox] = clamp(bias[b] + addend + sum over (ky, kx) of

@@ -65,6 +65,55 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
     }
 }
 
+/* Like tile(), for PW pixels spread over several output rows (small images: 7 x 7 outputs
+ * give 14-pixel tiles of two rows): pixel p reads the input at x + xoff[p] and writes the
+ * output at y + yoff[p] (addend likewise, at aoff[p]). */
+static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g, const nchwc_view* x,
+                                                            const float* wb, const float* bias,
+                                                            const nchwc_view* y,
+                                                            const nchwc_epilogue* epi, int64_t ob,
+                                                            const int64_t* xoff, const int64_t* yoff,
+                                                            const int64_t* aoff, const int PW,
+                                                            const int NB) {
+    __m512 acc[2][PW_MAX];
+    for (int b = 0; b < NB; ++b) {
+        __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
+        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
+    }
+    const int64_t wblock = g->cb * g->kh * g->kw * B * B;
+    const float* wob = wb + ob * wblock;
+    for (int64_t cb = 0; cb < g->cb; ++cb) {
+        for (int64_t ky = 0; ky < g->kh; ++ky) {
+            const float* xrow = x->data + (cb * x->rows + ky * g->dh) * x->cols * B;
+            const float* wrow = wob + (cb * g->kh + ky) * g->kw * B * B;
+            for (int64_t kx = 0; kx < g->kw; ++kx) {
+                const float* xp = xrow + kx * g->dw * B;
+                const float* wp = wrow + kx * B * B;
+                for (int ci = 0; ci < B; ++ci) {
+                    __m512 w0 = _mm512_load_ps(wp + ci * B);
+                    __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
+#pragma GCC unroll 14
+                    for (int p = 0; p < PW; ++p) {
+                        __m512 xv = _mm512_set1_ps(xp[xoff[p] + ci]);
+                        acc[0][p] = _mm512_fmadd_ps(xv, w0, acc[0][p]);
+                        if (NB > 1) acc[1][p] = _mm512_fmadd_ps(xv, w1, acc[1][p]);
+                    }
+                }
+            }
+        }
+    }
+    __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    for (int b = 0; b < NB; ++b) {
+        float* yb = y->data + (ob + b) * y->rows * y->cols * B;
+        const float* ab = epi->addend.data != NULL
+                              ? epi->addend.data + (ob + b) * epi->addend.rows * epi->addend.cols * B
+                              : NULL;
+        for (int p = 0; p < PW; ++p) {
+            finish(acc[b][p], yb + yoff[p], ab != NULL ? ab + aoff[p] : NULL, lo, hi);
+        }
+    }
+}
+
 /* A tail tile of `pw` (1..PW_MAX) pixels, dispatched to its unrolled instance. */
 #define TAIL_CASE(n)                                                   \
     case n:                                                            \
@@ -84,21 +133,51 @@ static void tile_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, 
     }
 }
 
-void accel_nchwc_conv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
-                                 const float* bias, const nchwc_view* y,
-                                 const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy) {
-    /* Equal tiles of at most PW_MAX pixels (56 = 4 x 14, 28 = 2 x 14, 7 = 7, 20 = 10 + 10). */
-    int64_t tiles = (g->ow + PW_MAX - 1) / PW_MAX;
-    int64_t base = g->ow / tiles, extra = g->ow % tiles, ox0 = 0;
-    for (int64_t t = 0; t < tiles; ++t) {
-        int pw = (int)(base + (t < extra ? 1 : 0));
-        if (pw == PW_MAX) {
-            if (nb > 1) tile(g, x, wb, bias, y, epi, ob, oy, ox0, PW_MAX, 2);
-            else tile(g, x, wb, bias, y, epi, ob, oy, ox0, PW_MAX, 1);
-        } else {
-            tile_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
+void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                                  const float* bias, const nchwc_view* y,
+                                  const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
+                                  int64_t rows) {
+    if (g->ow * 2 > PW_MAX) {
+        /* Rows of equal tiles of at most PW_MAX pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
+        int64_t tiles = (g->ow + PW_MAX - 1) / PW_MAX;
+        int64_t base = g->ow / tiles, extra = g->ow % tiles;
+        for (int64_t r = oy; r < oy + rows; ++r) {
+            int64_t ox0 = 0;
+            for (int64_t t = 0; t < tiles; ++t) {
+                int pw = (int)(base + (t < extra ? 1 : 0));
+                if (pw == PW_MAX) {
+                    if (nb > 1) tile(g, x, wb, bias, y, epi, ob, r, ox0, PW_MAX, 2);
+                    else tile(g, x, wb, bias, y, epi, ob, r, ox0, PW_MAX, 1);
+                } else {
+                    tile_any(g, x, wb, bias, y, epi, ob, nb, r, ox0, pw);
+                }
+                ox0 += pw;
+            }
         }
-        ox0 += pw;
+        return;
+    }
+    /* Narrow images: tiles of whole rows, as many as fit in PW_MAX pixels. */
+    int64_t per_tile = PW_MAX / g->ow;
+    for (int64_t r0 = oy; r0 < oy + rows; r0 += per_tile) {
+        int64_t nrows = oy + rows - r0 < per_tile ? oy + rows - r0 : per_tile;
+        int64_t xoff[PW_MAX], yoff[PW_MAX], aoff[PW_MAX];
+        int pw = 0;
+        for (int64_t r = r0; r < r0 + nrows; ++r) {
+            for (int64_t ox = 0; ox < g->ow; ++ox, ++pw) {
+                xoff[pw] = (r * g->sh * x->cols + ox * g->sw) * B;
+                yoff[pw] = (r * y->cols + ox) * B;
+                aoff[pw] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
+            }
+        }
+        if (pw == PW_MAX && nb > 1) {
+            tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, PW_MAX, 2);
+        } else if (pw == PW_MAX) {
+            tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, PW_MAX, 1);
+        } else {
+            for (int64_t r = r0; r < r0 + nrows; ++r) { /* a last, shorter group: row by row */
+                tile_any(g, x, wb, bias, y, epi, ob, nb, r, 0, (int)g->ow);
+            }
+        }
     }
 }
 
