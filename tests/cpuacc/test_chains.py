@@ -134,8 +134,23 @@ def test_mobilenet_v2_depthwise_and_narrow_layers_join_the_chain() -> None:
     net = plugnn.onnx.load(sm.mobilenet_v2(image=32))
     chained = check(net, inputs_of(net))
     (chain,) = chains_of(chained)
-    assert chain.descriptor.label == "blocked NCHW16c chain of 51 convolutions"
-    assert [n.name for n in chained.layers][0] == "features.0.conv+relu6"  # 3 input channels: not blocked
+    # the first convolution reads the 3-channel image as one block of 3 (ACCEL_CHAIN_FIRST)
+    assert chain.descriptor.label == "blocked NCHW16c chain of 52 convolutions"
+    assert [n.name for n in chained.layers] == ["features.0.conv..features.18.relu6", "avgpool", "flatten",
+                                                 "classifier"]
+
+
+@needs_avx512
+def test_a_narrow_input_starts_a_chain() -> None:
+    """A 3-channel input is read as one block of 3 by the first convolution of the chain."""
+    net = Network("narrow")
+    x = net.add_input("x", (1, 3, 10, 10))
+    h = net.add_convolution2d(x, rand(32, 3, 3, 3) / np.float32(5), rand(32), padding=1, name="stem")
+    h = net.add_activation(h, "relu", name="relu")
+    y = net.add_convolution2d(h, rand(16, 32, 3, 3) / np.float32(17), stride=2, padding=1, name="next")
+    net.add_output(y, "y")
+    chained = check(net, inputs_of(net))
+    assert [n.name for n in chained.layers] == ["stem..next"]
 
 
 @needs_avx512

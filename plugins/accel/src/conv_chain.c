@@ -13,6 +13,7 @@
 typedef struct chain_tensor {
     uint32_t id;
     pn_tensor_info info;     /* NCHW float32 */
+    int64_t ib;              /* channels per block: 16, or all of a narrow input's */
     int64_t ht, hl, hb, hr;  /* halo the consuming convolutions read (their padding) */
     int produced;            /* written by a step (else an input of the chain) */
 } chain_tensor;
@@ -75,11 +76,11 @@ static int chain_blocks_pay(int64_t channels) {
     return channels >= B && blocks(channels) * B * 3 <= channels * 4;
 }
 
-int accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* cc) {
+accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* cc) {
 #if defined(ACCEL_HAVE_X86_KERNELS)
     const pn_layer* l = cc->conv;
     if (isa != ACCEL_ISA_AVX512 || l->kind != PN_LAYER_CONVOLUTION_2D || l->descriptor == NULL) {
-        return 0;
+        return ACCEL_CHAIN_NO;
     }
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
     const pn_tensor_info* xi = &l->inputs[0];
@@ -91,25 +92,27 @@ int accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* cc) {
         ((d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 && l->constant_data[2] == NULL) ||
         xi->rank != 4 || yi->rank != 4 || cc->y_info->rank != 4 ||
         xi->dtype != PN_DTYPE_FLOAT32 || yi->dtype != PN_DTYPE_FLOAT32) {
-        return 0;
+        return ACCEL_CHAIN_NO;
     }
     for (uint32_t i = 0; i < 4; ++i) {
         if (cc->y_info->dims[i] != yi->dims[i]) {
-            return 0;
+            return ACCEL_CHAIN_NO;
         }
     }
     int64_t c = xi->dims[1], o = yi->dims[1];
-    if (xi->dims[0] < 1 || yi->dims[2] < 1 || yi->dims[3] < 1 || !chain_blocks_pay(c)) {
-        return 0;
+    if (xi->dims[0] < 1 || yi->dims[2] < 1 || yi->dims[3] < 1) {
+        return ACCEL_CHAIN_NO;
     }
-    if (d->groups == 1) {
-        return chain_blocks_pay(o);
+    if (d->groups == 1 && chain_blocks_pay(o)) {
+        return chain_blocks_pay(c) ? ACCEL_CHAIN_YES
+                                   : c <= 64 ? ACCEL_CHAIN_FIRST : ACCEL_CHAIN_NO;
     }
-    return d->groups == c && o == c; /* depthwise, multiplier 1 */
+    /* depthwise, multiplier 1 */
+    return d->groups == c && o == c && chain_blocks_pay(c) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
 #else
     (void)isa;
     (void)cc;
-    return 0;
+    return ACCEL_CHAIN_NO;
 #endif
 }
 
@@ -140,6 +143,7 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
     chain_tensor* t = &ch->tensors[ch->num_tensors];
     memset(t, 0, sizeof(*t));
     t->id = id;
+    t->ib = B;
     t->info = *info;
     t->info.struct_size = sizeof(t->info);
     t->info.extension = NULL;
@@ -191,7 +195,9 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         int64_t c = xi->dims[1], h = xi->dims[2], w = xi->dims[3], o = cc->y_info->dims[1];
         nchwc_geom* g = &st->g;
         st->depthwise = d->groups != 1;
-        g->cb = blocks(c);
+        g->ib = !st->depthwise && !chain_blocks_pay(c) ? c : B; /* a narrow input: one block */
+        ch->tensors[x].ib = g->ib;
+        g->cb = (c + g->ib - 1) / g->ib;
         g->ocb = blocks(o);
         g->oh = cc->y_info->dims[2];
         g->ow = cc->y_info->dims[3];
@@ -213,7 +219,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         xt->hb = max64(xt->hb, max64((int64_t)d->pad_bottom, need_h - st->pt - h));
         xt->hr = max64(xt->hr, max64((int64_t)d->pad_right, need_w - st->pl - w));
         size_t wfloats = st->depthwise ? (size_t)(g->cb * g->kh * g->kw * B)
-                                       : (size_t)(g->ocb * g->cb * g->kh * g->kw * B * B);
+                                       : (size_t)(g->ocb * g->cb * g->kh * g->kw * g->ib * B);
         st->raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
         if (st->raw == NULL) {
             accel_chain_release(ch);
@@ -225,7 +231,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         if (st->depthwise) {
             accel_nchwc_pack_dw_weights(wsrc, c, g->kh, g->kw, st->w);
         } else {
-            accel_nchwc_pack_weights(wsrc, o, c, g->kh, g->kw, st->w);
+            accel_nchwc_pack_weights(wsrc, o, c, g->kh, g->kw, g->ib, st->w);
         }
         const float* bsrc = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (const float*)l->constant_data[2] : NULL;
         for (int64_t oc = 0; oc < g->ocb * B; ++oc) {
@@ -421,13 +427,14 @@ pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_wor
         nt->c = t->info.dims[1];
         nt->h = t->info.dims[2];
         nt->w = t->info.dims[3];
-        nt->cb = blocks(nt->c);
+        nt->ib = t->ib;
+        nt->cb = (nt->c + t->ib - 1) / t->ib;
         nt->ht = t->ht;
         nt->hl = t->hl;
         nt->rows = t->ht + nt->h + t->hb;
         nt->cols = t->hl + nt->w + t->hr;
-        nt->image_floats = (size_t)(nt->cb * nt->rows * nt->cols * B);
-        total += (size_t)nt->n * nt->image_floats;
+        nt->image_floats = (size_t)(nt->cb * nt->rows * nt->cols * nt->ib);
+        total += ((size_t)nt->n * nt->image_floats + B - 1) / B * B; /* every tensor 64-byte aligned */
     }
     s->raw = (float*)calloc(total, sizeof(float)); /* zero: the halos never change */
     if (s->raw == NULL) {
@@ -438,7 +445,7 @@ pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_wor
     float* next = align64(s->raw);
     for (uint32_t i = 0; i < ch->num_tensors; ++i) {
         s->storage[i].data = next;
-        next += (size_t)s->storage[i].n * s->storage[i].image_floats;
+        next += ((size_t)s->storage[i].n * s->storage[i].image_floats + B - 1) / B * B;
     }
     pn_workload* wl = pn_workload_new(s, chain_execute, chain_state_release, 0);
     if (wl == NULL) {

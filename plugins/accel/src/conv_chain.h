@@ -26,11 +26,20 @@ typedef struct accel_chain_conv {
     const pn_activation_desc* act;   /* a fused activation, NULL: none */
 } accel_chain_conv;
 
-/* True when the blocked kernels run this convolution inside a chain on `isa`: AVX-512, NCHW,
- * groups 1 or depthwise (one output channel per input channel), constant weights and bias,
- * at least 16 channels wasting at most a third of the 16-channel blocks, an activation that keeps zero at zero
- * and commutes with nothing else (none, relu, bounded relu with alpha <= 0 <= beta). */
-int accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* conv);
+/* Whether the blocked kernels run a convolution inside a chain on `isa`. */
+typedef enum accel_chain_fit {
+    ACCEL_CHAIN_NO = 0,
+    ACCEL_CHAIN_YES = 1,   /* anywhere in a chain */
+    ACCEL_CHAIN_FIRST = 2  /* only as the first step, reading a tensor from outside that no
+                              other step reads (a dense convolution of 1..64 input channels
+                              too few for 16-channel blocks: its input becomes one block) */
+} accel_chain_fit;
+
+/* AVX-512, NCHW, groups 1 or depthwise (one output channel per input channel), constant
+ * weights and bias, at least 16 output channels (and input channels, but for
+ * ACCEL_CHAIN_FIRST) wasting at most a third of the 16-channel blocks, an activation that
+ * keeps zero at zero (none, relu, bounded relu with alpha <= 0 <= beta). */
+accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* conv);
 
 typedef struct accel_chain accel_chain;
 

@@ -16,6 +16,10 @@ int accel_nchwc_blocks_pay(int64_t channels) {
     return channels >= B && blocks(channels) * B * 4 <= channels * 5;
 }
 
+int64_t accel_nchwc_input_block(int64_t c) {
+    return accel_nchwc_blocks_pay(c) ? B : c >= 1 && c <= 64 ? c : 0;
+}
+
 /* ---- layout conversions --------------------------------------------------------------- */
 
 typedef struct pack_ctx {
@@ -31,25 +35,26 @@ typedef struct pack_ctx {
 static void pack_range(void* vctx, int64_t begin, int64_t end) {
     const pack_ctx* p = (const pack_ctx*)vctx;
     const nchwc_tensor* t = p->t;
+    const int64_t ib = t->ib;
     for (int64_t row = begin; row < end; ++row) {
         int64_t r = row % t->rows, cb = (row / t->rows) % t->cb, n = row / (t->rows * t->cb);
-        float* dst = t->data + n * t->image_floats + (cb * t->rows + r) * t->cols * B;
+        float* dst = t->data + n * t->image_floats + (cb * t->rows + r) * t->cols * ib;
         int64_t y = r - t->ht;
         if (y < 0 || y >= t->h) {
-            memset(dst, 0, (size_t)(t->cols * B) * sizeof(float));
+            memset(dst, 0, (size_t)(t->cols * ib) * sizeof(float));
             continue;
         }
-        memset(dst, 0, (size_t)(t->hl * B) * sizeof(float));
-        memset(dst + (t->hl + t->w) * B, 0, (size_t)((t->cols - t->hl - t->w) * B) * sizeof(float));
-        float* d = dst + t->hl * B;
-        int64_t channels = t->c - cb * B < B ? t->c - cb * B : B;
-        const float* src = p->x + ((n * t->c + cb * B) * t->h + y) * t->w;
+        memset(dst, 0, (size_t)(t->hl * ib) * sizeof(float));
+        memset(dst + (t->hl + t->w) * ib, 0, (size_t)((t->cols - t->hl - t->w) * ib) * sizeof(float));
+        float* d = dst + t->hl * ib;
+        int64_t channels = t->c - cb * ib < ib ? t->c - cb * ib : ib;
+        const float* src = p->x + ((n * t->c + cb * ib) * t->h + y) * t->w;
         for (int64_t ci = 0; ci < channels; ++ci) {
             const float* sp = src + ci * t->h * t->w;
-            for (int64_t x = 0; x < t->w; ++x) d[x * B + ci] = sp[x];
+            for (int64_t x = 0; x < t->w; ++x) d[x * ib + ci] = sp[x];
         }
-        for (int64_t ci = channels; ci < B; ++ci) {
-            for (int64_t x = 0; x < t->w; ++x) d[x * B + ci] = 0.0f;
+        for (int64_t ci = channels; ci < ib; ++ci) {
+            for (int64_t x = 0; x < t->w; ++x) d[x * ib + ci] = 0.0f;
         }
     }
 }
@@ -89,14 +94,14 @@ void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, 
 }
 
 void accel_nchwc_pack_weights(const float* w, int64_t o, int64_t c, int64_t kh, int64_t kw,
-                              float* dst) {
+                              int64_t ib, float* dst) {
     for (int64_t ob = 0; ob < blocks(o); ++ob)
-        for (int64_t cb = 0; cb < blocks(c); ++cb)
+        for (int64_t cb = 0; cb < (c + ib - 1) / ib; ++cb)
             for (int64_t ky = 0; ky < kh; ++ky)
                 for (int64_t kx = 0; kx < kw; ++kx)
-                    for (int64_t ci = 0; ci < B; ++ci)
+                    for (int64_t ci = 0; ci < ib; ++ci)
                         for (int64_t co = 0; co < B; ++co) {
-                            int64_t oc = ob * B + co, ic = cb * B + ci;
+                            int64_t oc = ob * B + co, ic = cb * ib + ci;
                             *dst++ = oc < o && ic < c ? w[((oc * c + ic) * kh + ky) * kw + kx] : 0.0f;
                         }
 }
@@ -205,7 +210,8 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     const pn_tensor_info* yi = &layer->outputs[0];
     int64_t n = xi->dims[0], c = xi->dims[1], h = xi->dims[2], w = xi->dims[3];
     int64_t o = yi->dims[1], oh = yi->dims[2], ow = yi->dims[3], kh = wi->dims[2], kw = wi->dims[3];
-    if (!accel_nchwc_blocks_pay(c) || !accel_nchwc_blocks_pay(o) || n * oh * ow * kh * kw == 0) {
+    int64_t ib = accel_nchwc_input_block(c);
+    if (ib == 0 || !accel_nchwc_blocks_pay(o) || n * oh * ow * kh * kw == 0) {
         return PN_OK;
     }
     nchwc_state* s = (nchwc_state*)calloc(1, sizeof(*s));
@@ -214,7 +220,8 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     }
     s->env = *env;
     nchwc_geom* g = &s->g;
-    g->cb = blocks(c);
+    g->cb = (c + ib - 1) / ib;
+    g->ib = ib;
     g->ocb = blocks(o);
     g->oh = oh;
     g->ow = ow;
@@ -227,10 +234,10 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     /* The padded input holds every tap of every output (at least the padded image). */
     int64_t need_h = (oh - 1) * g->sh + (kh - 1) * g->dh + 1, need_w = (ow - 1) * g->sw + (kw - 1) * g->dw + 1;
     int64_t rows = h + d->pad_top + d->pad_bottom, cols = w + d->pad_left + d->pad_right;
-    nchwc_tensor xt = {n, c, h, w, g->cb, rows > need_h ? rows : need_h, cols > need_w ? cols : need_w,
+    nchwc_tensor xt = {n, c, h, w, ib, g->cb, rows > need_h ? rows : need_h, cols > need_w ? cols : need_w,
                        d->pad_top, d->pad_left, 0, NULL};
-    xt.image_floats = (size_t)(xt.cb * xt.rows * xt.cols * B);
-    nchwc_tensor yt = {n, o, oh, ow, g->ocb, oh, ow, 0, 0, (size_t)(g->ocb * oh * ow * B), NULL};
+    xt.image_floats = (size_t)(xt.cb * xt.rows * xt.cols * ib);
+    nchwc_tensor yt = {n, o, oh, ow, B, g->ocb, oh, ow, 0, 0, (size_t)(g->ocb * oh * ow * B), NULL};
     s->x = xt;
     s->y = yt;
     s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
@@ -240,7 +247,7 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
         s->act.struct_size = sizeof(s->act);
     }
     s->num_inputs = layer->num_inputs;
-    size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * B * B);
+    size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * ib * B);
     s->w_raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
     if (s->w_raw == NULL) {
         nchwc_release(s);
@@ -248,7 +255,7 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     }
     s->wb = align64(s->w_raw);
     s->bias = align64(s->wb + wfloats);
-    accel_nchwc_pack_weights((const float*)layer->constant_data[1], o, c, kh, kw, s->wb);
+    accel_nchwc_pack_weights((const float*)layer->constant_data[1], o, c, kh, kw, ib, s->wb);
     const float* bsrc = has_bias ? (const float*)layer->constant_data[2] : NULL;
     for (int64_t oc = 0; oc < g->ocb * B; ++oc) {
         s->bias[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;

@@ -25,12 +25,15 @@
 /* Geometry of one image's convolution, in blocked units. */
 typedef struct nchwc_geom {
     int64_t cb;         /* input channel blocks */
+    int64_t ib;         /* input channels per block: 16, or all of them (one block) for a
+                           dense convolution whose input has too few channels for 16-blocks */
     int64_t ocb;        /* output channel blocks */
     int64_t oh, ow;     /* output rows and columns */
     int64_t kh, kw, sh, sw, dh, dw;
 } nchwc_geom;
 
-/* One image of a blocked tensor inside its storage [blocks][rows][cols][16]: `data` is the
+/* One image of a blocked tensor inside its storage [blocks][rows][cols][16] (an input with
+ * geom.ib channels per block: [blocks][rows][cols][ib]): `data` is the
  * element (block 0, row 0, column 0) of the window a kernel sees (for an input, the top-left
  * corner of the padded window; the zeros around an image are the storage's halo), `rows` and
  * `cols` the storage's rows per block and pixels per row. */
@@ -49,7 +52,7 @@ typedef struct nchwc_epilogue {
 /* Output rows [oy, oy + rows) of output blocks [ob, ob + nb), nb in {1, 2}, of one image:
  *   y[b][r][ox] = clamp(bias[b] + addend[b][r][ox] + sum over (cb, ky, kx, ci) of
  *       x[cb][r*sh + ky*dh][ox*sw + kx*dw][ci] * wb[b][cb][ky][kx][ci][0..16))
- * wb: all weights [ocb][cb][kh][kw][16][16]; bias: ocb*16 floats. Every pointer 64-byte
+ * wb: all weights [ocb][cb][kh][kw][ib][16]; bias: ocb*16 floats. Every pointer 64-byte
  * aligned (views: data and storage rows of whole vectors). Tiles are 14 pixels of a row, or
  * of several rows when a row has 7 or fewer (accel_nchwc_rows_per_job keeps them whole). */
 void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
@@ -69,11 +72,12 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
                                    const nchwc_epilogue* epi, int64_t b, int64_t oy);
 
 /* A blocked tensor of `n` images in its storage: every image is `image_floats` floats of
- * [ceil(c/16)][rows][cols][16], the c x h x w image at rows [ht, ht + h) and columns
- * [hl, hl + w); everything else (halo, channels past c) is zero. */
+ * [cb = ceil(c/ib)][rows][cols][ib], the c x h x w image at rows [ht, ht + h) and columns
+ * [hl, hl + w); everything else (halo, channels past c) is zero. ib is 16, or c for the
+ * input of a dense convolution with few channels. */
 typedef struct nchwc_tensor {
     int64_t n, c, h, w;
-    int64_t cb, rows, cols, ht, hl;
+    int64_t ib, cb, rows, cols, ht, hl;
     size_t image_floats;
     float* data; /* 64-byte aligned */
 } nchwc_tensor;
@@ -86,11 +90,15 @@ void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t);
 void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
                         const float* addend, const pn_activation_desc* act);
 
-/* Output-stationary weight layouts: [ocb][cb][kh][kw][16 ci][16 co] for a dense convolution
- * (groups 1), [cb][kh][kw][16] for a depthwise one; zeros past the real channels. `w` is the
- * layer's [o][c][kh][kw] (depthwise [c][1][kh][kw]). */
+/* Output-stationary weight layouts: [ocb][ceil(c/ib)][kh][kw][ib ci][16 co] for a dense
+ * convolution (groups 1), [cb][kh][kw][16] for a depthwise one; zeros past the real channels.
+ * `w` is the layer's [o][c][kh][kw] (depthwise [c][1][kh][kw]). */
 void accel_nchwc_pack_weights(const float* w, int64_t o, int64_t c, int64_t kh, int64_t kw,
-                              float* dst);
+                              int64_t ib, float* dst);
+
+/* Input channels per block of a dense convolution reading a tensor of `c` channels it packs
+ * itself: 16 when the blocks pay, else all c in one block (for c <= 64; 0: not blocked). */
+int64_t accel_nchwc_input_block(int64_t c);
 void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t kw, float* dst);
 
 /* True when 16-channel blocks of `channels` waste at most a quarter of the work. */

@@ -28,18 +28,19 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
         __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
         for (int p = 0; p < PW; ++p) acc[b][p] = bv;
     }
-    const int64_t wblock = g->cb * g->kh * g->kw * B * B; /* floats per output block */
-    const int64_t xstep = g->sw * B;                      /* between neighbouring pixels */
+    const int64_t ib = g->ib;                              /* input channels per block */
+    const int64_t wblock = g->cb * g->kh * g->kw * ib * B; /* floats per output block */
+    const int64_t xstep = g->sw * ib;                      /* between neighbouring pixels */
     const float* wob = wb + ob * wblock;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         for (int64_t ky = 0; ky < g->kh; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
-                                           ox0 * g->sw) * B;
-            const float* wrow = wob + (cb * g->kh + ky) * g->kw * B * B;
+                                           ox0 * g->sw) * ib;
+            const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
             for (int64_t kx = 0; kx < g->kw; ++kx) {
-                const float* xp = xrow + kx * g->dw * B;
-                const float* wp = wrow + kx * B * B;
-                for (int ci = 0; ci < B; ++ci) {
+                const float* xp = xrow + kx * g->dw * ib;
+                const float* wp = wrow + kx * ib * B;
+                for (int64_t ci = 0; ci < ib; ++ci) {
                     __m512 w0 = _mm512_load_ps(wp + ci * B);
                     __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 14
@@ -80,16 +81,17 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
         __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
         for (int p = 0; p < PW; ++p) acc[b][p] = bv;
     }
-    const int64_t wblock = g->cb * g->kh * g->kw * B * B;
+    const int64_t ib = g->ib;
+    const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
     const float* wob = wb + ob * wblock;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         for (int64_t ky = 0; ky < g->kh; ++ky) {
-            const float* xrow = x->data + (cb * x->rows + ky * g->dh) * x->cols * B;
-            const float* wrow = wob + (cb * g->kh + ky) * g->kw * B * B;
+            const float* xrow = x->data + (cb * x->rows + ky * g->dh) * x->cols * ib;
+            const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
             for (int64_t kx = 0; kx < g->kw; ++kx) {
-                const float* xp = xrow + kx * g->dw * B;
-                const float* wp = wrow + kx * B * B;
-                for (int ci = 0; ci < B; ++ci) {
+                const float* xp = xrow + kx * g->dw * ib;
+                const float* wp = wrow + kx * ib * B;
+                for (int64_t ci = 0; ci < ib; ++ci) {
                     __m512 w0 = _mm512_load_ps(wp + ci * B);
                     __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 14
@@ -164,7 +166,7 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
         int pw = 0;
         for (int64_t r = r0; r < r0 + nrows; ++r) {
             for (int64_t ox = 0; ox < g->ow; ++ox, ++pw) {
-                xoff[pw] = (r * g->sh * x->cols + ox * g->sw) * B;
+                xoff[pw] = (r * g->sh * x->cols + ox * g->sw) * g->ib;
                 yoff[pw] = (r * y->cols + ox) * B;
                 aoff[pw] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
             }

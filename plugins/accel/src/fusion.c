@@ -401,6 +401,7 @@ typedef struct chain_unit {
     uint32_t addend_slot;
     int64_t item;                 /* fusion item index, -1 for a lone convolution */
     accel_chain_conv cc;
+    accel_chain_fit fit;          /* what the blocked kernels make of it */
 } chain_unit;
 
 /* 1 when tensor `id` is a subgraph output or read by a layer outside units [first, end). */
@@ -496,6 +497,27 @@ static pn_status make_chain(const pn_subgraph* sg, accel_optimization* o, chain_
     return PN_OK;
 }
 
+/* Ends the run of units [first, first + len): a chain when it still has two units after
+ * dropping a narrow-input first unit (ACCEL_CHAIN_FIRST) whose input another unit reads too
+ * (the chain keeps that input as one narrow block, which only its first step can read; the
+ * eligibility rules make this impossible today, the check keeps the chain sound if they
+ * change). */
+static pn_status close_run(const pn_subgraph* sg, accel_optimization* o, chain_unit* units,
+                           uint32_t first, uint32_t len, const int64_t* unit_of, unsigned char* state,
+                           unsigned char* item_dropped) {
+    if (len >= 2 && units[first].fit == ACCEL_CHAIN_FIRST) {
+        uint32_t x = units[first].cc.x_id;
+        for (uint32_t u = first + 1; u < first + len; ++u) {
+            if (units[u].cc.x_id == x || units[u].cc.addend_id == x) {
+                ++first;
+                --len;
+                break;
+            }
+        }
+    }
+    return len >= 2 ? make_chain(sg, o, units, first, first + len, unit_of, state, item_dropped) : PN_OK;
+}
+
 /* Finds the runs of two or more consecutive convolution units (in the order of their latest
  * layer, nothing else in between) that the blocked kernels run on `isa`, and replaces each by
  * one blocked chain; then rebuilds the substitution list. */
@@ -554,31 +576,28 @@ static pn_status form_chains(const pn_subgraph* sg, accel_optimization* o, unsig
         unit_of[u->head] = num_units;
         if (u->add >= 0) unit_of[u->add] = num_units;
         if (u->act >= 0) unit_of[u->act] = num_units;
+        u->fit = accel_chain_conv_eligible(isa, &u->cc);
         last_unit[j] = num_units;
         ++num_units;
     }
-    /* Runs: walk the layers; a unit's latest layer extends the run when the unit is eligible,
-     * a unit's other layers change nothing, anything else ends the run. */
+    /* Runs: walk the layers; a unit's latest layer extends the run when the blocked kernels
+     * run the unit anywhere in a chain, or starts a new run when they run it only first; a
+     * unit's other layers change nothing; anything else ends the run. */
     uint32_t run_first = 0, run_len = 0;
     for (uint32_t j = 0; j <= nl && s == PN_OK; ++j) {
-        int extend = 0, neutral = 0;
-        if (j < nl && last_unit[j] >= 0) {
-            extend = accel_chain_conv_eligible(isa, &units[last_unit[j]].cc);
-        } else if (j < nl && unit_of[j] >= 0) {
-            neutral = 1;
-        }
-        if (neutral) {
+        if (j < nl && last_unit[j] < 0 && unit_of[j] >= 0) {
             continue;
         }
-        if (extend) {
-            if (run_len == 0) run_first = (uint32_t)last_unit[j];
+        int64_t u = j < nl ? last_unit[j] : -1;
+        accel_chain_fit fit = u >= 0 ? units[u].fit : ACCEL_CHAIN_NO;
+        if (fit == ACCEL_CHAIN_YES) {
+            if (run_len == 0) run_first = (uint32_t)u;
             ++run_len;
             continue;
         }
-        if (run_len >= 2) {
-            s = make_chain(sg, o, units, run_first, run_first + run_len, unit_of, state, item_dropped);
-        }
-        run_len = 0;
+        s = close_run(sg, o, units, run_first, run_len, unit_of, state, item_dropped);
+        run_first = (uint32_t)(u >= 0 ? u : 0);
+        run_len = fit == ACCEL_CHAIN_FIRST ? 1 : 0;
     }
     if (s != PN_OK || o->num_chains == 0) {
         goto done;
