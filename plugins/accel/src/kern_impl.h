@@ -274,12 +274,6 @@ KINLINE vf KSUF(vload_n)(const float* p, int64_t n) { return _mm512_maskz_loadu_
 KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
     return _mm512_mask_loadu_ps(fill, KSUF(vmask)(n), p);
 }
-/* Lanes [lo, hi) of row[at .. at + VW) (0 <= lo < hi <= VW), zeros elsewhere; the lanes outside
- * are not read (at + lo may be the first element of the row). */
-KINLINE vf KSUF(vload_range)(const float* row, int64_t at, int64_t lo, int64_t hi) {
-    const float* p = (const float*)((uintptr_t)row + (uintptr_t)(at * (int64_t)sizeof(float)));
-    return _mm512_maskz_loadu_ps((__mmask16)(KSUF(vmask)(hi) & ~KSUF(vmask)(lo)), p);
-}
 KINLINE void KSUF(vstore)(float* p, vf v) { _mm512_storeu_ps(p, v); }
 KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { _mm512_mask_storeu_ps(p, KSUF(vmask)(n), v); }
 KINLINE vf KSUF(vset1)(float s) { return _mm512_set1_ps(s); }
@@ -321,12 +315,6 @@ KINLINE vf KSUF(vload_n)(const float* p, int64_t n) { return _mm256_maskload_ps(
 KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
     __m256i m = KSUF(vmask)(n);
     return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
-}
-/* Lanes [lo, hi) of row[at .. at + VW) (0 <= lo < hi <= VW), zeros elsewhere; the lanes outside
- * are not read (at + lo may be the first element of the row). */
-KINLINE vf KSUF(vload_range)(const float* row, int64_t at, int64_t lo, int64_t hi) {
-    const float* p = (const float*)((uintptr_t)row + (uintptr_t)(at * (int64_t)sizeof(float)));
-    return _mm256_maskload_ps(p, _mm256_andnot_si256(KSUF(vmask)(lo), KSUF(vmask)(hi)));
 }
 KINLINE void KSUF(vstore)(float* p, vf v) { _mm256_storeu_ps(p, v); }
 KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { _mm256_maskstore_ps(p, KSUF(vmask)(n), v); }
@@ -375,12 +363,6 @@ KINLINE vf KSUF(vload_n)(const float* p, int64_t n) {
 KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
     for (int j = 0; j < n; ++j) fill.v[j] = p[j];
     return fill;
-}
-/* Lanes [lo, hi) of row[at .. at + VW), zeros elsewhere (the lanes outside are not read). */
-KINLINE vf KSUF(vload_range)(const float* row, int64_t at, int64_t lo, int64_t hi) {
-    vf r;
-    for (int j = 0; j < VW; ++j) r.v[j] = j >= lo && j < hi ? row[at + j] : 0.0f;
-    return r;
 }
 KINLINE void KSUF(vstore)(float* p, vf v) { for (int j = 0; j < VW; ++j) p[j] = v.v[j]; }
 KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { for (int j = 0; j < n; ++j) p[j] = v.v[j]; }
