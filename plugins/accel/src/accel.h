@@ -79,6 +79,23 @@ typedef struct accel_pool_params {
     int64_t pt, pl, pb, pr;        /* padding */
 } accel_pool_params;
 
+/* Depthwise convolution parameters of one layer, resolved for the kernels (weights, bias and
+ * addend are passed per call). */
+typedef struct accel_dw_params {
+    int64_t ih, iw, oh, ow, c;     /* input/output spatial sizes; channels (NHWC, multiplier 1) */
+    int64_t kh, kw, sh, sw, dh, dw;
+    int64_t pt, pl;                /* padding before (after: implied by oh/ow) */
+    const pn_activation_desc* act; /* the fused activation, or NULL */
+} accel_dw_params;
+
+/* Floats of the buffer the NCHW pooling and depthwise kernels keep on the stack: the padded
+ * input of a block of output rows split into stride sub-planes (layers that cannot fit one
+ * output row take a direct fallback). */
+#define ACCEL_ROWBUF_FLOATS 12288
+/* Window taps (kh * kw) the sub-plane pooling and the depthwise kernels take at most
+ * (dw_nhwc requires it; the NCHW kernels fall back to a direct loop above it). */
+#define ACCEL_TAPS_MAX 64
+
 typedef struct accel_kernels {
     /* y[i] = act(x[i]) (x == y allowed). */
     void (*activation)(const pn_activation_desc* act, const float* x, float* y, int64_t n);
@@ -102,6 +119,16 @@ typedef struct accel_kernels {
                       int64_t oy1);
     void (*pool_nhwc)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
                       int64_t oy1);
+    /* Sum of x[0..n) (lane-parallel partial sums: a fixed order for a given n). */
+    float (*sum_row)(const float* x, int64_t n);
+    /* Depthwise NCHW: output rows [oy0, oy1) of one output plane y = bias + conv(x, w) (x is
+     * the input plane, w the kh*kw weights), + addend plane (or NULL), then dp->act. */
+    void (*dw_nchw)(const accel_dw_params* dp, const float* x, const float* w, float bias,
+                    const float* addend, float* y, int64_t oy0, int64_t oy1);
+    /* Depthwise NHWC with multiplier 1 and kh * kw <= ACCEL_TAPS_MAX: output rows [oy0, oy1) of one image (x, y, addend at
+     * the image); wt is the weights transposed to [kh*kw][c]; bias [c] or NULL. */
+    void (*dw_nhwc)(const accel_dw_params* dp, const float* x, const float* wt, const float* bias,
+                    const float* addend, float* y, int64_t oy0, int64_t oy1);
 } accel_kernels;
 
 /* The kernel table of an ISA (one compiled in: never NULL). */

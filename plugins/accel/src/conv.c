@@ -6,6 +6,7 @@
  * columns, written transposed into the NCHW output). */
 #include "accel_compute.h"
 #include "conv_nchwc.h"
+#include "depthwise.h"
 #include "gemm.h"
 
 #include <stdlib.h>
@@ -34,7 +35,7 @@ typedef struct conv_state {
     uint32_t num_inputs;
     float* wpack;           /* groups prepacked A blocks, or NULL (weights at run time) */
     struct im2col_row* rows; /* kdim entries (im2col mode) */
-    int64_t* dw_lohi;        /* depthwise: valid output columns [lo, hi) per kx (2 * kw) */
+    accel_dw* depthwise;     /* depthwise modes: the kernels' state (depthwise.c) */
     size_t wpack_stride;    /* floats per group */
     size_t gemm_ws_floats;
 } conv_state;
@@ -62,7 +63,7 @@ static void conv_release(void* vs) {
     if (s != NULL) {
         free(s->wpack);
         free(s->rows);
-        free(s->dw_lohi);
+        accel_dw_destroy(s->depthwise);
         free(s);
     }
 }
@@ -188,58 +189,6 @@ static void conv_pack_im2col(const void* vctx, int wdt, int64_t j0, int64_t nb, 
     }
 }
 
-/* ---- depthwise ---------------------------------------------------------------------- */
-
-typedef struct dw_ctx {
-    const conv_state* s;
-    const float* x;
-    const float* w;
-    const float* bias;
-    const float* addend;
-    float* y;
-} dw_ctx;
-
-static void dw_range(void* vctx, int64_t begin, int64_t end) {
-    const dw_ctx* dc = (const dw_ctx*)vctx;
-    const conv_state* s = dc->s;
-    int64_t mult = s->og; /* output channels per input channel */
-    for (int64_t plane = begin; plane < end; ++plane) {
-        int64_t n = plane / s->o, o = plane % s->o;
-        int64_t ci = o / mult;
-        const float* xc = dc->x + (n * s->c + ci) * s->h * s->w;
-        const float* wo = dc->w + o * s->kh * s->kw;
-        float* yp = dc->y + plane * s->p;
-        float bv = dc->bias != NULL ? dc->bias[o] : 0.0f;
-        for (int64_t i = 0; i < s->p; ++i) yp[i] = bv;
-        for (int64_t oy = 0; oy < s->oh; ++oy) {
-            float* yr = yp + oy * s->ow;
-            for (int64_t ky = 0; ky < s->kh; ++ky) {
-                int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-                if (iy < 0 || iy >= s->h) continue;
-                for (int64_t kx = 0; kx < s->kw; ++kx) {
-                    float wv = wo[ky * s->kw + kx];
-                    int64_t lo = s->dw_lohi[2 * kx], hi = s->dw_lohi[2 * kx + 1];
-                    int64_t base = iy * s->w + kx * s->dw - s->pl; /* x index of column 0 */
-                    if (s->sw == 1) {
-                        const float* xr = xc + base + lo;
-                        float* yo = yr + lo;
-                        for (int64_t t = 0; t < hi - lo; ++t) yo[t] += wv * xr[t];
-                    } else {
-                        for (int64_t ox = lo; ox < hi; ++ox) yr[ox] += wv * xc[base + ox * s->sw];
-                    }
-                }
-            }
-        }
-        if (dc->addend != NULL) {
-            const float* ap = dc->addend + plane * s->p;
-            for (int64_t i = 0; i < s->p; ++i) yp[i] += ap[i];
-        }
-        if (s->has_act) {
-            accel_cc_activate(&s->act, yp, s->p);
-        }
-    }
-}
-
 /* ---- NHWC ------------------------------------------------------------------------------ */
 
 /* Implicit im2col for NHWC, one A panel (positions [i0, i0+mr), zeros past p):
@@ -272,43 +221,6 @@ static void nhwc_pack_a(const void* vctx, int mr, int64_t i0, int64_t mb, int64_
                         float* dst) {
     for (int64_t i = 0; i < mb; i += mr) {
         nhwc_pack_panel((const im2col_ctx*)vctx, mr, i0 + i, p0, kc, dst + i * kc);
-    }
-}
-
-/* Depthwise NHWC, direct: one output row (n, oy) per item. */
-static void dw_nhwc_range(void* vctx, int64_t begin, int64_t end) {
-    const dw_ctx* dc = (const dw_ctx*)vctx;
-    const conv_state* s = dc->s;
-    int64_t mult = s->og, khw = s->kh * s->kw;
-    for (int64_t item = begin; item < end; ++item) {
-        int64_t n = item / s->oh, oy = item % s->oh;
-        for (int64_t ox = 0; ox < s->ow; ++ox) {
-            int64_t at = ((n * s->oh + oy) * s->ow + ox) * s->o;
-            float* yo = dc->y + at;
-            for (int64_t o = 0; o < s->o; ++o) yo[o] = dc->bias != NULL ? dc->bias[o] : 0.0f;
-            for (int64_t ky = 0; ky < s->kh; ++ky) {
-                int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-                if (iy < 0 || iy >= s->h) continue;
-                for (int64_t kx = 0; kx < s->kw; ++kx) {
-                    int64_t ix = ox * s->sw - s->pl + kx * s->dw;
-                    if (ix < 0 || ix >= s->w) continue;
-                    const float* xp = dc->x + ((n * s->h + iy) * s->w + ix) * s->c;
-                    const float* wk = dc->w + ky * s->kw + kx;
-                    if (mult == 1) {
-                        for (int64_t o = 0; o < s->o; ++o) yo[o] += xp[o] * wk[o * khw];
-                    } else {
-                        for (int64_t o = 0; o < s->o; ++o) yo[o] += xp[o / mult] * wk[o * khw];
-                    }
-                }
-            }
-            if (dc->addend != NULL) {
-                const float* ap = dc->addend + at;
-                for (int64_t o = 0; o < s->o; ++o) yo[o] += ap[o];
-            }
-            if (s->has_act) {
-                accel_cc_activate(&s->act, yo, s->o);
-            }
-        }
     }
 }
 
@@ -370,14 +282,11 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
     const float* addend = s->has_addend ? (const float*)args->inputs[next].data : NULL;
     float* y = (float*)args->outputs[0].data;
 
-    if (s->mode == CONV_DEPTHWISE) {
-        dw_ctx dc = {s, x, w, bias, addend, y};
-        accel_cc_parallel(&s->env, s->n * s->o, dw_range, &dc);
-        return PN_OK;
-    }
-    if (s->mode == CONV_NHWC_DEPTHWISE) {
-        dw_ctx dc = {s, x, w, bias, addend, y};
-        accel_cc_parallel(&s->env, s->n * s->oh, dw_nhwc_range, &dc);
+    if (s->mode == CONV_DEPTHWISE || s->mode == CONV_NHWC_DEPTHWISE) {
+        if (args->workspace == NULL && accel_dw_workspace_bytes(s->depthwise) > 0) {
+            return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution2d needs a workspace");
+        }
+        accel_dw_run(s->depthwise, x, w, bias, addend, y, args->workspace);
         return PN_OK;
     }
     if (args->workspace == NULL && s->gemm_ws_floats > 0) {
@@ -481,8 +390,14 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
     int pointwise = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 &&
                     s->pl == 0 && s->oh == s->h && s->ow == s->w;
     const float* wc = layer->constant_data != NULL ? (const float*)layer->constant_data[1] : NULL;
-    if (s->nhwc && depthwise) {
-        s->mode = CONV_NHWC_DEPTHWISE;
+    if (depthwise && (s->nhwc || s->og <= 4)) {
+        s->mode = s->nhwc ? CONV_NHWC_DEPTHWISE : CONV_DEPTHWISE;
+        st = accel_dw_create(env, layer, &s->depthwise, message_out);
+        if (st != PN_OK) {
+            conv_release(s);
+            return st;
+        }
+        ws_bytes = accel_dw_workspace_bytes(s->depthwise);
     } else if (s->nhwc) {
         s->mode = pointwise ? CONV_NHWC_GEMM_1X1 : CONV_NHWC_GEMM;
         if (wc != NULL && s->og > 0 && s->kdim > 0) {
@@ -512,16 +427,6 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
         s->gemm_ws_floats = gemm_workspace_floats(s->arch, threads, s->p, s->og, s->kdim, 0,
                                                   s->wpack != NULL, 0);
         ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
-    } else if (depthwise && s->og <= 4) {
-        s->mode = CONV_DEPTHWISE;
-        s->dw_lohi = (int64_t*)malloc((size_t)(2 * (s->kw > 0 ? s->kw : 1)) * sizeof(int64_t));
-        if (s->dw_lohi == NULL) {
-            conv_release(s);
-            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
-        }
-        for (int64_t kx = 0; kx < s->kw; ++kx) {
-            valid_ox(s, kx, &s->dw_lohi[2 * kx], &s->dw_lohi[2 * kx + 1]);
-        }
     } else {
         s->mode = pointwise ? CONV_GEMM_1X1 : CONV_GEMM_IM2COL;
         s->trans = wc != NULL && conv_prefers_transposed(s->arch, s->og, s->p);

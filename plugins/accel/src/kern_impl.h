@@ -18,8 +18,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KINLINE static inline __attribute__((always_inline))
+#define KALIGN64 __attribute__((aligned(64)))
 #else
 #define KINLINE static inline
+#define KALIGN64
 #endif
 
 /* exp(x) for x <= 88 (Cephes polynomial; relative error ~2 ulp). NaN stays NaN;
@@ -256,6 +258,343 @@ static void KSUF(mul_cols)(float* y, const float* r, int64_t n) {
     }
 }
 
+/* ---- Vector primitives of the row kernels (sum_row, pooling, depthwise) -------------
+ * VW floats per vector: a zmm (AVX-512 build), a ymm (AVX2 build), or an array of 8 floats
+ * the portable build's compiler maps onto what it has. The _n forms touch only lanes [0, n)
+ * (0 < n < VW), so they never read or write past the end of a tensor. vmax/vmin follow the
+ * x86 rule (b when either is NaN); the vnan_* helpers track NaNs for a NaN-propagating max. */
+#if defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+#define VW 16
+typedef __m512 vf;
+typedef __mmask16 vnan;
+KINLINE __mmask16 KSUF(vmask)(int64_t n) { return (__mmask16)((1u << n) - 1u); }
+KINLINE vf KSUF(vload)(const float* p) { return _mm512_loadu_ps(p); }
+KINLINE vf KSUF(vload_n)(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(KSUF(vmask)(n), p); }
+KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
+    return _mm512_mask_loadu_ps(fill, KSUF(vmask)(n), p);
+}
+KINLINE void KSUF(vstore)(float* p, vf v) { _mm512_storeu_ps(p, v); }
+KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { _mm512_mask_storeu_ps(p, KSUF(vmask)(n), v); }
+KINLINE vf KSUF(vset1)(float s) { return _mm512_set1_ps(s); }
+KINLINE vf KSUF(vadd)(vf a, vf b) { return _mm512_add_ps(a, b); }
+KINLINE vf KSUF(vmul)(vf a, vf b) { return _mm512_mul_ps(a, b); }
+KINLINE vf KSUF(vfma)(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+KINLINE vf KSUF(vmax)(vf a, vf b) { return _mm512_max_ps(a, b); }
+KINLINE vf KSUF(vmin)(vf a, vf b) { return _mm512_min_ps(a, b); }
+KINLINE float KSUF(vsum)(vf a) { return _mm512_reduce_add_ps(a); }
+KINLINE vnan KSUF(vnan_none)(void) { return 0; }
+KINLINE vnan KSUF(vnan_or)(vnan m, vf v) { return m | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
+KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm512_mask_mov_ps(v, m, _mm512_set1_ps(NAN)); }
+/* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n)). */
+static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m512 a = _mm512_loadu_ps(s + 2 * k), b = _mm512_loadu_ps(s + 2 * k + 16);
+        _mm512_storeu_ps(de + k, _mm512_permutex2var_ps(a, even, b));
+        _mm512_storeu_ps(dd + k, _mm512_permutex2var_ps(a, odd, b));
+    }
+    for (; k < n; ++k) {
+        de[k] = s[2 * k];
+        dd[k] = s[2 * k + 1];
+    }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define VW 8
+typedef __m256 vf;
+typedef __m256 vnan;
+static const int32_t KSUF(tail_bits)[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+KINLINE __m256i KSUF(vmask)(int64_t n) {
+    return _mm256_loadu_si256((const __m256i*)(KSUF(tail_bits) + 8 - n));
+}
+KINLINE vf KSUF(vload)(const float* p) { return _mm256_loadu_ps(p); }
+KINLINE vf KSUF(vload_n)(const float* p, int64_t n) { return _mm256_maskload_ps(p, KSUF(vmask)(n)); }
+KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
+    __m256i m = KSUF(vmask)(n);
+    return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
+KINLINE void KSUF(vstore)(float* p, vf v) { _mm256_storeu_ps(p, v); }
+KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { _mm256_maskstore_ps(p, KSUF(vmask)(n), v); }
+KINLINE vf KSUF(vset1)(float s) { return _mm256_set1_ps(s); }
+KINLINE vf KSUF(vadd)(vf a, vf b) { return _mm256_add_ps(a, b); }
+KINLINE vf KSUF(vmul)(vf a, vf b) { return _mm256_mul_ps(a, b); }
+KINLINE vf KSUF(vfma)(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+KINLINE vf KSUF(vmax)(vf a, vf b) { return _mm256_max_ps(a, b); }
+KINLINE vf KSUF(vmin)(vf a, vf b) { return _mm256_min_ps(a, b); }
+KINLINE float KSUF(vsum)(vf a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+KINLINE vnan KSUF(vnan_none)(void) { return _mm256_setzero_ps(); }
+KINLINE vnan KSUF(vnan_or)(vnan m, vf v) { return _mm256_or_ps(m, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)); }
+KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), m); }
+/* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n)). */
+static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m256 a = _mm256_loadu_ps(s + 2 * k), b = _mm256_loadu_ps(s + 2 * k + 8);
+        __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 a4 a6 b4 b6 */
+        __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+        o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+        _mm256_storeu_ps(de + k, e);
+        _mm256_storeu_ps(dd + k, o);
+    }
+    for (; k < n; ++k) {
+        de[k] = s[2 * k];
+        dd[k] = s[2 * k + 1];
+    }
+}
+#else
+#define VW 8
+typedef struct { float v[VW]; } vf;
+typedef struct { int32_t v[VW]; } vnan;
+KINLINE vf KSUF(vload)(const float* p) { vf r; for (int j = 0; j < VW; ++j) r.v[j] = p[j]; return r; }
+KINLINE vf KSUF(vload_n)(const float* p, int64_t n) {
+    vf r;
+    for (int j = 0; j < VW; ++j) r.v[j] = j < n ? p[j] : 0.0f;
+    return r;
+}
+KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
+    for (int j = 0; j < n; ++j) fill.v[j] = p[j];
+    return fill;
+}
+KINLINE void KSUF(vstore)(float* p, vf v) { for (int j = 0; j < VW; ++j) p[j] = v.v[j]; }
+KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { for (int j = 0; j < n; ++j) p[j] = v.v[j]; }
+KINLINE vf KSUF(vset1)(float s) { vf r; for (int j = 0; j < VW; ++j) r.v[j] = s; return r; }
+KINLINE vf KSUF(vadd)(vf a, vf b) { for (int j = 0; j < VW; ++j) a.v[j] += b.v[j]; return a; }
+KINLINE vf KSUF(vmul)(vf a, vf b) { for (int j = 0; j < VW; ++j) a.v[j] *= b.v[j]; return a; }
+KINLINE vf KSUF(vfma)(vf a, vf b, vf c) {
+    for (int j = 0; j < VW; ++j) c.v[j] += a.v[j] * b.v[j];
+    return c;
+}
+KINLINE vf KSUF(vmax)(vf a, vf b) {
+    for (int j = 0; j < VW; ++j) a.v[j] = a.v[j] > b.v[j] ? a.v[j] : b.v[j];
+    return a;
+}
+KINLINE vf KSUF(vmin)(vf a, vf b) {
+    for (int j = 0; j < VW; ++j) a.v[j] = a.v[j] < b.v[j] ? a.v[j] : b.v[j];
+    return a;
+}
+KINLINE float KSUF(vsum)(vf a) {
+    float s = 0.0f;
+    for (int j = 0; j < VW; ++j) s += a.v[j];
+    return s;
+}
+KINLINE vnan KSUF(vnan_none)(void) { vnan r; for (int j = 0; j < VW; ++j) r.v[j] = 0; return r; }
+KINLINE vnan KSUF(vnan_or)(vnan m, vf v) {
+    for (int j = 0; j < VW; ++j) m.v[j] |= v.v[j] != v.v[j];
+    return m;
+}
+KINLINE vf KSUF(vnan_apply)(vnan m, vf v) {
+    for (int j = 0; j < VW; ++j) v.v[j] = m.v[j] ? NAN : v.v[j];
+    return v;
+}
+/* de[k] = s[2k], dd[k] = s[2k + 1] for k < n. */
+static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
+    for (int64_t k = 0; k < n; ++k) {
+        de[k] = s[2 * k];
+        dd[k] = s[2 * k + 1];
+    }
+}
+#endif
+
+/* Sum of x[0..n): four vector accumulators, combined in a fixed order, then the tail. */
+static float KSUF(sum_row)(const float* x, int64_t n) {
+    vf a0 = KSUF(vset1)(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 4 * VW <= n; i += 4 * VW) {
+        a0 = KSUF(vadd)(a0, KSUF(vload)(x + i));
+        a1 = KSUF(vadd)(a1, KSUF(vload)(x + i + VW));
+        a2 = KSUF(vadd)(a2, KSUF(vload)(x + i + 2 * VW));
+        a3 = KSUF(vadd)(a3, KSUF(vload)(x + i + 3 * VW));
+    }
+    for (; i + VW <= n; i += VW) {
+        a0 = KSUF(vadd)(a0, KSUF(vload)(x + i));
+    }
+    if (i < n) {
+        a1 = KSUF(vadd)(a1, KSUF(vload_n)(x + i, n - i));
+    }
+    return KSUF(vsum)(KSUF(vadd)(KSUF(vadd)(a0, a1), KSUF(vadd)(a2, a3)));
+}
+
+/* ---- Sub-plane buffer: the padded input split by stride remainders ----------------------
+ * A window op with strides (sh, sw) reads padded input (oy * sh + ky * dh, ox * sw + kx * dw).
+ * The padded rows and columns are split by their remainders modulo sh and sw into sh * sw
+ * sub-planes of pitch P: sub-plane (a, b) element (i, j) = padded (i * sh + a, j * sw + b)
+ * (the padding value outside the input). Tap (ky, kx) then reads sub-plane
+ * (ky * dh % sh, kx * dw % sw) at flat offset (ky * dh / sh) * P + kx * dw / sw from flat
+ * position oy * P + ox, so a block of output rows is one unit-stride 1-D window op over flat
+ * positions, computed in whole vectors without any per-row work (the P - ow extra columns of
+ * each row are computed and dropped). The block's results go to `out` (pitch P), and from
+ * there to the output rows with the epilogue. P >= ow + (kw - 1) * dw / sw. */
+typedef struct KSUF(subp) {
+    const float* x;                  /* the input plane */
+    int64_t ih, iw, pt, pl, sh, sw;
+    int64_t pitch;                   /* P */
+    int64_t extra_rows;              /* (kh - 1) * dh / sh: sub-plane rows past the block's */
+    int64_t block;                   /* output rows per block */
+    int64_t taps;
+    int64_t tap_plane[ACCEL_TAPS_MAX]; /* per tap (ky, kx): sub-plane index */
+    int64_t tap_off[ACCEL_TAPS_MAX];   /* per tap: flat offset inside its sub-plane */
+    float pad;
+    float* buf;                      /* ACCEL_ROWBUF_FLOATS floats, 64-byte aligned */
+} KSUF(subp);
+
+/* d[0..n) = v in whole vectors (may write up to VW - 1 floats past n). */
+KINLINE void KSUF(vfill_over)(float* d, float v, int64_t n) {
+    const vf pv = KSUF(vset1)(v);
+    for (int64_t j = 0; j < n; j += VW) {
+        KSUF(vstore)(d + j, pv);
+    }
+}
+
+/* d[0..n) = s[0..n) in whole vectors, reading s[0..n) only (the last vector's lanes past n,
+ * written past d + n, hold v). */
+KINLINE void KSUF(vcopy_over)(float* d, const float* s, int64_t n, float v) {
+    int64_t j = 0;
+    for (; j + VW <= n; j += VW) {
+        KSUF(vstore)(d + j, KSUF(vload)(s + j));
+    }
+    if (j < n) {
+        KSUF(vstore)(d + j, KSUF(vload_n_or)(s + j, n - j, KSUF(vset1)(v)));
+    }
+}
+
+/* Sub-plane rows of input row xr for every column remainder b: d + b * plane gets
+ * padded[j * sw + b], j < P (whole-vector stores: may write up to VW - 1 floats past P). */
+static void KSUF(subp_row)(const KSUF(subp)* sp, const float* xr, float* d, int64_t plane) {
+    const int64_t sw = sp->sw, pitch = sp->pitch, iw = sp->iw, pl = sp->pl;
+    if (sw == 2) { /* x[2k] -> remainder pl & 1 at k + pl / 2; x[2k + 1] -> the other at k + (pl + 1) / 2 */
+        float* de = d + (pl & 1) * plane;
+        float* dd = d + ((pl + 1) & 1) * plane;
+        int64_t je = pl >> 1, jd = (pl + 1) >> 1;
+        je = je > pitch ? pitch : je;
+        jd = jd > pitch ? pitch : jd;
+        int64_t ce = (iw + 1) / 2, cd = iw / 2;
+        ce = ce > pitch - je ? pitch - je : ce;
+        cd = cd > pitch - jd ? pitch - jd : cd;
+        int64_t pairs = ce < cd ? ce : cd;
+        KSUF(vfill_over)(de, sp->pad, je);
+        KSUF(vfill_over)(dd, sp->pad, jd);
+        KSUF(deint)(xr, pairs, de + je, dd + jd);
+        for (int64_t k = pairs; k < ce; ++k) {
+            de[je + k] = xr[2 * k];
+        }
+        for (int64_t k = pairs; k < cd; ++k) {
+            dd[jd + k] = xr[2 * k + 1];
+        }
+        KSUF(vfill_over)(de + je + ce, sp->pad, pitch - je - ce);
+        KSUF(vfill_over)(dd + jd + cd, sp->pad, pitch - jd - cd);
+        return;
+    }
+    for (int64_t b = 0; b < sw; ++b) {
+        float* db = d + b * plane;
+        int64_t i0 = 0, j0 = pl, cnt = iw; /* first input column with this remainder, its place */
+        if (sw > 1) {
+            i0 = ((b - pl) % sw + sw) % sw;
+            j0 = (i0 + pl) / sw;
+            cnt = i0 < iw ? (iw - 1 - i0) / sw + 1 : 0;
+        }
+        j0 = j0 > pitch ? pitch : j0;
+        cnt = cnt > pitch - j0 ? pitch - j0 : cnt;
+        KSUF(vfill_over)(db, sp->pad, j0);
+        if (sw == 1) {
+            KSUF(vcopy_over)(db + j0, xr + i0, cnt, sp->pad);
+        } else {
+            for (int64_t k = 0; k < cnt; ++k) {
+                db[j0 + k] = xr[i0 + k * sw];
+            }
+        }
+        KSUF(vfill_over)(db + j0 + cnt, sp->pad, pitch - j0 - cnt);
+    }
+}
+
+/* Output rows per block for a layer (0: the buffer cannot hold one row; use the direct
+ * kernel), and its pitch. Layout of a block of R rows: sh * sw sub-planes of
+ * (R + extra_rows + 1) * P + VW floats (a row and a vector of slack, read only for dropped
+ * columns), then the results: R * P rounded up to VW, then VW of slack. */
+static int64_t KSUF(subp_rows)(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                               int64_t dw, int64_t ow, int64_t* pitch) {
+    const int64_t lim = ACCEL_ROWBUF_FLOATS;
+    if (kh * kw > ACCEL_TAPS_MAX || sh > lim || sw > lim || ow > lim || (kw - 1) * dw > lim ||
+        (kh - 1) * dh > lim || sh * sw > lim) {
+        return 0;
+    }
+    const int64_t p = ow + (kw - 1) * dw / sw, planes = sh * sw;
+    const int64_t fixed = planes * (((kh - 1) * dh / sh + 1) * p + VW) + 3 * VW;
+    const int64_t per_row = planes * p + p;
+    *pitch = p;
+    return fixed + per_row <= lim ? (lim - fixed) / per_row : 0;
+}
+
+/* Sets up the sub-plane buffer of a layer over input plane x (subp_rows gave block > 0). */
+static void KSUF(subp_init)(KSUF(subp)* sp, const float* x, int64_t ih, int64_t iw, int64_t kh,
+                            int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                            int64_t pt, int64_t pl, int64_t pitch, int64_t block, float pad,
+                            float* buf) {
+    sp->x = x;
+    sp->ih = ih;
+    sp->iw = iw;
+    sp->pt = pt;
+    sp->pl = pl;
+    sp->sh = sh;
+    sp->sw = sw;
+    sp->pitch = pitch;
+    sp->extra_rows = (kh - 1) * dh / sh;
+    sp->block = block;
+    sp->taps = kh * kw;
+    sp->pad = pad;
+    sp->buf = buf;
+    for (int64_t ky = 0; ky < kh; ++ky) {
+        for (int64_t kx = 0; kx < kw; ++kx) {
+            int64_t t = ky * kw + kx, oy = ky * dh, ox = kx * dw;
+            if (sh == 1 && sw == 1) {
+                sp->tap_plane[t] = 0;
+                sp->tap_off[t] = oy * pitch + ox;
+            } else {
+                sp->tap_plane[t] = (oy % sh) * sw + ox % sw;
+                sp->tap_off[t] = (oy / sh) * pitch + ox / sw;
+            }
+        }
+    }
+}
+
+/* Fills the sub-planes for output rows [oy0, oy0 + rows) and points src[t] at tap t's input
+ * for flat position 0; returns the results area (rows * P, rounded up to VW). */
+static float* KSUF(subp_fill)(const KSUF(subp)* sp, int64_t oy0, int64_t rows,
+                              const float** src) {
+    const int64_t pitch = sp->pitch, sub_rows = rows + sp->extra_rows;
+    const int64_t plane = (sub_rows + 1) * pitch + VW;
+    /* The slack row and vector first (their last store may reach into the next sub-plane's
+     * first row, written below; the rows' stores may reach into the slack, still initialized). */
+    for (int64_t q = 0; q < sp->sh * sp->sw; ++q) {
+        KSUF(vfill_over)(sp->buf + q * plane + sub_rows * pitch, sp->pad, pitch + VW);
+    }
+    for (int64_t r = 0; r < sub_rows; ++r) { /* input rows in order */
+        for (int64_t a = 0; a < sp->sh; ++a) {
+            float* d = sp->buf + a * sp->sw * plane + r * pitch;
+            int64_t iy = (oy0 + r) * sp->sh + a - sp->pt;
+            if (iy >= 0 && iy < sp->ih) {
+                KSUF(subp_row)(sp, sp->x + iy * sp->iw, d, plane);
+            } else {
+                for (int64_t b = 0; b < sp->sw; ++b) {
+                    KSUF(vfill_over)(d + b * plane, sp->pad, pitch);
+                }
+            }
+        }
+    }
+    for (int64_t t = 0; t < sp->taps; ++t) {
+        src[t] = sp->buf + sp->tap_plane[t] * plane + sp->tap_off[t];
+    }
+    return sp->buf + sp->sh * sp->sw * plane + VW;
+}
+
 /* ---- Pooling ----------------------------------------------------------------- */
 
 /* Taps [lo, hi) of a window starting at `start` that land inside [0, in). */
@@ -343,8 +682,9 @@ static void KSUF(pool_nchw_interior)(const accel_pool_params* pp, const float* x
     }
 }
 
-static void KSUF(pool_nchw)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
-                            int64_t oy1) {
+/* pool_nchw for every kind and geometry: each output column's window walked directly. */
+static void KSUF(pool_nchw_direct)(const accel_pool_params* pp, const float* x, float* y,
+                                   int64_t oy0, int64_t oy1) {
     const int64_t iw = pp->iw, ow = pp->ow, dw = pp->dw, dh = pp->dh;
     /* Columns whose windows lie inside the input along x (all kw taps real). */
     int64_t lo = (pp->pl + pp->sw - 1) / pp->sw, hi = 0;
@@ -463,7 +803,347 @@ static void KSUF(pool_nhwc)(const accel_pool_params* pp, const float* x, float* 
     }
 }
 
+/* MAX (NaN wins) or sum of `taps` unit-stride inputs over flat positions: out[p], p < n (whole
+ * vectors: out and the inputs are readable/writable up to n rounded up to VW). */
+static void KSUF(pool_flat)(int max, const float* const* src, int64_t taps, float* out,
+                            int64_t n) {
+    for (int64_t p = 0; p < n; p += VW) {
+        vf acc;
+        if (max) {
+            vnan nan = KSUF(vnan_none)();
+            acc = KSUF(vset1)(-INFINITY);
+            for (int64_t t = 0; t < taps; ++t) {
+                vf v = KSUF(vload)(src[t] + p);
+                acc = KSUF(vmax)(v, acc);
+                nan = KSUF(vnan_or)(nan, v);
+            }
+            acc = KSUF(vnan_apply)(nan, acc);
+        } else {
+            acc = KSUF(vset1)(0.0f);
+            for (int64_t t = 0; t < taps; ++t) {
+                acc = KSUF(vadd)(acc, KSUF(vload)(src[t] + p));
+            }
+        }
+        KSUF(vstore)(out + p, acc);
+    }
+}
+
+/* y[0..n) = s[0..n) (times r[0..n) when r is not NULL); s and r readable up to n rounded up
+ * to VW. */
+static void KSUF(row_out)(const float* s, const float* r, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; i += VW) {
+        vf v = KSUF(vload)(s + i);
+        if (r != NULL) {
+            v = KSUF(vmul)(v, KSUF(vload)(r + i));
+        }
+        if (n - i >= VW) {
+            KSUF(vstore)(y + i, v);
+        } else {
+            KSUF(vstore_n)(y + i, v, n - i);
+        }
+    }
+}
+
+/* pool_nchw for MAX and AVERAGE through the sub-plane buffer: rows [oy0, oy1) in blocks.
+ * AVERAGE divides by the window's count (padding excluded or included) as a multiply by a
+ * per-column reciprocal row, rebuilt when the row count changes. */
+static void KSUF(pool_nchw_sub)(const accel_pool_params* pp, const float* x, float* y,
+                                int64_t oy0, int64_t oy1, int64_t block, int64_t pitch) {
+    const int64_t ow = pp->ow, kw = pp->kw, dw = pp->dw;
+    const int max = pp->kind == PN_POOLING_MAX;
+    float buf[ACCEL_ROWBUF_FLOATS] KALIGN64;
+    float cols[ACCEL_ROWBUF_FLOATS / 2 + VW]; /* AVERAGE: window columns per ox, then 1/count */
+    float* rcp = cols + (ow + VW - 1) / VW * VW;
+    int64_t rcp_rows = -1;
+    if (!max) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t sx = ox * pp->sw - pp->pl, tx0, tx1;
+            KSUF(tap_range)(sx, kw, dw, pp->iw, &tx0, &tx1);
+            cols[ox] = (float)(pp->include_padding ? KSUF(padded_taps)(sx, kw, dw, pp->iw, pp->pr)
+                                                   : tx1 - tx0);
+        }
+    }
+    KSUF(subp) sp;
+    KSUF(subp_init)(&sp, x, pp->ih, pp->iw, pp->kh, kw, pp->sh, pp->sw, pp->dh, dw, pp->pt,
+                    pp->pl, pitch, block, max ? -INFINITY : 0.0f, buf);
+    const float* src[ACCEL_TAPS_MAX];
+    for (int64_t b0 = oy0; b0 < oy1; b0 += block) {
+        int64_t rows = oy1 - b0 < block ? oy1 - b0 : block;
+        float* out = KSUF(subp_fill)(&sp, b0, rows, src);
+        KSUF(pool_flat)(max, src, sp.taps, out, rows * pitch);
+        for (int64_t r = 0; r < rows; ++r) {
+            int64_t oy = b0 + r;
+            if (!max) {
+                int64_t sy = oy * pp->sh - pp->pt, ty0, ty1;
+                KSUF(tap_range)(sy, pp->kh, pp->dh, pp->ih, &ty0, &ty1);
+                int64_t n = pp->include_padding ? KSUF(padded_taps)(sy, pp->kh, pp->dh, pp->ih, pp->pb)
+                                                : ty1 - ty0;
+                if (n != rcp_rows) {
+                    for (int64_t ox = 0; ox < ow; ++ox) {
+                        rcp[ox] = 1.0f / ((float)n * cols[ox]);
+                    }
+                    for (int64_t ox = ow; ox < (ow + VW - 1) / VW * VW; ++ox) {
+                        rcp[ox] = 0.0f;
+                    }
+                    rcp_rows = n;
+                }
+            }
+            KSUF(row_out)(out + r * pitch, max ? NULL : rcp, y + oy * ow, ow);
+        }
+    }
+}
+
+static void KSUF(pool_nchw)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+                            int64_t oy1) {
+    int64_t pitch = 0;
+    int64_t block = KSUF(subp_rows)(pp->kh, pp->kw, pp->sh, pp->sw, pp->dh, pp->dw, pp->ow, &pitch);
+    if (pp->kind != PN_POOLING_LP && block > 0 && 2 * pp->ow + 2 * VW <= ACCEL_ROWBUF_FLOATS / 2) {
+        KSUF(pool_nchw_sub)(pp, x, y, oy0, oy1, block, pitch);
+    } else {
+        KSUF(pool_nchw_direct)(pp, x, y, oy0, oy1);
+    }
+}
+
+/* ---- Depthwise convolution ------------------------------------------------------------ */
+
+/* The fused activation done in registers: kinds RELU and BOUNDED_RELU become a clamp to
+ * [lo, hi] (NaN stays NaN); others are applied to the finished row afterwards. */
+typedef struct KSUF(clamp) {
+    int on;
+    float lo, hi;
+} KSUF(clamp);
+
+static KSUF(clamp) KSUF(clamp_of)(const pn_activation_desc* act) {
+    KSUF(clamp) c = {0, -INFINITY, INFINITY};
+    if (act != NULL && act->kind == PN_ACTIVATION_RELU) {
+        c.on = 1;
+        c.lo = 0.0f;
+    } else if (act != NULL && act->kind == PN_ACTIVATION_BOUNDED_RELU) {
+        c.on = 1;
+        c.lo = act->alpha;
+        c.hi = act->beta;
+    }
+    return c;
+}
+
+/* The activation left for after the row (NULL when none or done by the clamp). */
+static const pn_activation_desc* KSUF(act_after)(const pn_activation_desc* act) {
+    return act == NULL || act->kind == PN_ACTIVATION_INVALID || act->kind == PN_ACTIVATION_RELU ||
+                   act->kind == PN_ACTIVATION_BOUNDED_RELU
+               ? NULL
+               : act;
+}
+
+/* max(lo, min(hi, v)) keeping NaN (x86 max/min return their second operand on NaN). */
+KINLINE vf KSUF(vclamp)(KSUF(clamp) c, vf v) {
+    v = KSUF(vmax)(KSUF(vset1)(c.lo), v);
+    return KSUF(vmin)(KSUF(vset1)(c.hi), v);
+}
+
+/* Finishes `acc` for columns [ox, ox + VW) of a depthwise row: + add, clamp, store (the
+ * first n - ox lanes only when fewer than VW are left). */
+KINLINE void KSUF(dw_finish)(vf acc, const float* add, KSUF(clamp) c, float* y, int64_t ox,
+                             int64_t n) {
+    int64_t rem = n - ox;
+    if (add != NULL) {
+        acc = KSUF(vadd)(acc, rem >= VW ? KSUF(vload)(add + ox) : KSUF(vload_n)(add + ox, rem));
+    }
+    if (c.on) {
+        acc = KSUF(vclamp)(c, acc);
+    }
+    if (rem >= VW) {
+        KSUF(vstore)(y + ox, acc);
+    } else {
+        KSUF(vstore_n)(y + ox, acc, rem);
+    }
+}
+
+/* out[p] = bias + sum_t wt[t] * src[t][p] for flat positions p < n, in whole vectors (two per
+ * step: two independent FMA chains); inlined with a constant taps for the 3x3 case. */
+KINLINE void KSUF(dw_flat_body)(const float* const* src, const float* wt, int64_t taps,
+                                float bias, float* out, int64_t n) {
+    const vf b = KSUF(vset1)(bias);
+    int64_t p = 0;
+    for (; p + VW < n; p += 2 * VW) {
+        vf a0 = b, a1 = b;
+        for (int64_t t = 0; t < taps; ++t) {
+            const vf w = KSUF(vset1)(wt[t]);
+            a0 = KSUF(vfma)(w, KSUF(vload)(src[t] + p), a0);
+            a1 = KSUF(vfma)(w, KSUF(vload)(src[t] + p + VW), a1);
+        }
+        KSUF(vstore)(out + p, a0);
+        KSUF(vstore)(out + p + VW, a1);
+    }
+    if (p < n) {
+        vf a0 = b;
+        for (int64_t t = 0; t < taps; ++t) {
+            a0 = KSUF(vfma)(KSUF(vset1)(wt[t]), KSUF(vload)(src[t] + p), a0);
+        }
+        KSUF(vstore)(out + p, a0);
+    }
+}
+
+static void KSUF(dw_flat)(const float* const* src, const float* wt, int64_t taps, float bias,
+                          float* out, int64_t n) {
+    if (taps == 9) {
+        KSUF(dw_flat_body)(src, wt, 9, bias, out, n);
+    } else {
+        KSUF(dw_flat_body)(src, wt, taps, bias, out, n);
+    }
+}
+
+/* Depthwise NCHW without the sub-plane buffer (layers too large for it): per tap, a strided
+ * multiply-add over the output columns whose input column is inside the row. */
+static void KSUF(dw_nchw_direct)(const accel_dw_params* dp, const float* x, const float* w,
+                                 float bias, const float* addend, float* y, int64_t oy0,
+                                 int64_t oy1) {
+    const int64_t ow = dp->ow, sw = dp->sw;
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+        float* yr = y + oy * ow;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+            yr[ox] = bias;
+        }
+        for (int64_t ky = 0; ky < dp->kh; ++ky) {
+            int64_t iy = oy * dp->sh - dp->pt + ky * dp->dh;
+            if (iy < 0 || iy >= dp->ih) {
+                continue;
+            }
+            for (int64_t kx = 0; kx < dp->kw; ++kx) {
+                int64_t off = kx * dp->dw - dp->pl; /* ix = ox * sw + off */
+                int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                int64_t hi = dp->iw - 1 - off >= 0 ? (dp->iw - 1 - off) / sw + 1 : 0;
+                hi = hi > ow ? ow : hi;
+                const float* xr = x + iy * dp->iw;
+                const float wv = w[ky * dp->kw + kx];
+                for (int64_t ox = lo; ox < hi; ++ox) {
+                    yr[ox] += wv * xr[ox * sw + off];
+                }
+            }
+        }
+        if (addend != NULL) {
+            const float* ar = addend + oy * ow;
+            for (int64_t ox = 0; ox < ow; ++ox) {
+                yr[ox] += ar[ox];
+            }
+        }
+        if (dp->act != NULL) {
+            KSUF(activation)(dp->act, yr, yr, ow);
+        }
+    }
+}
+
+/* Depthwise NCHW through the sub-plane buffer: per block of output rows, the flat weighted
+ * sum (bias first, then the taps in (ky, kx) order; padding taps add 0 * w), then per row
+ * + addend and the activation. */
+static void KSUF(dw_nchw)(const accel_dw_params* dp, const float* x, const float* w, float bias,
+                          const float* addend, float* y, int64_t oy0, int64_t oy1) {
+    const int64_t ow = dp->ow;
+    int64_t pitch = 0;
+    int64_t block = KSUF(subp_rows)(dp->kh, dp->kw, dp->sh, dp->sw, dp->dh, dp->dw, ow, &pitch);
+    if (block == 0) {
+        KSUF(dw_nchw_direct)(dp, x, w, bias, addend, y, oy0, oy1);
+        return;
+    }
+    float buf[ACCEL_ROWBUF_FLOATS] KALIGN64;
+    KSUF(subp) sp;
+    KSUF(subp_init)(&sp, x, dp->ih, dp->iw, dp->kh, dp->kw, dp->sh, dp->sw, dp->dh, dp->dw,
+                    dp->pt, dp->pl, pitch, block, 0.0f, buf);
+    const KSUF(clamp) c = KSUF(clamp_of)(dp->act);
+    const pn_activation_desc* after = KSUF(act_after)(dp->act);
+    const float* src[ACCEL_TAPS_MAX];
+    for (int64_t b0 = oy0; b0 < oy1; b0 += block) {
+        int64_t rows = oy1 - b0 < block ? oy1 - b0 : block;
+        float* out = KSUF(subp_fill)(&sp, b0, rows, src);
+        KSUF(dw_flat)(src, w, sp.taps, bias, out, rows * pitch);
+        for (int64_t r = 0; r < rows; ++r) {
+            int64_t oy = b0 + r;
+            float* yr = y + oy * ow;
+            const float* ar = addend != NULL ? addend + oy * ow : NULL;
+            const float* o = out + r * pitch;
+            for (int64_t ox = 0; ox < ow; ox += VW) {
+                KSUF(dw_finish)(KSUF(vload)(o + ox), ar, c, yr, ox, ow);
+            }
+            if (after != NULL) {
+                KSUF(activation)(after, yr, yr, ow);
+            }
+        }
+    }
+}
+
+/* y[k] = clamp(bias[k] + sum_t wt[t][k] * src[t][k] (+ add[k])) for k < n channels. */
+static void KSUF(dw_pixel)(const float* const* src, const float* const* wt, int64_t taps,
+                           const float* bias, const float* add, KSUF(clamp) c, float* y,
+                           int64_t n) {
+    for (int64_t k = 0; k < n; k += VW) {
+        int64_t rem = n - k;
+        vf acc;
+        if (rem >= VW) {
+            acc = bias != NULL ? KSUF(vload)(bias + k) : KSUF(vset1)(0.0f);
+            for (int64_t t = 0; t < taps; ++t) {
+                acc = KSUF(vfma)(KSUF(vload)(wt[t] + k), KSUF(vload)(src[t] + k), acc);
+            }
+            if (add != NULL) {
+                acc = KSUF(vadd)(acc, KSUF(vload)(add + k));
+            }
+        } else {
+            acc = bias != NULL ? KSUF(vload_n)(bias + k, rem) : KSUF(vset1)(0.0f);
+            for (int64_t t = 0; t < taps; ++t) {
+                acc = KSUF(vfma)(KSUF(vload_n)(wt[t] + k, rem), KSUF(vload_n)(src[t] + k, rem), acc);
+            }
+            if (add != NULL) {
+                acc = KSUF(vadd)(acc, KSUF(vload_n)(add + k, rem));
+            }
+        }
+        if (c.on) {
+            acc = KSUF(vclamp)(c, acc);
+        }
+        if (rem >= VW) {
+            KSUF(vstore)(y + k, acc);
+        } else {
+            KSUF(vstore_n)(y + k, acc, rem);
+        }
+    }
+}
+
+static void KSUF(dw_nhwc)(const accel_dw_params* dp, const float* x, const float* wt,
+                          const float* bias, const float* addend, float* y, int64_t oy0,
+                          int64_t oy1) {
+    const int64_t ow = dp->ow, c = dp->c, kh = dp->kh, kw = dp->kw;
+    const KSUF(clamp) cl = KSUF(clamp_of)(dp->act);
+    const pn_activation_desc* after = KSUF(act_after)(dp->act);
+    const float* src[ACCEL_TAPS_MAX];
+    const float* wp[ACCEL_TAPS_MAX];
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t at = (oy * ow + ox) * c;
+            float* yo = y + at;
+            const float* ad = addend != NULL ? addend + at : NULL;
+            int64_t t = 0;
+            for (int64_t ky = 0; ky < kh; ++ky) {
+                int64_t iy = oy * dp->sh - dp->pt + ky * dp->dh;
+                if (iy < 0 || iy >= dp->ih) {
+                    continue;
+                }
+                for (int64_t kx = 0; kx < kw; ++kx) {
+                    int64_t ix = ox * dp->sw - dp->pl + kx * dp->dw;
+                    if (ix < 0 || ix >= dp->iw) {
+                        continue;
+                    }
+                    src[t] = x + (iy * dp->iw + ix) * c;
+                    wp[t] = wt + (ky * kw + kx) * c;
+                    ++t;
+                }
+            }
+            KSUF(dw_pixel)(src, wp, t, bias, ad, cl, yo, c);
+            if (after != NULL) {
+                KSUF(activation)(after, yo, yo, c);
+            }
+        }
+    }
+}
+
 const accel_kernels KTABLE = {
-    KSUF(activation), KSUF(binary_row), KSUF(max_row),  KSUF(exp_sub_sum), KSUF(scale),
-    KSUF(max_cols),   KSUF(exp_sub_cols), KSUF(mul_cols), KSUF(pool_nchw), KSUF(pool_nhwc),
+    KSUF(activation), KSUF(binary_row),   KSUF(max_row),  KSUF(exp_sub_sum), KSUF(scale),
+    KSUF(max_cols),   KSUF(exp_sub_cols), KSUF(mul_cols), KSUF(pool_nchw),   KSUF(pool_nhwc),
+    KSUF(sum_row),    KSUF(dw_nchw),      KSUF(dw_nhwc),
 };

@@ -1,8 +1,16 @@
 /* POOLING_2D: MAX, AVERAGE (EXCLUDE/INCLUDE) and LP, NCHW or NHWC; output rows split over
- * the pool. NCHW walks each plane's windows; NHWC vectorizes over channels. */
+ * the pool. NCHW: the pool_nchw kernel (row buffer of stride phases, vectors of output
+ * columns); NHWC vectorizes over channels. Global MAX/AVERAGE (the window is the whole
+ * unpadded plane) is a reduction: per plane (NCHW) or per block of channels (NHWC). */
 #include "accel.h"
 
+#include <math.h>
 #include <stdlib.h>
+
+/* Channels per NHWC global-pooling item. */
+#define GLOBAL_NHWC_BLOCK 256
+/* Elements below which one work item is not worth waking a thread. */
+#define POOL_GRAIN_WORK 65536
 
 typedef struct pool_job {
     const accel_op* op;
@@ -32,6 +40,54 @@ static void pool_range(void* raw, int64_t u0, int64_t u1) {
     }
 }
 
+/* Global pooling, NCHW: y[plane] = max (NaN wins) or mean of the plane, planes [u0, u1). */
+static void global_nchw_range(void* raw, int64_t u0, int64_t u1) {
+    const pool_job* j = (const pool_job*)raw;
+    const int64_t hw = j->x_image;
+    for (int64_t u = u0; u < u1; ++u) {
+        const float* x = j->x + u * hw;
+        j->y[u] = j->pp->kind == PN_POOLING_MAX ? j->op->k->max_row(x, hw)
+                                                : j->op->k->sum_row(x, hw) / (float)hw;
+    }
+}
+
+/* Global pooling, NHWC: items (image, block of GLOBAL_NHWC_BLOCK channels); the output
+ * channels accumulate pixel by pixel (max with NaN winning, or sum then times 1 / (h * w)). */
+static void global_nhwc_range(void* raw, int64_t u0, int64_t u1) {
+    const pool_job* j = (const pool_job*)raw;
+    const accel_kernels* k = j->op->k;
+    const int64_t c = j->pp->c, hw = j->pp->ih * j->pp->iw;
+    const int64_t blocks = (c + GLOBAL_NHWC_BLOCK - 1) / GLOBAL_NHWC_BLOCK;
+    const int max = j->pp->kind == PN_POOLING_MAX;
+    for (int64_t u = u0; u < u1; ++u) {
+        int64_t n = u / blocks, c0 = (u % blocks) * GLOBAL_NHWC_BLOCK;
+        int64_t len = c - c0 < GLOBAL_NHWC_BLOCK ? c - c0 : GLOBAL_NHWC_BLOCK;
+        const float* x = j->x + n * j->x_image + c0;
+        float* y = j->y + n * c + c0;
+        for (int64_t i = 0; i < len; ++i) {
+            y[i] = max ? -INFINITY : 0.0f;
+        }
+        for (int64_t p = 0; p < hw; ++p) {
+            if (max) {
+                k->max_cols(y, x + p * c, len);
+            } else {
+                k->binary_row(PN_BINARY_ADD, y, 1, x + p * c, 1, y, len);
+            }
+        }
+        if (!max) {
+            k->scale(y, 1.0f / (float)hw, len);
+        }
+    }
+}
+
+/* Whether the layer pools MAX or AVERAGE over each whole unpadded plane. */
+static int is_global(const accel_pool_params* pp) {
+    return (pp->kind == PN_POOLING_MAX || pp->kind == PN_POOLING_AVERAGE) && pp->oh == 1 &&
+           pp->ow == 1 && pp->kh == pp->ih && pp->kw == pp->iw && pp->pt == 0 && pp->pl == 0 &&
+           pp->pb == 0 && pp->pr == 0 && (pp->kh == 1 || pp->dh == 1) &&
+           (pp->kw == 1 || pp->dw == 1);
+}
+
 static void pooling2d_kernel(const accel_op* op, const float* const* in, float* const* out) {
     const accel_pool_params* pp = (const accel_pool_params*)op->priv;
     int64_t xn[4], yn[4];
@@ -39,6 +95,20 @@ static void pooling2d_kernel(const accel_op* op, const float* const* in, float* 
     pn_layout_nchw(&op->outputs[0], op->desc.pool.layout, yn);
     pool_job j = {op, pp, in[0], out[0], 0, 0};
     int64_t images;
+    if (is_global(pp)) {
+        int64_t hw = xn[2] * xn[3];
+        int64_t grain = POOL_GRAIN_WORK / (hw > 0 ? hw : 1);
+        if (op->desc.pool.layout == PN_LAYOUT_NHWC) {
+            j.x_image = hw * xn[1];
+            int64_t blocks = (xn[1] + GLOBAL_NHWC_BLOCK - 1) / GLOBAL_NHWC_BLOCK;
+            grain = POOL_GRAIN_WORK / (hw * GLOBAL_NHWC_BLOCK > 0 ? hw * GLOBAL_NHWC_BLOCK : 1);
+            accel_parallel_for_grain(op->env.pool, xn[0] * blocks, grain, global_nhwc_range, &j);
+        } else {
+            j.x_image = hw;
+            accel_parallel_for_grain(op->env.pool, xn[0] * xn[1], grain, global_nchw_range, &j);
+        }
+        return;
+    }
     if (op->desc.pool.layout == PN_LAYOUT_NHWC) {
         images = xn[0];
         j.x_image = xn[1] * xn[2] * xn[3];
@@ -49,7 +119,8 @@ static void pooling2d_kernel(const accel_op* op, const float* const* in, float* 
         j.y_image = yn[2] * yn[3];
     }
     int64_t work_per_row = (j.y_image / (pp->oh > 0 ? pp->oh : 1)) * pp->kh * pp->kw + 1;
-    accel_parallel_for_grain(op->env.pool, images * pp->oh, 65536 / work_per_row, pool_range, &j);
+    accel_parallel_for_grain(op->env.pool, images * pp->oh, POOL_GRAIN_WORK / work_per_row,
+                             pool_range, &j);
 }
 
 pn_status accel_pooling2d_create(const accel_env* env, const pn_layer* layer,
