@@ -118,9 +118,9 @@ def test_resnet18_runs_as_one_chain_with_the_same_bits_at_every_thread_count(thr
     net = plugnn.onnx.load(sm.resnet18(batch=2, image=32))
     inputs = inputs_of(net)
     chained = check(net, inputs, num_threads=threads)
-    assert [n.name for n in chained.layers] == ["conv1+relu1", "maxpool", "layer1.0.conv1..layer4.1.relu2",
-                                                 "avgpool", "flatten", "fc"]
-    assert chains_of(chained)[0].descriptor.label == "blocked NCHW16c chain of 19 convolutions"
+    # the stem reads the 3-channel image as one block; max and global average pooling join too
+    assert [n.name for n in chained.layers] == ["conv1..avgpool", "flatten", "fc"]
+    assert chains_of(chained)[0].descriptor.label == "blocked NCHW16c chain of 20 convolutions, 2 pooling"
     with runtime(num_threads=1) as rt:
         _, one = run(net, rt, ["CpuAcc"], inputs)
     with runtime(num_threads=threads) as rt:
@@ -135,9 +135,8 @@ def test_mobilenet_v2_depthwise_and_narrow_layers_join_the_chain() -> None:
     chained = check(net, inputs_of(net))
     (chain,) = chains_of(chained)
     # the first convolution reads the 3-channel image as one block of 3 (ACCEL_CHAIN_FIRST)
-    assert chain.descriptor.label == "blocked NCHW16c chain of 52 convolutions"
-    assert [n.name for n in chained.layers] == ["features.0.conv..features.18.relu6", "avgpool", "flatten",
-                                                 "classifier"]
+    assert chain.descriptor.label == "blocked NCHW16c chain of 52 convolutions, 1 pooling"
+    assert [n.name for n in chained.layers] == ["features.0.conv..avgpool", "flatten", "classifier"]
 
 
 @needs_avx512
@@ -151,6 +150,49 @@ def test_a_narrow_input_starts_a_chain() -> None:
     net.add_output(y, "y")
     chained = check(net, inputs_of(net))
     assert [n.name for n in chained.layers] == ["stem..next"]
+
+
+@needs_avx512
+@pytest.mark.parametrize("kind, kernel, stride, padding, dilation, ceil, include", [
+    ("max", 3, 2, 1, 1, False, False),
+    ("max", (2, 3), (1, 2), (0, 1, 1, 2), (2, 1), True, False),
+    ("average", 3, 2, 1, 1, False, False),
+    ("average", 3, 2, 1, 1, True, True),
+    ("average", (3, 2), 1, (1, 0, 2, 1), 1, False, True),
+    ("max", 9, 1, 0, 1, False, False),  # a global pooling: one window over the whole image
+])
+def test_pooling_between_convolutions_joins_the_chain(kind: str, kernel: Any, stride: Any, padding: Any,
+                                                      dilation: Any, ceil: bool, include: bool) -> None:
+    net = Network("pooled")
+    x = net.add_input("x", (2, 16, 9, 9))
+    h = net.add_convolution2d(x, rand(32, 16, 3, 3) / np.float32(12), rand(32), padding=1, name="a")
+    if kind == "max":
+        h = net.add_activation(h, "leaky_relu", alpha=0.2, name="act")  # negatives reach the pool
+    h = net.add_pooling2d(h, kind, kernel, stride=stride, padding=padding, dilation=dilation,
+                          ceil_mode=ceil, count_include_pad=include, name="pool")
+    net.add_output(net.add_convolution2d(h, rand(16, 32, 1, 1) / np.float32(6), name="b"), "y")
+    chained = check(net, inputs_of(net))
+    if kind == "max":  # leaky relu maps 0 to 0 but is not a clamp: "a" stays out, the pool starts the chain
+        assert [n.name for n in chained.layers] == ["a+act", "pool..b"]
+    else:
+        assert [n.name for n in chained.layers] == ["a..b"]
+
+
+@needs_avx512
+def test_max_pooling_in_a_chain_propagates_nan() -> None:
+    """A NaN reaching a max window wins it, as in CpuRef (it comes in through the residual
+    addend, so the convolution does not spread it over every channel)."""
+    net = Network("nan")
+    x = net.add_input("x", (1, 16, 6, 6))
+    r = net.add_input("r", (1, 16, 6, 6))
+    h = net.add_add(net.add_convolution2d(x, rand(16, 16, 1, 1) / np.float32(4), name="conv"), r, name="add")
+    net.add_output(net.add_pooling2d(h, "max", 2, stride=2, name="pool"), "y")
+    inputs = inputs_of(net)
+    inputs["r"][0, 3, 1, 1] = np.nan
+    with runtime() as rt:
+        optimized, out = run(net, rt, ["CpuAcc"], inputs)
+    assert [n.name for n in optimized.layers] == ["conv..pool"]
+    assert np.isnan(out["y"][0, 3, 0, 0]) and np.isnan(out["y"]).sum() == 1
 
 
 @needs_avx512

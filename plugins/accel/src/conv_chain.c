@@ -19,6 +19,8 @@ typedef struct chain_tensor {
 } chain_tensor;
 
 typedef struct chain_step {
+    int pool;                /* a pooling step (pp), else a convolution */
+    nchwc_pool pp;
     int depthwise;
     nchwc_geom g;
     uint32_t x, y;           /* tensor indices */
@@ -79,7 +81,21 @@ static int chain_blocks_pay(int64_t channels) {
 accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* cc) {
 #if defined(ACCEL_HAVE_X86_KERNELS)
     const pn_layer* l = cc->conv;
-    if (isa != ACCEL_ISA_AVX512 || l->kind != PN_LAYER_CONVOLUTION_2D || l->descriptor == NULL) {
+    if (isa != ACCEL_ISA_AVX512 || l->descriptor == NULL) {
+        return ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_POOLING_2D) {
+        const pn_pooling_2d_desc* p = (const pn_pooling_2d_desc*)l->descriptor;
+        const pn_tensor_info* pi = &l->inputs[0];
+        const pn_tensor_info* po = &l->outputs[0];
+        return p->layout == PN_LAYOUT_NCHW && (p->kind == PN_POOLING_MAX || p->kind == PN_POOLING_AVERAGE) &&
+                       cc->act == NULL && cc->addend_id == 0 && pi->rank == 4 && po->rank == 4 &&
+                       pi->dtype == PN_DTYPE_FLOAT32 && po->dtype == PN_DTYPE_FLOAT32 && pi->dims[0] >= 1 &&
+                       po->dims[2] >= 1 && po->dims[3] >= 1 && chain_blocks_pay(pi->dims[1])
+                   ? ACCEL_CHAIN_YES
+                   : ACCEL_CHAIN_NO;
+    }
+    if (l->kind != PN_LAYER_CONVOLUTION_2D) {
         return ACCEL_CHAIN_NO;
     }
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
@@ -190,6 +206,21 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         int32_t y = tensor_index(ch, cc->y_id, cc->y_info);
         ch->tensors[y].produced = 1;
         st->y = (uint32_t)y;
+        if (l->kind == PN_LAYER_POOLING_2D) {
+            const pn_pooling_2d_desc* p = (const pn_pooling_2d_desc*)l->descriptor;
+            nchwc_pool pp = {p->kind, p->padding_method == PN_PADDING_INCLUDE,
+                             l->inputs[0].dims[2], l->inputs[0].dims[3], cc->y_info->dims[2],
+                             cc->y_info->dims[3], p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
+                             p->dilation_h, p->dilation_w, p->pad_top, p->pad_left, p->pad_bottom,
+                             p->pad_right};
+            st->pool = 1;
+            st->pp = pp;
+            st->g.ib = B;
+            st->g.cb = st->g.ocb = blocks(l->inputs[0].dims[1]);
+            st->g.oh = pp.oh;
+            st->g.ow = pp.ow;
+            continue; /* reads only inside the image: no halo, no weights */
+        }
         const pn_tensor_info* xi = &l->inputs[0];
         const pn_tensor_info* wi = &l->inputs[1];
         int64_t c = xi->dims[1], h = xi->dims[2], w = xi->dims[3], o = cc->y_info->dims[1];
@@ -246,7 +277,14 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
             }
         }
     }
-    snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions", count);
+    uint32_t pools = 0;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) pools += (uint32_t)ch->steps[i].pool;
+    if (pools > 0) {
+        snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling",
+                 count - pools, pools);
+    } else {
+        snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions", count);
+    }
     return ch;
 }
 
@@ -298,11 +336,16 @@ typedef struct step_run {
 /* Row groups of a step's jobs: single rows for depthwise steps, whole multi-row tiles for
  * dense ones (accel_nchwc_rows_per_job). */
 static int64_t step_rows_per_job(const chain_step* st) {
-    return st->depthwise ? 1 : accel_nchwc_rows_per_job(st->g.ow);
+    return st->depthwise || st->pool ? 1 : accel_nchwc_rows_per_job(st->g.ow);
+}
+
+/* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
+static int64_t step_units(const chain_step* st) {
+    return st->depthwise || st->pool ? st->g.ocb : (st->g.ocb + 1) / 2;
 }
 
 static int64_t step_jobs(const chain_step* st, int64_t n) {
-    int64_t rpj = step_rows_per_job(st), units = st->depthwise ? st->g.ocb : (st->g.ocb + 1) / 2;
+    int64_t rpj = step_rows_per_job(st), units = step_units(st);
     return n * units * ((st->g.oh + rpj - 1) / rpj);
 }
 
@@ -313,7 +356,7 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
-    int64_t units = st->depthwise ? g->ocb : (g->ocb + 1) / 2;
+    int64_t units = step_units(st);
     int64_t rpj = step_rows_per_job(st), groups = (g->oh + rpj - 1) / rpj;
     for (int64_t job = begin; job < end; ++job) {
         int64_t oy = (job % groups) * rpj, u = (job / groups) % units, n = job / (groups * units);
@@ -325,7 +368,10 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
             const nchwc_tensor* at = &r->s->storage[st->addend];
             epi.addend = view_of(at, n, at->ht, at->hl);
         }
-        if (st->depthwise) {
+        if (st->pool) {
+            nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
+            accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, oy);
+        } else if (st->depthwise) {
             accel_nchwc_dwconv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, u, oy);
         } else {
             int64_t ob = u * 2;

@@ -1,5 +1,6 @@
 /*
- * CpuAcc blocked chains: consecutive convolutions of one subgraph that run as one
+ * CpuAcc blocked chains: consecutive convolutions (and pooling layers between them) of one
+ * subgraph that run as one
  * PN_LAYER_PRECOMPILED layer, keeping every tensor between them in the blocked layout
  * NCHW16c (conv_nchwc.h). Only the chain's inputs are converted from NCHW (once, on entry)
  * and only the tensors used outside it are converted back (once, on exit).
@@ -17,9 +18,11 @@
 
 #include <stdint.h>
 
-/* One convolution of a chain, as fusion resolved it. Pointers are borrowed for the call. */
+/* One step of a chain: a convolution as fusion resolved it, or a pooling layer. Pointers are
+ * borrowed for the call. */
 typedef struct accel_chain_conv {
-    const pn_layer* conv;            /* a CONVOLUTION_2D layer with constant weights (and bias) */
+    const pn_layer* conv;            /* a CONVOLUTION_2D layer with constant weights (and bias),
+                                        or a POOLING_2D layer */
     uint32_t x_id, y_id;             /* its input and its (fused) output tensor ids */
     const pn_tensor_info* y_info;    /* the fused output's info */
     uint32_t addend_id;              /* a residual added before the activation, 0: none */
@@ -35,7 +38,8 @@ typedef enum accel_chain_fit {
                               too few for 16-channel blocks: its input becomes one block) */
 } accel_chain_fit;
 
-/* AVX-512, NCHW, groups 1 or depthwise (one output channel per input channel), constant
+/* Pooling: AVX-512, NCHW, MAX or AVERAGE, channels as for convolutions. Convolutions:
+ * AVX-512, NCHW, groups 1 or depthwise (one output channel per input channel), constant
  * weights and bias, at least 16 output channels (and input channels, but for
  * ACCEL_CHAIN_FIRST) wasting at most a third of the 16-channel blocks, an activation that
  * keeps zero at zero (none, relu, bounded relu with alpha <= 0 <= beta). */

@@ -71,6 +71,21 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
                                    const float* bias, const nchwc_view* y,
                                    const nchwc_epilogue* epi, int64_t b, int64_t oy);
 
+/* A MAX or AVERAGE pooling on blocked tensors (CpuRef's semantics: taps outside the image
+ * are skipped; MAX of no tap is -inf and a NaN tap wins; AVERAGE divides by the real taps, or
+ * with include_padding by the taps inside the padded input). */
+typedef struct nchwc_pool {
+    int kind;                  /* PN_POOLING_MAX or PN_POOLING_AVERAGE */
+    int include_padding;
+    int64_t h, w;              /* input image rows and columns */
+    int64_t oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+} nchwc_pool;
+
+/* Output row `oy` of channel block `b` of one image; x views the input image's origin (row 0,
+ * column 0 of the image, not of its halo), y the output's. */
+void accel_nchwc_pool_row_avx512(const nchwc_pool* pp, const nchwc_view* x, const nchwc_view* y,
+                                 int64_t b, int64_t oy);
+
 /* A blocked tensor of `n` images in its storage: every image is `image_floats` floats of
  * [cb = ceil(c/ib)][rows][cols][ib], the c x h x w image at rows [ht, ht + h) and columns
  * [hl, hl + w); everything else (halo, channels past c) is zero. ib is 16, or c for the

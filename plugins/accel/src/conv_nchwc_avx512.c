@@ -3,6 +3,7 @@
 
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
+#include <math.h>
 
 #define B NCHWC_BLOCK
 #define PW_MAX 14 /* pixels per tile: 14 x 2 blocks = 28 accumulators of 32 zmm */
@@ -227,6 +228,55 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
             }
         }
         finish(acc, yrow + ox * B, arow != NULL ? arow + ox * B : NULL, lo, hi);
+    }
+}
+
+/* ---- pooling ------------------------------------------------------------------------- */
+
+/* Taps of one axis inside the padded input (the AVERAGE/INCLUDE divisor's factor). */
+static int64_t padded_taps(int64_t start, int64_t step, int64_t taps, int64_t padded_end) {
+    int64_t count = 0;
+    for (int64_t t = 0; t < taps; ++t) count += start + t * step < padded_end;
+    return count;
+}
+
+void accel_nchwc_pool_row_avx512(const nchwc_pool* pp, const nchwc_view* x, const nchwc_view* y,
+                                 int64_t b, int64_t oy) {
+    const int is_max = pp->kind == PN_POOLING_MAX;
+    const int64_t y0 = oy * pp->sh - pp->pt;
+    int64_t ky0 = 0, ky1 = pp->kh; /* taps with 0 <= y0 + ky*dh < h */
+    while (ky0 < ky1 && y0 + ky0 * pp->dh < 0) ++ky0;
+    while (ky1 > ky0 && y0 + (ky1 - 1) * pp->dh >= pp->h) --ky1;
+    int64_t rows_padded = padded_taps(y0, pp->dh, pp->kh, pp->h + pp->pb);
+    float* yrow = y->data + ((b * y->rows + oy) * y->cols) * B;
+    for (int64_t ox = 0; ox < pp->ow; ++ox) {
+        const int64_t x0 = ox * pp->sw - pp->pl;
+        int64_t kx0 = 0, kx1 = pp->kw;
+        while (kx0 < kx1 && x0 + kx0 * pp->dw < 0) ++kx0;
+        while (kx1 > kx0 && x0 + (kx1 - 1) * pp->dw >= pp->w) --kx1;
+        __m512 acc = is_max ? _mm512_set1_ps(-INFINITY) : _mm512_setzero_ps();
+        __mmask16 nan = 0;
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
+            const float* xr = x->data + ((b * x->rows + y0 + ky * pp->dh) * x->cols + x0) * B;
+            for (int64_t kx = kx0; kx < kx1; ++kx) {
+                __m512 v = _mm512_load_ps(xr + kx * pp->dw * B);
+                if (is_max) {
+                    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                    acc = _mm512_max_ps(acc, v);
+                } else {
+                    acc = _mm512_add_ps(acc, v);
+                }
+            }
+        }
+        if (is_max) {
+            acc = _mm512_mask_blend_ps(nan, acc, _mm512_set1_ps(NAN));
+        } else {
+            int64_t taps = pp->include_padding
+                               ? rows_padded * padded_taps(x0, pp->dw, pp->kw, pp->w + pp->pr)
+                               : (ky1 - ky0) * (kx1 - kx0);
+            acc = _mm512_div_ps(acc, _mm512_set1_ps((float)taps));
+        }
+        _mm512_store_ps(yrow + ox * B, acc);
     }
 }
 

@@ -395,7 +395,8 @@ static void longest_chain(const pn_subgraph* sg, uint32_t h, const unsigned char
 /* ---- Blocked chains ---------------------------------------------------------------------- */
 #if defined(ACCEL_HAVE_COMPUTE)
 
-/* One convolution with what fusion gave it: a fusion item, or a convolution left alone. */
+/* One convolution with what fusion gave it (a fusion item, or a convolution left alone), or
+ * a pooling layer. */
 typedef struct chain_unit {
     int64_t head, add, act, last; /* layer indices (-1: none); last = the unit's latest layer */
     uint32_t addend_slot;
@@ -556,7 +557,8 @@ static pn_status form_chains(const pn_subgraph* sg, accel_optimization* o, unsig
             u->add = l->add;
             u->act = l->act;
             u->addend_slot = l->addend_slot;
-        } else if (state[j] == LAYER_CANDIDATE && sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D) {
+        } else if (state[j] == LAYER_CANDIDATE && (sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D ||
+                                                   sg->layers[j].kind == PN_LAYER_POOLING_2D)) {
             u->head = (int64_t)j;
             u->add = -1;
             u->act = -1;
