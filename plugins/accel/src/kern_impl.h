@@ -977,18 +977,18 @@ KINLINE void KSUF(dw_finish)(vf acc, const float* add, KSUF(clamp) c, float* y, 
     }
 }
 
-/* out[p] = bias + sum_t wt[t] * src[t][p] for flat positions p < n, in whole vectors (two per
- * step: two independent FMA chains); inlined with a constant taps for the 3x3 case. */
-KINLINE void KSUF(dw_flat_body)(const float* const* src, const float* wt, int64_t taps,
-                                float bias, float* out, int64_t n) {
+/* out[p] = bias + sum_t w[t] * src[t][p] for flat positions p < n, in whole vectors (two per
+ * step: two independent FMA chains); w holds the weights already broadcast (in registers
+ * when inlined with the constant taps of the 3x3 case). */
+KINLINE void KSUF(dw_flat_body)(const float* const* src, const vf* w, int64_t taps, float bias,
+                                float* out, int64_t n) {
     const vf b = KSUF(vset1)(bias);
     int64_t p = 0;
     for (; p + VW < n; p += 2 * VW) {
         vf a0 = b, a1 = b;
         for (int64_t t = 0; t < taps; ++t) {
-            const vf w = KSUF(vset1)(wt[t]);
-            a0 = KSUF(vfma)(w, KSUF(vload)(src[t] + p), a0);
-            a1 = KSUF(vfma)(w, KSUF(vload)(src[t] + p + VW), a1);
+            a0 = KSUF(vfma)(w[t], KSUF(vload)(src[t] + p), a0);
+            a1 = KSUF(vfma)(w[t], KSUF(vload)(src[t] + p + VW), a1);
         }
         KSUF(vstore)(out + p, a0);
         KSUF(vstore)(out + p + VW, a1);
@@ -996,7 +996,7 @@ KINLINE void KSUF(dw_flat_body)(const float* const* src, const float* wt, int64_
     if (p < n) {
         vf a0 = b;
         for (int64_t t = 0; t < taps; ++t) {
-            a0 = KSUF(vfma)(KSUF(vset1)(wt[t]), KSUF(vload)(src[t] + p), a0);
+            a0 = KSUF(vfma)(w[t], KSUF(vload)(src[t] + p), a0);
         }
         KSUF(vstore)(out + p, a0);
     }
@@ -1004,10 +1004,14 @@ KINLINE void KSUF(dw_flat_body)(const float* const* src, const float* wt, int64_
 
 static void KSUF(dw_flat)(const float* const* src, const float* wt, int64_t taps, float bias,
                           float* out, int64_t n) {
+    vf w[ACCEL_TAPS_MAX];
+    for (int64_t t = 0; t < taps; ++t) {
+        w[t] = KSUF(vset1)(wt[t]);
+    }
     if (taps == 9) {
-        KSUF(dw_flat_body)(src, wt, 9, bias, out, n);
+        KSUF(dw_flat_body)(src, w, 9, bias, out, n);
     } else {
-        KSUF(dw_flat_body)(src, wt, taps, bias, out, n);
+        KSUF(dw_flat_body)(src, w, taps, bias, out, n);
     }
 }
 
