@@ -262,7 +262,8 @@ static void KSUF(mul_cols)(float* y, const float* r, int64_t n) {
  * VW floats per vector: a zmm (AVX-512 build), a ymm (AVX2 build), or an array of 8 floats
  * the portable build's compiler maps onto what it has. The _n forms touch only lanes [0, n)
  * (0 < n < VW), so they never read or write past the end of a tensor. vmax/vmin follow the
- * x86 rule (b when either is NaN); the vnan_* helpers track NaNs for a NaN-propagating max. */
+ * x86 rule (b when either is NaN); the vnan_* helpers track NaNs (vnan_or: in a or b) for a
+ * NaN-propagating max. */
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 #define VW 16
@@ -284,7 +285,7 @@ KINLINE vf KSUF(vmax)(vf a, vf b) { return _mm512_max_ps(a, b); }
 KINLINE vf KSUF(vmin)(vf a, vf b) { return _mm512_min_ps(a, b); }
 KINLINE float KSUF(vsum)(vf a) { return _mm512_reduce_add_ps(a); }
 KINLINE vnan KSUF(vnan_none)(void) { return 0; }
-KINLINE vnan KSUF(vnan_or)(vnan m, vf v) { return m | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
+KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) { return m | _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q); }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm512_mask_mov_ps(v, m, _mm512_set1_ps(NAN)); }
 /* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n); whole-vector stores: may write
  * up to 15 floats past de + n and dd + n). */
@@ -335,7 +336,7 @@ KINLINE float KSUF(vsum)(vf a) {
     return _mm_cvtss_f32(s);
 }
 KINLINE vnan KSUF(vnan_none)(void) { return _mm256_setzero_ps(); }
-KINLINE vnan KSUF(vnan_or)(vnan m, vf v) { return _mm256_or_ps(m, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)); }
+KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) { return _mm256_or_ps(m, _mm256_cmp_ps(a, b, _CMP_UNORD_Q)); }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), m); }
 /* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n); whole-vector stores: may write
  * up to 7 floats past de + n and dd + n). */
@@ -395,8 +396,8 @@ KINLINE float KSUF(vsum)(vf a) {
     return s;
 }
 KINLINE vnan KSUF(vnan_none)(void) { vnan r; for (int j = 0; j < VW; ++j) r.v[j] = 0; return r; }
-KINLINE vnan KSUF(vnan_or)(vnan m, vf v) {
-    for (int j = 0; j < VW; ++j) m.v[j] |= v.v[j] != v.v[j];
+KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) {
+    for (int j = 0; j < VW; ++j) m.v[j] |= a.v[j] != a.v[j] || b.v[j] != b.v[j];
     return m;
 }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) {
@@ -831,10 +832,16 @@ static void KSUF(pool_flat)(int max, const float* const* src, int64_t taps, floa
         if (max) {
             vnan nan = KSUF(vnan_none)();
             acc = KSUF(vset1)(-INFINITY);
-            for (int64_t t = 0; t < taps; ++t) {
+            int64_t t = 0;
+            for (; t + 1 < taps; t += 2) { /* one NaN check per pair of taps */
+                vf v0 = KSUF(vload)(src[t] + p), v1 = KSUF(vload)(src[t + 1] + p);
+                acc = KSUF(vmax)(v1, KSUF(vmax)(v0, acc));
+                nan = KSUF(vnan_or)(nan, v0, v1);
+            }
+            if (t < taps) {
                 vf v = KSUF(vload)(src[t] + p);
                 acc = KSUF(vmax)(v, acc);
-                nan = KSUF(vnan_or)(nan, v);
+                nan = KSUF(vnan_or)(nan, v, v);
             }
             acc = KSUF(vnan_apply)(nan, acc);
         } else {
