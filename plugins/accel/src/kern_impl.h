@@ -262,7 +262,8 @@ static void KSUF(mul_cols)(float* y, const float* r, int64_t n) {
  * VW floats per vector: a zmm (AVX-512 build), a ymm (AVX2 build), or an array of 8 floats
  * the portable build's compiler maps onto what it has. The _n forms touch only lanes [0, n)
  * (0 < n < VW), so they never read or write past the end of a tensor. vmax/vmin follow the
- * x86 rule (b when either is NaN); the vnan_* helpers track NaNs for a NaN-propagating max. */
+ * x86 rule (b when either is NaN); the vnan_* helpers track NaNs (vnan_or: in a or b) for a
+ * NaN-propagating max. */
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 #define VW 16
@@ -284,21 +285,25 @@ KINLINE vf KSUF(vmax)(vf a, vf b) { return _mm512_max_ps(a, b); }
 KINLINE vf KSUF(vmin)(vf a, vf b) { return _mm512_min_ps(a, b); }
 KINLINE float KSUF(vsum)(vf a) { return _mm512_reduce_add_ps(a); }
 KINLINE vnan KSUF(vnan_none)(void) { return 0; }
-KINLINE vnan KSUF(vnan_or)(vnan m, vf v) { return m | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
+KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) { return m | _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q); }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm512_mask_mov_ps(v, m, _mm512_set1_ps(NAN)); }
-/* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n)). */
+/* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n); whole-vector stores: may write
+ * up to 15 floats past de + n and dd + n). */
 static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    int64_t k = 0;
-    for (; k + 16 <= n; k += 16) {
-        __m512 a = _mm512_loadu_ps(s + 2 * k), b = _mm512_loadu_ps(s + 2 * k + 16);
+    for (int64_t k = 0; k < n; k += 16) {
+        __m512 a, b;
+        if (k + 16 <= n) {
+            a = _mm512_loadu_ps(s + 2 * k);
+            b = _mm512_loadu_ps(s + 2 * k + 16);
+        } else { /* 2 (n - k) < 32 elements left */
+            int64_t m = 2 * (n - k);
+            a = _mm512_maskz_loadu_ps(KSUF(vmask)(m < 16 ? m : 16), s + 2 * k);
+            b = _mm512_maskz_loadu_ps(KSUF(vmask)(m > 16 ? m - 16 : 0), s + 2 * k + 16);
+        }
         _mm512_storeu_ps(de + k, _mm512_permutex2var_ps(a, even, b));
         _mm512_storeu_ps(dd + k, _mm512_permutex2var_ps(a, odd, b));
-    }
-    for (; k < n; ++k) {
-        de[k] = s[2 * k];
-        dd[k] = s[2 * k + 1];
     }
 }
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -331,23 +336,27 @@ KINLINE float KSUF(vsum)(vf a) {
     return _mm_cvtss_f32(s);
 }
 KINLINE vnan KSUF(vnan_none)(void) { return _mm256_setzero_ps(); }
-KINLINE vnan KSUF(vnan_or)(vnan m, vf v) { return _mm256_or_ps(m, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)); }
+KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) { return _mm256_or_ps(m, _mm256_cmp_ps(a, b, _CMP_UNORD_Q)); }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), m); }
-/* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n)). */
+/* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n); whole-vector stores: may write
+ * up to 7 floats past de + n and dd + n). */
 static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
-    int64_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-        __m256 a = _mm256_loadu_ps(s + 2 * k), b = _mm256_loadu_ps(s + 2 * k + 8);
+    for (int64_t k = 0; k < n; k += 8) {
+        __m256 a, b;
+        if (k + 8 <= n) {
+            a = _mm256_loadu_ps(s + 2 * k);
+            b = _mm256_loadu_ps(s + 2 * k + 8);
+        } else { /* 2 (n - k) < 16 elements left */
+            int64_t m = 2 * (n - k);
+            a = _mm256_maskload_ps(s + 2 * k, KSUF(vmask)(m < 8 ? m : 8));
+            b = _mm256_maskload_ps(s + 2 * k + 8, KSUF(vmask)(m > 8 ? m - 8 : 0));
+        }
         __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 a4 a6 b4 b6 */
         __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
         e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
         o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
         _mm256_storeu_ps(de + k, e);
         _mm256_storeu_ps(dd + k, o);
-    }
-    for (; k < n; ++k) {
-        de[k] = s[2 * k];
-        dd[k] = s[2 * k + 1];
     }
 }
 #else
@@ -387,8 +396,8 @@ KINLINE float KSUF(vsum)(vf a) {
     return s;
 }
 KINLINE vnan KSUF(vnan_none)(void) { vnan r; for (int j = 0; j < VW; ++j) r.v[j] = 0; return r; }
-KINLINE vnan KSUF(vnan_or)(vnan m, vf v) {
-    for (int j = 0; j < VW; ++j) m.v[j] |= v.v[j] != v.v[j];
+KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) {
+    for (int j = 0; j < VW; ++j) m.v[j] |= a.v[j] != a.v[j] || b.v[j] != b.v[j];
     return m;
 }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) {
@@ -533,6 +542,20 @@ static int64_t KSUF(subp_rows)(int64_t kh, int64_t kw, int64_t sh, int64_t sw, i
     return fixed + per_row <= lim ? (lim - fixed) / per_row : 0;
 }
 
+/* q = v / d, r = v % d for v >= 0, without a division for the common d of 1 and 2. */
+KINLINE void KSUF(divmod)(int64_t v, int64_t d, int64_t* q, int64_t* r) {
+    if (d == 1) {
+        *q = v;
+        *r = 0;
+    } else if (d == 2) {
+        *q = v >> 1;
+        *r = v & 1;
+    } else {
+        *q = v / d;
+        *r = v % d;
+    }
+}
+
 /* Sets up the sub-plane buffer of a layer over input plane x (subp_rows gave block > 0). */
 static void KSUF(subp_init)(KSUF(subp)* sp, const float* x, int64_t ih, int64_t iw, int64_t kh,
                             int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
@@ -553,14 +576,11 @@ static void KSUF(subp_init)(KSUF(subp)* sp, const float* x, int64_t ih, int64_t 
     sp->buf = buf;
     for (int64_t ky = 0; ky < kh; ++ky) {
         for (int64_t kx = 0; kx < kw; ++kx) {
-            int64_t t = ky * kw + kx, oy = ky * dh, ox = kx * dw;
-            if (sh == 1 && sw == 1) {
-                sp->tap_plane[t] = 0;
-                sp->tap_off[t] = oy * pitch + ox;
-            } else {
-                sp->tap_plane[t] = (oy % sh) * sw + ox % sw;
-                sp->tap_off[t] = (oy / sh) * pitch + ox / sw;
-            }
+            int64_t t = ky * kw + kx, qy, ry, qx, rx;
+            KSUF(divmod)(ky * dh, sh, &qy, &ry);
+            KSUF(divmod)(kx * dw, sw, &qx, &rx);
+            sp->tap_plane[t] = ry * sw + rx;
+            sp->tap_off[t] = qy * pitch + qx;
         }
     }
 }
@@ -812,10 +832,16 @@ static void KSUF(pool_flat)(int max, const float* const* src, int64_t taps, floa
         if (max) {
             vnan nan = KSUF(vnan_none)();
             acc = KSUF(vset1)(-INFINITY);
-            for (int64_t t = 0; t < taps; ++t) {
+            int64_t t = 0;
+            for (; t + 1 < taps; t += 2) { /* one NaN check per pair of taps */
+                vf v0 = KSUF(vload)(src[t] + p), v1 = KSUF(vload)(src[t + 1] + p);
+                acc = KSUF(vmax)(v1, KSUF(vmax)(v0, acc));
+                nan = KSUF(vnan_or)(nan, v0, v1);
+            }
+            if (t < taps) {
                 vf v = KSUF(vload)(src[t] + p);
                 acc = KSUF(vmax)(v, acc);
-                nan = KSUF(vnan_or)(nan, v);
+                nan = KSUF(vnan_or)(nan, v, v);
             }
             acc = KSUF(vnan_apply)(nan, acc);
         } else {
@@ -958,18 +984,18 @@ KINLINE void KSUF(dw_finish)(vf acc, const float* add, KSUF(clamp) c, float* y, 
     }
 }
 
-/* out[p] = bias + sum_t wt[t] * src[t][p] for flat positions p < n, in whole vectors (two per
- * step: two independent FMA chains); inlined with a constant taps for the 3x3 case. */
-KINLINE void KSUF(dw_flat_body)(const float* const* src, const float* wt, int64_t taps,
-                                float bias, float* out, int64_t n) {
+/* out[p] = bias + sum_t w[t] * src[t][p] for flat positions p < n, in whole vectors (two per
+ * step: two independent FMA chains); w holds the weights already broadcast (in registers
+ * when inlined with the constant taps of the 3x3 case). */
+KINLINE void KSUF(dw_flat_body)(const float* const* src, const vf* w, int64_t taps, float bias,
+                                float* out, int64_t n) {
     const vf b = KSUF(vset1)(bias);
     int64_t p = 0;
     for (; p + VW < n; p += 2 * VW) {
         vf a0 = b, a1 = b;
         for (int64_t t = 0; t < taps; ++t) {
-            const vf w = KSUF(vset1)(wt[t]);
-            a0 = KSUF(vfma)(w, KSUF(vload)(src[t] + p), a0);
-            a1 = KSUF(vfma)(w, KSUF(vload)(src[t] + p + VW), a1);
+            a0 = KSUF(vfma)(w[t], KSUF(vload)(src[t] + p), a0);
+            a1 = KSUF(vfma)(w[t], KSUF(vload)(src[t] + p + VW), a1);
         }
         KSUF(vstore)(out + p, a0);
         KSUF(vstore)(out + p + VW, a1);
@@ -977,7 +1003,7 @@ KINLINE void KSUF(dw_flat_body)(const float* const* src, const float* wt, int64_
     if (p < n) {
         vf a0 = b;
         for (int64_t t = 0; t < taps; ++t) {
-            a0 = KSUF(vfma)(KSUF(vset1)(wt[t]), KSUF(vload)(src[t] + p), a0);
+            a0 = KSUF(vfma)(w[t], KSUF(vload)(src[t] + p), a0);
         }
         KSUF(vstore)(out + p, a0);
     }
@@ -985,10 +1011,14 @@ KINLINE void KSUF(dw_flat_body)(const float* const* src, const float* wt, int64_
 
 static void KSUF(dw_flat)(const float* const* src, const float* wt, int64_t taps, float bias,
                           float* out, int64_t n) {
+    vf w[ACCEL_TAPS_MAX];
+    for (int64_t t = 0; t < taps; ++t) {
+        w[t] = KSUF(vset1)(wt[t]);
+    }
     if (taps == 9) {
-        KSUF(dw_flat_body)(src, wt, 9, bias, out, n);
+        KSUF(dw_flat_body)(src, w, 9, bias, out, n);
     } else {
-        KSUF(dw_flat_body)(src, wt, taps, bias, out, n);
+        KSUF(dw_flat_body)(src, w, taps, bias, out, n);
     }
 }
 
