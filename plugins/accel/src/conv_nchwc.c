@@ -49,6 +49,12 @@ static void pack_range(void* vctx, int64_t begin, int64_t end) {
         float* d = dst + t->hl * ib;
         int64_t channels = t->c - cb * ib < ib ? t->c - cb * ib : ib;
         const float* src = p->x + ((n * t->c + cb * ib) * t->h + y) * t->w;
+#if defined(ACCEL_HAVE_X86_KERNELS)
+        if (ib == B) { /* blocked tensors exist only with the AVX-512 kernels */
+            accel_nchwc_pack_row_avx512(src, t->h * t->w, channels, t->w, d);
+            continue;
+        }
+#endif
         for (int64_t ci = 0; ci < channels; ++ci) {
             const float* sp = src + ci * t->h * t->w;
             for (int64_t x = 0; x < t->w; ++x) d[x * ib + ci] = sp[x];
@@ -72,17 +78,22 @@ static void unpack_range(void* vctx, int64_t begin, int64_t end) {
         int64_t y = row % t->h, cb = (row / t->h) % t->cb, n = row / (t->h * t->cb);
         const float* src = t->data + n * t->image_floats + ((cb * t->rows + t->ht + y) * t->cols + t->hl) * B;
         int64_t channels = t->c - cb * B < B ? t->c - cb * B : B;
+        int64_t first = ((n * t->c + cb * B) * t->h + y) * t->w, plane = t->h * t->w;
+#if defined(ACCEL_HAVE_X86_KERNELS)
+        accel_nchwc_unpack_row_avx512(src, channels, t->w, p->y + first, plane,
+                                      p->addend != NULL ? p->addend + first : NULL);
+#else
         for (int64_t co = 0; co < channels; ++co) {
-            int64_t off = ((n * t->c + cb * B + co) * t->h + y) * t->w;
-            float* d = p->y + off;
+            float* d = p->y + first + co * plane;
             for (int64_t x = 0; x < t->w; ++x) d[x] = src[x * B + co];
             if (p->addend != NULL) {
-                const float* a = p->addend + off;
+                const float* a = p->addend + first + co * plane;
                 for (int64_t x = 0; x < t->w; ++x) d[x] += a[x];
             }
-            if (p->act != NULL) {
-                accel_apply_activation(p->isa, p->act, d, t->w);
-            }
+        }
+#endif
+        for (int64_t co = 0; p->act != NULL && co < channels; ++co) {
+            accel_apply_activation(p->isa, p->act, p->y + first + co * plane, t->w);
         }
     }
 }

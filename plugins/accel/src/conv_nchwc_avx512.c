@@ -8,13 +8,20 @@
 #define B NCHWC_BLOCK
 #define PW_MAX 14 /* pixels per tile: 14 x 2 blocks = 28 accumulators of 32 zmm */
 
-/* Adds the addend vector (if any), clamps and stores one output vector. The vector is the
- * second operand of max/min, which return it when it is NaN: NaN propagates. */
+/* Adds the addend vector (if any), clamps (clamp: 0 none, 1 max with lo, 2 max and min) and
+ * stores one output vector. The vector is the second operand of max/min, which return it
+ * when it is NaN: NaN propagates. */
 static inline __attribute__((always_inline)) void finish(__m512 v, float* dst, const float* add,
-                                                         __m512 lo, __m512 hi) {
+                                                         int clamp, __m512 lo, __m512 hi) {
     if (add != NULL) v = _mm512_add_ps(v, _mm512_load_ps(add));
-    v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+    if (clamp > 0) v = _mm512_max_ps(lo, v);
+    if (clamp > 1) v = _mm512_min_ps(hi, v);
     _mm512_store_ps(dst, v);
+}
+
+/* The clamp finish() applies for an epilogue. */
+static int clamp_kind(const nchwc_epilogue* epi) {
+    return epi->hi < INFINITY ? 2 : epi->lo > -INFINITY ? 1 : 0;
 }
 
 /* PW pixels from ox0 of output row oy, NB output blocks from ob. PW and NB are constants at
@@ -54,7 +61,8 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
             }
         }
     }
-    __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
     for (int b = 0; b < NB; ++b) {
         int64_t off = (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
         const float* add = NULL;
@@ -62,7 +70,7 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
             add = epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B;
         }
         for (int p = 0; p < PW; ++p) {
-            finish(acc[b][p], y->data + off + p * B, add != NULL ? add + p * B : NULL, lo, hi);
+            finish(acc[b][p], y->data + off + p * B, add != NULL ? add + p * B : NULL, clamp, lo, hi);
         }
     }
 }
@@ -105,14 +113,15 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
             }
         }
     }
-    __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
     for (int b = 0; b < NB; ++b) {
         float* yb = y->data + (ob + b) * y->rows * y->cols * B;
         const float* ab = epi->addend.data != NULL
                               ? epi->addend.data + (ob + b) * epi->addend.rows * epi->addend.cols * B
                               : NULL;
         for (int p = 0; p < PW; ++p) {
-            finish(acc[b][p], yb + yoff[p], ab != NULL ? ab + aoff[p] : NULL, lo, hi);
+            finish(acc[b][p], yb + yoff[p], ab != NULL ? ab + aoff[p] : NULL, clamp, lo, hi);
         }
     }
 }
@@ -193,6 +202,7 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
                                    const nchwc_epilogue* epi, int64_t b, int64_t oy) {
     const __m512 bv = _mm512_load_ps(bias + b * B);
     const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
     const float* wblk = wd + b * g->kh * g->kw * B;
     const int64_t xstep = g->sw * B;
     float* yrow = y->data + ((b * y->rows + oy) * y->cols) * B;
@@ -215,7 +225,7 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
             }
         }
         for (int p = 0; p < DW_PW; ++p) {
-            finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, lo, hi);
+            finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
         }
     }
     for (; ox < g->ow; ++ox) {
@@ -227,7 +237,64 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
                                       _mm512_load_ps(wblk + (ky * g->kw + kx) * B), acc);
             }
         }
-        finish(acc, yrow + ox * B, arow != NULL ? arow + ox * B : NULL, lo, hi);
+        finish(acc, yrow + ox * B, arow != NULL ? arow + ox * B : NULL, clamp, lo, hi);
+    }
+}
+
+/* ---- layout conversions ---------------------------------------------------------------- */
+
+/* Transposes the 16 x 16 matrix held in r (row i in r[i]). */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 16; i += 8) {
+        for (int j = 0; j < 4; ++j) {
+            t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+            t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+        }
+    }
+    for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    }
+}
+
+void accel_nchwc_pack_row_avx512(const float* src, int64_t plane, int64_t channels, int64_t w,
+                                 float* dst) {
+    for (int64_t x0 = 0; x0 < w; x0 += B) {
+        int64_t n = w - x0 < B ? w - x0 : B;
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        __m512 r[16];
+        for (int64_t ci = 0; ci < B; ++ci) {
+            r[ci] = ci < channels ? _mm512_maskz_loadu_ps(m, src + ci * plane + x0) : _mm512_setzero_ps();
+        }
+        transpose16(r);
+        for (int64_t p = 0; p < n; ++p) _mm512_store_ps(dst + (x0 + p) * B, r[p]);
+    }
+}
+
+void accel_nchwc_unpack_row_avx512(const float* src, int64_t channels, int64_t w, float* y,
+                                   int64_t plane, const float* addend) {
+    for (int64_t x0 = 0; x0 < w; x0 += B) {
+        int64_t n = w - x0 < B ? w - x0 : B;
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        __m512 r[16];
+        for (int64_t p = 0; p < B; ++p) r[p] = p < n ? _mm512_load_ps(src + (x0 + p) * B) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int64_t co = 0; co < channels; ++co) {
+            __m512 v = r[co];
+            if (addend != NULL) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, addend + co * plane + x0));
+            _mm512_mask_storeu_ps(y + co * plane + x0, m, v);
+        }
     }
 }
 
