@@ -336,7 +336,7 @@ typedef struct step_run {
 /* Row groups of a step's jobs: single rows for depthwise steps, whole multi-row tiles for
  * dense ones (accel_nchwc_rows_per_job). */
 static int64_t step_rows_per_job(const chain_step* st) {
-    return st->depthwise || st->pool ? 1 : accel_nchwc_rows_per_job(st->g.ow);
+    return st->depthwise || st->pool ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
 }
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
@@ -347,6 +347,20 @@ static int64_t step_units(const chain_step* st) {
 static int64_t step_jobs(const chain_step* st, int64_t n) {
     int64_t rpj = step_rows_per_job(st), units = step_units(st);
     return n * units * ((st->g.oh + rpj - 1) / rpj);
+}
+
+/* Jobs per thread at least, so that a part is worth waking a thread for (about 4 us):
+ * small layers run on the calling thread alone. */
+static int64_t step_grain(const chain_step* st) {
+    const nchwc_geom* g = &st->g;
+    int64_t taps = g->kh * g->kw, per_job;
+    if (st->pool || st->depthwise) {
+        per_job = 2 * taps * g->ow * B;
+    } else {
+        int64_t nb = g->ocb >= 2 ? 2 : 1;
+        per_job = 2 * taps * g->cb * g->ib * nb * B * g->ow * step_rows_per_job(st);
+    }
+    return ACCEL_NCHWC_MIN_PART_FLOPS / (per_job > 0 ? per_job : 1) + 1;
 }
 
 /* Jobs [begin, end): (image, output block pair or block, output row group). */
@@ -404,7 +418,8 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const chain_step* st = &ch->steps[i];
         step_run r = {s, st};
-        accel_parallel_for(s->env.pool, step_jobs(st, s->storage[st->y].n), step_range, &r);
+        accel_parallel_for_grain(s->env.pool, step_jobs(st, s->storage[st->y].n), step_grain(st),
+                                 step_range, &r);
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
         accel_nchwc_unpack(s->env.pool, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,

@@ -67,7 +67,8 @@ static void pack_range(void* vctx, int64_t begin, int64_t end) {
 
 void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t) {
     pack_ctx p = {t, x, NULL, NULL, NULL, ACCEL_ISA_PORTABLE};
-    accel_parallel_for_grain(pool, t->n * t->cb * t->rows, 4, pack_range, &p);
+    accel_parallel_for_grain(pool, t->n * t->cb * t->rows, ACCEL_NCHWC_MIN_PART_FLOATS / (t->cols * t->ib) + 1,
+                             pack_range, &p);
 }
 
 /* Image rows [begin, end), row = (image, block, image row). */
@@ -101,7 +102,8 @@ static void unpack_range(void* vctx, int64_t begin, int64_t end) {
 void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
                         const float* addend, const pn_activation_desc* act) {
     pack_ctx p = {t, NULL, y, addend, act, isa};
-    accel_parallel_for_grain(pool, t->n * t->cb * t->h, 4, unpack_range, &p);
+    accel_parallel_for_grain(pool, t->n * t->cb * t->h, ACCEL_NCHWC_MIN_PART_FLOATS / (t->w * B) + 1,
+                             unpack_range, &p);
 }
 
 void accel_nchwc_pack_weights(const float* w, int64_t o, int64_t c, int64_t kh, int64_t kw,
@@ -162,7 +164,7 @@ static void compute_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_run* r = (const nchwc_run*)vctx;
     const nchwc_geom* g = &r->s->g;
     int64_t pairs = (g->ocb + 1) / 2;
-    int64_t rpj = accel_nchwc_rows_per_job(g->ow), groups = (g->oh + rpj - 1) / rpj;
+    int64_t rpj = accel_nchwc_rows_per_job(g->ow, g->ocb), groups = (g->oh + rpj - 1) / rpj;
     for (int64_t job = begin; job < end; ++job) {
         int64_t oy = (job % groups) * rpj, pair = (job / groups) % pairs, n = job / (groups * pairs);
         int64_t ob = pair * 2;
@@ -196,9 +198,10 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
     r.x.data = align64((float*)args->workspace);
     r.y.data = align64(r.x.data + s->x.n * s->x.image_floats);
     accel_nchwc_pack(s->env.pool, (const float*)args->inputs[0].data, &r.x);
-    int64_t rpj = accel_nchwc_rows_per_job(s->g.ow);
-    accel_parallel_for(s->env.pool, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
-                       compute_range, &r);
+    int64_t rpj = accel_nchwc_rows_per_job(s->g.ow, s->g.ocb);
+    int64_t per_job = 2 * s->g.kh * s->g.kw * s->g.cb * s->g.ib * (s->g.ocb >= 2 ? 2 : 1) * B * s->g.ow * rpj;
+    accel_parallel_for_grain(s->env.pool, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
+                             ACCEL_NCHWC_MIN_PART_FLOPS / per_job + 1, compute_range, &r);
     accel_nchwc_unpack(s->env.pool, s->env.isa, &r.y, (float*)args->outputs[0].data, addend,
                        s->has_act ? &s->act : NULL);
     return PN_OK;

@@ -22,6 +22,12 @@
 
 #define NCHWC_BLOCK 16
 
+/* Work a thread's part of a parallel kernel must have at least (floating-point operations,
+ * about 4 microseconds): smaller layers run on the calling thread. */
+#define ACCEL_NCHWC_MIN_PART_FLOPS 400000
+/* Likewise for the layout conversions, in floats moved. */
+#define ACCEL_NCHWC_MIN_PART_FLOATS 32768
+
 /* Geometry of one image's convolution, in blocked units. */
 typedef struct nchwc_geom {
     int64_t cb;         /* input channel blocks */
@@ -53,16 +59,21 @@ typedef struct nchwc_epilogue {
  *   y[b][r][ox] = clamp(bias[b] + addend[b][r][ox] + sum over (cb, ky, kx, ci) of
  *       x[cb][r*sh + ky*dh][ox*sw + kx*dw][ci] * wb[b][cb][ky][kx][ci][0..16))
  * wb: all weights [ocb][cb][kh][kw][ib][16]; bias: ocb*16 floats. Every pointer 64-byte
- * aligned (views: data and storage rows of whole vectors). Tiles are 14 pixels of a row, or
- * of several rows when a row has 7 or fewer (accel_nchwc_rows_per_job keeps them whole). */
+ * aligned (views: data and storage rows of whole vectors). Tiles are up to 14 pixels (28 with
+ * nb = 1) of a row, or of several rows when a row has half that or fewer
+ * (accel_nchwc_rows_per_job keeps them whole). */
 void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
                                   const float* bias, const nchwc_view* y,
                                   const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
                                   int64_t rows);
 
-/* Output rows per job of the dense kernel for output width `ow`: 1, or the rows of one
- * multi-row tile (14 / ow) for narrow images. */
-static inline int64_t accel_nchwc_rows_per_job(int64_t ow) { return ow * 2 > 14 ? 1 : 14 / ow; }
+/* Output rows per job of the dense kernel for output width `ow` and `ocb` output blocks: 1,
+ * or the rows of one multi-row tile for narrow images (tiles hold 14 pixels of two output
+ * blocks, or 28 pixels when there is one block). */
+static inline int64_t accel_nchwc_rows_per_job(int64_t ow, int64_t ocb) {
+    int64_t maxw = ocb >= 2 ? 14 : 28;
+    return ow * 2 > maxw ? 1 : maxw / ow;
+}
 
 /* Depthwise (groups = channels, one output channel per input channel) output row `oy` of
  * block `b`: y[b][oy][ox] = clamp(bias[b] + addend + sum over (ky, kx) of

@@ -6,7 +6,8 @@
 #include <math.h>
 
 #define B NCHWC_BLOCK
-#define PW_MAX 14 /* pixels per tile: 14 x 2 blocks = 28 accumulators of 32 zmm */
+#define PW_MAX 14  /* pixels per tile of two output blocks: 14 x 2 = 28 accumulators of 32 zmm */
+#define PW1_MAX 28 /* pixels per tile of one output block */
 
 /* Adds the addend vector (if any), clamps (clamp: 0 none, 1 max with lo, 2 max and min) and
  * stores one output vector. The vector is the second operand of max/min, which return it
@@ -31,7 +32,7 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
                                                        const nchwc_view* y, const nchwc_epilogue* epi,
                                                        int64_t ob, int64_t oy, int64_t ox0,
                                                        const int PW, const int NB) {
-    __m512 acc[2][PW_MAX];
+    __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
     for (int b = 0; b < NB; ++b) {
         __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
         for (int p = 0; p < PW; ++p) acc[b][p] = bv;
@@ -51,7 +52,7 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
                 for (int64_t ci = 0; ci < ib; ++ci) {
                     __m512 w0 = _mm512_load_ps(wp + ci * B);
                     __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
-#pragma GCC unroll 14
+#pragma GCC unroll 28
                     for (int p = 0; p < PW; ++p) {
                         __m512 xv = _mm512_set1_ps(xp[p * xstep + ci]);
                         acc[0][p] = _mm512_fmadd_ps(xv, w0, acc[0][p]);
@@ -85,7 +86,7 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
                                                             const int64_t* xoff, const int64_t* yoff,
                                                             const int64_t* aoff, const int PW,
                                                             const int NB) {
-    __m512 acc[2][PW_MAX];
+    __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
     for (int b = 0; b < NB; ++b) {
         __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
         for (int p = 0; p < PW; ++p) acc[b][p] = bv;
@@ -103,7 +104,7 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
                 for (int64_t ci = 0; ci < ib; ++ci) {
                     __m512 w0 = _mm512_load_ps(wp + ci * B);
                     __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
-#pragma GCC unroll 14
+#pragma GCC unroll 28
                     for (int p = 0; p < PW; ++p) {
                         __m512 xv = _mm512_set1_ps(xp[xoff[p] + ci]);
                         acc[0][p] = _mm512_fmadd_ps(xv, w0, acc[0][p]);
@@ -126,20 +127,51 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
     }
 }
 
-/* A tail tile of `pw` (1..PW_MAX) pixels, dispatched to its unrolled instance. */
-#define TAIL_CASE(n)                                                   \
+/* Tiles of `pw` pixels (1..PW_MAX for nb = 2, 1..PW1_MAX for nb = 1), dispatched to their
+ * unrolled instances: along one row from (oy, ox0), or at the offsets of tile_rows. */
+#define ROW_CASE(n)                                                    \
     case n:                                                            \
         if (nb > 1) tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 2);   \
         else tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 1);          \
         break;
+#define ROW_CASE1(n)                                                   \
+    case n:                                                            \
+        tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 1);               \
+        break;
+#define ROWS_CASE(n)                                                                \
+    case n:                                                                         \
+        if (nb > 1) tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 2);  \
+        else tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 1);         \
+        break;
+#define ROWS_CASE1(n)                                                               \
+    case n:                                                                         \
+        tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 1);              \
+        break;
 
-static void tile_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
-                     const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb,
-                     int64_t oy, int64_t ox0, int pw) {
+static void tile_row_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                         const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb,
+                         int64_t oy, int64_t ox0, int pw) {
     switch (pw) {
-        TAIL_CASE(1) TAIL_CASE(2) TAIL_CASE(3) TAIL_CASE(4) TAIL_CASE(5) TAIL_CASE(6)
-        TAIL_CASE(7) TAIL_CASE(8) TAIL_CASE(9) TAIL_CASE(10) TAIL_CASE(11) TAIL_CASE(12)
-        TAIL_CASE(13) TAIL_CASE(14)
+        ROW_CASE(1) ROW_CASE(2) ROW_CASE(3) ROW_CASE(4) ROW_CASE(5) ROW_CASE(6) ROW_CASE(7)
+        ROW_CASE(8) ROW_CASE(9) ROW_CASE(10) ROW_CASE(11) ROW_CASE(12) ROW_CASE(13) ROW_CASE(14)
+        ROW_CASE1(15) ROW_CASE1(16) ROW_CASE1(17) ROW_CASE1(18) ROW_CASE1(19) ROW_CASE1(20)
+        ROW_CASE1(21) ROW_CASE1(22) ROW_CASE1(23) ROW_CASE1(24) ROW_CASE1(25) ROW_CASE1(26)
+        ROW_CASE1(27) ROW_CASE1(28)
+        default:
+            break;
+    }
+}
+
+static void tile_rows_any(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                          const float* bias, const nchwc_view* y, const nchwc_epilogue* epi,
+                          int64_t ob, int nb, const int64_t* xoff, const int64_t* yoff,
+                          const int64_t* aoff, int pw) {
+    switch (pw) {
+        ROWS_CASE(1) ROWS_CASE(2) ROWS_CASE(3) ROWS_CASE(4) ROWS_CASE(5) ROWS_CASE(6) ROWS_CASE(7)
+        ROWS_CASE(8) ROWS_CASE(9) ROWS_CASE(10) ROWS_CASE(11) ROWS_CASE(12) ROWS_CASE(13)
+        ROWS_CASE(14) ROWS_CASE1(15) ROWS_CASE1(16) ROWS_CASE1(17) ROWS_CASE1(18) ROWS_CASE1(19)
+        ROWS_CASE1(20) ROWS_CASE1(21) ROWS_CASE1(22) ROWS_CASE1(23) ROWS_CASE1(24) ROWS_CASE1(25)
+        ROWS_CASE1(26) ROWS_CASE1(27) ROWS_CASE1(28)
         default:
             break;
     }
@@ -147,32 +179,28 @@ static void tile_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, 
 
 void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
                                   const float* bias, const nchwc_view* y,
-                                  const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
+                                  const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
                                   int64_t rows) {
-    if (g->ow * 2 > PW_MAX) {
-        /* Rows of equal tiles of at most PW_MAX pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
-        int64_t tiles = (g->ow + PW_MAX - 1) / PW_MAX;
+    const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
+    if (g->ow * 2 > maxw) {
+        /* Rows of equal tiles of at most maxw pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
+        int64_t tiles = (g->ow + maxw - 1) / maxw;
         int64_t base = g->ow / tiles, extra = g->ow % tiles;
-        for (int64_t r = oy; r < oy + rows; ++r) {
+        for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
             int64_t ox0 = 0;
             for (int64_t t = 0; t < tiles; ++t) {
                 int pw = (int)(base + (t < extra ? 1 : 0));
-                if (pw == PW_MAX) {
-                    if (nb > 1) tile(g, x, wb, bias, y, epi, ob, r, ox0, PW_MAX, 2);
-                    else tile(g, x, wb, bias, y, epi, ob, r, ox0, PW_MAX, 1);
-                } else {
-                    tile_any(g, x, wb, bias, y, epi, ob, nb, r, ox0, pw);
-                }
+                tile_row_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
                 ox0 += pw;
             }
         }
         return;
     }
-    /* Narrow images: tiles of whole rows, as many as fit in PW_MAX pixels. */
-    int64_t per_tile = PW_MAX / g->ow;
-    for (int64_t r0 = oy; r0 < oy + rows; r0 += per_tile) {
-        int64_t nrows = oy + rows - r0 < per_tile ? oy + rows - r0 : per_tile;
-        int64_t xoff[PW_MAX], yoff[PW_MAX], aoff[PW_MAX];
+    /* Narrow images: tiles of whole rows, as many as fit in maxw pixels. */
+    int64_t per_tile = maxw / g->ow;
+    for (int64_t r0 = oy0; r0 < oy0 + rows; r0 += per_tile) {
+        int64_t nrows = oy0 + rows - r0 < per_tile ? oy0 + rows - r0 : per_tile;
+        int64_t xoff[PW1_MAX], yoff[PW1_MAX], aoff[PW1_MAX];
         int pw = 0;
         for (int64_t r = r0; r < r0 + nrows; ++r) {
             for (int64_t ox = 0; ox < g->ow; ++ox, ++pw) {
@@ -181,15 +209,7 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
                 aoff[pw] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
             }
         }
-        if (pw == PW_MAX && nb > 1) {
-            tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, PW_MAX, 2);
-        } else if (pw == PW_MAX) {
-            tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, PW_MAX, 1);
-        } else {
-            for (int64_t r = r0; r < r0 + nrows; ++r) { /* a last, shorter group: row by row */
-                tile_any(g, x, wb, bias, y, epi, ob, nb, r, 0, (int)g->ow);
-            }
-        }
+        tile_rows_any(g, x, wb, bias, y, epi, ob, nb, xoff, yoff, aoff, pw);
     }
 }
 
