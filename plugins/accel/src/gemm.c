@@ -124,10 +124,11 @@ static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ld
 }
 
 static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
-                                        store_t_portable};
+                                        store_t_portable, NULL};
 #if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable};
-static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512};
+static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable, NULL};
+static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512,
+                                      gemm_ukr_ind_avx512_7x32};
 #endif
 
 const gemm_arch* gemm_arch_for(accel_isa isa) {
@@ -321,12 +322,25 @@ static void pack_b_block(const gemm_ctx* g, int64_t n0, int64_t nb, int64_t p0, 
     }
 }
 
-/* The micro-tiles of C block [m0, m0+mb) x [n0, n0+nb) for one K block: ap/bp are that
- * block's packed A rows and B columns. C is either the output (row-major, ldc; partial
- * tiles go through a local tile) or, for a transposed C, the job's accumulator
- * (row stride ldt, padded to whole panels). */
+/* One micro-tile: A panel `ai` (packed) or, for an indirect A, the panel of rows
+ * [i0, i0+mr) read in place over K block [p0, p0+kc); B panel bj; C tile c (row stride ldc). */
+static void tile(const gemm_ctx* g, const float* ai, int64_t i0, int64_t p0, int64_t kc,
+                 const float* bj, float* c, int64_t ldc, int accumulate) {
+    const gemm_indirect* ind = g->a->ind;
+    if (ai != NULL) {
+        g->arch->ukr(kc, ai, bj, c, ldc, accumulate);
+    } else {
+        const float* x = ind->x + (i0 / ind->ow) * ind->row_step + i0 % ind->ow;
+        g->arch->ukr_ind(kc, x, ind->offs + p0, bj, c, ldc, accumulate);
+    }
+}
+
+/* The micro-tiles of C block [m0, m0+mb) x [n0, n0+nb) for K block [p0, p0+kc): ap/bp are
+ * that block's packed A rows (NULL for an indirect A) and B columns. C is either the output
+ * (row-major, ldc; partial tiles go through a local tile) or, for a transposed C, the job's
+ * accumulator (row stride ldt, padded to whole panels). */
 static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int64_t m0,
-                        int64_t mb, int64_t n0, int64_t nb, int64_t kc, int accumulate,
+                        int64_t mb, int64_t n0, int64_t nb, int64_t p0, int64_t kc, int accumulate,
                         float* ctmp, int64_t ldt) {
     const gemm_arch* arch = g->arch;
     int mr = arch->mr, nr = arch->nr;
@@ -335,18 +349,18 @@ static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int
         const float* bj = bp + j * kc;
         int64_t cols = g->n - (n0 + j) < nr ? g->n - (n0 + j) : nr;
         for (int64_t i = 0; i < mb; i += mr) {
-            const float* ai = ap + i * kc;
+            const float* ai = ap != NULL ? ap + i * kc : NULL;
             if (ctmp != NULL) {
-                arch->ukr(kc, ai, bj, ctmp + i * ldt + j, ldt, accumulate);
+                tile(g, ai, m0 + i, p0, kc, bj, ctmp + i * ldt + j, ldt, accumulate);
                 continue;
             }
             int64_t rows = g->m - (m0 + i) < mr ? g->m - (m0 + i) : mr;
             float* c = g->c + (m0 + i) * g->ldc + n0 + j;
             if (rows == mr && cols == nr) {
-                arch->ukr(kc, ai, bj, c, g->ldc, accumulate);
+                tile(g, ai, m0 + i, p0, kc, bj, c, g->ldc, accumulate);
                 continue;
             }
-            arch->ukr(kc, ai, bj, tmp, nr, 0);
+            tile(g, ai, m0 + i, p0, kc, bj, tmp, nr, 0);
             for (int64_t r = 0; r < rows; ++r) {
                 float* cr = c + r * g->ldc;
                 const float* tr = tmp + r * nr;
@@ -417,8 +431,8 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
                         int64_t mb = r1 - m0 < mc ? r1 - m0 : mc;
                         const float* ap = g->a->packed != NULL ? g->a->packed + p0 * g->mpad + m0 * kc
                                                                : abuf;
-                        if (g->a->packed == NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
-                        block_tiles(g, ap, bbuf, m0, mb, n0, nb, kc, p0 > 0, NULL, 0);
+                        if (abuf != NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
+                        block_tiles(g, ap, bbuf, m0, mb, n0, nb, p0, kc, p0 > 0, NULL, 0);
                         if (last) finish_block(g, NULL, 0, m0, mb, n0, nb);
                     }
                 }
@@ -432,9 +446,9 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
                                                            : abuf;
                     const float* bp = g->b->packed != NULL ? g->b->packed + p0 * g->npad + n0 * kc
                                                            : bbuf;
-                    if (g->a->packed == NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
+                    if (abuf != NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
                     if (g->b->packed == NULL) pack_b_block(g, n0, nb, p0, kc, bbuf);
-                    block_tiles(g, ap, bp, m0, mb, n0, nb, kc, p0 > 0, ctmp, nc);
+                    block_tiles(g, ap, bp, m0, mb, n0, nb, p0, kc, p0 > 0, ctmp, nc);
                 }
                 finish_block(g, ctmp, nc, m0, mb, n0, nb);
             }
@@ -460,7 +474,7 @@ static void choose_grid(gemm_ctx* g, int threads) {
         }
         int64_t rows = (mp + tm - 1) / tm * g->arch->mr, cols = (np + tn - 1) / tn * g->arch->nr;
         int64_t cost = rows * cols * g->k;
-        if (g->a->packed == NULL) cost += GEMM_PACK_COST * rows * g->k;
+        if (g->a->packed == NULL && g->a->ind == NULL) cost += GEMM_PACK_COST * rows * g->k;
         if (g->b->packed == NULL) cost += GEMM_PACK_COST * cols * g->k;
         if (best < 0 || cost < best) {
             best = cost;
@@ -508,7 +522,7 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
     g.mpad = round_up(m, arch->mr);
     g.npad = round_up(n, arch->nr);
     g.step = kc_step(k);
-    g.js = job_scratch(arch, m, n, k, a->packed != NULL, b->packed != NULL, c_trans);
+    g.js = job_scratch(arch, m, n, k, a->packed != NULL || a->ind != NULL, b->packed != NULL, c_trans);
     g.job_floats = g.js.a + g.js.b + g.js.c;
     g.ws = workspace;
     choose_grid(&g, env != NULL ? accel_pool_size(env->pool) : 1);

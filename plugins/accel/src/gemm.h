@@ -36,11 +36,26 @@ typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c
 typedef void (*gemm_store_t_fn)(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                                 int64_t cols);
 
+/* Like gemm_ukr_fn, with A read in place: A_panel[p][i] = x[offs[p] + i] (see gemm_indirect). */
+typedef void (*gemm_ukr_ind_fn)(int64_t kc, const float* x, const int64_t* offs, const float* b,
+                                float* c, int64_t ldc, int accumulate);
+
 typedef struct gemm_arch {
     int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
     gemm_store_t_fn store_t;
+    gemm_ukr_ind_fn ukr_ind; /* NULL: the arch has no indirect-A kernel */
 } gemm_arch;
+
+/* An A operand read in place, never packed (arch->ukr_ind only): A[i][p] = x[base(i) + offs[p]]
+ * with base(i) = (i / ow) * row_step + i % ow, where ow is a multiple of mr and m of ow (so
+ * a micro-tile's rows are consecutive floats). E.g. a stride-1 convolution over a padded
+ * image: i an output position, p a (channel, tap). */
+typedef struct gemm_indirect {
+    const float* x;
+    const int64_t* offs;
+    int64_t ow, row_step;
+} gemm_indirect;
 
 /* The kernel set for `isa` (falls back to portable when not compiled in). */
 const gemm_arch* gemm_arch_for(accel_isa isa);
@@ -74,6 +89,9 @@ typedef struct gemm_operand {
      * dst + r * mr * kc in [kc][mr] layout, with pack_ctx. */
     void (*pack_a)(const void* ctx, int mr, int64_t i0, int64_t mb, int64_t p0, int64_t kc,
                    float* dst);
+    /* A only, optional (used when packed is NULL): read A in place with arch->ukr_ind, which
+     * must not be NULL. */
+    const gemm_indirect* ind;
 } gemm_operand;
 
 /* Floats of a whole prepacked A [m, k] / B [k, n]. */
@@ -113,6 +131,8 @@ void gemm_ukr_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, in
                         int accumulate);
 void gemm_ukr_avx512_7x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                           int accumulate);
+void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* x, const int64_t* offs, const float* b,
+                              float* c, int64_t ldc, int accumulate);
 void gemm_store_t_avx512(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                          int64_t cols);
 
