@@ -132,12 +132,16 @@ CONV_CASES = {
     "3x3 24x24 oc14": Conv(1, 30, 24, 24, 14, (3, 3), padding=(1, 1, 1, 1)),
     # P = 7x7 = 49, OC = 600 (2 N blocks, edge columns): transposed.
     "1x1 7x7 oc600": Conv(1, 40, 7, 7, 600, (1, 1)),
-    # Transposed, stride 1 in width and OW a multiple of 7: on AVX-512 im2col^T is read in
+    # Transposed, width stride 1 or 2 and OW a multiple of 7: on AVX-512 im2col^T is read in
     # place from a zero-padded copy of the image. OW = 14, P = 12x14 = 168, dilation 2,
     # asymmetric padding, batch 2.
     "in place: dilated asymmetric": Conv(2, 16, 14, 15, 32, (3, 3), padding=(2, 1, 0, 2), dilation=(2, 2)),
     # OW = 7, stride 2 in height, 5x3 kernel, groups 2 (OC 32 per group), P = 10x7 = 70.
     "in place: stride 2x1 grouped": Conv(1, 8, 20, 7, 64, (5, 3), stride=(2, 1), padding=(2, 1, 2, 1), groups=2),
+    # Width stride 2 in place: OW = 14, stride 2x2, P = 10x14 = 140, OC 64, asymmetric padding.
+    "in place: stride 2": Conv(1, 5, 21, 28, 64, (3, 3), stride=(2, 2), padding=(1, 1, 0, 0)),
+    # The ResNet stem shape, smaller: 7x7 stride 2 on 28x28 -> 14x14, OC 64 (K = 147).
+    "in place: 7x7 stride 2": Conv(2, 3, 28, 28, 64, (7, 7), stride=(2, 2), padding=(3, 3, 3, 3)),
     # OW = 28 (4 panels per output row), P = 784 (7 M blocks), K = 64*9 = 576 (3 K blocks).
     "in place: 3x3 28x28": Conv(1, 64, 28, 28, 64, (3, 3), padding=(1, 1, 1, 1)),
 }

@@ -4,8 +4,8 @@
  * W_g[OC, K] x im2col[K, P] (OC in micro-tile rows, P in columns), or, when the weights
  * are constant and it pads less work, Y_g^T[P, OC] = im2col^T x W_g^T (P in rows, OC in
  * columns, written transposed into the NCHW output). In the transposed orientation a
- * stride-1 (in width) convolution whose output width is a multiple of mr reads im2col^T in
- * place from a zero-padded copy of the image (gemm_indirect, when the arch has ukr_ind)
+ * convolution with width stride 1 or 2 whose output width is a multiple of mr reads im2col^T
+ * in place from a zero-padded copy of the image (gemm_indirect, when the arch has ukr_ind)
  * instead of packing it. */
 #include "accel_compute.h"
 #include "gemm.h"
@@ -438,7 +438,7 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
             if (s->trans) {
                 /* A = im2col^T [P, K] (x^T for 1x1), B = W_g^T [K, OC] prepacked */
                 gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL, NULL};
-                gemm_indirect ind = {pad, s->offs, s->ow, s->sh * s->wp};
+                gemm_indirect ind = {pad, s->offs, s->ow, s->sh * s->wp, s->sw};
                 if (s->ind) {
                     pad_ctx pc = {s, xg, pad};
                     accel_cc_parallel(&s->env, s->cg, conv_pad_range, &pc);
@@ -591,13 +591,13 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
                 valid_ox(s, kx, &s->rows[r].lo, &s->rows[r].hi);
             }
         }
-        /* stride 1 with whole micro-tiles per output row: read im2col^T in place */
-        s->ind = s->trans && s->mode == CONV_GEMM_IM2COL && s->arch->ukr_ind != NULL && s->sw == 1 &&
-                 s->ow % s->arch->mr == 0 && s->kdim > 0;
+        /* width stride 1 or 2, whole micro-tiles per output row: read im2col^T in place */
+        s->ind = s->trans && s->mode == CONV_GEMM_IM2COL && s->arch->ukr_ind != NULL &&
+                 (s->sw == 1 || s->sw == 2) && s->ow % s->arch->mr == 0 && s->kdim > 0;
         size_t pad_floats = 0;
         if (s->ind) {
             s->hp = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1;
-            s->wp = (s->ow - 1) + (s->kw - 1) * s->dw + 1;
+            s->wp = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
             pad_floats = (size_t)(s->cg * s->hp * s->wp);
             s->offs = (int64_t*)malloc((size_t)s->kdim * sizeof(int64_t));
             if (s->offs == NULL) {

@@ -330,8 +330,8 @@ static void tile(const gemm_ctx* g, const float* ai, int64_t i0, int64_t p0, int
     if (ai != NULL) {
         g->arch->ukr(kc, ai, bj, c, ldc, accumulate);
     } else {
-        const float* x = ind->x + (i0 / ind->ow) * ind->row_step + i0 % ind->ow;
-        g->arch->ukr_ind(kc, x, ind->offs + p0, bj, c, ldc, accumulate);
+        const float* x = ind->x + (i0 / ind->ow) * ind->row_step + (i0 % ind->ow) * ind->col_step;
+        g->arch->ukr_ind(kc, x, ind->offs + p0, ind->col_step, bj, c, ldc, accumulate);
     }
 }
 
