@@ -10,7 +10,10 @@ at create time (the one that pads fewer multiply-adds to whole micro-tiles): OC 
 columns, or P rows x OC columns written transposed. The shapes below are picked so that
 both orientations occur on each kernel set (micro-tiles 4x16 portable, 6x16 AVX2, 7x32
 AVX-512); the comment on each case says which one it takes on AVX-512. Weights supplied only at
-run time always use the OC-rows orientation."""
+run time always use the OC-rows orientation. On AVX-512 the transposed orientation reads its A
+operand in place (no packing) when it can: im2col^T from a zero-padded copy of the image for
+width stride 1 or 2 with OW a multiple of 7, and x^T for 1x1 convolutions with P a multiple of
+7 ("1x1 28x28", "1x1 7x7 oc600" and the "in place" cases)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@
  * are constant and it pads less work, Y_g^T[P, OC] = im2col^T x W_g^T (P in rows, OC in
  * columns, written transposed into the NCHW output). In the transposed orientation a
  * convolution with width stride 1 or 2 whose output width is a multiple of mr reads im2col^T
- * in place from a zero-padded copy of the image (gemm_indirect, when the arch has ukr_ind)
- * instead of packing it. */
+ * in place from a zero-padded copy of the image, and a 1x1 convolution with P a multiple of mr
+ * reads x^T in place (gemm_indirect, when the arch has ukr_ind), instead of packing it. */
 #include "accel_compute.h"
 #include "gemm.h"
 
@@ -28,9 +28,9 @@ typedef struct conv_state {
     int mode;
     int nhwc;
     int trans;              /* NCHW GEMM in the transposed orientation (P rows, OC columns) */
-    int ind;                /* transposed im2col read in place from a padded copy of x */
+    int ind;                /* transposed: A read in place (im2col: from a padded copy of x) */
     int64_t hp, wp;         /* ind: the padded image's height and width */
-    int64_t* offs;          /* ind: kdim offsets of (ci, ky, kx) in the padded image */
+    int64_t* offs;          /* ind: kdim offsets of (ci, ky, kx) in the padded image (or x) */
     int64_t n, c, h, w, o, oh, ow, kh, kw;
     int64_t sh, sw, pt, pl, dh, dw;
     int64_t groups, cg, og, kdim, p; /* p = oh * ow */
@@ -439,7 +439,13 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
                 /* A = im2col^T [P, K] (x^T for 1x1), B = W_g^T [K, OC] prepacked */
                 gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL, NULL};
                 gemm_indirect ind = {pad, s->offs, s->ow, s->sh * s->wp, s->sw};
-                if (s->ind) {
+                if (s->ind && s->mode == CONV_GEMM_1X1) {
+                    ind.x = xg; /* base(pos) = pos: one "row" of P positions */
+                    ind.ow = s->p;
+                    ind.row_step = 0;
+                    ind.col_step = 1;
+                    a.ind = &ind;
+                } else if (s->ind) {
                     pad_ctx pc = {s, xg, pad};
                     accel_cc_parallel(&s->env, s->cg, conv_pad_range, &pc);
                     a.ind = &ind;
@@ -591,19 +597,29 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
                 valid_ox(s, kx, &s->rows[r].lo, &s->rows[r].hi);
             }
         }
-        /* width stride 1 or 2, whole micro-tiles per output row: read im2col^T in place */
-        s->ind = s->trans && s->mode == CONV_GEMM_IM2COL && s->arch->ukr_ind != NULL &&
-                 (s->sw == 1 || s->sw == 2) && s->ow % s->arch->mr == 0 && s->kdim > 0;
+        /* Read A = im2col^T (x^T for 1x1) in place: im2col with width stride 1 or 2 and
+         * whole micro-tiles per output row (from a padded copy of the image); 1x1 with whole
+         * micro-tiles over P (straight from x). */
+        int ind_im2col = s->mode == CONV_GEMM_IM2COL && (s->sw == 1 || s->sw == 2) &&
+                         s->ow % s->arch->mr == 0;
+        int ind_1x1 = s->mode == CONV_GEMM_1X1 && s->p % s->arch->mr == 0;
+        s->ind = s->trans && s->arch->ukr_ind != NULL && (ind_im2col || ind_1x1) && s->kdim > 0;
         size_t pad_floats = 0;
         if (s->ind) {
-            s->hp = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1;
-            s->wp = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
-            pad_floats = (size_t)(s->cg * s->hp * s->wp);
             s->offs = (int64_t*)malloc((size_t)s->kdim * sizeof(int64_t));
             if (s->offs == NULL) {
                 conv_release(s);
                 return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
             }
+        }
+        if (s->ind && ind_1x1) {
+            for (int64_t r = 0; r < s->kdim; ++r) {
+                s->offs[r] = r * s->p; /* A[pos][ci] = x[ci * P + pos] */
+            }
+        } else if (s->ind) {
+            s->hp = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1;
+            s->wp = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
+            pad_floats = (size_t)(s->cg * s->hp * s->wp);
             for (int64_t r = 0; r < s->kdim; ++r) {
                 int64_t ci = r / (s->kh * s->kw), ky = (r / s->kw) % s->kh, kx = r % s->kw;
                 s->offs[r] = (ci * s->hp + ky * s->dh) * s->wp + kx * s->dw;
