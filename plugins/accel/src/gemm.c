@@ -264,7 +264,7 @@ size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int6
 /* ---- driver ------------------------------------------------------------------------ */
 
 /* Relative cost of packing one float, in multiply-adds (a strided gather or an implicit
- * im2col moves about one float per cycle; the micro-kernel does 16 multiply-adds). */
+ * im2col moves about one float per cycle; the micro-kernel does 16 multiply-adds a cycle). */
 #define GEMM_PACK_COST 16
 /* Below this many multiply-adds per thread the GEMM runs on fewer threads. */
 #define GEMM_MIN_JOB_WORK ((int64_t)1 << 17)
@@ -467,11 +467,8 @@ static void choose_grid(gemm_ctx* g, int threads) {
     int64_t best = -1;
     g->tm = 1;
     g->tn = 1;
-    for (int tm = 1; tm <= threads; ++tm) {
-        int tn = threads / tm;
-        if (tm > mp || tn > np) {
-            continue;
-        }
+    for (int tm = 1; tm <= threads && tm <= mp; ++tm) {
+        int tn = threads / tm < np ? threads / tm : (int)np;
         int64_t rows = (mp + tm - 1) / tm * g->arch->mr, cols = (np + tn - 1) / tn * g->arch->nr;
         int64_t cost = rows * cols * g->k;
         if (g->a->packed == NULL && g->a->ind == NULL) cost += GEMM_PACK_COST * rows * g->k;
