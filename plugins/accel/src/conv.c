@@ -420,7 +420,6 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution2d needs a workspace");
     }
     float* gws = (float*)args->workspace;
-    float* pad = (float*)(((uintptr_t)(gws + s->gemm_ws_floats) + 63u) & ~(uintptr_t)63u);
     if (s->nhwc) {
         conv_execute_nhwc(s, x, w, bias, addend, y, gws);
         return PN_OK;
@@ -438,16 +437,18 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
             if (s->trans) {
                 /* A = im2col^T [P, K] (x^T for 1x1), B = W_g^T [K, OC] prepacked */
                 gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL, NULL};
-                gemm_indirect ind = {pad, s->offs, s->ow, s->sh * s->wp, s->sw};
+                gemm_indirect ind = {xg, s->offs, s->p, 0, 1}; /* 1x1: base(pos) = pos */
                 if (s->ind && s->mode == CONV_GEMM_1X1) {
-                    ind.x = xg; /* base(pos) = pos: one "row" of P positions */
-                    ind.ow = s->p;
-                    ind.row_step = 0;
-                    ind.col_step = 1;
                     a.ind = &ind;
                 } else if (s->ind) {
+                    /* the padded image follows the GEMM's workspace */
+                    float* pad = (float*)(((uintptr_t)(gws + s->gemm_ws_floats) + 63u) & ~(uintptr_t)63u);
                     pad_ctx pc = {s, xg, pad};
                     accel_cc_parallel(&s->env, s->cg, conv_pad_range, &pc);
+                    ind.x = pad;
+                    ind.ow = s->ow;
+                    ind.row_step = s->sh * s->wp;
+                    ind.col_step = s->sw;
                     a.ind = &ind;
                 } else if (s->mode == CONV_GEMM_IM2COL) {
                     a.pack_a = conv_pack_im2col;
