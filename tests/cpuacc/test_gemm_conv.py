@@ -10,10 +10,9 @@ at create time (the one that pads fewer multiply-adds to whole micro-tiles): OC 
 columns, or P rows x OC columns written transposed. The shapes below are picked so that
 both orientations occur on each kernel set (micro-tiles 4x16 portable, 6x16 AVX2, 7x32
 AVX-512); the comment on each case says which one it takes on AVX-512. Weights supplied only at
-run time always use the OC-rows orientation. On AVX-512 the transposed orientation reads its A
-operand in place (no packing) when it can: im2col^T from a zero-padded copy of the image for
-width stride 1 or 2 with OW a multiple of 7, and x^T for 1x1 convolutions with P a multiple of
-7 ("1x1 28x28", "1x1 7x7 oc600" and the "in place" cases)."""
+run time always use the OC-rows orientation. With AVX2 and AVX-512 the transposed orientation
+reads its A operand in place (no packing): im2col^T from a zero-padded copy of the image, x^T
+for 1x1 convolutions; the portable kernels pack it."""
 
 from __future__ import annotations
 
@@ -135,8 +134,7 @@ CONV_CASES = {
     "3x3 24x24 oc14": Conv(1, 30, 24, 24, 14, (3, 3), padding=(1, 1, 1, 1)),
     # P = 7x7 = 49, OC = 600 (2 N blocks, edge columns): transposed.
     "1x1 7x7 oc600": Conv(1, 40, 7, 7, 600, (1, 1)),
-    # Transposed, width stride 1 or 2 and OW a multiple of 7: on AVX-512 im2col^T is read in
-    # place from a zero-padded copy of the image. OW = 14, P = 12x14 = 168, dilation 2,
+    # Transposed, im2col^T read in place (AVX2, AVX-512). OW = 14, P = 12x14 = 168, dilation 2,
     # asymmetric padding, batch 2.
     "in place: dilated asymmetric": Conv(2, 16, 14, 15, 32, (3, 3), padding=(2, 1, 0, 2), dilation=(2, 2)),
     # OW = 7, stride 2 in height, 5x3 kernel, groups 2 (OC 32 per group), P = 10x7 = 70.

@@ -3,10 +3,9 @@
  * An NCHW GEMM runs in one of two orientations, chosen at create time: Y_g[OC, P] =
  * W_g[OC, K] x im2col[K, P] (OC in micro-tile rows, P in columns), or, when the weights
  * are constant and it pads less work, Y_g^T[P, OC] = im2col^T x W_g^T (P in rows, OC in
- * columns, written transposed into the NCHW output). In the transposed orientation a
- * convolution with width stride 1 or 2 whose output width is a multiple of mr reads im2col^T
- * in place from a zero-padded copy of the image, and a 1x1 convolution with P a multiple of mr
- * reads x^T in place (gemm_indirect, when the arch has ukr_ind), instead of packing it. */
+ * columns, written transposed into the NCHW output). In the transposed orientation, when the
+ * arch has an indirect-A kernel (AVX2, AVX-512), im2col^T is not packed but read in place
+ * from a zero-padded copy of the image (x^T straight from x for 1x1): gemm_indirect. */
 #include "accel_compute.h"
 #include "gemm.h"
 
@@ -598,13 +597,10 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
                 valid_ox(s, kx, &s->rows[r].lo, &s->rows[r].hi);
             }
         }
-        /* Read A = im2col^T (x^T for 1x1) in place: im2col with width stride 1 or 2 and
-         * whole micro-tiles per output row (from a padded copy of the image); 1x1 with whole
-         * micro-tiles over P (straight from x). */
-        int ind_im2col = s->mode == CONV_GEMM_IM2COL && (s->sw == 1 || s->sw == 2) &&
-                         s->ow % s->arch->mr == 0;
-        int ind_1x1 = s->mode == CONV_GEMM_1X1 && s->p % s->arch->mr == 0;
-        s->ind = s->trans && s->arch->ukr_ind != NULL && (ind_im2col || ind_1x1) && s->kdim > 0;
+        /* Read A = im2col^T in place from a padded copy of the image (x^T straight from x for
+         * 1x1) when the arch has an indirect-A kernel. */
+        int ind_1x1 = s->mode == CONV_GEMM_1X1;
+        s->ind = s->trans && s->arch->ukr_ind != NULL && s->kdim > 0;
         size_t pad_floats = 0;
         if (s->ind) {
             s->offs = (int64_t*)malloc((size_t)s->kdim * sizeof(int64_t));

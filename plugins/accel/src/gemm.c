@@ -126,7 +126,8 @@ static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ld
 static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
                                         store_t_portable, NULL};
 #if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable, NULL};
+static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable,
+                                    gemm_ukr_ind_avx2_6x16};
 static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512,
                                       gemm_ukr_ind_avx512_7x32};
 #endif
@@ -329,10 +330,14 @@ static void tile(const gemm_ctx* g, const float* ai, int64_t i0, int64_t p0, int
     const gemm_indirect* ind = g->a->ind;
     if (ai != NULL) {
         g->arch->ukr(kc, ai, bj, c, ldc, accumulate);
-    } else {
-        const float* x = ind->x + (i0 / ind->ow) * ind->row_step + (i0 % ind->ow) * ind->col_step;
-        g->arch->ukr_ind(kc, x, ind->offs + p0, ind->col_step, bj, c, ldc, accumulate);
+        return;
     }
+    const float* rows[GEMM_MR_MAX];
+    for (int r = 0; r < g->arch->mr; ++r) {
+        int64_t i = i0 + r < g->m ? i0 + r : g->m - 1; /* rows past m: any valid row */
+        rows[r] = ind->x + (i / ind->ow) * ind->row_step + (i % ind->ow) * ind->col_step;
+    }
+    g->arch->ukr_ind(kc, rows, ind->offs + p0, bj, c, ldc, accumulate);
 }
 
 /* The micro-tiles of C block [m0, m0+mb) x [n0, n0+nb) for K block [p0, p0+kc): ap/bp are

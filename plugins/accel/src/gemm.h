@@ -36,9 +36,9 @@ typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c
 typedef void (*gemm_store_t_fn)(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                                 int64_t cols);
 
-/* Like gemm_ukr_fn, with A read in place: A_panel[p][i] = x[offs[p] + i * step], step 1 or 2
- * (see gemm_indirect). */
-typedef void (*gemm_ukr_ind_fn)(int64_t kc, const float* x, const int64_t* offs, int64_t step,
+/* Like gemm_ukr_fn, with A read in place: A_panel[p][i] = rows[i][offs[p]] for the mr row
+ * pointers `rows` (see gemm_indirect). */
+typedef void (*gemm_ukr_ind_fn)(int64_t kc, const float* const* rows, const int64_t* offs,
                                 const float* b, float* c, int64_t ldc, int accumulate);
 
 typedef struct gemm_arch {
@@ -49,9 +49,8 @@ typedef struct gemm_arch {
 } gemm_arch;
 
 /* An A operand read in place, never packed (arch->ukr_ind only): A[i][p] = x[base(i) + offs[p]]
- * with base(i) = (i / ow) * row_step + (i % ow) * col_step, col_step 1 or 2, where ow is a
- * multiple of mr and m of ow (so a micro-tile's rows are evenly spaced floats). E.g. a
- * convolution over a padded image: i an output position, p a (channel, tap). */
+ * with base(i) = (i / ow) * row_step + (i % ow) * col_step. E.g. a convolution over a padded
+ * image: i an output position (oy, ox), p a (channel, tap). */
 typedef struct gemm_indirect {
     const float* x;
     const int64_t* offs;
@@ -132,8 +131,10 @@ void gemm_ukr_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, in
                         int accumulate);
 void gemm_ukr_avx512_7x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                           int accumulate);
-void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* x, const int64_t* offs, int64_t step,
+void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_t* offs,
                               const float* b, float* c, int64_t ldc, int accumulate);
+void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t* offs,
+                            const float* b, float* c, int64_t ldc, int accumulate);
 void gemm_store_t_avx512(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                          int64_t cols);
 
