@@ -126,7 +126,7 @@ static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ld
 static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
                                         store_t_portable, NULL};
 #if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable,
+static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, gemm_store_t_avx2,
                                     gemm_ukr_ind_avx2_6x16};
 static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512,
                                       gemm_ukr_ind_avx512_7x32};

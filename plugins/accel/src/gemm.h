@@ -135,6 +135,8 @@ void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_
                               const float* b, float* c, int64_t ldc, int accumulate);
 void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t* offs,
                             const float* b, float* c, int64_t ldc, int accumulate);
+void gemm_store_t_avx2(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                       int64_t cols);
 void gemm_store_t_avx512(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                          int64_t cols);
 

@@ -1,5 +1,5 @@
 /* CpuAcc SGEMM micro-kernels, AVX2 + FMA: 6 rows x 16 columns (12 ymm accumulators), A packed
- * or read in place (gemm_indirect). */
+ * or read in place (gemm_indirect); the transposed store of a C block. */
 #include "gemm.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -57,6 +57,46 @@ void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t*
                             const float* b, float* c, int64_t ldc, int accumulate) {
     const float* r[MR] = {rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]};
     ukr_body(kc, NULL, r, offs, b, c, ldc, accumulate);
+}
+
+/* r[0..8) = the 8x8 transpose of r[0..8) (row k of the result = column k of the input). */
+static void transpose8(__m256 r[8]) {
+    __m256 t[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int q = 0; q < 4; ++q) {
+        t[q] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x20);
+        t[q + 4] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x31);
+    }
+    for (int q = 0; q < 8; ++q) r[q] = t[q];
+}
+
+void gemm_store_t_avx2(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                       int64_t cols) {
+    __m256 r[8];
+    int64_t i0 = 0;
+    for (; i0 + 8 <= rows; i0 += 8) {
+        int64_t j0 = 0;
+        for (; j0 + 8 <= cols; j0 += 8) {
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(t + (i0 + i) * ldt + j0);
+            transpose8(r);
+            for (int j = 0; j < 8; ++j) _mm256_storeu_ps(out + (j0 + j) * ldc + i0, r[j]);
+        }
+        for (; j0 < cols; ++j0) {
+            for (int64_t i = i0; i < i0 + 8; ++i) out[j0 * ldc + i] = t[i * ldt + j0];
+        }
+    }
+    for (; i0 < rows; ++i0) {
+        for (int64_t j = 0; j < cols; ++j) out[j * ldc + i0] = t[i0 * ldt + j];
+    }
 }
 
 #else
