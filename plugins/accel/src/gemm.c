@@ -86,6 +86,9 @@ void accel_cc_activate(const pn_activation_desc* act, float* y, int64_t n) {
 #ifndef PORT_NCJ
 #define PORT_NCJ 256
 #endif
+#if PORT_MC > GEMM_MC_MAX
+#error "PORT_MC must not exceed GEMM_MC_MAX"
+#endif
 
 static void gemm_ukr_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                               int accumulate) {
@@ -323,30 +326,33 @@ static void pack_b_block(const gemm_ctx* g, int64_t n0, int64_t nb, int64_t p0, 
     }
 }
 
-/* One micro-tile: A panel `ai` (packed) or, for an indirect A, the panel of rows
- * [i0, i0+mr) read in place over K block [p0, p0+kc); B panel bj; C tile c (row stride ldc). */
-static void tile(const gemm_ctx* g, const float* ai, int64_t i0, int64_t p0, int64_t kc,
-                 const float* bj, float* c, int64_t ldc, int accumulate) {
+/* For an indirect A: rp[r] = &A[m0 + r][0] in place, r < mb (rows past m: any valid row). */
+static void ind_rows(const gemm_ctx* g, int64_t m0, int64_t mb, const float** rp) {
     const gemm_indirect* ind = g->a->ind;
+    for (int64_t r = 0; r < mb; ++r) {
+        int64_t i = m0 + r < g->m ? m0 + r : g->m - 1;
+        rp[r] = ind->x + (i / ind->ow) * ind->row_step + (i % ind->ow) * ind->col_step;
+    }
+}
+
+/* One micro-tile over K block [p0, p0+kc): A panel `ai` packed, or (ai NULL) read in place
+ * through its mr row pointers `rp`; B panel bj; C tile c (row stride ldc). */
+static void tile(const gemm_ctx* g, const float* ai, const float* const* rp, int64_t p0,
+                 int64_t kc, const float* bj, float* c, int64_t ldc, int accumulate) {
     if (ai != NULL) {
         g->arch->ukr(kc, ai, bj, c, ldc, accumulate);
-        return;
+    } else {
+        g->arch->ukr_ind(kc, rp, g->a->ind->offs + p0, bj, c, ldc, accumulate);
     }
-    const float* rows[GEMM_MR_MAX];
-    for (int r = 0; r < g->arch->mr; ++r) {
-        int64_t i = i0 + r < g->m ? i0 + r : g->m - 1; /* rows past m: any valid row */
-        rows[r] = ind->x + (i / ind->ow) * ind->row_step + (i % ind->ow) * ind->col_step;
-    }
-    g->arch->ukr_ind(kc, rows, ind->offs + p0, bj, c, ldc, accumulate);
 }
 
 /* The micro-tiles of C block [m0, m0+mb) x [n0, n0+nb) for K block [p0, p0+kc): ap/bp are
- * that block's packed A rows (NULL for an indirect A) and B columns. C is either the output
- * (row-major, ldc; partial tiles go through a local tile) or, for a transposed C, the job's
- * accumulator (row stride ldt, padded to whole panels). */
-static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int64_t m0,
-                        int64_t mb, int64_t n0, int64_t nb, int64_t p0, int64_t kc, int accumulate,
-                        float* ctmp, int64_t ldt) {
+ * that block's packed A rows (NULL for an indirect A, whose row pointers are rp) and B
+ * columns. C is either the output (row-major, ldc; partial tiles go through a local tile) or,
+ * for a transposed C, the job's accumulator (row stride ldt, padded to whole panels). */
+static void block_tiles(const gemm_ctx* g, const float* ap, const float* const* rp,
+                        const float* bp, int64_t m0, int64_t mb, int64_t n0, int64_t nb,
+                        int64_t p0, int64_t kc, int accumulate, float* ctmp, int64_t ldt) {
     const gemm_arch* arch = g->arch;
     int mr = arch->mr, nr = arch->nr;
     float tmp[GEMM_MR_MAX * GEMM_NR_MAX] __attribute__((aligned(64)));
@@ -355,17 +361,18 @@ static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int
         int64_t cols = g->n - (n0 + j) < nr ? g->n - (n0 + j) : nr;
         for (int64_t i = 0; i < mb; i += mr) {
             const float* ai = ap != NULL ? ap + i * kc : NULL;
+            const float* const* ri = rp != NULL ? rp + i : NULL;
             if (ctmp != NULL) {
-                tile(g, ai, m0 + i, p0, kc, bj, ctmp + i * ldt + j, ldt, accumulate);
+                tile(g, ai, ri, p0, kc, bj, ctmp + i * ldt + j, ldt, accumulate);
                 continue;
             }
             int64_t rows = g->m - (m0 + i) < mr ? g->m - (m0 + i) : mr;
             float* c = g->c + (m0 + i) * g->ldc + n0 + j;
             if (rows == mr && cols == nr) {
-                tile(g, ai, m0 + i, p0, kc, bj, c, g->ldc, accumulate);
+                tile(g, ai, ri, p0, kc, bj, c, g->ldc, accumulate);
                 continue;
             }
-            tile(g, ai, m0 + i, p0, kc, bj, tmp, nr, 0);
+            tile(g, ai, ri, p0, kc, bj, tmp, nr, 0);
             for (int64_t r = 0; r < rows; ++r) {
                 float* cr = c + r * g->ldc;
                 const float* tr = tmp + r * nr;
@@ -425,6 +432,8 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
         int64_t nblocks = (c1 - c0 + arch->ncj - 1) / arch->ncj;
         int64_t nc = round_up((c1 - c0 + nblocks - 1) / nblocks, nr);
         int b_outer = g->b->packed == NULL && !g->c_trans;
+        const float* rp_buf[GEMM_MC_MAX];
+        const float** rp = g->a->ind != NULL ? rp_buf : NULL; /* the M block's A rows in place */
         for (int64_t n0 = c0; n0 < c1; n0 += nc) {
             int64_t nb = c1 - n0 < nc ? c1 - n0 : nc;
             if (b_outer) {
@@ -437,7 +446,8 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
                         const float* ap = g->a->packed != NULL ? g->a->packed + p0 * g->mpad + m0 * kc
                                                                : abuf;
                         if (abuf != NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
-                        block_tiles(g, ap, bbuf, m0, mb, n0, nb, p0, kc, p0 > 0, NULL, 0);
+                        if (rp != NULL) ind_rows(g, m0, mb, rp);
+                        block_tiles(g, ap, rp, bbuf, m0, mb, n0, nb, p0, kc, p0 > 0, NULL, 0);
                         if (last) finish_block(g, NULL, 0, m0, mb, n0, nb);
                     }
                 }
@@ -445,6 +455,7 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
             }
             for (int64_t m0 = r0; m0 < r1; m0 += mc) {
                 int64_t mb = r1 - m0 < mc ? r1 - m0 : mc;
+                if (rp != NULL) ind_rows(g, m0, mb, rp);
                 for (int64_t p0 = 0; p0 < g->k; p0 += g->step) {
                     int64_t kc = g->k - p0 < g->step ? g->k - p0 : g->step;
                     const float* ap = g->a->packed != NULL ? g->a->packed + p0 * g->mpad + m0 * kc
@@ -453,7 +464,7 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
                                                            : bbuf;
                     if (abuf != NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
                     if (g->b->packed == NULL) pack_b_block(g, n0, nb, p0, kc, bbuf);
-                    block_tiles(g, ap, bp, m0, mb, n0, nb, p0, kc, p0 > 0, ctmp, nc);
+                    block_tiles(g, ap, rp, bp, m0, mb, n0, nb, p0, kc, p0 > 0, ctmp, nc);
                 }
                 finish_block(g, ctmp, nc, m0, mb, n0, nb);
             }
