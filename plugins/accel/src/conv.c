@@ -371,13 +371,16 @@ static void conv_pad_range(void* vctx, int64_t begin, int64_t end) {
     }
 }
 
-/* The NCHW orientation rule: transposed (P in micro-tile rows, OC in columns) when that
- * pads strictly fewer multiply-adds than OC rows x P columns (e.g. with 7 x 32 micro-tiles,
- * P = 196 = 28 x 7 rows instead of 7 x 32 = 224 columns). */
+/* The NCHW orientation rule: transposed (P in micro-tile rows, OC in columns) when that costs
+ * strictly less per K step: multiply-adds padded to whole micro-tiles plus the packing of
+ * im2col (GEMM_PACK_COST per float), which the OC-rows orientation always does and the
+ * transposed one only without an indirect-A kernel. E.g. with 7 x 32 micro-tiles, P = 196 =
+ * 28 x 7 rows instead of 7 x 32 = 224 columns. */
 static int conv_prefers_transposed(const gemm_arch* arch, int64_t og, int64_t p) {
     int64_t mr = arch->mr, nr = arch->nr;
-    int64_t normal = (og + mr - 1) / mr * mr * ((p + nr - 1) / nr * nr);
-    int64_t trans = (p + mr - 1) / mr * mr * ((og + nr - 1) / nr * nr);
+    int64_t p_cols = (p + nr - 1) / nr * nr, p_rows = (p + mr - 1) / mr * mr;
+    int64_t normal = (og + mr - 1) / mr * mr * p_cols + GEMM_PACK_COST * p_cols;
+    int64_t trans = p_rows * ((og + nr - 1) / nr * nr) + (arch->ukr_ind != NULL ? 0 : GEMM_PACK_COST * p_rows);
     return trans < normal;
 }
 

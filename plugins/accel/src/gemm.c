@@ -267,9 +267,6 @@ size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int6
 
 /* ---- driver ------------------------------------------------------------------------ */
 
-/* Relative cost of packing one float, in multiply-adds (a strided gather or an implicit
- * im2col moves about one float per cycle; the micro-kernel does 16 multiply-adds a cycle). */
-#define GEMM_PACK_COST 16
 /* Below this many multiply-adds per thread the GEMM runs on fewer threads. */
 #define GEMM_MIN_JOB_WORK ((int64_t)1 << 17)
 

@@ -28,6 +28,9 @@
 #define GEMM_MR_MAX 16
 #define GEMM_NR_MAX 32
 #define GEMM_MC_MAX 128 /* >= every arch's mc */
+/* Relative cost of packing one float, in multiply-adds (a strided gather or an implicit
+ * im2col moves about one float per cycle; the micro-kernel does 16 multiply-adds a cycle). */
+#define GEMM_PACK_COST 16
 
 /* C[0..mr)[0..nr) (row stride ldc) = (accumulate ? C : 0) + A_panel * B_panel. */
 typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
