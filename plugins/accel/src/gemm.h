@@ -6,7 +6,8 @@
  * C[M, N] (row stride ldc, or stored transposed) = A[M, K] * B[K, N], then an
  * optional epilogue per finished block. A and B are read through element strides
  * (rs, cs), so transposes cost nothing, or from a prepacked copy
- * (gemm_pack_a/b_full), or through a packing callback (e.g. an implicit im2col).
+ * (gemm_pack_a/b_full), or through a packing callback (e.g. an implicit im2col);
+ * A may also be read in place, never packed, through row pointers (gemm_indirect).
  *
  * Threading: one parallel_for per GEMM. C's micro-tile panels are split into a
  * grid of tm x tn rectangles (<= the pool's threads), chosen to minimize the
@@ -107,7 +108,8 @@ void gemm_pack_b_full(const gemm_arch* arch, int64_t k, int64_t n, const float* 
                       int64_t cs, float* dst);
 
 /* Scratch floats gemm_run needs with a pool of `threads` threads (per-job packing
- * buffers for operands not prepacked, and the accumulator of a transposed C). */
+ * buffers for operands not prepacked, and the accumulator of a transposed C);
+ * a_prepacked also for an A read in place (gemm_indirect). */
 size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int64_t n, int64_t k,
                              int a_prepacked, int b_prepacked, int c_trans);
 
