@@ -118,16 +118,10 @@ static void run_parts(accel_pool* p, uint64_t gen, accel_range_fn fn, void* ctx,
     }
 }
 
-typedef struct worker_arg {
-    accel_pool* pool;
-} worker_arg;
-
 /* A worker: waits for each new generation (spinning, then sleeping) and claims parts of
  * that job. */
 static void* worker_main(void* raw) {
-    worker_arg arg = *(worker_arg*)raw;
-    free(raw);
-    accel_pool* p = arg.pool;
+    accel_pool* p = (accel_pool*)raw;
     uint64_t seen = 0;
     for (;;) {
         if (!spin_until_generation(p, seen)) {
@@ -199,14 +193,7 @@ accel_pool* accel_pool_create(int num_threads) {
             return NULL;
         }
         for (int i = 1; i < num_threads; ++i) {
-            worker_arg* arg = (worker_arg*)malloc(sizeof(*arg));
-            if (arg == NULL) {
-                accel_pool_destroy(p);
-                return NULL;
-            }
-            arg->pool = p;
-            if (pthread_create(&p->threads[i - 1], NULL, worker_main, arg) != 0) {
-                free(arg);
+            if (pthread_create(&p->threads[i - 1], NULL, worker_main, p) != 0) {
                 accel_pool_destroy(p);
                 return NULL;
             }
