@@ -470,9 +470,9 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
 }
 
 /* Chooses the job grid tm x tn (<= threads jobs) minimizing the largest job's cost:
- * multiply-adds over whole panels plus the packing that job does (an operand split
- * across jobs on the other dimension is packed by each of them). Ties go to more M parts
- * (each job then reads less of A, often an image read in place). */
+ * multiply-adds over whole panels, plus the packing that job does (an operand split
+ * across jobs on the other dimension is packed by each of them), plus one per operand
+ * float it reads (so of two grids with equal work, the one reading less wins). */
 static void choose_grid(gemm_ctx* g, int threads) {
     int64_t mp = g->mpad / g->arch->mr, np = g->npad / g->arch->nr;
     int64_t total = g->mpad * g->npad * g->k;
@@ -484,10 +484,10 @@ static void choose_grid(gemm_ctx* g, int threads) {
     for (int tm = 1; tm <= threads && tm <= mp; ++tm) {
         int tn = threads / tm < np ? threads / tm : (int)np;
         int64_t rows = (mp + tm - 1) / tm * g->arch->mr, cols = (np + tn - 1) / tn * g->arch->nr;
-        int64_t cost = rows * cols * g->k;
+        int64_t cost = rows * cols * g->k + (rows + cols) * g->k;
         if (g->a->packed == NULL && g->a->ind == NULL) cost += GEMM_PACK_COST * rows * g->k;
         if (g->b->packed == NULL) cost += GEMM_PACK_COST * cols * g->k;
-        if (best < 0 || cost <= best) {
+        if (best < 0 || cost < best) {
             best = cost;
             g->tm = tm;
             g->tn = tn;
