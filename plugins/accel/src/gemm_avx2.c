@@ -9,7 +9,8 @@
 
 /* The body of the 6 x 16 micro-kernels (inlined with rows either NULL or not, so the
  * accumulators live in 12 ymm registers). A is a packed panel (rows NULL) or read in place:
- * element i of panel row p at rows[i][offs[p]]. */
+ * element i of panel row p at rows[i][offs[p]]. The next B panel is prefetched into L2 as
+ * this one is read. */
 static inline __attribute__((always_inline)) void ukr_body(int64_t kc, const float* a,
                                                            const float* const* rows,
                                                            const int64_t* offs, const float* b,
@@ -25,7 +26,9 @@ static inline __attribute__((always_inline)) void ukr_body(int64_t kc, const flo
         _mm_prefetch((const char*)(c + i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char*)(c + i * ldc + 15), _MM_HINT_T0);
     }
+    const int64_t ahead = 16 * kc; /* the next B panel (packed B panels are consecutive) */
     for (int64_t p = 0; p < kc; ++p) {
+        _mm_prefetch((const char*)(b + ahead), _MM_HINT_T1);
         __m256 b0 = _mm256_loadu_ps(b);
         __m256 b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
