@@ -6,11 +6,13 @@ the 1-thread result is compared with a float64 NumPy oracle (rtol 1e-4, atol 1e-
 largest |expected|: float32 sums over K <= 1200 terms of unit-variance products).
 
 NCHW convolutions with constant weights run in one of two GEMM orientations, chosen per layer
-at create time (the one that pads fewer multiply-adds to whole micro-tiles): OC rows x P
-columns, or P rows x OC columns written transposed. The shapes below are picked so that
-both orientations occur on each kernel set (micro-tiles 4x16 portable, 6x16 AVX2, 7x32
-AVX-512); the comment on each case says which one it takes on AVX-512. Weights supplied only at
-run time always use the OC-rows orientation."""
+at create time (the cheaper one: multiply-adds padded to whole micro-tiles plus im2col
+packing): OC rows x P columns, or P rows x OC columns written transposed. With AVX2 and
+AVX-512 the transposed orientation reads its A operand in place (no packing): im2col^T from a
+zero-padded copy of the image, x^T for 1x1 convolutions; the portable kernels pack it. The
+comment on each case says which orientation it takes per kernel set (micro-tiles 4x16
+portable, 6x16 AVX2, 7x32 AVX-512); weights supplied only at run time always use the OC-rows
+orientation, so every kernel set runs both."""
 
 from __future__ import annotations
 
@@ -109,29 +111,41 @@ def conv_reference(x: np.ndarray, w: np.ndarray, case: Conv) -> np.ndarray:
 
 
 CONV_CASES = {
-    # P = 14x14 = 196 = 28 x 7 rows; K = 32*9 = 288 (2 K blocks): transposed.
+    # Orientation with constant weights (P = OH x OW, OC per group): T = P rows (transposed),
+    # N = OC rows, for portable / AVX2 / AVX-512.
+    # P = 14x14 = 196, OC 32, K = 32*9 = 288 (2 K blocks). T / T / T.
     "3x3 same 14x14 oc32": Conv(1, 32, 14, 14, 32, (3, 3), padding=(1, 1, 1, 1)),
-    # P = 8x8 = 64 = 2 x 32 columns, OC = 28 = 4 x 7 rows: OC rows.
+    # P = 8x8 = 64, OC 28, batch 2. N / T / T.
     "3x3 same 8x8 oc28 batch 2": Conv(2, 40, 8, 8, 28, (3, 3), padding=(1, 1, 1, 1)),
-    # P = 8x6 = 48: 7 x 7 rows beat 2 x 32 columns; OC = 150 (edge columns): transposed.
+    # P = 8x6 = 48, OC 150 (edge columns). N / T / T.
     "3x3 7x7 oc150 4-sided padding": Conv(1, 24, 7, 7, 150, (3, 3), padding=(1, 0, 2, 1)),
-    # P = 24x20 = 480 (edge tiles both ways), OC = 20: OC rows; stride 2, dilation 2.
+    # P = 24x20 = 480 (edge tiles both ways), OC 20, stride 2, dilation 2, batch 2. N / T / T.
     "strided dilated odd sizes": Conv(2, 9, 47, 39, 20, (3, 3), stride=(2, 2), padding=(2, 2, 2, 2),
                                       dilation=(2, 2)),
-    # groups 2: per group OC = 64, P = 20x20 = 400 (13 x 32 columns) vs 58 x 7 rows: transposed.
+    # groups 2: OC 64 per group, P = 20x20 = 400. N / T / T.
     "grouped 2": Conv(1, 16, 20, 20, 128, (3, 3), padding=(1, 1, 1, 1), groups=2),
-    # 1x1 direct GEMM: P = 28x28 = 784 = 112 x 7 rows (7 M blocks), OC = 96: transposed.
+    # 1x1 direct GEMM: P = 28x28 = 784 (several M blocks), OC 96. N / T / T.
     "1x1 28x28": Conv(1, 300, 28, 28, 96, (1, 1)),
-    # 1x1 direct, OC = 130 (edge rows) on P = 9x9 = 81: OC rows; batch 3.
+    # 1x1 direct, OC 130 on P = 9x9 = 81, batch 3. T / T / T.
     "1x1 9x9 batch 3": Conv(3, 64, 9, 9, 130, (1, 1)),
-    # stride-2 7x7 (the ResNet stem shape, smaller): P = 16x16 = 256, OC = 64: transposed.
+    # stride-2 7x7 (the ResNet stem shape, smaller): P = 16x16 = 256, OC 64. N / T / T.
     "7x7 stride 2": Conv(1, 3, 32, 32, 64, (7, 7), stride=(2, 2), padding=(3, 3, 3, 3)),
-    # stride 3 x 1 asymmetric, groups 3 (OC 15 per group), P = 10x16 = 160, K = 4*5*3 = 60: OC rows.
+    # stride 3 x 1 asymmetric, groups 3 (OC 15 per group), P = 10x16 = 160, K = 4*5*3 = 60. N / T / T.
     "stride 3x1 grouped 3": Conv(1, 12, 30, 17, 45, (5, 3), stride=(3, 1), padding=(0, 1, 2, 0), groups=3),
-    # P = 24x24 = 576 (2 N blocks), OC = 14, K = 270 (2 K blocks): OC rows.
+    # P = 24x24 = 576 (2 N blocks), OC 14, K = 270 (2 K blocks). N / T / N.
     "3x3 24x24 oc14": Conv(1, 30, 24, 24, 14, (3, 3), padding=(1, 1, 1, 1)),
-    # P = 7x7 = 49, OC = 600 (2 N blocks, edge columns): transposed.
+    # P = 7x7 = 49, OC 600 (2 N blocks, edge columns). T / T / T.
     "1x1 7x7 oc600": Conv(1, 40, 7, 7, 600, (1, 1)),
+    # OW = 14, P = 12x14 = 168, dilation 2, asymmetric padding, batch 2. T / T / T.
+    "in place: dilated asymmetric": Conv(2, 16, 14, 15, 32, (3, 3), padding=(2, 1, 0, 2), dilation=(2, 2)),
+    # OW = 7, stride 2 in height, 5x3 kernel, groups 2 (OC 32 per group), P = 10x7 = 70. T / T / T.
+    "in place: stride 2x1 grouped": Conv(1, 8, 20, 7, 64, (5, 3), stride=(2, 1), padding=(2, 1, 2, 1), groups=2),
+    # Width stride 2: OW = 14, stride 2x2, P = 10x14 = 140, OC 64, asymmetric padding. T / T / T.
+    "in place: stride 2": Conv(1, 5, 21, 28, 64, (3, 3), stride=(2, 2), padding=(1, 1, 0, 0)),
+    # The ResNet stem shape, smaller: 7x7 stride 2 on 28x28 -> 14x14, OC 64 (K = 147). T / T / T.
+    "in place: 7x7 stride 2": Conv(2, 3, 28, 28, 64, (7, 7), stride=(2, 2), padding=(3, 3, 3, 3)),
+    # P = 784 (7 M blocks), K = 64*9 = 576 (3 K blocks). N / T / T.
+    "in place: 3x3 28x28": Conv(1, 64, 28, 28, 64, (3, 3), padding=(1, 1, 1, 1)),
 }
 
 FUSED = {
@@ -180,7 +194,8 @@ def test_conv_nchw(runtimes, name: str, act: str, has_bias: bool, has_addend: bo
     check_every_config(runtimes, spec, arrays, activate(act, expected))
 
 
-@pytest.mark.parametrize("name", ["3x3 same 14x14 oc32", "strided dilated odd sizes", "1x1 9x9 batch 3"])
+@pytest.mark.parametrize("name", ["3x3 same 14x14 oc32", "strided dilated odd sizes", "1x1 9x9 batch 3",
+                                  "in place: dilated asymmetric"])
 def test_conv_nchw_weights_at_run_time(runtimes, name: str) -> None:  # type: ignore[no-untyped-def]
     """Weights that are not constants: packed on the fly, OC-rows orientation."""
     case = CONV_CASES[name]

@@ -41,10 +41,12 @@ void accel_pool_destroy(accel_pool* pool);
 /* Threads in the pool, >= 1 (1 for NULL). */
 int accel_pool_size(const accel_pool* pool);
 
-/* Runs fn over [0, n) split into at most accel_pool_size(pool) contiguous ranges,
- * one per thread, and returns when all are done. Safe to call from several
- * threads at once and from inside fn (a call that finds the pool busy runs
- * inline, serially). pool may be NULL (inline). n <= 0 does nothing. */
+/* Runs fn over [0, n) split into at most accel_pool_size(pool) contiguous,
+ * balanced ranges (the same split whoever runs them), each run once by whichever
+ * pool thread claims it first (the caller included: a thread the OS has not
+ * scheduled delays nothing), and returns when all are done. Safe to call from
+ * several threads at once and from inside fn (a call that finds the pool busy
+ * runs inline, serially). pool may be NULL (inline). n <= 0 does nothing. */
 void accel_parallel_for(accel_pool* pool, int64_t n, accel_range_fn fn, void* ctx);
 
 /* Like accel_parallel_for, but never gives a thread fewer than `grain` items

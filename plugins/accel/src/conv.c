@@ -3,7 +3,9 @@
  * An NCHW GEMM runs in one of two orientations, chosen at create time: Y_g[OC, P] =
  * W_g[OC, K] x im2col[K, P] (OC in micro-tile rows, P in columns), or, when the weights
  * are constant and it pads less work, Y_g^T[P, OC] = im2col^T x W_g^T (P in rows, OC in
- * columns, written transposed into the NCHW output). */
+ * columns, written transposed into the NCHW output). In the transposed orientation, when the
+ * arch has an indirect-A kernel (AVX2, AVX-512), im2col^T is not packed but read in place
+ * from a zero-padded copy of the image (x^T straight from x for 1x1): gemm_indirect. */
 #include "accel_compute.h"
 #include "conv_nchwc.h"
 #include "depthwise.h"
@@ -27,6 +29,9 @@ typedef struct conv_state {
     int mode;
     int nhwc;
     int trans;              /* NCHW GEMM in the transposed orientation (P rows, OC columns) */
+    int ind;                /* transposed: A read in place (im2col: from a padded copy of x) */
+    int64_t hp, wp;         /* ind: the padded image's height and width */
+    int64_t* offs;          /* ind: kdim offsets of (ci, ky, kx) in the padded image (or x) */
     int64_t n, c, h, w, o, oh, ow, kh, kw;
     int64_t sh, sw, pt, pl, dh, dw;
     int64_t groups, cg, og, kdim, p; /* p = oh * ow */
@@ -64,6 +69,7 @@ static void conv_release(void* vs) {
         free(s->wpack);
         free(s->rows);
         accel_dw_destroy(s->depthwise);
+        free(s->offs);
         free(s);
     }
 }
@@ -230,13 +236,13 @@ static void conv_execute_nhwc(const conv_state* s, const float* x, const float* 
         const float* xn = x + n * s->h * s->w * s->c;
         for (int64_t g = 0; g < s->groups; ++g) {
             im2col_ctx ic = {s, xn + g * s->cg};
-            gemm_operand a = {xn + g * s->cg, s->c, 1, NULL, NULL, NULL, NULL};
+            gemm_operand a = {xn + g * s->cg, s->c, 1, NULL, NULL, NULL, NULL, NULL};
             if (s->mode == CONV_NHWC_GEMM) {
                 a.pack_a = nhwc_pack_a;
                 a.pack_ctx = &ic;
             }
             gemm_operand b = {w + g * s->og * s->kdim, 1, s->kdim,
-                              s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL, NULL, NULL, NULL};
+                              s->wpack != NULL ? s->wpack + g * s->wpack_stride : NULL, NULL, NULL, NULL, NULL};
             conv_epi e = {s, 1, bias != NULL ? bias + g * s->og : NULL,
                           addend != NULL ? addend + n * s->p * s->o + g * s->og : NULL};
             int need_epi = e.bias != NULL || e.addend != NULL || s->has_act;
@@ -248,13 +254,46 @@ static void conv_execute_nhwc(const conv_state* s, const float* x, const float* 
 
 /* ---- execute -------------------------------------------------------------------------- */
 
-/* The NCHW orientation rule: transposed (P in micro-tile rows, OC in columns) when that
- * pads strictly fewer multiply-adds than OC rows x P columns (e.g. with 7 x 32 micro-tiles,
- * P = 196 = 28 x 7 rows instead of 7 x 32 = 224 columns). */
+/* The padded copy of one image/group for the in-place (ind) path. */
+typedef struct pad_ctx {
+    const conv_state* s;
+    const float* x; /* image, group's first channel */
+    float* dst;     /* cg x hp x wp */
+} pad_ctx;
+
+/* Channels [begin, end) of the padded copy: dst[ci][r][c] = x[ci][r - pt][c - pl] inside the
+ * image, 0 outside; hp x wp covers every input the outputs read. */
+static void conv_pad_range(void* vctx, int64_t begin, int64_t end) {
+    const pad_ctx* pc = (const pad_ctx*)vctx;
+    const conv_state* s = pc->s;
+    int64_t c0 = s->pl < s->wp ? s->pl : s->wp;              /* first column inside */
+    int64_t c1 = s->pl + s->w < s->wp ? s->pl + s->w : s->wp; /* one past the last */
+    if (c1 < c0) c1 = c0;
+    for (int64_t ci = begin; ci < end; ++ci) {
+        for (int64_t r = 0; r < s->hp; ++r) {
+            float* d = pc->dst + (ci * s->hp + r) * s->wp;
+            int64_t iy = r - s->pt;
+            if (iy < 0 || iy >= s->h || c1 == c0) {
+                memset(d, 0, (size_t)s->wp * sizeof(float));
+                continue;
+            }
+            memset(d, 0, (size_t)c0 * sizeof(float));
+            memcpy(d + c0, pc->x + (ci * s->h + iy) * s->w + (c0 - s->pl), (size_t)(c1 - c0) * sizeof(float));
+            memset(d + c1, 0, (size_t)(s->wp - c1) * sizeof(float));
+        }
+    }
+}
+
+/* The NCHW orientation rule: transposed (P in micro-tile rows, OC in columns) when that costs
+ * strictly less per K step: multiply-adds padded to whole micro-tiles plus the packing of
+ * im2col (GEMM_PACK_COST per float), which the OC-rows orientation always does and the
+ * transposed one only without an indirect-A kernel. E.g. with 7 x 32 micro-tiles, P = 196 =
+ * 28 x 7 rows instead of 7 x 32 = 224 columns. */
 static int conv_prefers_transposed(const gemm_arch* arch, int64_t og, int64_t p) {
     int64_t mr = arch->mr, nr = arch->nr;
-    int64_t normal = (og + mr - 1) / mr * mr * ((p + nr - 1) / nr * nr);
-    int64_t trans = (p + mr - 1) / mr * mr * ((og + nr - 1) / nr * nr);
+    int64_t p_cols = (p + nr - 1) / nr * nr, p_rows = (p + mr - 1) / mr * mr;
+    int64_t normal = (og + mr - 1) / mr * mr * p_cols + GEMM_PACK_COST * p_cols;
+    int64_t trans = p_rows * ((og + nr - 1) / nr * nr) + (arch->ukr_ind != NULL ? 0 : GEMM_PACK_COST * p_rows);
     return trans < normal;
 }
 
@@ -309,17 +348,30 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
             gemm_epilogue_fn epi = e.bias != NULL || e.addend != NULL || s->has_act ? conv_epilogue : NULL;
             if (s->trans) {
                 /* A = im2col^T [P, K] (x^T for 1x1), B = W_g^T [K, OC] prepacked */
-                gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL};
-                if (s->mode == CONV_GEMM_IM2COL) {
+                gemm_operand a = {xg, 1, s->p, NULL, NULL, NULL, NULL, NULL};
+                gemm_indirect ind = {xg, s->offs, s->p, 0, 1}; /* 1x1: base(pos) = pos */
+                if (s->ind && s->mode == CONV_GEMM_1X1) {
+                    a.ind = &ind;
+                } else if (s->ind) {
+                    /* the padded image follows the GEMM's workspace */
+                    float* pad = (float*)(((uintptr_t)(gws + s->gemm_ws_floats) + 63u) & ~(uintptr_t)63u);
+                    pad_ctx pc = {s, xg, pad};
+                    accel_cc_parallel(&s->env, s->cg, conv_pad_range, &pc);
+                    ind.x = pad;
+                    ind.ow = s->ow;
+                    ind.row_step = s->sh * s->wp;
+                    ind.col_step = s->sw;
+                    a.ind = &ind;
+                } else if (s->mode == CONV_GEMM_IM2COL) {
                     a.pack_a = conv_pack_im2col;
                     a.pack_ctx = &ic;
                 }
-                gemm_operand b = {wg, 1, s->kdim, wpg, NULL, NULL, NULL};
+                gemm_operand b = {wg, 1, s->kdim, wpg, NULL, NULL, NULL, NULL};
                 gemm_run(&s->env, s->arch, s->p, s->og, s->kdim, &a, &b, yg, s->p, 1, gws, epi, &e);
                 continue;
             }
-            gemm_operand a = {wg, s->kdim, 1, wpg, NULL, NULL, NULL};
-            gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL};
+            gemm_operand a = {wg, s->kdim, 1, wpg, NULL, NULL, NULL, NULL};
+            gemm_operand b = {xg, s->p, 1, NULL, NULL, NULL, NULL, NULL};
             if (s->mode == CONV_GEMM_IM2COL) {
                 b.pack_b = conv_pack_im2col;
                 b.pack_ctx = &ic;
@@ -460,11 +512,36 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
                 valid_ox(s, kx, &s->rows[r].lo, &s->rows[r].hi);
             }
         }
-        s->gemm_ws_floats = s->trans ? gemm_workspace_floats(s->arch, threads, s->p, s->og, s->kdim, 0,
+        /* Read A = im2col^T in place from a padded copy of the image (x^T straight from x for
+         * 1x1) when the arch has an indirect-A kernel. */
+        int ind_1x1 = s->mode == CONV_GEMM_1X1;
+        s->ind = s->trans && s->arch->ukr_ind != NULL && s->kdim > 0;
+        size_t pad_floats = 0;
+        if (s->ind) {
+            s->offs = (int64_t*)malloc((size_t)s->kdim * sizeof(int64_t));
+            if (s->offs == NULL) {
+                conv_release(s);
+                return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+            }
+        }
+        if (s->ind && ind_1x1) {
+            for (int64_t r = 0; r < s->kdim; ++r) {
+                s->offs[r] = r * s->p; /* A[pos][ci] = x[ci * P + pos] */
+            }
+        } else if (s->ind) {
+            s->hp = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1;
+            s->wp = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
+            pad_floats = (size_t)(s->cg * s->hp * s->wp);
+            for (int64_t r = 0; r < s->kdim; ++r) {
+                int64_t ci = r / (s->kh * s->kw), ky = (r / s->kw) % s->kh, kx = r % s->kw;
+                s->offs[r] = (ci * s->hp + ky * s->dh) * s->wp + kx * s->dw;
+            }
+        }
+        s->gemm_ws_floats = s->trans ? gemm_workspace_floats(s->arch, threads, s->p, s->og, s->kdim, s->ind,
                                                              s->wpack != NULL, 1)
                                      : gemm_workspace_floats(s->arch, threads, s->og, s->p, s->kdim,
                                                              s->wpack != NULL, 0, 0);
-        ws_bytes = s->gemm_ws_floats * sizeof(float) + 64;
+        ws_bytes = (s->gemm_ws_floats + 16 + pad_floats) * sizeof(float) + 64;
     }
     pn_workload* wl = pn_workload_new(s, conv_execute, conv_release, ws_bytes);
     if (wl == NULL) {

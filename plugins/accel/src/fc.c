@@ -104,8 +104,8 @@ static pn_status fc_execute(void* vs, const pn_execute_args* args, pn_string_out
     if (s->ws_floats > 0 && args->workspace == NULL) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: FullyConnected needs a workspace");
     }
-    gemm_operand ga = {a, s->transpose_a ? 1 : s->k, s->transpose_a ? s->m : 1, NULL, NULL, NULL, NULL};
-    gemm_operand gb = {b, s->transpose_b ? 1 : s->n, s->transpose_b ? s->k : 1, s->bpack, NULL, NULL, NULL};
+    gemm_operand ga = {a, s->transpose_a ? 1 : s->k, s->transpose_a ? s->m : 1, NULL, NULL, NULL, NULL, NULL};
+    gemm_operand gb = {b, s->transpose_b ? 1 : s->n, s->transpose_b ? s->k : 1, s->bpack, NULL, NULL, NULL, NULL};
     int need_epi = s->alpha != 1.0f || e.c != NULL || e.addend != NULL || s->has_act;
     gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, (float*)args->outputs[0].data, s->n, 0,
              (float*)args->workspace, need_epi ? fc_epilogue : NULL, &e);

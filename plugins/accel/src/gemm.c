@@ -86,6 +86,9 @@ void accel_cc_activate(const pn_activation_desc* act, float* y, int64_t n) {
 #ifndef PORT_NCJ
 #define PORT_NCJ 256
 #endif
+#if PORT_MC > GEMM_MC_MAX
+#error "PORT_MC must not exceed GEMM_MC_MAX"
+#endif
 
 static void gemm_ukr_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                               int accumulate) {
@@ -124,10 +127,12 @@ static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ld
 }
 
 static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
-                                        store_t_portable};
+                                        store_t_portable, NULL};
 #if defined(ACCEL_HAVE_X86_KERNELS)
-static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, store_t_portable};
-static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512};
+static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, gemm_store_t_avx2,
+                                    gemm_ukr_ind_avx2_6x16};
+static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512,
+                                      gemm_ukr_ind_avx512_7x32};
 #endif
 
 const gemm_arch* gemm_arch_for(accel_isa isa) {
@@ -262,9 +267,6 @@ size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int6
 
 /* ---- driver ------------------------------------------------------------------------ */
 
-/* Relative cost of packing one float, in multiply-adds (a strided gather or an implicit
- * im2col moves about one float per cycle; the micro-kernel does 16 multiply-adds). */
-#define GEMM_PACK_COST 16
 /* Below this many multiply-adds per thread the GEMM runs on fewer threads. */
 #define GEMM_MIN_JOB_WORK ((int64_t)1 << 17)
 
@@ -321,13 +323,33 @@ static void pack_b_block(const gemm_ctx* g, int64_t n0, int64_t nb, int64_t p0, 
     }
 }
 
-/* The micro-tiles of C block [m0, m0+mb) x [n0, n0+nb) for one K block: ap/bp are that
- * block's packed A rows and B columns. C is either the output (row-major, ldc; partial
- * tiles go through a local tile) or, for a transposed C, the job's accumulator
- * (row stride ldt, padded to whole panels). */
-static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int64_t m0,
-                        int64_t mb, int64_t n0, int64_t nb, int64_t kc, int accumulate,
-                        float* ctmp, int64_t ldt) {
+/* For an indirect A: rp[r] = &A[m0 + r][0] in place, r < mb (rows past m: any valid row). */
+static void ind_rows(const gemm_ctx* g, int64_t m0, int64_t mb, const float** rp) {
+    const gemm_indirect* ind = g->a->ind;
+    for (int64_t r = 0; r < mb; ++r) {
+        int64_t i = m0 + r < g->m ? m0 + r : g->m - 1;
+        rp[r] = ind->x + (i / ind->ow) * ind->row_step + (i % ind->ow) * ind->col_step;
+    }
+}
+
+/* One micro-tile over K block [p0, p0+kc): A panel `ai` packed, or (ai NULL) read in place
+ * through its mr row pointers `rp`; B panel bj; C tile c (row stride ldc). */
+static void tile(const gemm_ctx* g, const float* ai, const float* const* rp, int64_t p0,
+                 int64_t kc, const float* bj, float* c, int64_t ldc, int accumulate) {
+    if (ai != NULL) {
+        g->arch->ukr(kc, ai, bj, c, ldc, accumulate);
+    } else {
+        g->arch->ukr_ind(kc, rp, g->a->ind->offs + p0, bj, c, ldc, accumulate);
+    }
+}
+
+/* The micro-tiles of C block [m0, m0+mb) x [n0, n0+nb) for K block [p0, p0+kc): ap/bp are
+ * that block's packed A rows (NULL for an indirect A, whose row pointers are rp) and B
+ * columns. C is either the output (row-major, ldc; partial tiles go through a local tile) or,
+ * for a transposed C, the job's accumulator (row stride ldt, padded to whole panels). */
+static void block_tiles(const gemm_ctx* g, const float* ap, const float* const* rp,
+                        const float* bp, int64_t m0, int64_t mb, int64_t n0, int64_t nb,
+                        int64_t p0, int64_t kc, int accumulate, float* ctmp, int64_t ldt) {
     const gemm_arch* arch = g->arch;
     int mr = arch->mr, nr = arch->nr;
     float tmp[GEMM_MR_MAX * GEMM_NR_MAX] __attribute__((aligned(64)));
@@ -335,18 +357,19 @@ static void block_tiles(const gemm_ctx* g, const float* ap, const float* bp, int
         const float* bj = bp + j * kc;
         int64_t cols = g->n - (n0 + j) < nr ? g->n - (n0 + j) : nr;
         for (int64_t i = 0; i < mb; i += mr) {
-            const float* ai = ap + i * kc;
+            const float* ai = ap != NULL ? ap + i * kc : NULL;
+            const float* const* ri = rp != NULL ? rp + i : NULL;
             if (ctmp != NULL) {
-                arch->ukr(kc, ai, bj, ctmp + i * ldt + j, ldt, accumulate);
+                tile(g, ai, ri, p0, kc, bj, ctmp + i * ldt + j, ldt, accumulate);
                 continue;
             }
             int64_t rows = g->m - (m0 + i) < mr ? g->m - (m0 + i) : mr;
             float* c = g->c + (m0 + i) * g->ldc + n0 + j;
             if (rows == mr && cols == nr) {
-                arch->ukr(kc, ai, bj, c, g->ldc, accumulate);
+                tile(g, ai, ri, p0, kc, bj, c, g->ldc, accumulate);
                 continue;
             }
-            arch->ukr(kc, ai, bj, tmp, nr, 0);
+            tile(g, ai, ri, p0, kc, bj, tmp, nr, 0);
             for (int64_t r = 0; r < rows; ++r) {
                 float* cr = c + r * g->ldc;
                 const float* tr = tmp + r * nr;
@@ -406,6 +429,8 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
         int64_t nblocks = (c1 - c0 + arch->ncj - 1) / arch->ncj;
         int64_t nc = round_up((c1 - c0 + nblocks - 1) / nblocks, nr);
         int b_outer = g->b->packed == NULL && !g->c_trans;
+        const float* rp_buf[GEMM_MC_MAX];
+        const float** rp = g->a->ind != NULL ? rp_buf : NULL; /* the M block's A rows in place */
         for (int64_t n0 = c0; n0 < c1; n0 += nc) {
             int64_t nb = c1 - n0 < nc ? c1 - n0 : nc;
             if (b_outer) {
@@ -417,8 +442,9 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
                         int64_t mb = r1 - m0 < mc ? r1 - m0 : mc;
                         const float* ap = g->a->packed != NULL ? g->a->packed + p0 * g->mpad + m0 * kc
                                                                : abuf;
-                        if (g->a->packed == NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
-                        block_tiles(g, ap, bbuf, m0, mb, n0, nb, kc, p0 > 0, NULL, 0);
+                        if (abuf != NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
+                        if (rp != NULL) ind_rows(g, m0, mb, rp);
+                        block_tiles(g, ap, rp, bbuf, m0, mb, n0, nb, p0, kc, p0 > 0, NULL, 0);
                         if (last) finish_block(g, NULL, 0, m0, mb, n0, nb);
                     }
                 }
@@ -426,15 +452,16 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
             }
             for (int64_t m0 = r0; m0 < r1; m0 += mc) {
                 int64_t mb = r1 - m0 < mc ? r1 - m0 : mc;
+                if (rp != NULL) ind_rows(g, m0, mb, rp);
                 for (int64_t p0 = 0; p0 < g->k; p0 += g->step) {
                     int64_t kc = g->k - p0 < g->step ? g->k - p0 : g->step;
                     const float* ap = g->a->packed != NULL ? g->a->packed + p0 * g->mpad + m0 * kc
                                                            : abuf;
                     const float* bp = g->b->packed != NULL ? g->b->packed + p0 * g->npad + n0 * kc
                                                            : bbuf;
-                    if (g->a->packed == NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
+                    if (abuf != NULL) pack_a_block(g, m0, mb, p0, kc, abuf);
                     if (g->b->packed == NULL) pack_b_block(g, n0, nb, p0, kc, bbuf);
-                    block_tiles(g, ap, bp, m0, mb, n0, nb, kc, p0 > 0, ctmp, nc);
+                    block_tiles(g, ap, rp, bp, m0, mb, n0, nb, p0, kc, p0 > 0, ctmp, nc);
                 }
                 finish_block(g, ctmp, nc, m0, mb, n0, nb);
             }
@@ -443,8 +470,9 @@ static void gemm_job(void* vctx, int64_t begin, int64_t end) {
 }
 
 /* Chooses the job grid tm x tn (<= threads jobs) minimizing the largest job's cost:
- * multiply-adds over whole panels plus the packing that job does (an operand split
- * across jobs on the other dimension is packed by each of them). */
+ * multiply-adds over whole panels, plus the packing that job does (an operand split
+ * across jobs on the other dimension is packed by each of them), plus one per operand
+ * float it reads (so of two grids with equal work, the one reading less wins). */
 static void choose_grid(gemm_ctx* g, int threads) {
     int64_t mp = g->mpad / g->arch->mr, np = g->npad / g->arch->nr;
     int64_t total = g->mpad * g->npad * g->k;
@@ -453,14 +481,11 @@ static void choose_grid(gemm_ctx* g, int threads) {
     int64_t best = -1;
     g->tm = 1;
     g->tn = 1;
-    for (int tm = 1; tm <= threads; ++tm) {
-        int tn = threads / tm;
-        if (tm > mp || tn > np) {
-            continue;
-        }
+    for (int tm = 1; tm <= threads && tm <= mp; ++tm) {
+        int tn = threads / tm < np ? threads / tm : (int)np;
         int64_t rows = (mp + tm - 1) / tm * g->arch->mr, cols = (np + tn - 1) / tn * g->arch->nr;
-        int64_t cost = rows * cols * g->k;
-        if (g->a->packed == NULL) cost += GEMM_PACK_COST * rows * g->k;
+        int64_t cost = rows * cols * g->k + (rows + cols) * g->k;
+        if (g->a->packed == NULL && g->a->ind == NULL) cost += GEMM_PACK_COST * rows * g->k;
         if (g->b->packed == NULL) cost += GEMM_PACK_COST * cols * g->k;
         if (best < 0 || cost < best) {
             best = cost;
@@ -508,7 +533,7 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
     g.mpad = round_up(m, arch->mr);
     g.npad = round_up(n, arch->nr);
     g.step = kc_step(k);
-    g.js = job_scratch(arch, m, n, k, a->packed != NULL, b->packed != NULL, c_trans);
+    g.js = job_scratch(arch, m, n, k, a->packed != NULL || a->ind != NULL, b->packed != NULL, c_trans);
     g.job_floats = g.js.a + g.js.b + g.js.c;
     g.ws = workspace;
     choose_grid(&g, env != NULL ? accel_pool_size(env->pool) : 1);

@@ -6,7 +6,8 @@
  * C[M, N] (row stride ldc, or stored transposed) = A[M, K] * B[K, N], then an
  * optional epilogue per finished block. A and B are read through element strides
  * (rs, cs), so transposes cost nothing, or from a prepacked copy
- * (gemm_pack_a/b_full), or through a packing callback (e.g. an implicit im2col).
+ * (gemm_pack_a/b_full), or through a packing callback (e.g. an implicit im2col);
+ * A may also be read in place, never packed, through row pointers (gemm_indirect).
  *
  * Threading: one parallel_for per GEMM. C's micro-tile panels are split into a
  * grid of tm x tn rectangles (<= the pool's threads), chosen to minimize the
@@ -27,6 +28,10 @@
 #define GEMM_KC 256
 #define GEMM_MR_MAX 16
 #define GEMM_NR_MAX 32
+#define GEMM_MC_MAX 128 /* >= every arch's mc */
+/* Relative cost of packing one float, in multiply-adds (a strided gather or an implicit
+ * im2col moves about one float per cycle; the micro-kernel does 16 multiply-adds a cycle). */
+#define GEMM_PACK_COST 16
 
 /* C[0..mr)[0..nr) (row stride ldc) = (accumulate ? C : 0) + A_panel * B_panel. */
 typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
@@ -36,11 +41,26 @@ typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c
 typedef void (*gemm_store_t_fn)(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                                 int64_t cols);
 
+/* Like gemm_ukr_fn, with A read in place: A_panel[p][i] = rows[i][offs[p]] for the mr row
+ * pointers `rows` (see gemm_indirect). */
+typedef void (*gemm_ukr_ind_fn)(int64_t kc, const float* const* rows, const int64_t* offs,
+                                const float* b, float* c, int64_t ldc, int accumulate);
+
 typedef struct gemm_arch {
     int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
     gemm_store_t_fn store_t;
+    gemm_ukr_ind_fn ukr_ind; /* NULL: the arch has no indirect-A kernel */
 } gemm_arch;
+
+/* An A operand read in place, never packed (arch->ukr_ind only): A[i][p] = x[base(i) + offs[p]]
+ * with base(i) = (i / ow) * row_step + (i % ow) * col_step. E.g. a convolution over a padded
+ * image: i an output position (oy, ox), p a (channel, tap). */
+typedef struct gemm_indirect {
+    const float* x;
+    const int64_t* offs;
+    int64_t ow, row_step, col_step;
+} gemm_indirect;
 
 /* The kernel set for `isa` (falls back to portable when not compiled in). */
 const gemm_arch* gemm_arch_for(accel_isa isa);
@@ -74,6 +94,9 @@ typedef struct gemm_operand {
      * dst + r * mr * kc in [kc][mr] layout, with pack_ctx. */
     void (*pack_a)(const void* ctx, int mr, int64_t i0, int64_t mb, int64_t p0, int64_t kc,
                    float* dst);
+    /* A only, optional (used when packed is NULL): read A in place with arch->ukr_ind, which
+     * must not be NULL. */
+    const gemm_indirect* ind;
 } gemm_operand;
 
 /* Floats of a whole prepacked A [m, k] / B [k, n]. */
@@ -85,7 +108,8 @@ void gemm_pack_b_full(const gemm_arch* arch, int64_t k, int64_t n, const float* 
                       int64_t cs, float* dst);
 
 /* Scratch floats gemm_run needs with a pool of `threads` threads (per-job packing
- * buffers for operands not prepacked, and the accumulator of a transposed C). */
+ * buffers for operands not prepacked, and the accumulator of a transposed C);
+ * a_prepacked also for an A read in place (gemm_indirect). */
 size_t gemm_workspace_floats(const gemm_arch* arch, int threads, int64_t m, int64_t n, int64_t k,
                              int a_prepacked, int b_prepacked, int c_trans);
 
@@ -113,6 +137,12 @@ void gemm_ukr_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, in
                         int accumulate);
 void gemm_ukr_avx512_7x32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                           int accumulate);
+void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_t* offs,
+                              const float* b, float* c, int64_t ldc, int accumulate);
+void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t* offs,
+                            const float* b, float* c, int64_t ldc, int accumulate);
+void gemm_store_t_avx2(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
+                       int64_t cols);
 void gemm_store_t_avx512(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                          int64_t cols);
 

@@ -50,8 +50,8 @@ static pn_status matmul_execute(void* vs, const pn_execute_args* args, pn_string
             aoff += idx * s->as[d];
             boff += idx * s->bs[d];
         }
-        gemm_operand ga = {a + aoff * s->m * s->k, s->k, 1, NULL, NULL, NULL, NULL};
-        gemm_operand gb = {b + boff * s->k * s->n, s->n, 1, NULL, NULL, NULL, NULL};
+        gemm_operand ga = {a + aoff * s->m * s->k, s->k, 1, NULL, NULL, NULL, NULL, NULL};
+        gemm_operand gb = {b + boff * s->k * s->n, s->n, 1, NULL, NULL, NULL, NULL, NULL};
         gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, y + t * s->m * s->n, s->n, 0,
                  (float*)args->workspace, NULL, NULL);
     }

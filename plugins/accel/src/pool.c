@@ -1,6 +1,8 @@
-/* CpuAcc thread pool: persistent pthreads, one range per thread per parallel_for. Workers
- * and the caller spin (bounded, ACCEL_SPIN_NS) before sleeping, so back-to-back
- * parallel_for calls cost no system call. */
+/* CpuAcc thread pool: persistent pthreads; a parallel_for is split into one range ("part")
+ * per thread, and the caller and the workers claim parts until none is left, so a worker the
+ * OS has not scheduled yet delays nothing (its part runs on whoever is free). Workers and the
+ * caller spin (bounded, ACCEL_SPIN_NS) before sleeping, so back-to-back parallel_for calls
+ * cost no system call. */
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -27,23 +29,26 @@ struct accel_pool {
     pthread_mutex_t submit;    /* one parallel_for at a time; others run inline */
     pthread_mutex_t lock;      /* guards the sleeps and wake-ups below */
     pthread_cond_t wake;       /* sleeping workers wait for a new generation */
-    pthread_cond_t done;       /* a sleeping caller waits for pending == 0 */
-    /* Publication protocol (all seq_cst): the caller writes the job, then stores generation;
-     * a worker loads generation, then reads the job. A thread going to sleep first counts
-     * itself in `sleepers` / sets `caller_sleeping` under `lock`, then re-checks its
-     * condition; the other side changes the condition, then looks at the counter and, if
-     * set, signals under `lock`. So a wake-up is never lost and, when nobody sleeps, nobody
-     * takes `lock`. */
+    pthread_cond_t done;       /* a sleeping caller waits for every part to finish */
+    /* Publication protocol (all seq_cst): the caller writes the job and resets `claim` and
+     * `finished`, then stores generation; a worker loads generation, then reads the job, then
+     * claims parts with a compare-exchange on `claim`, which carries the generation it is
+     * for, so a worker still looking at an older job claims nothing of a newer one (and drops
+     * what it read). A thread going to sleep first counts itself in `sleepers` / sets
+     * `caller_sleeping` under `lock`, then re-checks its condition; the other side changes
+     * the condition, then looks at the counter and, if set, signals under `lock`. So a
+     * wake-up is never lost and, when nobody sleeps, nobody takes `lock`. */
     atomic_uint_fast64_t generation;
-    atomic_int pending;        /* workers still running the current job */
+    atomic_uint_fast64_t claim; /* generation << 16 | next unclaimed part */
+    atomic_int finished;        /* parts of the current job done */
     atomic_int stop;
-    atomic_int sleepers;       /* workers blocked (or about to block) on `wake` */
+    atomic_int sleepers;        /* workers blocked (or about to block) on `wake` */
     atomic_int caller_sleeping;
-    /* The current job (written before generation is published). */
-    accel_range_fn fn;
-    void* ctx;
-    int64_t n;
-    int parts;                 /* ranges the job is split into (<= num_threads) */
+    /* The current job (stored before generation is published). */
+    _Atomic(accel_range_fn) fn;
+    _Atomic(void*) ctx;
+    _Atomic(int64_t) n;
+    atomic_int parts;           /* ranges the job is split into (<= num_threads) */
 };
 
 /* Range `part` of `parts` over [0, n): contiguous and balanced. */
@@ -89,17 +94,34 @@ static int spin_until_generation(accel_pool* p, uint64_t seen) {
     }
 }
 
-typedef struct worker_arg {
-    accel_pool* pool;
-    int index; /* 1..num_threads-1 (the caller is part 0) */
-} worker_arg;
+/* Claims and runs parts of job `gen` until none is left (or a newer job replaced it). */
+static void run_parts(accel_pool* p, uint64_t gen, accel_range_fn fn, void* ctx, int64_t n,
+                      int parts) {
+    for (;;) {
+        uint_fast64_t c = atomic_load(&p->claim);
+        if ((c >> 16) != gen || (int)(c & 0xFFFFu) >= parts) {
+            return;
+        }
+        if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) {
+            continue;
+        }
+        int64_t b, e;
+        part_range(n, parts, (int)(c & 0xFFFFu), &b, &e);
+        if (b < e) {
+            fn(ctx, b, e);
+        }
+        if (atomic_fetch_add(&p->finished, 1) + 1 == parts && atomic_load(&p->caller_sleeping)) {
+            pthread_mutex_lock(&p->lock);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+}
 
-/* A worker: waits for each new generation (spinning, then sleeping), runs its range of
- * the job, and counts itself out of `pending`. */
+/* A worker: waits for each new generation (spinning, then sleeping) and claims parts of
+ * that job. */
 static void* worker_main(void* raw) {
-    worker_arg arg = *(worker_arg*)raw;
-    free(raw);
-    accel_pool* p = arg.pool;
+    accel_pool* p = (accel_pool*)raw;
     uint64_t seen = 0;
     for (;;) {
         if (!spin_until_generation(p, seen)) {
@@ -115,19 +137,8 @@ static void* worker_main(void* raw) {
             break;
         }
         seen = atomic_load(&p->generation);
-        int parts = p->parts;
-        if (arg.index < parts) {
-            int64_t b, e;
-            part_range(p->n, parts, arg.index, &b, &e);
-            if (b < e) {
-                p->fn(p->ctx, b, e);
-            }
-        }
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping)) {
-            pthread_mutex_lock(&p->lock);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->lock);
-        }
+        run_parts(p, seen, atomic_load(&p->fn), atomic_load(&p->ctx), atomic_load(&p->n),
+                  atomic_load(&p->parts));
     }
     return NULL;
 }
@@ -162,7 +173,12 @@ accel_pool* accel_pool_create(int num_threads) {
     }
     p->num_threads = num_threads;
     atomic_init(&p->generation, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->claim, 0);
+    atomic_init(&p->finished, 0);
+    atomic_init(&p->fn, NULL);
+    atomic_init(&p->ctx, NULL);
+    atomic_init(&p->n, 0);
+    atomic_init(&p->parts, 0);
     atomic_init(&p->stop, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_sleeping, 0);
@@ -177,15 +193,7 @@ accel_pool* accel_pool_create(int num_threads) {
             return NULL;
         }
         for (int i = 1; i < num_threads; ++i) {
-            worker_arg* arg = (worker_arg*)malloc(sizeof(*arg));
-            if (arg == NULL) {
-                accel_pool_destroy(p);
-                return NULL;
-            }
-            arg->pool = p;
-            arg->index = i;
-            if (pthread_create(&p->threads[i - 1], NULL, worker_main, arg) != 0) {
-                free(arg);
+            if (pthread_create(&p->threads[i - 1], NULL, worker_main, p) != 0) {
                 accel_pool_destroy(p);
                 return NULL;
             }
@@ -233,24 +241,24 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
         fn(ctx, 0, n); /* one range, or the pool is busy (another caller or a nested call) */
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n = n;
-    p->parts = parts;
-    atomic_store(&p->pending, p->num_threads - 1);
-    atomic_fetch_add(&p->generation, 1); /* publishes the job */
+    uint64_t gen = (atomic_load(&p->generation) + 1) & ((UINT64_C(1) << 48) - 1);
+    atomic_store(&p->fn, fn);
+    atomic_store(&p->ctx, ctx);
+    atomic_store(&p->n, n);
+    atomic_store(&p->parts, parts);
+    atomic_store(&p->finished, 0);
+    atomic_store(&p->claim, (uint_fast64_t)gen << 16);
+    atomic_store(&p->generation, gen); /* publishes the job */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->lock);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);
     }
 
-    int64_t b, e;
-    part_range(n, parts, 0, &b, &e);
-    fn(ctx, b, e);
+    run_parts(p, gen, fn, ctx, n, parts);
 
     int64_t deadline = 0;
-    for (unsigned i = 0; atomic_load(&p->pending) > 0; ++i) {
+    for (unsigned i = 0; atomic_load(&p->finished) < parts; ++i) {
         if ((i & 63u) == 0) {
             int64_t t = now_ns();
             if (deadline == 0) {
@@ -258,7 +266,7 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
             } else if (t > deadline) {
                 pthread_mutex_lock(&p->lock);
                 atomic_store(&p->caller_sleeping, 1);
-                while (atomic_load(&p->pending) > 0) {
+                while (atomic_load(&p->finished) < parts) {
                     pthread_cond_wait(&p->done, &p->lock);
                 }
                 atomic_store(&p->caller_sleeping, 0);
