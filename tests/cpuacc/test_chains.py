@@ -179,6 +179,26 @@ def test_pooling_between_convolutions_joins_the_chain(kind: str, kernel: Any, st
 
 
 @needs_avx512
+@pytest.mark.parametrize("width, stride, dilation", [(29, 1, 1), (31, 2, 1), (17, 1, 2), (23, 2, 2), (5, 1, 1)])
+def test_depthwise_steps_of_every_width_stride_and_dilation(width: int, stride: int, dilation: int) -> None:
+    """1x1 expand -> depthwise 3x3 (+ relu6) -> 1x1 project + residual: the MobileNetV2 block,
+    over widths that leave every kind of tail for the 12- and 8-pixel depthwise tiles."""
+    net = Network("block")
+    x = net.add_input("x", (2, 16, 7, width))
+    h = net.add_convolution2d(x, rand(48, 16, 1, 1) / np.float32(4), rand(48), name="expand")
+    h = net.add_activation(h, "bounded_relu", alpha=0.0, beta=6.0, name="relu6a")
+    h = net.add_convolution2d(h, rand(48, 1, 3, 3) / np.float32(3), rand(48), stride=stride, padding=dilation,
+                              dilation=dilation, groups=48, name="dw")
+    h = net.add_activation(h, "bounded_relu", alpha=0.0, beta=6.0, name="relu6b")
+    h = net.add_convolution2d(h, rand(16, 48, 1, 1) / np.float32(7), rand(16), name="project")
+    if stride == 1:
+        h = net.add_add(h, x, name="residual")
+    net.add_output(h, "y")
+    chained = check(net, inputs_of(net))
+    assert len(chains_of(chained)) == 1 and len(chained.layers) == 1
+
+
+@needs_avx512
 def test_max_pooling_in_a_chain_propagates_nan() -> None:
     """A NaN reaching a max window wins it, as in CpuRef (it comes in through the residual
     addend, so the convolution does not spread it over every channel)."""

@@ -2,8 +2,9 @@
 every kernel set and thread count against a float64 NumPy oracle, the same bits for every
 thread count of one kernel set, and the layers it leaves to the GEMM path still right.
 
-The blocked kernel runs only with AVX-512 (option isa=avx512) on NCHW layers with groups 1,
-constant weights and at least 16 input and output channels; with isa=avx2/portable the same
+The blocked kernel runs a lone convolution only with AVX-512 (option isa=avx512), on NCHW
+layers with groups 1, a kernel larger than 1x1, constant weights, at least 16 output channels
+and either 16+ input channels or 1..64 read as one narrow block; with isa=avx2/portable the same
 layers run on the GEMM path, which is what makes the comparison across kernel sets useful."""
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: tuple
 SHAPES = {
     "resnet 3x3": (1, 64, 14, 14, 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
     "stride 2, 7-wide output, odd block count": (2, 32, 14, 13, 48, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
-    "1x1 down-sample stride 2": (1, 64, 9, 9, 128, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
+    "1x1 down-sample stride 2 (GEMM path)": (1, 64, 9, 9, 128, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
+    "narrow input, 5x5": (2, 3, 12, 11, 32, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),
     "channels not multiples of 16": (1, 72, 6, 31, 40, (3, 3), (1, 1), (0, 2, 1, 0), (1, 1)),
     "dilated, asymmetric": (1, 16, 10, 12, 16, (3, 2), (1, 2), (2, 0, 1, 3), (2, 2)),
 }

@@ -228,6 +228,9 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     if (ib == 0 || !accel_nchwc_blocks_pay(o) || n * oh * ow * kh * kw == 0) {
         return PN_OK;
     }
+    if (kh * kw == 1) {
+        return PN_OK; /* a lone 1x1 convolution: the GEMM reads x in place, no conversions */
+    }
     nchwc_state* s = (nchwc_state*)calloc(1, sizeof(*s));
     if (s == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

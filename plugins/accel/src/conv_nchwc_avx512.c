@@ -217,6 +217,38 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
 
 #define DW_PW 8 /* pixels per depthwise tile (independent accumulators) */
 
+/* A depthwise 3-tap-wide (kw = 3, dw = 1) tile of PW pixels at stride SW: each input vector of
+ * a row is loaded once and used by every tap that reads it ((PW - 1) * SW + 3 loads per row
+ * instead of 3 * PW). PW and SW are constants at every call site. */
+static inline __attribute__((always_inline)) void dw3_tile(const nchwc_geom* g, const nchwc_view* x,
+                                                           const float* wblk, __m512 bv, float* yrow,
+                                                           const float* arow, int clamp, __m512 lo,
+                                                           __m512 hi, int64_t b, int64_t oy,
+                                                           int64_t ox, const int PW, const int SW) {
+    __m512 acc[14];
+    for (int p = 0; p < PW; ++p) acc[p] = bv;
+    for (int64_t ky = 0; ky < g->kh; ++ky) {
+        const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * SW) * B;
+        const __m512 w0 = _mm512_load_ps(wblk + (ky * 3 + 0) * B);
+        const __m512 w1 = _mm512_load_ps(wblk + (ky * 3 + 1) * B);
+        const __m512 w2 = _mm512_load_ps(wblk + (ky * 3 + 2) * B);
+#pragma GCC unroll 32
+        for (int j = 0; j < (PW - 1) * SW + 3; ++j) {
+            const __m512 v = _mm512_load_ps(xrow + j * B);
+            if (j % SW == 0 && j / SW < PW) acc[j / SW] = _mm512_fmadd_ps(v, w0, acc[j / SW]);
+            if (j >= 1 && (j - 1) % SW == 0 && (j - 1) / SW < PW) {
+                acc[(j - 1) / SW] = _mm512_fmadd_ps(v, w1, acc[(j - 1) / SW]);
+            }
+            if (j >= 2 && (j - 2) % SW == 0 && (j - 2) / SW < PW) {
+                acc[(j - 2) / SW] = _mm512_fmadd_ps(v, w2, acc[(j - 2) / SW]);
+            }
+        }
+    }
+    for (int p = 0; p < PW; ++p) {
+        finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
+    }
+}
+
 void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wd,
                                    const float* bias, const nchwc_view* y,
                                    const nchwc_epilogue* epi, int64_t b, int64_t oy) {
@@ -230,6 +262,15 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
                             ? epi->addend.data + ((b * epi->addend.rows + oy) * epi->addend.cols) * B
                             : NULL;
     int64_t ox = 0;
+    if (g->kw == 3 && g->dw == 1 && g->sw == 1) {
+        for (; ox + 12 <= g->ow; ox += 12) {
+            dw3_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, 12, 1);
+        }
+    } else if (g->kw == 3 && g->dw == 1 && g->sw == 2) {
+        for (; ox + 8 <= g->ow; ox += 8) {
+            dw3_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, 8, 2);
+        }
+    }
     for (; ox + DW_PW <= g->ow; ox += DW_PW) {
         __m512 acc[DW_PW];
         for (int p = 0; p < DW_PW; ++p) acc[p] = bv;
