@@ -72,10 +72,11 @@ static const pn_activation_desc* step_act(const accel_chain_conv* cc) {
     return cc->act != NULL ? cc->act : d->fused_activation;
 }
 
-/* Inside a chain no conversion has to be paid for, so blocks may waste up to a third of the
- * work (24 channels in 32 lanes, as MobileNetV2's narrow layers have). */
+/* Inside a chain no conversion has to be paid for, so a tensor may fill as little as half of
+ * its 16-channel blocks (8 channels in 16 lanes, 24 in 32): the dense kernel skips the zero
+ * input channels, only output lanes are wasted. */
 static int chain_blocks_pay(int64_t channels) {
-    return channels >= B && blocks(channels) * B * 3 <= channels * 4;
+    return channels >= B / 2 && blocks(channels) * B <= channels * 2;
 }
 
 accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* cc) {
@@ -229,6 +230,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         g->ib = !st->depthwise && !chain_blocks_pay(c) ? c : B; /* a narrow input: one block */
         ch->tensors[x].ib = g->ib;
         g->cb = (c + g->ib - 1) / g->ib;
+        g->ic_last = c - (g->cb - 1) * g->ib;
         g->ocb = blocks(o);
         g->oh = cc->y_info->dims[2];
         g->ow = cc->y_info->dims[3];

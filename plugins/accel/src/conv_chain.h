@@ -40,8 +40,8 @@ typedef enum accel_chain_fit {
 
 /* Pooling: AVX-512, NCHW, MAX or AVERAGE, channels as for convolutions. Convolutions:
  * AVX-512, NCHW, groups 1 or depthwise (one output channel per input channel), constant
- * weights and bias, at least 16 output channels (and input channels, but for
- * ACCEL_CHAIN_FIRST) wasting at most a third of the 16-channel blocks, an activation that
+ * weights and bias, at least 8 output channels (and input channels, but for
+ * ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks, an activation that
  * keeps zero at zero (none, relu, bounded relu with alpha <= 0 <= beta). */
 accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* conv);
 

@@ -239,6 +239,7 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     nchwc_geom* g = &s->g;
     g->cb = (c + ib - 1) / ib;
     g->ib = ib;
+    g->ic_last = c - (g->cb - 1) * ib;
     g->ocb = blocks(o);
     g->oh = oh;
     g->ow = ow;

@@ -33,6 +33,8 @@ typedef struct nchwc_geom {
     int64_t cb;         /* input channel blocks */
     int64_t ib;         /* input channels per block: 16, or all of them (one block) for a
                            dense convolution whose input has too few channels for 16-blocks */
+    int64_t ic_last;    /* real channels in the last input block (the rest are zeros the
+                           dense kernel skips) */
     int64_t ocb;        /* output channel blocks */
     int64_t oh, ow;     /* output rows and columns */
     int64_t kh, kw, sh, sw, dh, dw;

@@ -42,6 +42,7 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
     const int64_t xstep = g->sw * ib;                      /* between neighbouring pixels */
     const float* wob = wb + ob * wblock;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
+        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = 0; ky < g->kh; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;
@@ -49,7 +50,7 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
             for (int64_t kx = 0; kx < g->kw; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
-                for (int64_t ci = 0; ci < ib; ++ci) {
+                for (int64_t ci = 0; ci < ci_n; ++ci) {
                     __m512 w0 = _mm512_load_ps(wp + ci * B);
                     __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 28
@@ -95,13 +96,14 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
     const float* wob = wb + ob * wblock;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
+        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = 0; ky < g->kh; ++ky) {
             const float* xrow = x->data + (cb * x->rows + ky * g->dh) * x->cols * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
             for (int64_t kx = 0; kx < g->kw; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
-                for (int64_t ci = 0; ci < ib; ++ci) {
+                for (int64_t ci = 0; ci < ci_n; ++ci) {
                     __m512 w0 = _mm512_load_ps(wp + ci * B);
                     __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 28
