@@ -26,12 +26,15 @@ static int clamp_kind(const nchwc_epilogue* epi) {
 }
 
 /* PW pixels from ox0 of output row oy, NB output blocks from ob. PW and NB are constants at
- * every call site, so the loops unroll into straight-line code. */
-static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, const nchwc_view* x,
-                                                       const float* wb, const float* bias,
-                                                       const nchwc_view* y, const nchwc_epilogue* epi,
-                                                       int64_t ob, int64_t oy, int64_t ox0,
-                                                       const int PW, const int NB) {
+ * every call site, so the loops unroll into straight-line code; so is XS, the floats between
+ * neighbouring input pixels, when it is not 0 (16 or 32: 16-channel blocks at stride 1 or 2),
+ * which turns every broadcast's address into base + constant. */
+static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, const nchwc_view* x,
+                                                          const float* wb, const float* bias,
+                                                          const nchwc_view* y,
+                                                          const nchwc_epilogue* epi, int64_t ob,
+                                                          int64_t oy, int64_t ox0, const int PW,
+                                                          const int NB, const int XS) {
     __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
     for (int b = 0; b < NB; ++b) {
         __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
@@ -39,7 +42,7 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
     }
     const int64_t ib = g->ib;                              /* input channels per block */
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B; /* floats per output block */
-    const int64_t xstep = g->sw * ib;                      /* between neighbouring pixels */
+    const int64_t xstep = XS > 0 ? XS : g->sw * ib;        /* between neighbouring pixels */
     const float* wob = wb + ob * wblock;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
@@ -74,6 +77,21 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
         for (int p = 0; p < PW; ++p) {
             finish(acc[b][p], y->data + off + p * B, add != NULL ? add + p * B : NULL, clamp, lo, hi);
         }
+    }
+}
+
+/* tile_xs with the pixel step a constant where it is one of the common two. */
+static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, const nchwc_view* x,
+                                                       const float* wb, const float* bias,
+                                                       const nchwc_view* y, const nchwc_epilogue* epi,
+                                                       int64_t ob, int64_t oy, int64_t ox0,
+                                                       const int PW, const int NB) {
+    if (g->ib == B && g->sw == 1) {
+        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, B);
+    } else if (g->ib == B && g->sw == 2) {
+        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, 2 * B);
+    } else {
+        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, 0);
     }
 }
 
