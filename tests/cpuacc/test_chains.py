@@ -199,6 +199,23 @@ def test_depthwise_steps_of_every_width_stride_and_dilation(width: int, stride: 
 
 
 @needs_avx512
+@pytest.mark.parametrize("batch", [1, 2])
+def test_seven_pixel_rows_of_one_and_two_output_blocks(batch: int) -> None:
+    """7x7 outputs (the last stage of ResNet and MobileNetV2) run as multi-row tiles: two rows
+    of two output blocks, four rows of one block, at input strides 1 and 2."""
+    net = Network("sevens")
+    x = net.add_input("x", (batch, 16, 14, 14))
+    h = net.add_convolution2d(x, rand(32, 16, 3, 3) / np.float32(12), rand(32), stride=2, padding=1, name="s2")
+    h = net.add_activation(h, "relu", name="relu")
+    h = net.add_convolution2d(h, rand(16, 32, 3, 3) / np.float32(17), rand(16), padding=1, name="one_block")
+    h = net.add_convolution2d(h, rand(32, 16, 1, 1) / np.float32(4), name="two_blocks")
+    net.add_output(net.add_convolution2d(h, rand(16, 32, 3, 3) / np.float32(17), stride=2, padding=1,
+                                         name="one_block_s2"), "y")
+    chained = check(net, inputs_of(net))
+    assert [n.name for n in chained.layers] == ["s2..one_block_s2"]
+
+
+@needs_avx512
 def test_max_pooling_in_a_chain_propagates_nan() -> None:
     """A NaN reaching a max window wins it, as in CpuRef (it comes in through the residual
     addend, so the convolution does not spread it over every channel)."""

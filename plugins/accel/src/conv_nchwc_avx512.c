@@ -147,6 +147,58 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
     }
 }
 
+/* Like tile_rows, for PW / W whole rows of W pixels of 16-channel inputs with a constant
+ * pixel step XS: every broadcast address is a row base (one register per row) + constant.
+ * PW, NB, W and XS are constants at every call site. */
+static inline __attribute__((always_inline)) void tile_rows_w(const nchwc_geom* g, const nchwc_view* x,
+                                                              const float* wb, const float* bias,
+                                                              const nchwc_view* y,
+                                                              const nchwc_epilogue* epi, int64_t ob,
+                                                              int64_t r0, const int PW, const int NB,
+                                                              const int W, const int XS) {
+    __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
+    for (int b = 0; b < NB; ++b) {
+        __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
+        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
+    }
+    const int64_t wblock = g->cb * g->kh * g->kw * B * B;
+    const int64_t rstride = g->sh * x->cols * B; /* input floats between the rows of two outputs */
+    const float* wob = wb + ob * wblock;
+    for (int64_t cb = 0; cb < g->cb; ++cb) {
+        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
+        for (int64_t ky = 0; ky < g->kh; ++ky) {
+            const float* xrow = x->data + ((cb * x->rows + r0 * g->sh + ky * g->dh) * x->cols) * B;
+            const float* wrow = wob + (cb * g->kh + ky) * g->kw * B * B;
+            for (int64_t kx = 0; kx < g->kw; ++kx) {
+                const float* xp = xrow + kx * g->dw * B;
+                const float* wp = wrow + kx * B * B;
+                for (int64_t ci = 0; ci < ci_n; ++ci) {
+                    __m512 w0 = _mm512_load_ps(wp + ci * B);
+                    __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
+#pragma GCC unroll 28
+                    for (int p = 0; p < PW; ++p) {
+                        __m512 xv = _mm512_set1_ps(xp[(p / W) * rstride + (p % W) * XS + ci]);
+                        acc[0][p] = _mm512_fmadd_ps(xv, w0, acc[0][p]);
+                        if (NB > 1) acc[1][p] = _mm512_fmadd_ps(xv, w1, acc[1][p]);
+                    }
+                }
+            }
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
+    for (int b = 0; b < NB; ++b) {
+        float* yb = y->data + ((ob + b) * y->rows + r0) * y->cols * B;
+        const float* ab = epi->addend.data != NULL
+                              ? epi->addend.data + ((ob + b) * epi->addend.rows + r0) * epi->addend.cols * B
+                              : NULL;
+        for (int p = 0; p < PW; ++p) {
+            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
+                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
+        }
+    }
+}
+
 /* Tiles of `pw` pixels (1..PW_MAX for nb = 2, 1..PW1_MAX for nb = 1), dispatched to their
  * unrolled instances: along one row from (oy, ox0), or at the offsets of tile_rows. */
 #define ROW_CASE(n)                                                    \
@@ -229,6 +281,14 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
                 aoff[pw] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
             }
         }
+        if (g->ow == 7 && g->ib == B && (g->sw == 1 || g->sw == 2) && pw == (nb > 1 ? 14 : 28)) {
+            /* 7-pixel rows (ResNet's and MobileNetV2's last stage): rows of constant offsets */
+            if (nb > 1 && g->sw == 1) tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 14, 2, 7, B);
+            else if (nb > 1) tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 14, 2, 7, 2 * B);
+            else if (g->sw == 1) tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 28, 1, 7, B);
+            else tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 28, 1, 7, 2 * B);
+            continue;
+        }
         tile_rows_any(g, x, wb, bias, y, epi, ob, nb, xoff, yoff, aoff, pw);
     }
 }
@@ -269,6 +329,12 @@ static inline __attribute__((always_inline)) void dw3_tile(const nchwc_geom* g, 
     }
 }
 
+/* A dw3_tile of a width and stride known at compile time. */
+#define DW3_CASE(pw, sw)                                                              \
+    case pw:                                                                          \
+        dw3_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, pw, sw);       \
+        break;
+
 void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wd,
                                    const float* bias, const nchwc_view* y,
                                    const nchwc_epilogue* epi, int64_t b, int64_t oy) {
@@ -282,14 +348,28 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
                             ? epi->addend.data + ((b * epi->addend.rows + oy) * epi->addend.cols) * B
                             : NULL;
     int64_t ox = 0;
-    if (g->kw == 3 && g->dw == 1 && g->sw == 1) {
-        for (; ox + 12 <= g->ow; ox += 12) {
-            dw3_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, 12, 1);
+    if (g->kw == 3 && g->dw == 1 && (g->sw == 1 || g->sw == 2)) {
+        const int step = g->sw == 1 ? 12 : 8;
+        for (; ox < g->ow; ox += step) {
+            int pw = g->ow - ox < step ? (int)(g->ow - ox) : step;
+            if (g->sw == 1) {
+                switch (pw) {
+                    DW3_CASE(1, 1) DW3_CASE(2, 1) DW3_CASE(3, 1) DW3_CASE(4, 1) DW3_CASE(5, 1)
+                    DW3_CASE(6, 1) DW3_CASE(7, 1) DW3_CASE(8, 1) DW3_CASE(9, 1) DW3_CASE(10, 1)
+                    DW3_CASE(11, 1) DW3_CASE(12, 1)
+                    default:
+                        break;
+                }
+            } else {
+                switch (pw) {
+                    DW3_CASE(1, 2) DW3_CASE(2, 2) DW3_CASE(3, 2) DW3_CASE(4, 2) DW3_CASE(5, 2)
+                    DW3_CASE(6, 2) DW3_CASE(7, 2) DW3_CASE(8, 2)
+                    default:
+                        break;
+                }
+            }
         }
-    } else if (g->kw == 3 && g->dw == 1 && g->sw == 2) {
-        for (; ox + 8 <= g->ow; ox += 8) {
-            dw3_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, 8, 2);
-        }
+        return;
     }
     for (; ox + DW_PW <= g->ow; ox += DW_PW) {
         __m512 acc[DW_PW];
