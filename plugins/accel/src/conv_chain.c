@@ -19,6 +19,7 @@ typedef struct chain_tensor {
 } chain_tensor;
 
 typedef struct chain_step {
+    int64_t rpj;             /* output rows per job (step_rows_per_job) */
     int pool;                /* a pooling step (pp), else a convolution */
     nchwc_pool pp;
     int depthwise;
@@ -167,6 +168,23 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
     return (int32_t)ch->num_tensors++;
 }
 
+/* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
+static int64_t step_units(const chain_step* st) {
+    return st->depthwise || st->pool ? st->g.ocb : (st->g.ocb + 1) / 2;
+}
+
+/* Row groups of a step's jobs: as many rows as leave at least CHAIN_MIN_JOBS jobs over the `n`
+ * images (a job is a call with its own setup; tens of rows amortize it), in whole multi-row
+ * tiles for dense steps (accel_nchwc_rows_per_job). */
+#define CHAIN_MIN_JOBS 16
+static int64_t step_rows_per_job(const chain_step* st, int64_t n) {
+    int64_t base = st->depthwise || st->pool ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
+    int64_t units = n * step_units(st);
+    int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
+    int64_t rows = st->g.oh / groups / base * base;
+    return rows > base ? rows : base;
+}
+
 accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, const uint32_t* export_ids,
                              uint32_t num_export) {
     accel_chain* ch = (accel_chain*)calloc(1, sizeof(*ch));
@@ -271,6 +289,10 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
             st->bias[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;
         }
     }
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        chain_step* st = &ch->steps[i];
+        st->rpj = step_rows_per_job(st, ch->tensors[st->y].info.dims[0]);
+    }
     for (uint32_t e = 0; e < num_export; ++e) {
         for (uint32_t i = 0; i < ch->num_tensors; ++i) {
             if (ch->tensors[i].id == export_ids[e] && ch->tensors[i].produced) {
@@ -335,20 +357,8 @@ typedef struct step_run {
     const chain_step* st;
 } step_run;
 
-/* Row groups of a step's jobs: single rows for depthwise steps, whole multi-row tiles for
- * dense ones (accel_nchwc_rows_per_job). */
-static int64_t step_rows_per_job(const chain_step* st) {
-    return st->depthwise || st->pool ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
-}
-
-/* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
-static int64_t step_units(const chain_step* st) {
-    return st->depthwise || st->pool ? st->g.ocb : (st->g.ocb + 1) / 2;
-}
-
 static int64_t step_jobs(const chain_step* st, int64_t n) {
-    int64_t rpj = step_rows_per_job(st), units = step_units(st);
-    return n * units * ((st->g.oh + rpj - 1) / rpj);
+    return n * step_units(st) * ((st->g.oh + st->rpj - 1) / st->rpj);
 }
 
 /* Jobs per thread at least, so that a part is worth waking a thread for (about 4 us):
@@ -357,10 +367,10 @@ static int64_t step_grain(const chain_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
     if (st->pool || st->depthwise) {
-        per_job = 2 * taps * g->ow * B;
+        per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 ? 2 : 1;
-        per_job = 2 * taps * g->cb * g->ib * nb * B * g->ow * step_rows_per_job(st);
+        per_job = 2 * taps * g->cb * g->ib * nb * B * g->ow * st->rpj;
     }
     return ACCEL_NCHWC_MIN_PART_FLOPS / (per_job > 0 ? per_job : 1) + 1;
 }
@@ -373,7 +383,7 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
     int64_t units = step_units(st);
-    int64_t rpj = step_rows_per_job(st), groups = (g->oh + rpj - 1) / rpj;
+    int64_t rpj = st->rpj, groups = (g->oh + rpj - 1) / rpj;
     for (int64_t job = begin; job < end; ++job) {
         int64_t oy = (job % groups) * rpj, u = (job / groups) % units, n = job / (groups * units);
         int64_t rows = g->oh - oy < rpj ? g->oh - oy : rpj;
@@ -386,9 +396,11 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
         }
         if (st->pool) {
             nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
-            accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, oy);
+            for (int64_t r = oy; r < oy + rows; ++r) accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, r);
         } else if (st->depthwise) {
-            accel_nchwc_dwconv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, u, oy);
+            for (int64_t r = oy; r < oy + rows; ++r) {
+                accel_nchwc_dwconv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, u, r);
+            }
         } else {
             int64_t ob = u * 2;
             accel_nchwc_conv_rows_avx512(g, &xv, st->w, st->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1,
