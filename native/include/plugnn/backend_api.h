@@ -359,9 +359,11 @@ typedef struct pn_transpose_desc {
 
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused
  * chains, blocked layouts, anything private to it). Only the backend that made
- * it receives it back, in create_workload. `payload` is the backend's; the
- * runtime calls release_payload(payload) exactly once when the optimized network
- * is destroyed, after every workload created from it has been destroyed. */
+ * it receives it back, in create_workload (with release_payload NULL: the
+ * runtime keeps that pointer). `payload` is the backend's; the runtime calls
+ * release_payload(payload) exactly once, after every workload created from it
+ * has been destroyed: when the optimized network is destroyed, or, if the
+ * backend is destroyed first (its runtime closes), just before destroy. */
 typedef struct pn_precompiled_desc {
     uint32_t struct_size;
     void* payload;

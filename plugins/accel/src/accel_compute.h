@@ -20,11 +20,17 @@
  *     optional bias [O]; optional addend (output shape); any fused activation that
  *     pn_validate_fused_activation accepts. Constant weights are prepacked at create
  *     time; weights supplied only at run time are packed on the fly.
- *     NCHW: 1x1/stride 1/no padding = direct GEMM on x; otherwise implicit im2col
- *     (packed straight into GEMM panels, no im2col buffer) + GEMM, per group;
- *     depthwise (groups == C, multiplier <= 4) = direct kernel.
+ *     NCHW, AVX-512, groups 1, kernel larger than 1x1, constant weights, 16+ output
+ *     channels: the direct blocked kernel (conv_nchwc.h), packing the input into
+ *     NCHW16c and unpacking the output. Otherwise a GEMM per group in one of two
+ *     orientations chosen at create time (conv.c): W[OC, K] x im2col[K, P], or
+ *     im2col^T[P, K] x W^T[K, OC] written transposed into the output, with im2col read in
+ *     place from a zero-padded copy of the image (AVX2/AVX-512) or packed into panels;
+ *     a 1x1/stride-1/unpadded convolution reads x directly. Depthwise (groups == C,
+ *     multiplier <= 4) = direct kernel (depthwise.c).
  *     NHWC: GEMM with output positions as rows (1x1 direct, else implicit im2col);
  *     depthwise = direct kernel over channels.
+ *     Inside blocked chains (conv_chain.h) convolutions never reach these paths.
  *   FULLY_CONNECTED (ONNX Gemm): float32; a, b rank 2; transpose_a/transpose_b;
  *     any alpha/beta; optional c broadcast to [M, N]; optional addend [M, N];
  *     fused activation. A constant b is prepacked once at create time.
