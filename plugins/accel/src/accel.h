@@ -41,7 +41,7 @@ void accel_pool_destroy(accel_pool* pool);
 /* Threads in the pool, >= 1 (1 for NULL). */
 int accel_pool_size(const accel_pool* pool);
 
-/* Runs fn over [0, n) split into at most accel_pool_size(pool) contiguous,
+/* Runs fn over [0, n) split into at most 4 * accel_pool_size(pool) contiguous,
  * balanced ranges (the same split whoever runs them), each run once by whichever
  * pool thread claims it first (the caller included: a thread the OS has not
  * scheduled delays nothing), and returns when all are done. Safe to call from

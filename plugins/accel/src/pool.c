@@ -1,8 +1,9 @@
-/* CpuAcc thread pool: persistent pthreads; a parallel_for is split into one range ("part")
- * per thread, and the caller and the workers claim parts until none is left, so a worker the
- * OS has not scheduled yet delays nothing (its part runs on whoever is free). Workers and the
- * caller spin (bounded, ACCEL_SPIN_NS) before sleeping, so back-to-back parallel_for calls
- * cost no system call. */
+/* CpuAcc thread pool: persistent pthreads; a parallel_for is split into up to
+ * ACCEL_PARTS_PER_THREAD ranges ("parts") per thread, and the caller and the workers claim
+ * parts until none is left, so a worker the OS has not scheduled yet delays nothing (its
+ * parts run on whoever is free) and uneven parts balance. Workers and the caller spin
+ * (bounded, ACCEL_SPIN_NS) before sleeping, so back-to-back parallel_for calls cost no
+ * system call. */
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -21,6 +22,10 @@
  * long enough to cover the gap between the parallel_for calls of one network run, short
  * enough not to burn a core when the pool goes idle. */
 #define ACCEL_SPIN_NS 200000
+
+/* Parts per thread a parallel_for is split into (at most): threads that finish early claim
+ * the parts of those that are slower or were descheduled, so uneven jobs still balance. */
+#define ACCEL_PARTS_PER_THREAD 4
 
 struct accel_pool {
     int num_threads;           /* total, caller included */
@@ -48,7 +53,7 @@ struct accel_pool {
     _Atomic(accel_range_fn) fn;
     _Atomic(void*) ctx;
     _Atomic(int64_t) n;
-    atomic_int parts;           /* ranges the job is split into (<= num_threads) */
+    atomic_int parts;           /* ranges the job is split into (<= num_threads * 4) */
 };
 
 /* Range `part` of `parts` over [0, n): contiguous and balanced. */
@@ -233,11 +238,11 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
         grain = 1;
     }
     int64_t max_parts = (n + grain - 1) / grain;
-    int parts = p != NULL ? p->num_threads : 1;
+    int parts = p != NULL ? p->num_threads * ACCEL_PARTS_PER_THREAD : 1;
     if (max_parts < parts) {
         parts = (int)max_parts;
     }
-    if (parts <= 1 || pthread_mutex_trylock(&p->submit) != 0) {
+    if (p == NULL || p->num_threads <= 1 || parts <= 1 || pthread_mutex_trylock(&p->submit) != 0) {
         fn(ctx, 0, n); /* one range, or the pool is busy (another caller or a nested call) */
         return;
     }
