@@ -919,8 +919,104 @@ static void KSUF(pool_nchw_sub)(const accel_pool_params* pp, const float* x, flo
     }
 }
 
+/* pool_nchw for MAX and AVERAGE with dilation 1 and stride 1 or 2 along x, by two passes
+ * per output row: the kh input rows reduced into one padded row t (vectors along x; padding
+ * is -inf / 0), then the kw taps of each output column reduced from t (stride 2: from t's
+ * even and odd halves, so every load is unit-stride). Each input row is read from memory once
+ * and from cache kh / sh times. Needs the padded row and the output row (twice) to fit in
+ * a third of ACCEL_ROWBUF_FLOATS each. */
+static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, float* y,
+                                 int64_t oy0, int64_t oy1) {
+    const int max = pp->kind == PN_POOLING_MAX;
+    const int64_t iw = pp->iw, ow = pp->ow, kw = pp->kw, sw = pp->sw;
+    const float fill = max ? -INFINITY : 0.0f;
+    float buf[ACCEL_ROWBUF_FLOATS] KALIGN64;
+    const int64_t third = ACCEL_ROWBUF_FLOATS / 3 / VW * VW;
+    float* t = buf;                 /* padded row: t[j] is input column j - pl */
+    float* te = buf + third;        /* stride 2: t[2k] */
+    float* to = buf + 2 * third;    /* stride 2: t[2k + 1] */
+    const int64_t tw = (ow - 1) * sw + kw; /* padded columns the windows read */
+    for (int64_t j = 0; j < tw + VW; ++j) t[j] = fill;
+    if (sw == 2) { /* the lanes past the last output column read here too (their results are dropped) */
+        for (int64_t j = 0; j < (tw + 1) / 2 + 2 * VW; ++j) te[j] = to[j] = fill;
+    }
+    float* rcp_cols = to + third / 2; /* AVERAGE: 1 / (window columns) per output column */
+    if (!max) {
+        for (int64_t ox = 0; ox < ow + VW; ++ox) {
+            int64_t sx = ox * sw - pp->pl, tx0, tx1;
+            KSUF(tap_range)(sx, kw, 1, iw, &tx0, &tx1);
+            int64_t cols_n = pp->include_padding ? KSUF(padded_taps)(sx, kw, 1, iw, pp->pr) : tx1 - tx0;
+            rcp_cols[ox] = ox < ow ? 1.0f / (float)cols_n : 0.0f;
+        }
+    }
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+        int64_t sy = oy * pp->sh - pp->pt, ty0, ty1;
+        KSUF(tap_range)(sy, pp->kh, 1, pp->ih, &ty0, &ty1);
+        float* tr = t + pp->pl; /* input column 0; columns past iw stay at fill */
+        int64_t cols = iw < tw - pp->pl ? iw : tw - pp->pl;
+        for (int64_t i = 0; i < cols; i += VW) {
+            int64_t n = cols - i < VW ? cols - i : VW;
+            vf acc = KSUF(vset1)(fill);
+            vnan nan = KSUF(vnan_none)();
+            for (int64_t ty = ty0; ty < ty1; ++ty) {
+                vf v = KSUF(vload_n_or)(x + (sy + ty) * iw + i, n, KSUF(vset1)(fill));
+                if (max) {
+                    nan = KSUF(vnan_or)(nan, v, v);
+                    acc = KSUF(vmax)(v, acc);
+                } else {
+                    acc = KSUF(vadd)(acc, v);
+                }
+            }
+            if (max) acc = KSUF(vnan_apply)(nan, acc);
+            KSUF(vstore_n)(tr + i, acc, n);
+        }
+        const float* src = t;
+        const float* odd = t;
+        if (sw == 2) {
+            KSUF(deint)(t, (tw + 1) / 2, te, to);
+            src = te;
+            odd = to;
+        }
+        float ry = 1.0f;
+        int64_t rows_n = 0;
+        if (!max) {
+            rows_n = pp->include_padding ? KSUF(padded_taps)(sy, pp->kh, 1, pp->ih, pp->pb) : ty1 - ty0;
+            ry = (float)rows_n;
+        }
+        for (int64_t ox = 0; ox < ow; ox += VW) {
+            int64_t n = ow - ox < VW ? ow - ox : VW;
+            vf acc = KSUF(vset1)(fill);
+            vnan nan = KSUF(vnan_none)();
+            for (int64_t kx = 0; kx < kw; ++kx) {
+                /* column ox * sw + kx of t */
+                const float* p = sw == 2 ? ((kx & 1) ? odd : src) + ox + kx / 2 : src + ox + kx;
+                vf v = KSUF(vload)(p);
+                if (max) {
+                    nan = KSUF(vnan_or)(nan, v, v);
+                    acc = KSUF(vmax)(v, acc);
+                } else {
+                    acc = KSUF(vadd)(acc, v);
+                }
+            }
+            if (max) {
+                acc = KSUF(vnan_apply)(nan, acc);
+            } else {
+                acc = KSUF(vmul)(KSUF(vmul)(acc, KSUF(vload)(rcp_cols + ox)), KSUF(vset1)(1.0f / ry));
+            }
+            KSUF(vstore_n)(y + oy * ow + ox, acc, n);
+        }
+    }
+}
+
 static void KSUF(pool_nchw)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
                             int64_t oy1) {
+    if (pp->kind != PN_POOLING_LP && pp->dh == 1 && pp->dw == 1 && (pp->sw == 1 || pp->sw == 2) &&
+        pp->iw + pp->pl + pp->pr + pp->kw + 2 * VW <= ACCEL_ROWBUF_FLOATS / 3 / VW * VW &&
+        (pp->ow - 1) * pp->sw + pp->kw + 2 * VW <= ACCEL_ROWBUF_FLOATS / 3 / VW * VW &&
+        pp->ow + VW <= ACCEL_ROWBUF_FLOATS / 6 / VW * VW - 2 * VW) {
+        KSUF(pool_nchw_rows)(pp, x, y, oy0, oy1);
+        return;
+    }
     int64_t pitch = 0;
     int64_t block = KSUF(subp_rows)(pp->kh, pp->kw, pp->sh, pp->sw, pp->dh, pp->dw, pp->ow, &pitch);
     if (pp->kind != PN_POOLING_LP && block > 0 && 2 * pp->ow + 2 * VW <= ACCEL_ROWBUF_FLOATS / 2) {
