@@ -216,6 +216,22 @@ def test_seven_pixel_rows_of_one_and_two_output_blocks(batch: int) -> None:
 
 
 @needs_avx512
+def test_runs_after_the_first_see_only_their_own_inputs() -> None:
+    """Tensors of one geometry share storage inside a chain (and the chain's input is packed
+    again every run): a second and third run with other inputs must not see the first's data."""
+    net = plugnn.onnx.load(sm.resnet18(batch=1, image=64))
+    with runtime() as rt:
+        chained = rt.load_network(plugnn.optimize(net, rt, ["CpuAcc"]))
+        reference = rt.load_network(plugnn.optimize(net, rt, ["CpuRef"]))
+        for seed in (1, 2, 3):
+            inputs = {layer.name: np.random.default_rng(seed).standard_normal(layer.outputs[0].shape)
+                      .astype(np.float32) * seed for layer in net.inputs}
+            out, ref = chained.run(inputs), reference.run(inputs)
+            for name in out:
+                assert_close(out[name], ref[name].astype(np.float64))
+
+
+@needs_avx512
 def test_max_pooling_in_a_chain_propagates_nan() -> None:
     """A NaN reaching a max window wins it, as in CpuRef (it comes in through the residual
     addend, so the convolution does not spread it over every channel)."""
