@@ -14,9 +14,8 @@ input arrays and write into preallocated outputs (onnxruntime through IO binding
 through run(outputs=...)), so what is timed is the run, not output allocation.
 
 Reported per row: median ms (timing.py: warm-up, then samples until the time budget or the
-run limit; onnxruntime and the first threaded plugnn backend, CpuAcc, sample for sample in
-alternation, so that the machine's other activity falls on both alike), GFLOP/s (conv,
-gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows: bytes read + written), the fraction of the peak for T threads (GFLOP/s: --peak-gflops, the
+run limit), GFLOP/s (conv, gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows:
+bytes read + written), the fraction of the peak for T threads (GFLOP/s: --peak-gflops, the
 FMA peak the issue gives for this machine; GB/s: the STREAM-style add bandwidth measured at the
 start of the same run, machine.py, unless --peak-gbs is given), and the ratio
 plugnn median / onnxruntime median (below 1: plugnn is faster). Every plugnn output is checked
@@ -174,26 +173,15 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
 
     for threads in threads_list:
         ort_result = Result(case.name, threads, "onnxruntime", "ok")
-        ort_fn: Any = None
         try:
-            ort_fn, ort_out = ort_runner(model, feeds, threads)
-            ort_fn()
+            fn, ort_out = ort_runner(model, feeds, threads)
+            fn()
             reference = {k: v.copy() for k, v in ort_out.items()}
+            finish(ort_result, timing.measure(fn, budget), threads)
         except Exception as exc:  # noqa: BLE001 - a failing row is reported, the others still run
             ort_result.status, ort_result.note, reference = "error", f"{type(exc).__name__}: {exc}", None
-            ort_fn = None
         results.append(ort_result)
-        # onnxruntime is timed together with the first threaded plugnn backend, sample for sample
-        # (timing.measure_pair); alone when that backend cannot run the row.
-        paired = False
-
-        def finish_ort() -> None:
-            """Times onnxruntime alone (once) when no plugnn backend was timed alongside it."""
-            nonlocal paired
-            if ort_fn is not None and not paired and ort_result.median_ms is None:
-                finish(ort_result, timing.measure(ort_fn, budget), threads)
-                log(ort_result)
-                paired = True
+        log(ort_result)
 
         for backend in backends:
             if backend not in THREADED_BACKENDS and threads != threads_list[0]:
@@ -231,24 +219,12 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
                         result.rel_diff = relative_difference(outputs, reference)
                         if not result.rel_diff <= args.tolerance:
                             result.status = "mismatch"
-                    ours = lambda: loaded.run(feeds, outputs=outputs)  # noqa: E731
-                    if ort_fn is not None and not paired and backend in THREADED_BACKENDS:
-                        ort_time, our_time = timing.measure_pair(ort_fn, ours, budget)
-                        finish(ort_result, ort_time, threads)
-                        log(ort_result)
-                        paired = True
-                    else:
-                        finish_ort()
-                        our_time = timing.measure(ours, budget)
-                    finish(result, our_time, threads)
+                    finish(result, timing.measure(lambda: loaded.run(feeds, outputs=outputs), budget), threads)
                     if ort_result.median_ms and result.median_ms is not None:
                         result.ratio_vs_ort = result.median_ms / ort_result.median_ms
             except Exception as exc:  # noqa: BLE001
                 result.status, result.note = "error", f"{type(exc).__name__}: {exc}"
             log(result)
-        finish_ort()
-        if ort_result.status == "error":
-            log(ort_result)
     return results
 
 

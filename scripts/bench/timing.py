@@ -3,9 +3,7 @@
 A sample is the mean of `inner` back-to-back calls, with `inner` chosen from the warm-up so a
 sample lasts at least `min_sample` seconds (1 for anything slower than that; many for the
 microsecond-scale overhead row, where a single perf_counter pair would be mostly noise).
-The reported figure is the median sample. measure_pair times two callables the same way but
-alternately, sample for sample, so that whatever else the machine does in the meantime falls
-on both alike (their ratio is then steadier than two measurements taken one after the other).
+The reported figure is the median sample.
 """
 
 from __future__ import annotations
@@ -51,30 +49,3 @@ def measure(fn: Callable[[], object], budget: Budget) -> Timing:
             fn()
         samples.append((clock() - t0) / inner)
     return Timing(statistics.median(samples), min(samples), len(samples), inner)
-
-
-def _inner(fn: Callable[[], object], budget: Budget) -> int:
-    """Warm up `fn`; return how many calls make one sample."""
-    clock = time.perf_counter
-    start = clock()
-    for _ in range(max(1, budget.warmup)):
-        fn()
-    estimate = (clock() - start) / max(1, budget.warmup)
-    return 1 if estimate >= budget.min_sample else max(1, min(100_000, int(budget.min_sample / max(estimate, 1e-9))))
-
-
-def measure_pair(fn_a: Callable[[], object], fn_b: Callable[[], object], budget: Budget) -> tuple[Timing, Timing]:
-    """Samples of fn_a and fn_b taken alternately until the (shared) budget or run limit."""
-    clock = time.perf_counter
-    inner_a, inner_b = _inner(fn_a, budget), _inner(fn_b, budget)
-    samples_a: list[float] = []
-    samples_b: list[float] = []
-    deadline = clock() + 2 * budget.seconds
-    while len(samples_a) < budget.max_runs and (len(samples_a) < budget.min_runs or clock() < deadline):
-        for fn, inner, samples in ((fn_a, inner_a, samples_a), (fn_b, inner_b, samples_b)):
-            t0 = clock()
-            for _ in range(inner):
-                fn()
-            samples.append((clock() - t0) / inner)
-    return (Timing(statistics.median(samples_a), min(samples_a), len(samples_a), inner_a),
-            Timing(statistics.median(samples_b), min(samples_b), len(samples_b), inner_b))
