@@ -295,8 +295,8 @@ class NativeBackend(Backend):
             if child is not None:
                 child.close()
         self._children = []
-        for ref in self._payloads:
-            payload = ref()
+        for payload_ref in self._payloads:
+            payload = payload_ref()
             if payload is not None:
                 payload.release()
         self._payloads = []

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 import plugnn
-from plugnn.descriptors import (ActivationDescriptor, Convolution2dDescriptor, LayerKind, OutputRounding,
-                                Pooling2dDescriptor)
+from plugnn.descriptors import (ActivationDescriptor, Convolution2dDescriptor, LayerKind, Pooling2dDescriptor)
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
