@@ -51,6 +51,9 @@ SHAPES = {
     "narrow input, 5x5": (2, 3, 12, 11, 32, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),
     "channels not multiples of 16": (1, 72, 6, 31, 40, (3, 3), (1, 1), (0, 2, 1, 0), (1, 1)),
     "dilated, asymmetric": (1, 16, 10, 12, 16, (3, 2), (1, 2), (2, 0, 1, 3), (2, 2)),
+    # 24 output channels: the last block holds 8 (its half computed in 256-bit registers)
+    "24 output channels, 14-pixel tiles": (2, 32, 5, 28, 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    "24 output channels, stride 2": (1, 16, 9, 56, 24, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
 }
 
 

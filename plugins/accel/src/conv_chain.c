@@ -251,6 +251,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         g->cb = (c + g->ib - 1) / g->ib;
         g->ic_last = c - (g->cb - 1) * g->ib;
         g->ocb = blocks(o);
+        g->oc_last = o - (g->ocb - 1) * B;
         g->oh = cc->y_info->dims[2];
         g->ow = cc->y_info->dims[3];
         g->kh = wi->dims[2];

@@ -241,6 +241,7 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     g->ib = ib;
     g->ic_last = c - (g->cb - 1) * ib;
     g->ocb = blocks(o);
+    g->oc_last = o - (g->ocb - 1) * B;
     g->oh = oh;
     g->ow = ow;
     g->kh = kh;

@@ -36,6 +36,7 @@ typedef struct nchwc_geom {
     int64_t ic_last;    /* real channels in the last input block (the rest are zeros the
                            dense kernel skips) */
     int64_t ocb;        /* output channel blocks */
+    int64_t oc_last;    /* real channels in the last output block (1..16) */
     int64_t oh, ow;     /* output rows and columns */
     int64_t kh, kw, sh, sw, dh, dw;
 } nchwc_geom;
