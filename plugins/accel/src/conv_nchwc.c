@@ -1,6 +1,7 @@
 /* CpuAcc blocked-layout (NCHW16c) helpers and the single-layer direct convolution workload
  * (the kernels are in conv_nchwc_avx512.c; see conv_nchwc.h). */
 #include "conv_nchwc.h"
+#include "gemm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,92 +19,6 @@ int accel_nchwc_blocks_pay(int64_t channels) {
 
 int64_t accel_nchwc_input_block(int64_t c) {
     return accel_nchwc_blocks_pay(c) ? B : c >= 1 && c <= 64 ? c : 0;
-}
-
-/* ---- layout conversions --------------------------------------------------------------- */
-
-typedef struct pack_ctx {
-    const nchwc_tensor* t;
-    const float* x;
-    float* y;
-    const float* addend;
-    const pn_activation_desc* act;
-    accel_isa isa;
-} pack_ctx;
-
-/* Storage rows [begin, end), row = (image, block, storage row). */
-static void pack_range(void* vctx, int64_t begin, int64_t end) {
-    const pack_ctx* p = (const pack_ctx*)vctx;
-    const nchwc_tensor* t = p->t;
-    const int64_t ib = t->ib;
-    for (int64_t row = begin; row < end; ++row) {
-        int64_t r = row % t->rows, cb = (row / t->rows) % t->cb, n = row / (t->rows * t->cb);
-        float* dst = t->data + n * t->image_floats + (cb * t->rows + r) * t->cols * ib;
-        int64_t y = r - t->ht;
-        if (y < 0 || y >= t->h) {
-            memset(dst, 0, (size_t)(t->cols * ib) * sizeof(float));
-            continue;
-        }
-        memset(dst, 0, (size_t)(t->hl * ib) * sizeof(float));
-        memset(dst + (t->hl + t->w) * ib, 0, (size_t)((t->cols - t->hl - t->w) * ib) * sizeof(float));
-        float* d = dst + t->hl * ib;
-        int64_t channels = t->c - cb * ib < ib ? t->c - cb * ib : ib;
-        const float* src = p->x + ((n * t->c + cb * ib) * t->h + y) * t->w;
-#if defined(ACCEL_HAVE_X86_KERNELS)
-        if (ib == B) { /* blocked tensors exist only with the AVX-512 kernels */
-            accel_nchwc_pack_row_avx512(src, t->h * t->w, channels, t->w, d);
-            continue;
-        }
-#endif
-        for (int64_t ci = 0; ci < channels; ++ci) {
-            const float* sp = src + ci * t->h * t->w;
-            for (int64_t x = 0; x < t->w; ++x) d[x * ib + ci] = sp[x];
-        }
-        for (int64_t ci = channels; ci < ib; ++ci) {
-            for (int64_t x = 0; x < t->w; ++x) d[x * ib + ci] = 0.0f;
-        }
-    }
-}
-
-void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t) {
-    pack_ctx p = {t, x, NULL, NULL, NULL, ACCEL_ISA_PORTABLE};
-    accel_parallel_for_grain(pool, t->n * t->cb * t->rows, ACCEL_NCHWC_MIN_PART_FLOATS / (t->cols * t->ib) + 1,
-                             pack_range, &p);
-}
-
-/* Image rows [begin, end), row = (image, block, image row). */
-static void unpack_range(void* vctx, int64_t begin, int64_t end) {
-    const pack_ctx* p = (const pack_ctx*)vctx;
-    const nchwc_tensor* t = p->t;
-    for (int64_t row = begin; row < end; ++row) {
-        int64_t y = row % t->h, cb = (row / t->h) % t->cb, n = row / (t->h * t->cb);
-        const float* src = t->data + n * t->image_floats + ((cb * t->rows + t->ht + y) * t->cols + t->hl) * B;
-        int64_t channels = t->c - cb * B < B ? t->c - cb * B : B;
-        int64_t first = ((n * t->c + cb * B) * t->h + y) * t->w, plane = t->h * t->w;
-#if defined(ACCEL_HAVE_X86_KERNELS)
-        accel_nchwc_unpack_row_avx512(src, channels, t->w, p->y + first, plane,
-                                      p->addend != NULL ? p->addend + first : NULL);
-#else
-        for (int64_t co = 0; co < channels; ++co) {
-            float* d = p->y + first + co * plane;
-            for (int64_t x = 0; x < t->w; ++x) d[x] = src[x * B + co];
-            if (p->addend != NULL) {
-                const float* a = p->addend + first + co * plane;
-                for (int64_t x = 0; x < t->w; ++x) d[x] += a[x];
-            }
-        }
-#endif
-        for (int64_t co = 0; p->act != NULL && co < channels; ++co) {
-            accel_apply_activation(p->isa, p->act, p->y + first + co * plane, t->w);
-        }
-    }
-}
-
-void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
-                        const float* addend, const pn_activation_desc* act) {
-    pack_ctx p = {t, NULL, y, addend, act, isa};
-    accel_parallel_for_grain(pool, t->n * t->cb * t->h, ACCEL_NCHWC_MIN_PART_FLOATS / (t->w * B) + 1,
-                             unpack_range, &p);
 }
 
 void accel_nchwc_pack_weights(const float* w, int64_t o, int64_t c, int64_t kh, int64_t kw,
@@ -129,9 +44,84 @@ void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t 
                 }
 }
 
+#if defined(ACCEL_HAVE_X86_KERNELS) /* blocked tensors exist only with the AVX-512 kernels */
+
+/* ---- layout conversions --------------------------------------------------------------- */
+
+typedef struct pack_ctx {
+    const nchwc_tensor* t;
+    const float* x;
+    float* y;
+    const float* addend;
+    const pn_activation_desc* act;
+    accel_isa isa;
+    const accel_kernels* k;  /* accel_kernels_for(isa) */
+} pack_ctx;
+
+/* Storage rows [begin, end), row = (image, block, storage row). */
+static void pack_range(void* vctx, int64_t begin, int64_t end) {
+    const pack_ctx* p = (const pack_ctx*)vctx;
+    const nchwc_tensor* t = p->t;
+    const int64_t ib = t->ib;
+    for (int64_t row = begin; row < end; ++row) {
+        int64_t r = row % t->rows, cb = (row / t->rows) % t->cb, n = row / (t->rows * t->cb);
+        float* dst = t->data + n * t->image_floats + (cb * t->rows + r) * t->cols * ib;
+        int64_t y = r - t->ht;
+        if (y < 0 || y >= t->h) {
+            memset(dst, 0, (size_t)(t->cols * ib) * sizeof(float));
+            continue;
+        }
+        memset(dst, 0, (size_t)(t->hl * ib) * sizeof(float));
+        memset(dst + (t->hl + t->w) * ib, 0, (size_t)((t->cols - t->hl - t->w) * ib) * sizeof(float));
+        float* d = dst + t->hl * ib;
+        int64_t channels = t->c - cb * ib < ib ? t->c - cb * ib : ib;
+        const float* src = p->x + ((n * t->c + cb * ib) * t->h + y) * t->w;
+        if (channels < ib) { /* the lanes past the last channel stay zero */
+            memset(d, 0, (size_t)(t->w * ib) * sizeof(float));
+        }
+        /* d[x * ib + ci] = src[ci * h * w + x]: a transposed store */
+        gemm_store_t_avx512(src, t->h * t->w, d, ib, channels, t->w);
+    }
+}
+
+void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t) {
+    pack_ctx p = {t, x, NULL, NULL, NULL, ACCEL_ISA_AVX512, NULL};
+    accel_parallel_for_grain(pool, t->n * t->cb * t->rows, ACCEL_NCHWC_MIN_PART_FLOATS / (t->cols * t->ib) + 1,
+                             pack_range, &p);
+}
+
+/* Image rows [begin, end), row = (image, block, image row). */
+static void unpack_range(void* vctx, int64_t begin, int64_t end) {
+    const pack_ctx* p = (const pack_ctx*)vctx;
+    const nchwc_tensor* t = p->t;
+    for (int64_t row = begin; row < end; ++row) {
+        int64_t y = row % t->h, cb = (row / t->h) % t->cb, n = row / (t->h * t->cb);
+        const float* src = t->data + n * t->image_floats + ((cb * t->rows + t->ht + y) * t->cols + t->hl) * B;
+        int64_t channels = t->c - cb * B < B ? t->c - cb * B : B;
+        int64_t first = ((n * t->c + cb * B) * t->h + y) * t->w, plane = t->h * t->w;
+        /* y[co * plane + x] = src[x * 16 + co]: a transposed store */
+        gemm_store_t_avx512(src, B, p->y + first, plane, t->w, channels);
+        for (int64_t co = 0; co < channels; ++co) {
+            float* d = p->y + first + co * plane;
+            if (p->addend != NULL) {
+                p->k->binary_row(PN_BINARY_ADD, d, 1, p->addend + first + co * plane, 1, d, t->w);
+            }
+            if (p->act != NULL) {
+                accel_apply_activation(p->isa, p->act, d, t->w);
+            }
+        }
+    }
+}
+
+void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
+                        const float* addend, const pn_activation_desc* act) {
+    pack_ctx p = {t, NULL, y, addend, act, isa, accel_kernels_for(isa)};
+    accel_parallel_for_grain(pool, t->n * t->cb * t->h, ACCEL_NCHWC_MIN_PART_FLOATS / (t->w * B) + 1,
+                             unpack_range, &p);
+}
+
 /* ---- the single-layer workload --------------------------------------------------------- */
 
-#if defined(ACCEL_HAVE_X86_KERNELS)
 
 typedef struct nchwc_state {
     accel_env env;

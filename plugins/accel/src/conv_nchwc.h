@@ -100,14 +100,6 @@ typedef struct nchwc_pool {
 void accel_nchwc_pool_row_avx512(const nchwc_pool* pp, const nchwc_view* x, const nchwc_view* y,
                                  int64_t b, int64_t oy);
 
-/* One row of 16-channel blocks: packs w pixels of `channels` (<= 16) NCHW rows src + ci*plane
- * into dst[x*16 + ci] (zeros past `channels`; dst 64-byte aligned), or unpacks src[x*16 + co]
- * into y[co*plane + x] for co < channels, adding addend[co*plane + x] when addend is not NULL. */
-void accel_nchwc_pack_row_avx512(const float* src, int64_t plane, int64_t channels, int64_t w,
-                                 float* dst);
-void accel_nchwc_unpack_row_avx512(const float* src, int64_t channels, int64_t w, float* y,
-                                   int64_t plane, const float* addend);
-
 /* A blocked tensor of `n` images in its storage: every image is `image_floats` floats of
  * [cb = ceil(c/ib)][rows][cols][ib], the c x h x w image at rows [ht, ht + h) and columns
  * [hl, hl + w); everything else (halo, channels past c) is zero. ib is 16, or c for the
@@ -119,7 +111,9 @@ typedef struct nchwc_tensor {
     float* data; /* 64-byte aligned */
 } nchwc_tensor;
 
-/* Writes NCHW `x` into t (every float of the storage: halo and channel padding zeroed). */
+/* Writes NCHW `x` into t (every float of the storage: halo and channel padding zeroed).
+ * This and accel_nchwc_unpack exist in builds with the x86 kernels only (their transposes are
+ * gemm_store_t_avx512). */
 void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t);
 
 /* Writes t's images to NCHW `y`, then adds NCHW `addend` (NULL: none) and applies `act`

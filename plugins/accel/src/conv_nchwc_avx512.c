@@ -465,63 +465,6 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
     }
 }
 
-/* ---- layout conversions ---------------------------------------------------------------- */
-
-/* Transposes the 16 x 16 matrix held in r (row i in r[i]). */
-static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int i = 0; i < 16; i += 8) {
-        for (int j = 0; j < 4; ++j) {
-            t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
-            t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
-        }
-    }
-    for (int j = 0; j < 8; ++j) {
-        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
-    }
-}
-
-void accel_nchwc_pack_row_avx512(const float* src, int64_t plane, int64_t channels, int64_t w,
-                                 float* dst) {
-    for (int64_t x0 = 0; x0 < w; x0 += B) {
-        int64_t n = w - x0 < B ? w - x0 : B;
-        __mmask16 m = (__mmask16)((1u << n) - 1u);
-        __m512 r[16];
-        for (int64_t ci = 0; ci < B; ++ci) {
-            r[ci] = ci < channels ? _mm512_maskz_loadu_ps(m, src + ci * plane + x0) : _mm512_setzero_ps();
-        }
-        transpose16(r);
-        for (int64_t p = 0; p < n; ++p) _mm512_store_ps(dst + (x0 + p) * B, r[p]);
-    }
-}
-
-void accel_nchwc_unpack_row_avx512(const float* src, int64_t channels, int64_t w, float* y,
-                                   int64_t plane, const float* addend) {
-    for (int64_t x0 = 0; x0 < w; x0 += B) {
-        int64_t n = w - x0 < B ? w - x0 : B;
-        __mmask16 m = (__mmask16)((1u << n) - 1u);
-        __m512 r[16];
-        for (int64_t p = 0; p < B; ++p) r[p] = p < n ? _mm512_load_ps(src + (x0 + p) * B) : _mm512_setzero_ps();
-        transpose16(r);
-        for (int64_t co = 0; co < channels; ++co) {
-            __m512 v = r[co];
-            if (addend != NULL) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, addend + co * plane + x0));
-            _mm512_mask_storeu_ps(y + co * plane + x0, m, v);
-        }
-    }
-}
-
 /* ---- pooling ------------------------------------------------------------------------- */
 
 /* Taps of one axis inside the padded input (the AVERAGE/INCLUDE divisor's factor). */
