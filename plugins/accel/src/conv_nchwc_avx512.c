@@ -25,16 +25,18 @@ static int clamp_kind(const nchwc_epilogue* epi) {
     return epi->hi < INFINITY ? 2 : epi->lo > -INFINITY ? 1 : 0;
 }
 
-/* PW pixels from ox0 of output row oy, NB output blocks from ob. PW and NB are constants at
- * every call site, so the loops unroll into straight-line code; so is XS, the floats between
- * neighbouring input pixels, when it is not 0 (16 or 32: 16-channel blocks at stride 1 or 2),
- * which turns every broadcast's address into base + constant. */
+/* PW pixels of NB output blocks from ob, in rows of W pixels: pixel p is column ox0 + p % W of
+ * output row oy + p / W (W = PW: one row; W = 7 with PW = 14 or 28: the rows of a 7-wide
+ * image). PW, NB and W are constants at every call site, so the loops unroll into straight-line
+ * code; so is XS, the floats between neighbouring input pixels, when it is not 0 (16 or 32:
+ * 16-channel blocks at stride 1 or 2), which turns every broadcast's address into a row base
+ * (one register per row) + constant. */
 static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, const nchwc_view* x,
                                                           const float* wb, const float* bias,
                                                           const nchwc_view* y,
                                                           const nchwc_epilogue* epi, int64_t ob,
                                                           int64_t oy, int64_t ox0, const int PW,
-                                                          const int NB, const int XS) {
+                                                          const int NB, const int W, const int XS) {
     __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
     for (int b = 0; b < NB; ++b) {
         __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
@@ -43,6 +45,7 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
     const int64_t ib = g->ib;                              /* input channels per block */
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B; /* floats per output block */
     const int64_t xstep = XS > 0 ? XS : g->sw * ib;        /* between neighbouring pixels */
+    const int64_t rstride = g->sh * x->cols * ib;          /* between the rows of two outputs */
     const float* wob = wb + ob * wblock;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
@@ -58,7 +61,7 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
                     __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 28
                     for (int p = 0; p < PW; ++p) {
-                        __m512 xv = _mm512_set1_ps(xp[p * xstep + ci]);
+                        __m512 xv = _mm512_set1_ps(xp[(p / W) * rstride + (p % W) * xstep + ci]);
                         acc[0][p] = _mm512_fmadd_ps(xv, w0, acc[0][p]);
                         if (NB > 1) acc[1][p] = _mm512_fmadd_ps(xv, w1, acc[1][p]);
                     }
@@ -69,13 +72,13 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
     const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
     const int clamp = clamp_kind(epi);
     for (int b = 0; b < NB; ++b) {
-        int64_t off = (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
-        const float* add = NULL;
-        if (epi->addend.data != NULL) {
-            add = epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B;
-        }
+        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
+        const float* ab = epi->addend.data != NULL
+                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
+                              : NULL;
         for (int p = 0; p < PW; ++p) {
-            finish(acc[b][p], y->data + off + p * B, add != NULL ? add + p * B : NULL, clamp, lo, hi);
+            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
+                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
         }
     }
 }
@@ -150,11 +153,11 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
         return;
     }
     if (g->ib == B && g->sw == 1) {
-        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, B);
+        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, PW, B);
     } else if (g->ib == B && g->sw == 2) {
-        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, 2 * B);
+        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, PW, 2 * B);
     } else {
-        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, 0);
+        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, PW, 0);
     }
 }
 
@@ -206,58 +209,6 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
                               : NULL;
         for (int p = 0; p < PW; ++p) {
             finish(acc[b][p], yb + yoff[p], ab != NULL ? ab + aoff[p] : NULL, clamp, lo, hi);
-        }
-    }
-}
-
-/* Like tile_rows, for PW / W whole rows of W pixels of 16-channel inputs with a constant
- * pixel step XS: every broadcast address is a row base (one register per row) + constant.
- * PW, NB, W and XS are constants at every call site. */
-static inline __attribute__((always_inline)) void tile_rows_w(const nchwc_geom* g, const nchwc_view* x,
-                                                              const float* wb, const float* bias,
-                                                              const nchwc_view* y,
-                                                              const nchwc_epilogue* epi, int64_t ob,
-                                                              int64_t r0, const int PW, const int NB,
-                                                              const int W, const int XS) {
-    __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
-    for (int b = 0; b < NB; ++b) {
-        __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
-        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
-    }
-    const int64_t wblock = g->cb * g->kh * g->kw * B * B;
-    const int64_t rstride = g->sh * x->cols * B; /* input floats between the rows of two outputs */
-    const float* wob = wb + ob * wblock;
-    for (int64_t cb = 0; cb < g->cb; ++cb) {
-        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
-        for (int64_t ky = 0; ky < g->kh; ++ky) {
-            const float* xrow = x->data + ((cb * x->rows + r0 * g->sh + ky * g->dh) * x->cols) * B;
-            const float* wrow = wob + (cb * g->kh + ky) * g->kw * B * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
-                const float* xp = xrow + kx * g->dw * B;
-                const float* wp = wrow + kx * B * B;
-                for (int64_t ci = 0; ci < ci_n; ++ci) {
-                    __m512 w0 = _mm512_load_ps(wp + ci * B);
-                    __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
-#pragma GCC unroll 28
-                    for (int p = 0; p < PW; ++p) {
-                        __m512 xv = _mm512_set1_ps(xp[(p / W) * rstride + (p % W) * XS + ci]);
-                        acc[0][p] = _mm512_fmadd_ps(xv, w0, acc[0][p]);
-                        if (NB > 1) acc[1][p] = _mm512_fmadd_ps(xv, w1, acc[1][p]);
-                    }
-                }
-            }
-        }
-    }
-    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
-    const int clamp = clamp_kind(epi);
-    for (int b = 0; b < NB; ++b) {
-        float* yb = y->data + ((ob + b) * y->rows + r0) * y->cols * B;
-        const float* ab = epi->addend.data != NULL
-                              ? epi->addend.data + ((ob + b) * epi->addend.rows + r0) * epi->addend.cols * B
-                              : NULL;
-        for (int p = 0; p < PW; ++p) {
-            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
-                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
         }
     }
 }
@@ -346,10 +297,10 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
         }
         if (g->ow == 7 && g->ib == B && (g->sw == 1 || g->sw == 2) && pw == (nb > 1 ? 14 : 28)) {
             /* 7-pixel rows (ResNet's and MobileNetV2's last stage): rows of constant offsets */
-            if (nb > 1 && g->sw == 1) tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 14, 2, 7, B);
-            else if (nb > 1) tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 14, 2, 7, 2 * B);
-            else if (g->sw == 1) tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 28, 1, 7, B);
-            else tile_rows_w(g, x, wb, bias, y, epi, ob, r0, 28, 1, 7, 2 * B);
+            if (nb > 1 && g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 2, 7, B);
+            else if (nb > 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 2, 7, 2 * B);
+            else if (g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 7, B);
+            else tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 7, 2 * B);
             continue;
         }
         tile_rows_any(g, x, wb, bias, y, epi, ob, nb, xoff, yoff, aoff, pw);
