@@ -23,9 +23,8 @@ from plugnn.descriptors import LayerKind, PrecompiledDescriptor
 import plugnn.onnx
 from plugnn import synthetic_models as sm
 
-with plugnn.Runtime() as _rt:
-    HAVE_CPUACC = "CpuAcc" in _rt.backend_ids
-    BEST_ISA = _rt.backend("CpuAcc").get_option("isa") if HAVE_CPUACC else "portable"
+from .common import BEST_ISA, HAVE_CPUACC
+
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 needs_avx512 = pytest.mark.skipif(BEST_ISA != "avx512", reason="blocked chains run on AVX-512 only; "
                                                                f"this CPU's best kernels are {BEST_ISA}")

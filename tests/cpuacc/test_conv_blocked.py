@@ -9,7 +9,6 @@ layers run on the GEMM path, which is what makes the comparison across kernel se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from plugnn.descriptors import ActivationDescriptor, Convolution2dDescriptor, La
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
-from .test_cpuacc import CONFIGS, HAVE_CPUACC
+from .common import HAVE_CPUACC, run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -71,31 +70,6 @@ def make(name: str, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]
     spec = LayerSpec(LayerKind.CONVOLUTION_2D, name, desc, tuple(TensorInfo(a.shape) for a in inputs),
                      (TensorInfo(expected.shape),), constants=(None, weights, bias, None))
     return inputs, spec, np.maximum(expected + addend, 0.0)
-
-
-def run(runtime: plugnn.Runtime, spec: LayerSpec, inputs: Sequence[np.ndarray]) -> np.ndarray:
-    backend = runtime.backend("CpuAcc")
-    assert backend.is_layer_supported(spec).supported
-    out = np.full(spec.outputs[0].shape, np.nan, np.float32)
-    factory = backend.create_workload_factory()
-    try:
-        workload = factory.create_workload(spec)
-    finally:
-        factory.close()
-    try:
-        workload.execute(list(inputs), [out])
-    finally:
-        workload.close()
-    return out
-
-
-@pytest.fixture(scope="module")
-def runtimes() -> dict[tuple[str, int], plugnn.Runtime]:
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
-           for isa, n in CONFIGS}
-    yield rts
-    for rt in rts.values():
-        rt.close()
 
 
 @pytest.mark.parametrize("name", SHAPES)

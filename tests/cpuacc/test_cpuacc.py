@@ -19,49 +19,16 @@ from plugnn.descriptors import (ActivationDescriptor, ConcatDescriptor, Elementw
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
-with plugnn.Runtime() as _rt:
-    HAVE_CPUACC = "CpuAcc" in _rt.backend_ids
+from .common import BEST_ISA, HAVE_CPUACC, THREADS, run
+
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
-THREADS = (1, 2, 3, 7)
-with plugnn.Runtime() as _rt:
-    BEST_ISA = _rt.backend("CpuAcc").get_option("isa") if HAVE_CPUACC else "portable"
-# Every kernel set this machine runs, each at every thread count (the first is the reference
-# for bit-exact comparison across thread counts of the same kernel set).
-ISA_ORDER = ["portable", "avx2", "avx512"]
-CONFIGS = [(isa, n) for isa in ISA_ORDER[:ISA_ORDER.index(BEST_ISA) + 1] for n in THREADS]
 RNG = np.random.default_rng(11)
 
 
 def spec(kind: LayerKind, desc: object, inputs: Sequence[tuple[int, ...]], output: tuple[int, ...]) -> LayerSpec:
     return LayerSpec(kind, kind.name.lower(), desc, tuple(TensorInfo(tuple(s)) for s in inputs),
                      (TensorInfo(tuple(output)),))
-
-
-def run(runtime: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray]) -> np.ndarray:
-    backend = runtime.backend("CpuAcc")
-    support = backend.is_layer_supported(layer)
-    assert support.supported, support.reason
-    out = np.full(layer.outputs[0].shape, np.nan, np.float32)
-    factory = backend.create_workload_factory()
-    try:
-        workload = factory.create_workload(layer)
-    finally:
-        factory.close()
-    try:
-        workload.execute([np.array(a, np.float32, order="C") for a in arrays], [out])  # keeps rank 0
-    finally:
-        workload.close()
-    return out
-
-
-@pytest.fixture(scope="module")
-def runtimes() -> dict[tuple[str, int], plugnn.Runtime]:
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
-           for isa, n in CONFIGS}
-    yield rts
-    for rt in rts.values():
-        rt.close()
 
 
 # ---- options ------------------------------------------------------------------------------

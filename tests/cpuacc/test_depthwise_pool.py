@@ -15,45 +15,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-import plugnn
 from plugnn.descriptors import (ActivationDescriptor, Convolution2dDescriptor, LayerKind, Pooling2dDescriptor)
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
-with plugnn.Runtime() as _rt:
-    HAVE_CPUACC = "CpuAcc" in _rt.backend_ids
-    BEST_ISA = _rt.backend("CpuAcc").get_option("isa") if HAVE_CPUACC else "portable"
+from .common import HAVE_CPUACC, THREADS, run
+
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
-
-THREADS = (1, 2, 3, 7)
-ISA_ORDER = ["portable", "avx2", "avx512"]
-CONFIGS = [(isa, n) for isa in ISA_ORDER[:ISA_ORDER.index(BEST_ISA) + 1] for n in THREADS]
-
-
-@pytest.fixture(scope="module")
-def runtimes() -> Any:
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
-           for isa, n in CONFIGS}
-    yield rts
-    for rt in rts.values():
-        rt.close()
-
-
-def run(runtime: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray]) -> np.ndarray:
-    backend = runtime.backend("CpuAcc")
-    support = backend.is_layer_supported(layer)
-    assert support.supported, support.reason
-    out = np.full(layer.outputs[0].shape, np.nan, np.float32)
-    factory = backend.create_workload_factory()
-    try:
-        workload = factory.create_workload(layer)
-    finally:
-        factory.close()
-    try:
-        workload.execute([np.ascontiguousarray(a, np.float32) for a in arrays], [out])
-    finally:
-        workload.close()
-    return out
 
 
 def check_all(runtimes: Any, layer: LayerSpec, arrays: Sequence[np.ndarray], expected: np.ndarray,

@@ -21,13 +21,11 @@ from plugnn.descriptors import (ActivationDescriptor, ActivationKind, Convolutio
 from plugnn.layers import LayerSpec, Subgraph
 from plugnn.tensor import DataType, TensorInfo
 
-with plugnn.Runtime() as _rt:
-    HAVE_CPUACC = "CpuAcc" in _rt.backend_ids
-    BEST_ISA = _rt.backend("CpuAcc").get_option("isa") if HAVE_CPUACC else "portable"
+from .common import BEST_ISA, HAVE_CPUACC, ISA_ORDER, THREADS
+
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
-ISAS = ["portable", "avx2", "avx512"][:["portable", "avx2", "avx512"].index(BEST_ISA) + 1]
-THREADS = (1, 2, 3, 7)
+ISAS = ISA_ORDER[:ISA_ORDER.index(BEST_ISA) + 1]
 TOLERANCE = 1e-4
 RNG = np.random.default_rng(5)
 

@@ -28,21 +28,12 @@ from plugnn.descriptors import (ActivationDescriptor, Convolution2dDescriptor, D
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
-from .test_cpuacc import CONFIGS, HAVE_CPUACC, THREADS, run
+from .common import HAVE_CPUACC, THREADS, run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
 RTOL = 1e-4
 ATOL_SCALE = 1e-4
-
-
-@pytest.fixture(scope="module")
-def runtimes() -> dict[tuple[str, int], plugnn.Runtime]:
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
-           for isa, n in CONFIGS}
-    yield rts
-    for rt in rts.values():
-        rt.close()
 
 
 def layer(kind: LayerKind, desc: object, arrays: Sequence[np.ndarray], output: tuple[int, ...],

@@ -1,0 +1,21 @@
+"""Fixtures of the CpuAcc tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import plugnn
+
+from .common import CONFIGS
+
+
+@pytest.fixture(scope="module")
+def runtimes() -> Iterator[dict[tuple[str, int], plugnn.Runtime]]:
+    """One runtime per (kernel set, thread count) of common.CONFIGS."""
+    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
+           for isa, n in CONFIGS}
+    yield rts
+    for rt in rts.values():
+        rt.close()
