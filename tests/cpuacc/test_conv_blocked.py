@@ -18,28 +18,13 @@ from plugnn.descriptors import ActivationDescriptor, Convolution2dDescriptor, La
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
+from conformance.test_conv2d import conv2d_reference
+
 from .common import HAVE_CPUACC, run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
 RTOL, ATOL = 1e-4, 1e-5  # float32 sums of up to 1152 unit-scale products against float64
-
-
-def conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: tuple[int, int],
-                   padding: tuple[int, int, int, int], dilation: tuple[int, int]) -> np.ndarray:
-    """NCHW convolution (groups 1) in float64, one kernel tap at a time."""
-    top, left, bottom, right = padding
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
-    o, _, kh, kw = w.shape
-    oh = (xp.shape[2] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (xp.shape[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-    y = np.zeros((x.shape[0], o, oh, ow)) + bias.astype(np.float64)[None, :, None, None]
-    for i in range(kh):
-        for j in range(kw):
-            rows = i * dilation[0] + stride[0] * np.arange(oh)
-            cols = j * dilation[1] + stride[1] * np.arange(ow)
-            y += np.einsum("nchw,oc->nohw", xp[:, :, rows[:, None], cols[None, :]], w[:, :, i, j].astype(np.float64))
-    return y
 
 
 # n, c, h, w, o, kernel, stride, padding (top, left, bottom, right), dilation
@@ -62,10 +47,10 @@ def make(name: str, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     weights = (rng.standard_normal((o, c, *kernel)) / np.sqrt(c * kernel[0] * kernel[1])).astype(np.float32)
     bias = rng.standard_normal(o).astype(np.float32)
-    expected = conv_reference(x, weights, bias, stride, padding, dilation)
-    addend = rng.standard_normal(expected.shape).astype(np.float32)
     desc = Convolution2dDescriptor(stride=stride, padding=padding, dilation=dilation, has_bias=True,
                                    has_addend=True, fused_activation=ActivationDescriptor("relu"))
+    expected = conv2d_reference(x, weights, bias, desc)
+    addend = rng.standard_normal(expected.shape).astype(np.float32)
     inputs = [x, weights, bias, addend]
     spec = LayerSpec(LayerKind.CONVOLUTION_2D, name, desc, tuple(TensorInfo(a.shape) for a in inputs),
                      (TensorInfo(expected.shape),), constants=(None, weights, bias, None))

@@ -28,6 +28,8 @@ from plugnn.descriptors import (ActivationDescriptor, Convolution2dDescriptor, D
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
+from conformance.test_conv2d import conv2d_reference
+
 from .common import HAVE_CPUACC, THREADS, run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
@@ -83,22 +85,9 @@ def out_hw(case: Conv) -> tuple[int, int]:
 
 
 def conv_reference(x: np.ndarray, w: np.ndarray, case: Conv) -> np.ndarray:
-    """NCHW convolution in float64: explicit padding, one kernel tap at a time, per group."""
-    x, w = x.astype(np.float64), w.astype(np.float64)
-    top, left, bottom, right = case.padding
-    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    oh, ow = out_hw(case)
-    cg, og = case.c // case.groups, case.o // case.groups
-    y = np.zeros((case.n, case.o, oh, ow))
-    for i in range(case.kernel[0]):
-        for j in range(case.kernel[1]):
-            rows = i * case.dilation[0] + case.stride[0] * np.arange(oh)
-            cols = j * case.dilation[1] + case.stride[1] * np.arange(ow)
-            tap = padded[:, :, rows[:, None], cols[None, :]]
-            for g in range(case.groups):
-                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", tap[:, g * cg:(g + 1) * cg],
-                                                       w[g * og:(g + 1) * og, :, i, j])
-    return y
+    """NCHW convolution in float64 (the conformance suite's oracle), without bias."""
+    return conv2d_reference(x, w, None, Convolution2dDescriptor(stride=case.stride, padding=case.padding,
+                                                                dilation=case.dilation, groups=case.groups))
 
 
 CONV_CASES = {
