@@ -335,7 +335,8 @@ void accel_chain_output(const accel_chain* ch, uint32_t i, uint32_t* id, pn_tens
 typedef struct chain_state {
     accel_env env;
     const accel_chain* ch;   /* the payload: lives until every workload made from it is gone */
-    nchwc_tensor* storage;   /* one per chain tensor; halos zero from the start */
+    nchwc_tensor* storage;   /* one per chain tensor */
+    unsigned char* dirty;    /* per tensor: its step zeros its halo every run (plan_storage) */
     float* raw;
 } chain_state;
 
@@ -343,6 +344,7 @@ static void chain_state_release(void* vs) {
     chain_state* s = (chain_state*)vs;
     if (s != NULL) {
         free(s->storage);
+        free(s->dirty);
         free(s->raw);
         free(s);
     }
@@ -377,6 +379,22 @@ static int64_t step_grain(const chain_step* st) {
     return ACCEL_NCHWC_MIN_PART_FLOPS / (per_job > 0 ? per_job : 1) + 1;
 }
 
+/* Zeros the halo beside output rows [oy, oy + rows) of blocks [b0, b1) of image n of t, and
+ * the halo rows above and below the image when those are its first or last rows. */
+static void zero_halo(const nchwc_tensor* t, int64_t n, int64_t b0, int64_t b1, int64_t oy, int64_t rows) {
+    const int64_t hb = t->rows - t->ht - t->h, hr = t->cols - t->hl - t->w;
+    const size_t row = (size_t)(t->cols * t->ib);
+    for (int64_t b = b0; b < b1; ++b) {
+        float* plane = t->data + n * t->image_floats + b * t->rows * row;
+        if (oy == 0 && t->ht > 0) memset(plane, 0, (size_t)t->ht * row * sizeof(float));
+        if (oy + rows == t->h && hb > 0) memset(plane + (t->ht + t->h) * row, 0, (size_t)hb * row * sizeof(float));
+        for (int64_t r = t->ht + oy; r < t->ht + oy + rows; ++r) {
+            if (t->hl > 0) memset(plane + r * row, 0, (size_t)(t->hl * t->ib) * sizeof(float));
+            if (hr > 0) memset(plane + r * row + (t->hl + t->w) * t->ib, 0, (size_t)(hr * t->ib) * sizeof(float));
+        }
+    }
+}
+
 /* Jobs [begin, end): (image, output block pair or block, output row group). */
 static void step_range(void* vctx, int64_t begin, int64_t end) {
     const step_run* r = (const step_run*)vctx;
@@ -389,6 +407,11 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
     for (int64_t job = begin; job < end; ++job) {
         int64_t oy = (job % groups) * rpj, u = (job / groups) % units, n = job / (groups * units);
         int64_t rows = g->oh - oy < rpj ? g->oh - oy : rpj;
+        if (r->s->dirty[st->y]) {
+            int64_t b0 = st->pool || st->depthwise ? u : 2 * u;
+            int64_t b1 = st->pool || st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
+            zero_halo(yt, n, b0, b1, oy, rows);
+        }
         nchwc_view xv = view_of(xt, n, xt->ht - st->pt, xt->hl - st->pl);
         nchwc_view yv = view_of(yt, n, yt->ht, yt->hl);
         nchwc_epilogue epi = {{NULL, 0, 0}, st->lo, st->hi};
@@ -456,68 +479,94 @@ static int same_info(const pn_tensor_info* a, const pn_tensor_info* b) {
     return 1;
 }
 
-/* 1 when two tensors have the same storage geometry (so one may take the other's storage
- * and find its halo still zero: every tensor writes only its interior). */
+/* 1 when two tensors have the same storage geometry (the halo one leaves zero is the other's). */
 static int same_storage(const nchwc_tensor* a, const nchwc_tensor* b) {
     return a->n == b->n && a->ib == b->ib && a->cb == b->cb && a->rows == b->rows && a->cols == b->cols &&
            a->ht == b->ht && a->hl == b->hl && a->h == b->h && a->w == b->w;
 }
 
-/* Places the chain's tensors in one arena (offsets in floats, 16-float aligned), returns its
- * size. A tensor takes over the storage of an earlier one of the same geometry that no later
- * step reads: a step's output goes to memory a recent step used, which is still in cache,
- * instead of a fresh region (which costs a read from memory for every line written). Inputs
- * of the chain are live from the start, its outputs to the end. */
-static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t* offsets) {
+static size_t storage_floats(const nchwc_tensor* t) {
+    return ((size_t)t->n * t->image_floats + B - 1) / B * B;
+}
+
+/* Places the chain's tensors in one arena (offsets in floats, 16-float aligned) and returns its
+ * size, or 0 when out of memory. A tensor lives from the step that writes it (an input of the
+ * chain: from the start) to the last step that reads it (an output of the chain: to the end).
+ * In step order, each tensor takes the smallest gap that fits it between the regions of the
+ * tensors whose lives overlap its own (best fit), so a step writes memory that steps shortly
+ * before used and that is still in cache, instead of a fresh region (which costs a read from
+ * memory for every line written), and the arena is about the largest set of live tensors.
+ * dirty[i] = 1 when tensor i's region overlaps that of a tensor of another geometry or offset:
+ * its halo is not left zero by the others, so the step writing it zeros it (zero_halo). */
+static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t* offsets, unsigned char* dirty) {
     const uint32_t nt = ch->num_tensors, ns = ch->num_steps;
+    int64_t* first = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
+    int64_t* last = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
+    uint32_t* order = (uint32_t*)malloc((nt + 1) * sizeof(uint32_t)); /* placement order */
+    uint32_t* near = (uint32_t*)malloc((nt + 1) * sizeof(uint32_t));  /* placed, overlapping lives */
     size_t total = 0;
-    for (uint32_t i = 0; i < nt; ++i) offsets[i] = SIZE_MAX;
-    /* last step reading each tensor (ns: an output of the chain) */
-    int64_t* last = (int64_t*)calloc(nt + 1, sizeof(int64_t));
-    unsigned char* owner_free = (unsigned char*)calloc(nt + 1, 1); /* tensor i's storage is free */
-    if (last == NULL || owner_free == NULL) {
+    if (first == NULL || last == NULL || order == NULL || near == NULL) {
+        free(first);
         free(last);
-        free(owner_free);
-        for (uint32_t i = 0; i < nt; ++i) { /* no sharing: one region each */
-            offsets[i] = total;
-            total += ((size_t)st[i].n * st[i].image_floats + B - 1) / B * B;
-        }
-        return total;
+        free(order);
+        free(near);
+        return 0;
     }
-    for (uint32_t i = 0; i < nt; ++i) last[i] = -1;
+    uint32_t placed = 0;
+    for (uint32_t k = 0; k < ch->num_inputs; ++k) {
+        first[ch->inputs[k]] = -1;
+        order[placed++] = ch->inputs[k];
+    }
+    for (uint32_t k = 0; k < ns; ++k) {
+        first[ch->steps[k].y] = k;
+        order[placed++] = ch->steps[k].y;
+    }
+    for (uint32_t i = 0; i < nt; ++i) last[i] = first[i];
     for (uint32_t k = 0; k < ns; ++k) {
         last[ch->steps[k].x] = k;
         if (ch->steps[k].addend >= 0) last[ch->steps[k].addend] = k;
     }
     for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ch->outputs[o]] = ns;
-    /* the chain's inputs: regions of their own, from the start */
-    for (uint32_t k = 0; k < ch->num_inputs; ++k) {
-        uint32_t i = ch->inputs[k];
-        offsets[i] = total;
-        total += ((size_t)st[i].n * st[i].image_floats + B - 1) / B * B;
-    }
-    for (uint32_t k = 0; k < ns; ++k) {
-        uint32_t y = ch->steps[k].y;
-        if (offsets[y] == SIZE_MAX) {
-            for (uint32_t j = 0; j < nt; ++j) { /* a dead tensor's storage of the same geometry */
-                if (owner_free[j] && same_storage(&st[j], &st[y])) {
-                    offsets[y] = offsets[j];
-                    owner_free[j] = 0;
-                    break;
+    for (uint32_t p = 0; p < placed; ++p) {
+        const uint32_t t = order[p];
+        const size_t size = storage_floats(&st[t]);
+        uint32_t count = 0;
+        for (uint32_t q = 0; q < p; ++q) { /* earlier tensors alive with t, by offset */
+            uint32_t o = order[q];
+            if (first[o] <= last[t] && first[t] <= last[o]) {
+                uint32_t at = count++;
+                while (at > 0 && offsets[near[at - 1]] > offsets[o]) {
+                    near[at] = near[at - 1];
+                    --at;
                 }
-            }
-            if (offsets[y] == SIZE_MAX) {
-                offsets[y] = total;
-                total += ((size_t)st[y].n * st[y].image_floats + B - 1) / B * B;
+                near[at] = o;
             }
         }
-        for (uint32_t j = 0; j < nt; ++j) { /* free what no later step reads */
-            if (last[j] == (int64_t)k && offsets[j] != SIZE_MAX && j != y) owner_free[j] = 1;
+        size_t best = SIZE_MAX, best_gap = SIZE_MAX, free_from = 0;
+        for (uint32_t q = 0; q < count; ++q) {
+            size_t gap_end = offsets[near[q]];
+            if (gap_end >= free_from + size && gap_end - free_from < best_gap) {
+                best = free_from;
+                best_gap = gap_end - free_from;
+            }
+            size_t end = offsets[near[q]] + storage_floats(&st[near[q]]);
+            free_from = end > free_from ? end : free_from;
         }
-        if (last[y] < (int64_t)k + 1 && last[y] != ns) owner_free[y] = 1; /* read by nobody */
+        offsets[t] = best != SIZE_MAX ? best : free_from;
+        total = offsets[t] + size > total ? offsets[t] + size : total;
     }
+    for (uint32_t i = 0; i < nt; ++i) {
+        dirty[i] = 0;
+        for (uint32_t j = 0; j < nt; ++j) {
+            int overlap = i != j && offsets[i] < offsets[j] + storage_floats(&st[j]) &&
+                          offsets[j] < offsets[i] + storage_floats(&st[i]);
+            if (overlap && !(offsets[i] == offsets[j] && same_storage(&st[i], &st[j]))) dirty[i] = 1;
+        }
+    }
+    free(first);
     free(last);
-    free(owner_free);
+    free(order);
+    free(near);
     return total;
 }
 
@@ -554,8 +603,9 @@ pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_wor
     chain_state* s = (chain_state*)calloc(1, sizeof(*s));
     if (s != NULL) {
         s->storage = (nchwc_tensor*)calloc(ch->num_tensors, sizeof(nchwc_tensor));
+        s->dirty = (unsigned char*)calloc(ch->num_tensors + 1, 1);
     }
-    if (s == NULL || s->storage == NULL) {
+    if (s == NULL || s->storage == NULL || s->dirty == NULL) {
         chain_state_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
@@ -577,8 +627,8 @@ pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_wor
         nt->image_floats = (size_t)(nt->cb * nt->rows * nt->cols * nt->ib);
     }
     size_t* offsets = (size_t*)malloc((size_t)(ch->num_tensors + 1) * sizeof(size_t));
-    size_t total = offsets != NULL ? plan_storage(ch, s->storage, offsets) : 0;
-    s->raw = offsets != NULL ? (float*)calloc(total + 16, sizeof(float)) : NULL; /* zero halos */
+    size_t total = offsets != NULL ? plan_storage(ch, s->storage, offsets, s->dirty) : 0;
+    s->raw = total > 0 ? (float*)calloc(total + 16, sizeof(float)) : NULL; /* zero halos */
     if (s->raw == NULL) {
         free(offsets);
         chain_state_release(s);
