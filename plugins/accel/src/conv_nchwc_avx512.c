@@ -303,6 +303,14 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
             else tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 7, 2 * B);
             continue;
         }
+        if (g->ow == 7 && g->ib == B && (g->sw == 1 || g->sw == 2) && pw == 7) {
+            /* the last row of an odd number of 7-pixel rows */
+            if (nb > 1 && g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 2, 7, B);
+            else if (nb > 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 2, 7, 2 * B);
+            else if (g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 1, 7, B);
+            else tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 1, 7, 2 * B);
+            continue;
+        }
         tile_rows_any(g, x, wb, bias, y, epi, ob, nb, xoff, yoff, aoff, pw);
     }
 }
