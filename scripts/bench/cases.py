@@ -143,6 +143,14 @@ CASES: list[Case] = [
          lambda q: pool_model("AveragePool", 4 if q else 64, 16 if q else 112, 3, 2, 1),
          lambda q: f"AveragePool 3x3 s2 p1 (count_include_pad 0) on {4 if q else 64}x{16 if q else 112}x"
                    f"{16 if q else 112}"),
+    Case("maxpool 3x3 s2 16M", "op", "bytes",
+         lambda q: pool_model("MaxPool", 4 if q else 64, 16 if q else 512, 3, 2, 1),
+         lambda q: f"MaxPool 3x3 s2 p1 on {4 if q else 64}x{16 if q else 512}x{16 if q else 512} "
+                   "(larger than the caches)"),
+    Case("avgpool 3x3 s2 16M", "op", "bytes",
+         lambda q: pool_model("AveragePool", 4 if q else 64, 16 if q else 512, 3, 2, 1),
+         lambda q: f"AveragePool 3x3 s2 p1 on {4 if q else 64}x{16 if q else 512}x{16 if q else 512} "
+                   "(larger than the caches)"),
     Case("global avgpool 16M", "op", "bytes",
          lambda q: global_pool_model(QUICK_ELEMENTS if q else SIXTEEN_M),
          lambda q: f"GlobalAveragePool on {'x'.join(map(str, (QUICK_ELEMENTS if q else SIXTEEN_M)[1:]))}"),

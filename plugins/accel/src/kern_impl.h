@@ -925,6 +925,10 @@ static void KSUF(pool_nchw_sub)(const accel_pool_params* pp, const float* x, flo
  * even and odd halves, so every load is unit-stride). Each input row is read from memory once
  * and from cache kh / sh times. Needs the padded row and the output row (twice) to fit in
  * a third of ACCEL_ROWBUF_FLOATS each. */
+/* How far ahead the NCHW pooling kernels prefetch input rows: output rows (two-pass kernel),
+ * bytes of input (3-wide stride-2 kernel, at least one output row). */
+#define POOL_PREFETCH_ROWS 2
+#define POOL_PREFETCH_BYTES 8192
 static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, float* y,
                                  int64_t oy0, int64_t oy1) {
     const int max = pp->kind == PN_POOLING_MAX;
@@ -932,7 +936,9 @@ static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, fl
     const float fill = max ? -INFINITY : 0.0f;
     float buf[ACCEL_ROWBUF_FLOATS] KALIGN64;
     const int64_t third = ACCEL_ROWBUF_FLOATS / 3 / VW * VW;
-    float* t = buf;                 /* padded row: t[j] is input column j - pl */
+    /* padded row: t[j] is input column j - pl; t + pl (column 0) is vector-aligned, so the
+     * vertical pass stores whole aligned vectors */
+    float* t = buf + (VW - pp->pl % VW) % VW;
     float* te = buf + third;        /* stride 2: t[2k] */
     float* to = buf + 2 * third;    /* stride 2: t[2k + 1] */
     const int64_t tw = (ow - 1) * sw + kw; /* padded columns the windows read */
@@ -954,10 +960,33 @@ static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, fl
         KSUF(tap_range)(sy, pp->kh, 1, pp->ih, &ty0, &ty1);
         float* tr = t + pp->pl; /* input column 0; columns past iw stay at fill */
         int64_t cols = iw < tw - pp->pl ? iw : tw - pp->pl;
-        for (int64_t i = 0; i < cols; i += VW) {
+        /* The rows output row oy + POOL_PREFETCH_ROWS reads and its predecessor does not,
+         * fetched ahead: wide rows start on new pages, where the hardware prefetchers stop. */
+        const int64_t pf_sy = sy + POOL_PREFETCH_ROWS * pp->sh;
+        const int64_t pf0 = pf_sy + pp->kh - pp->sh > sy + ty1 ? pf_sy + pp->kh - pp->sh : sy + ty1;
+        const int64_t pf1 = pf_sy + pp->kh < pp->ih ? pf_sy + pp->kh : pp->ih;
+        int64_t i = 0;
+        if (ty1 - ty0 == 3) { /* whole vectors of three rows (3x3 windows inside the image) */
+            const float* r0 = x + (sy + ty0) * iw;
+            for (; i + VW <= cols; i += VW) {
+                for (int64_t r = pf0 > 0 ? pf0 : 0; r < pf1; ++r) __builtin_prefetch(x + r * iw + i, 0, 3);
+                vf a = KSUF(vload)(r0 + i), b = KSUF(vload)(r0 + iw + i), c = KSUF(vload)(r0 + 2 * iw + i);
+                vf acc;
+                if (max) {
+                    vnan nan = KSUF(vnan_or)(KSUF(vnan_none)(), a, b);
+                    nan = KSUF(vnan_or)(nan, c, c);
+                    acc = KSUF(vnan_apply)(nan, KSUF(vmax)(c, KSUF(vmax)(b, a)));
+                } else {
+                    acc = KSUF(vadd)(KSUF(vadd)(a, b), c);
+                }
+                KSUF(vstore)(tr + i, acc);
+            }
+        }
+        for (; i < cols; i += VW) {
             int64_t n = cols - i < VW ? cols - i : VW;
             vf acc = KSUF(vset1)(fill);
             vnan nan = KSUF(vnan_none)();
+            for (int64_t r = pf0 > 0 ? pf0 : 0; r < pf1; ++r) __builtin_prefetch(x + r * iw + i, 0, 3);
             for (int64_t ty = ty0; ty < ty1; ++ty) {
                 vf v = KSUF(vload_n_or)(x + (sy + ty) * iw + i, n, KSUF(vset1)(fill));
                 if (max) {
@@ -1008,8 +1037,131 @@ static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, fl
     }
 }
 
+#if defined(__AVX512F__) && defined(__FMA__)
+/* max(a, b) where a NaN in either wins (maxps alone returns b when either is NaN). */
+static inline __m512 KSUF(nanmax512)(__m512 a, __m512 b) {
+    return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
+}
+
+/* Lanes l of a 16-float load at column `col` + l that lie in [lo, hi). */
+static inline __mmask16 KSUF(cols_in)(int64_t col, int64_t lo, int64_t hi) {
+    int64_t a = lo - col > 0 ? lo - col : 0, b = hi - col < 16 ? hi - col : 16;
+    if (b <= a) return 0;
+    return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
+}
+
+/* pool_nchw for MAX and AVERAGE with a 3-column window at column stride 2 (3x3 stride-2
+ * pooling, the common case) and row dilation 1, in registers: per 16 output columns, the
+ * window rows' 33 input columns are reduced down the rows into three vectors (columns
+ * base..base+15, base+16..base+31, base+32), split into even and odd columns by two
+ * permutes, and each output is max or sum of (even, odd, next even). Columns outside the
+ * image load as the fill value (masked loads); input rows a few output rows ahead are
+ * prefetched (a plane's wide rows start on new pages, where hardware prefetchers stop). */
+static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+                                 int64_t oy1) {
+    const int max = pp->kind == PN_POOLING_MAX;
+    const int64_t iw = pp->iw, ow = pp->ow, pl = pp->pl;
+    const __m512 fill = _mm512_set1_ps(max ? -INFINITY : 0.0f);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    /* AVERAGE: columns counted per window (inside the image, or inside the padded input) */
+    const int64_t cnt_lo = pp->include_padding ? -pl : 0, cnt_hi = pp->include_padding ? iw + pp->pr : iw;
+    int64_t pf_rows = POOL_PREFETCH_BYTES / (pp->sh * iw * (int64_t)sizeof(float));
+    pf_rows = pf_rows < 1 ? 1 : pf_rows;
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+        int64_t sy = oy * pp->sh - pp->pt, ty0, ty1;
+        KSUF(tap_range)(sy, pp->kh, 1, pp->ih, &ty0, &ty1);
+        const int64_t nrows = ty1 - ty0;
+        const float* rows = x + (sy + ty0) * iw;
+        float rows_n = 1.0f;
+        if (!max) {
+            rows_n = (float)(pp->include_padding ? KSUF(padded_taps)(sy, pp->kh, 1, pp->ih, pp->pb) : nrows);
+        }
+        const int64_t pf_sy = sy + pf_rows * pp->sh;
+        int64_t pf0 = pf_sy + pp->kh - pp->sh > sy + ty1 ? pf_sy + pp->kh - pp->sh : sy + ty1;
+        const int64_t pf1 = pf_sy + pp->kh < pp->ih ? pf_sy + pp->kh : pp->ih;
+        pf0 = pf0 > 0 ? pf0 : 0;
+        for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
+            const int64_t base = 2 * ox0 - pl;
+            for (int64_t r = pf0; r < pf1; ++r) {
+                __builtin_prefetch(x + r * iw + (base > 0 ? base : 0), 0, 3);
+                __builtin_prefetch(x + r * iw + (base + 16 > 0 ? base + 16 : 0), 0, 3);
+            }
+            __m512 v0 = fill, v1 = fill, v2 = fill;
+            if (base >= 0 && base + 33 <= iw) {
+                for (int64_t r = 0; r < nrows; ++r) {
+                    const float* p = rows + r * iw + base;
+                    __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16), c = _mm512_set1_ps(p[32]);
+                    if (max) {
+                        v0 = KSUF(nanmax512)(a, v0);
+                        v1 = KSUF(nanmax512)(b, v1);
+                        v2 = KSUF(nanmax512)(c, v2);
+                    } else {
+                        v0 = _mm512_add_ps(v0, a);
+                        v1 = _mm512_add_ps(v1, b);
+                        v2 = _mm512_add_ps(v2, c);
+                    }
+                }
+            } else {
+                const __mmask16 m0 = KSUF(cols_in)(base, 0, iw), m1 = KSUF(cols_in)(base + 16, 0, iw);
+                const __mmask16 m2 = KSUF(cols_in)(base + 32, 0, iw) & 1;
+                for (int64_t r = 0; r < nrows; ++r) {
+                    /* lanes outside the row are masked off: never read */
+                    const uintptr_t p = (uintptr_t)(rows + r * iw) + (uintptr_t)(base * (int64_t)sizeof(float));
+                    __m512 a = _mm512_mask_loadu_ps(fill, m0, (const void*)p);
+                    __m512 b = _mm512_mask_loadu_ps(fill, m1, (const void*)(p + 16 * sizeof(float)));
+                    __m512 c = _mm512_mask_loadu_ps(fill, m2, (const void*)(p + 32 * sizeof(float)));
+                    if (max) {
+                        v0 = KSUF(nanmax512)(a, v0);
+                        v1 = KSUF(nanmax512)(b, v1);
+                        v2 = KSUF(nanmax512)(c, v2);
+                    } else {
+                        v0 = _mm512_add_ps(v0, a);
+                        v1 = _mm512_add_ps(v1, b);
+                        v2 = _mm512_add_ps(v2, c);
+                    }
+                }
+            }
+            const __m512 e = _mm512_permutex2var_ps(v0, even, v1);
+            const __m512 o = _mm512_permutex2var_ps(v0, odd, v1);
+            const __m512 e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(e), 1));
+            __m512 out;
+            if (max) {
+                out = KSUF(nanmax512)(e2, KSUF(nanmax512)(o, e));
+            } else {
+                __m512 cnt = _mm512_set1_ps(3.0f);
+                if (base < cnt_lo || base + 33 > cnt_hi) { /* windows reaching past the counted columns */
+                    const __m512i c0 = _mm512_add_epi32(_mm512_set1_epi32((int32_t)base), even); /* 2k */
+                    cnt = _mm512_setzero_ps();
+                    for (int j = 0; j < 3; ++j) {
+                        const __m512i cj = _mm512_add_epi32(c0, _mm512_set1_epi32(j));
+                        __mmask16 in = _mm512_cmpge_epi32_mask(cj, _mm512_set1_epi32((int32_t)cnt_lo)) &
+                                       _mm512_cmplt_epi32_mask(cj, _mm512_set1_epi32((int32_t)cnt_hi));
+                        cnt = _mm512_mask_add_ps(cnt, in, cnt, _mm512_set1_ps(1.0f));
+                    }
+                }
+                out = _mm512_div_ps(_mm512_add_ps(_mm512_add_ps(e, o), e2),
+                                    _mm512_mul_ps(cnt, _mm512_set1_ps(rows_n)));
+            }
+            if (ow - ox0 >= 16) {
+                _mm512_storeu_ps(y + oy * ow + ox0, out);
+            } else {
+                _mm512_mask_storeu_ps(y + oy * ow + ox0, (__mmask16)((1u << (ow - ox0)) - 1), out);
+            }
+        }
+    }
+}
+#endif
+
 static void KSUF(pool_nchw)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
                             int64_t oy1) {
+#if defined(__AVX512F__) && defined(__FMA__)
+    if ((pp->kind == PN_POOLING_MAX || pp->kind == PN_POOLING_AVERAGE) && pp->kw == 3 && pp->sw == 2 &&
+        pp->dw == 1 && pp->dh == 1 && pp->iw < ((int64_t)1 << 30)) {
+        KSUF(pool_nchw_w3s2)(pp, x, y, oy0, oy1);
+        return;
+    }
+#endif
     if (pp->kind != PN_POOLING_LP && pp->dh == 1 && pp->dw == 1 && (pp->sw == 1 || pp->sw == 2) &&
         pp->iw + pp->pl + pp->pr + pp->kw + 2 * VW <= ACCEL_ROWBUF_FLOATS / 3 / VW * VW &&
         (pp->ow - 1) * pp->sw + pp->kw + 2 * VW <= ACCEL_ROWBUF_FLOATS / 3 / VW * VW &&
