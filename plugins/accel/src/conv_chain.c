@@ -498,6 +498,23 @@ static size_t storage_floats(const nchwc_tensor* t) {
  * memory for every line written), and the arena is about the largest set of live tensors.
  * dirty[i] = 1 when tensor i's region overlaps that of a tensor of another geometry or offset:
  * its halo is not left zero by the others, so the step writing it zeros it (zero_halo). */
+/* How recently the memory [off, off + size) was used, for tensor t about to take it: the
+ * bytes of it earlier tensors (dead by t's step) used, each weighted by 1 / (steps since its
+ * last reader). Memory a step just read is still in cache; writing there costs no read of
+ * the lines from memory. */
+static double region_heat(const uint32_t* order, uint32_t placed, const int64_t* first, const int64_t* last,
+                          const size_t* offsets, const nchwc_tensor* st, uint32_t t, size_t off, size_t size) {
+    double heat = 0.0;
+    for (uint32_t q = 0; q < placed; ++q) {
+        uint32_t o = order[q];
+        if (last[o] >= first[t]) continue; /* alive with t: elsewhere */
+        size_t lo = offsets[o] > off ? offsets[o] : off;
+        size_t end_o = offsets[o] + storage_floats(&st[o]), hi = end_o < off + size ? end_o : off + size;
+        if (hi > lo) heat += (double)(hi - lo) / (double)(first[t] - last[o]);
+    }
+    return heat;
+}
+
 static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t* offsets, unsigned char* dirty) {
     const uint32_t nt = ch->num_tensors, ns = ch->num_steps;
     int64_t* first = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
@@ -542,17 +559,29 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
                 near[at] = o;
             }
         }
+        /* candidates: both ends of every gap that fits, and the end of the arena */
         size_t best = SIZE_MAX, best_gap = SIZE_MAX, free_from = 0;
-        for (uint32_t q = 0; q < count; ++q) {
-            size_t gap_end = offsets[near[q]];
-            if (gap_end >= free_from + size && gap_end - free_from < best_gap) {
-                best = free_from;
-                best_gap = gap_end - free_from;
+        double best_heat = -1.0;
+        for (uint32_t q = 0; q <= count; ++q) {
+            size_t gap_end = q < count ? offsets[near[q]] : SIZE_MAX;
+            if (gap_end >= free_from + size) {
+                size_t cand[2] = {free_from, gap_end != SIZE_MAX ? gap_end - size : free_from};
+                for (int c = 0; c < 2; ++c) {
+                    double heat = region_heat(order, p, first, last, offsets, st, t, cand[c], size);
+                    size_t gap = gap_end - free_from;
+                    if (heat > best_heat || (heat == best_heat && gap < best_gap)) {
+                        best = cand[c];
+                        best_gap = gap;
+                        best_heat = heat;
+                    }
+                }
             }
-            size_t end = offsets[near[q]] + storage_floats(&st[near[q]]);
-            free_from = end > free_from ? end : free_from;
+            if (q < count) {
+                size_t end = offsets[near[q]] + storage_floats(&st[near[q]]);
+                free_from = end > free_from ? end : free_from;
+            }
         }
-        offsets[t] = best != SIZE_MAX ? best : free_from;
+        offsets[t] = best;
         total = offsets[t] + size > total ? offsets[t] + size : total;
     }
     for (uint32_t i = 0; i < nt; ++i) {
