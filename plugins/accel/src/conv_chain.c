@@ -489,15 +489,6 @@ static size_t storage_floats(const nchwc_tensor* t) {
     return ((size_t)t->n * t->image_floats + B - 1) / B * B;
 }
 
-/* Places the chain's tensors in one arena (offsets in floats, 16-float aligned) and returns its
- * size, or 0 when out of memory. A tensor lives from the step that writes it (an input of the
- * chain: from the start) to the last step that reads it (an output of the chain: to the end).
- * In step order, each tensor takes the smallest gap that fits it between the regions of the
- * tensors whose lives overlap its own (best fit), so a step writes memory that steps shortly
- * before used and that is still in cache, instead of a fresh region (which costs a read from
- * memory for every line written), and the arena is about the largest set of live tensors.
- * dirty[i] = 1 when tensor i's region overlaps that of a tensor of another geometry or offset:
- * its halo is not left zero by the others, so the step writing it zeros it (zero_halo). */
 /* How recently the memory [off, off + size) was used, for tensor t about to take it: the
  * bytes of it earlier tensors (dead by t's step) used, each weighted by 1 / (steps since its
  * last reader). Memory a step just read is still in cache; writing there costs no read of
@@ -515,6 +506,16 @@ static double region_heat(const uint32_t* order, uint32_t placed, const int64_t*
     return heat;
 }
 
+/* Places the chain's tensors in one arena (offsets in floats, 16-float aligned) and returns its
+ * size, or 0 when out of memory. A tensor lives from the step that writes it (an input of the
+ * chain: from the start) to the last step that reads it (an output of the chain: to the end).
+ * In step order, each tensor takes a place between the regions of the tensors whose lives
+ * overlap its own, at either end of a gap that fits it: the one whose memory the latest steps
+ * used (region_heat), then the smallest gap. So a step writes memory still in cache instead of
+ * a fresh region (which costs a read from memory for every line written), and the arena is
+ * about the largest set of live tensors. dirty[i] = 1 when tensor i's region overlaps that of
+ * a tensor of another geometry or offset: its halo is not left zero by the others, so the step
+ * writing it zeros it (zero_halo). */
 static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t* offsets, unsigned char* dirty) {
     const uint32_t nt = ch->num_tensors, ns = ch->num_steps;
     int64_t* first = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
