@@ -1043,6 +1043,21 @@ static inline __m512 KSUF(nanmax512)(__m512 a, __m512 b) {
     return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
 }
 
+/* One window row of pool_nchw_w3s2 into the running max (NaN wins) or sums of its three
+ * column vectors. */
+static inline __attribute__((always_inline)) void KSUF(w3_row)(int max, __m512 a, __m512 b, __m512 c, __m512* v0,
+                                                               __m512* v1, __m512* v2) {
+    if (max) {
+        *v0 = KSUF(nanmax512)(a, *v0);
+        *v1 = KSUF(nanmax512)(b, *v1);
+        *v2 = KSUF(nanmax512)(c, *v2);
+    } else {
+        *v0 = _mm512_add_ps(*v0, a);
+        *v1 = _mm512_add_ps(*v1, b);
+        *v2 = _mm512_add_ps(*v2, c);
+    }
+}
+
 /* Lanes l of a 16-float load at column `col` + l that lie in [lo, hi). */
 static inline __mmask16 KSUF(cols_in)(int64_t col, int64_t lo, int64_t hi) {
     int64_t a = lo - col > 0 ? lo - col : 0, b = hi - col < 16 ? hi - col : 16;
@@ -1091,16 +1106,8 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
             if (base >= 0 && base + 33 <= iw) {
                 for (int64_t r = 0; r < nrows; ++r) {
                     const float* p = rows + r * iw + base;
-                    __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16), c = _mm512_set1_ps(p[32]);
-                    if (max) {
-                        v0 = KSUF(nanmax512)(a, v0);
-                        v1 = KSUF(nanmax512)(b, v1);
-                        v2 = KSUF(nanmax512)(c, v2);
-                    } else {
-                        v0 = _mm512_add_ps(v0, a);
-                        v1 = _mm512_add_ps(v1, b);
-                        v2 = _mm512_add_ps(v2, c);
-                    }
+                    KSUF(w3_row)(max, _mm512_loadu_ps(p), _mm512_loadu_ps(p + 16), _mm512_set1_ps(p[32]), &v0,
+                                 &v1, &v2);
                 }
             } else {
                 const __mmask16 m0 = KSUF(cols_in)(base, 0, iw), m1 = KSUF(cols_in)(base + 16, 0, iw);
@@ -1108,18 +1115,9 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
                 for (int64_t r = 0; r < nrows; ++r) {
                     /* lanes outside the row are masked off: never read */
                     const uintptr_t p = (uintptr_t)(rows + r * iw) + (uintptr_t)(base * (int64_t)sizeof(float));
-                    __m512 a = _mm512_mask_loadu_ps(fill, m0, (const void*)p);
-                    __m512 b = _mm512_mask_loadu_ps(fill, m1, (const void*)(p + 16 * sizeof(float)));
-                    __m512 c = _mm512_mask_loadu_ps(fill, m2, (const void*)(p + 32 * sizeof(float)));
-                    if (max) {
-                        v0 = KSUF(nanmax512)(a, v0);
-                        v1 = KSUF(nanmax512)(b, v1);
-                        v2 = KSUF(nanmax512)(c, v2);
-                    } else {
-                        v0 = _mm512_add_ps(v0, a);
-                        v1 = _mm512_add_ps(v1, b);
-                        v2 = _mm512_add_ps(v2, c);
-                    }
+                    KSUF(w3_row)(max, _mm512_mask_loadu_ps(fill, m0, (const void*)p),
+                                 _mm512_mask_loadu_ps(fill, m1, (const void*)(p + 16 * sizeof(float))),
+                                 _mm512_mask_loadu_ps(fill, m2, (const void*)(p + 32 * sizeof(float))), &v0, &v1, &v2);
                 }
             }
             const __m512 e = _mm512_permutex2var_ps(v0, even, v1);
