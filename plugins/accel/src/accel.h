@@ -173,6 +173,10 @@ pn_status accel_transpose_create(const accel_env*, const pn_layer*, pn_workload*
  * for env->isa. Usable by gemm/conv/fc for their fused activations. */
 void accel_apply_activation(accel_isa isa, const pn_activation_desc* act, float* y, int64_t n);
 
+/* Copies a layer's fused activation `src` (NULL or kind INVALID: none) into *dst with this
+ * build's struct_size and returns 1, or returns 0 and leaves *dst alone when there is none. */
+int accel_copy_activation(const pn_activation_desc* src, pn_activation_desc* dst);
+
 /* ---- The workload of the memory-bound families (workload.c) ---------------- */
 
 typedef struct accel_op accel_op;

@@ -430,11 +430,7 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
     s->p = s->oh * s->ow;
     s->has_bias = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
     s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
-    if (d->fused_activation != NULL && d->fused_activation->kind != PN_ACTIVATION_INVALID) {
-        s->has_act = 1;
-        s->act = *d->fused_activation;
-        s->act.struct_size = sizeof(s->act);
-    }
+    s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
     int threads = accel_pool_size(env->pool);
     size_t ws_bytes = 0;

@@ -567,7 +567,7 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
             size_t gap_end = q < count ? offsets[near[q]] : SIZE_MAX;
             if (gap_end >= free_from + size) {
                 size_t cand[2] = {free_from, gap_end != SIZE_MAX ? gap_end - size : free_from};
-                for (int c = 0; c < 2; ++c) {
+                for (int c = 0; c < (gap_end != SIZE_MAX ? 2 : 1); ++c) { /* the arena's end: one place */
                     double heat = region_heat(order, p, first, last, offsets, st, t, cand[c], size);
                     size_t gap = gap_end - free_from;
                     if (heat > best_heat || (heat == best_heat && gap < best_gap)) {

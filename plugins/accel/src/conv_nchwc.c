@@ -250,11 +250,7 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     s->x = xt;
     s->y = yt;
     s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
-    if (d->fused_activation != NULL && d->fused_activation->kind != PN_ACTIVATION_INVALID) {
-        s->has_act = 1;
-        s->act = *d->fused_activation;
-        s->act.struct_size = sizeof(s->act);
-    }
+    s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
     size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * ib * B);
     s->w_raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));

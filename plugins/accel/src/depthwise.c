@@ -63,9 +63,7 @@ pn_status accel_dw_create(const accel_env* env, const pn_layer* layer, accel_dw*
     p->dw = d->dilation_w;
     p->pt = d->pad_top;
     p->pl = d->pad_left;
-    if (d->fused_activation != NULL && d->fused_activation->kind != PN_ACTIVATION_INVALID) {
-        dw->act = *d->fused_activation;
-        dw->act.struct_size = sizeof(dw->act);
+    if (accel_copy_activation(d->fused_activation, &dw->act)) {
         p->act = &dw->act;
     }
     const int64_t taps = p->kh * p->kw;

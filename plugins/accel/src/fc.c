@@ -142,11 +142,7 @@ pn_status accel_create_fully_connected(const accel_env* env, const pn_layer* lay
         s->c_rs = cs[0];
         s->c_cs = cs[1];
     }
-    if (d->fused_activation != NULL && d->fused_activation->kind != PN_ACTIVATION_INVALID) {
-        s->has_act = 1;
-        s->act = *d->fused_activation;
-        s->act.struct_size = sizeof(s->act);
-    }
+    s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
     const float* bc = layer->constant_data != NULL ? (const float*)layer->constant_data[1] : NULL;
     if (bc != NULL && s->k > 0 && s->n > 0) {

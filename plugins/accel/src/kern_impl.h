@@ -929,6 +929,18 @@ static void KSUF(pool_nchw_sub)(const accel_pool_params* pp, const float* x, flo
  * bytes of input (3-wide stride-2 kernel, at least one output row). */
 #define POOL_PREFETCH_ROWS 2
 #define POOL_PREFETCH_BYTES 8192
+
+/* Input rows [*pf0, *pf1) that output row oy + ahead reads and output row oy + ahead - 1 does
+ * not (clipped to the image), for the pooling window of output row oy starting at input row
+ * sy: fetched `ahead` rows early, since wide rows start on new pages, where the hardware
+ * prefetchers stop. */
+static inline void KSUF(prefetch_rows)(const accel_pool_params* pp, int64_t sy, int64_t ahead, int64_t* pf0,
+                                       int64_t* pf1) {
+    const int64_t next = sy + ahead * pp->sh; /* first input row of output row oy + ahead */
+    const int64_t first = next + pp->kh - pp->sh > sy + pp->kh ? next + pp->kh - pp->sh : sy + pp->kh;
+    *pf0 = first > 0 ? first : 0;
+    *pf1 = next + pp->kh < pp->ih ? next + pp->kh : pp->ih;
+}
 static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, float* y,
                                  int64_t oy0, int64_t oy1) {
     const int max = pp->kind == PN_POOLING_MAX;
@@ -960,16 +972,13 @@ static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, fl
         KSUF(tap_range)(sy, pp->kh, 1, pp->ih, &ty0, &ty1);
         float* tr = t + pp->pl; /* input column 0; columns past iw stay at fill */
         int64_t cols = iw < tw - pp->pl ? iw : tw - pp->pl;
-        /* The rows output row oy + POOL_PREFETCH_ROWS reads and its predecessor does not,
-         * fetched ahead: wide rows start on new pages, where the hardware prefetchers stop. */
-        const int64_t pf_sy = sy + POOL_PREFETCH_ROWS * pp->sh;
-        const int64_t pf0 = pf_sy + pp->kh - pp->sh > sy + ty1 ? pf_sy + pp->kh - pp->sh : sy + ty1;
-        const int64_t pf1 = pf_sy + pp->kh < pp->ih ? pf_sy + pp->kh : pp->ih;
+        int64_t pf0, pf1;
+        KSUF(prefetch_rows)(pp, sy, POOL_PREFETCH_ROWS, &pf0, &pf1);
         int64_t i = 0;
         if (ty1 - ty0 == 3) { /* whole vectors of three rows (3x3 windows inside the image) */
             const float* r0 = x + (sy + ty0) * iw;
             for (; i + VW <= cols; i += VW) {
-                for (int64_t r = pf0 > 0 ? pf0 : 0; r < pf1; ++r) __builtin_prefetch(x + r * iw + i, 0, 3);
+                for (int64_t r = pf0; r < pf1; ++r) __builtin_prefetch(x + r * iw + i, 0, 3);
                 vf a = KSUF(vload)(r0 + i), b = KSUF(vload)(r0 + iw + i), c = KSUF(vload)(r0 + 2 * iw + i);
                 vf acc;
                 if (max) {
@@ -986,7 +995,7 @@ static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, fl
             int64_t n = cols - i < VW ? cols - i : VW;
             vf acc = KSUF(vset1)(fill);
             vnan nan = KSUF(vnan_none)();
-            for (int64_t r = pf0 > 0 ? pf0 : 0; r < pf1; ++r) __builtin_prefetch(x + r * iw + i, 0, 3);
+            for (int64_t r = pf0; r < pf1; ++r) __builtin_prefetch(x + r * iw + i, 0, 3);
             for (int64_t ty = ty0; ty < ty1; ++ty) {
                 vf v = KSUF(vload_n_or)(x + (sy + ty) * iw + i, n, KSUF(vset1)(fill));
                 if (max) {
@@ -1092,10 +1101,8 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
         if (!max) {
             rows_n = (float)(pp->include_padding ? KSUF(padded_taps)(sy, pp->kh, 1, pp->ih, pp->pb) : nrows);
         }
-        const int64_t pf_sy = sy + pf_rows * pp->sh;
-        int64_t pf0 = pf_sy + pp->kh - pp->sh > sy + ty1 ? pf_sy + pp->kh - pp->sh : sy + ty1;
-        const int64_t pf1 = pf_sy + pp->kh < pp->ih ? pf_sy + pp->kh : pp->ih;
-        pf0 = pf0 > 0 ? pf0 : 0;
+        int64_t pf0, pf1;
+        KSUF(prefetch_rows)(pp, sy, pf_rows, &pf0, &pf1);
         for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
             const int64_t base = 2 * ox0 - pl;
             for (int64_t r = pf0; r < pf1; ++r) {

@@ -32,6 +32,15 @@ void accel_apply_activation(accel_isa isa, const pn_activation_desc* act, float*
     }
 }
 
+int accel_copy_activation(const pn_activation_desc* src, pn_activation_desc* dst) {
+    if (src == NULL || src->kind == PN_ACTIVATION_INVALID) {
+        return 0;
+    }
+    *dst = *src;
+    dst->struct_size = sizeof(*dst);
+    return 1;
+}
+
 int64_t accel_span(const pn_tensor_info* info, uint32_t begin, uint32_t end) {
     int64_t n = 1;
     for (uint32_t i = begin; i < end; ++i) {
