@@ -38,3 +38,20 @@ def run(runtime: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray])
     finally:
         workload.close()
     return out
+
+
+def check_every_config(runtimes: dict[tuple[str, int], plugnn.Runtime], layer: LayerSpec,
+                       arrays: Sequence[np.ndarray], expected: np.ndarray, rtol: float = 1e-4,
+                       atol: float = 1e-5) -> None:
+    """Each kernel set's first runtime matches `expected` within (rtol, atol); its runtimes
+    with other thread counts give the same bits."""
+    first: dict[str, np.ndarray] = {}
+    for (isa, n), rt in runtimes.items():
+        result = run(rt, layer, arrays)
+        if isa not in first:
+            first[isa] = result
+            np.testing.assert_allclose(result, expected.astype(np.float32), rtol=rtol, atol=atol,
+                                       err_msg=f"{layer.name}: isa={isa}")
+        else:
+            np.testing.assert_array_equal(result, first[isa], err_msg=f"{layer.name}: isa={isa} "
+                                          f"num_threads={n} differs from num_threads={THREADS[0]}")

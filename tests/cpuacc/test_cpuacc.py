@@ -19,7 +19,7 @@ from plugnn.descriptors import (ActivationDescriptor, ConcatDescriptor, Elementw
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
-from .common import BEST_ISA, HAVE_CPUACC, THREADS, run
+from .common import BEST_ISA, HAVE_CPUACC, check_every_config, run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -99,21 +99,6 @@ def test_changing_num_threads_keeps_earlier_workloads_working() -> None:
 # ---- large tensors, every thread count ---------------------------------------------------
 
 
-def same_for_every_thread_count(runtimes: dict[tuple[str, int], plugnn.Runtime], layer: LayerSpec,
-                                arrays: Sequence[np.ndarray], expected: np.ndarray,
-                                rtol: float = 1e-4, atol: float = 1e-5) -> None:
-    first: dict[str, np.ndarray] = {}
-    for (isa, n), rt in runtimes.items():
-        result = run(rt, layer, arrays)
-        if isa not in first:
-            first[isa] = result
-            np.testing.assert_allclose(result, expected.astype(np.float32), rtol=rtol, atol=atol,
-                                       err_msg=f"isa={isa}")
-        else:
-            np.testing.assert_array_equal(result, first[isa], err_msg=f"isa={isa} num_threads={n} "
-                                                                      f"differs from num_threads={THREADS[0]}")
-
-
 ACTIVATIONS = {
     "relu": lambda x: np.maximum(x, 0),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
@@ -129,7 +114,7 @@ def test_activation_large(runtimes, kind: str) -> None:  # type: ignore[no-untyp
     x[::1000] = np.nan
     alpha = 0.5 if kind == "elu" else 0.0
     layer = spec(LayerKind.ACTIVATION, ActivationDescriptor(kind, alpha), [x.shape], x.shape)
-    same_for_every_thread_count(runtimes, layer, [x], ACTIVATIONS[kind](x.astype(np.float64)))
+    check_every_config(runtimes, layer, [x], ACTIVATIONS[kind](x.astype(np.float64)))
 
 
 BROADCASTS = [
@@ -153,7 +138,7 @@ def test_binary_large(runtimes, op, fn, a_shape, b_shape) -> None:  # type: igno
     layer = spec(LayerKind.ELEMENTWISE_BINARY, ElementwiseBinaryDescriptor(op, ActivationDescriptor("relu")),
                  [a_shape, b_shape], out)
     expected = np.maximum(fn(a.astype(np.float64), b.astype(np.float64)), 0)
-    same_for_every_thread_count(runtimes, layer, [a, b], expected)
+    check_every_config(runtimes, layer, [a, b], expected)
 
 
 @pytest.mark.parametrize("op, fn", [("sum", np.sum), ("mean", np.mean), ("maximum", np.max)])
@@ -163,7 +148,7 @@ def test_variadic_large(runtimes, op, fn) -> None:  # type: ignore[no-untyped-de
     out = np.broadcast_shapes(*shapes)
     layer = spec(LayerKind.ELEMENTWISE_VARIADIC, ElementwiseVariadicDescriptor(op), shapes, out)
     expected = fn(np.stack([np.broadcast_to(a.astype(np.float64), out) for a in arrays]), axis=0)
-    same_for_every_thread_count(runtimes, layer, arrays, expected)
+    check_every_config(runtimes, layer, arrays, expected)
 
 
 def pool_reference(x: np.ndarray, kind: str, k: int, s: int, pad: int) -> np.ndarray:
@@ -186,7 +171,7 @@ def test_pooling_large(runtimes, layout, kind, k, s, pad) -> None:  # type: igno
         x, expected = x.transpose(0, 2, 3, 1).copy(), expected.transpose(0, 2, 3, 1)
     desc = Pooling2dDescriptor(kind, (k, k), (s, s), (pad,) * 4, layout=layout)
     layer = spec(LayerKind.POOLING_2D, desc, [x.shape], expected.shape)
-    same_for_every_thread_count(runtimes, layer, [x], expected)
+    check_every_config(runtimes, layer, [x], expected)
 
 
 @pytest.mark.parametrize("shape, axis", [((3000, 129), -1), ((7, 33, 1500), 1), ((1, 40, 9000), 1),
@@ -195,21 +180,21 @@ def test_softmax_large(runtimes, shape, axis) -> None:  # type: ignore[no-untype
     x = (RNG.standard_normal(shape) * 4).astype(np.float32)
     e = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
     layer = spec(LayerKind.SOFTMAX, SoftmaxDescriptor(axis), [shape], shape)
-    same_for_every_thread_count(runtimes, layer, [x], e / e.sum(axis=axis, keepdims=True))
+    check_every_config(runtimes, layer, [x], e / e.sum(axis=axis, keepdims=True))
 
 
 def test_concat_transpose_copy_large(runtimes) -> None:  # type: ignore[no-untyped-def]
     a = RNG.standard_normal((3, 40, 33, 35)).astype(np.float32)
     b = RNG.standard_normal((3, 9, 33, 35)).astype(np.float32)
     concat = spec(LayerKind.CONCAT, ConcatDescriptor(1), [a.shape, b.shape], (3, 49, 33, 35))
-    same_for_every_thread_count(runtimes, concat, [a, b], np.concatenate([a, b], axis=1))
+    check_every_config(runtimes, concat, [a, b], np.concatenate([a, b], axis=1))
     for perm in [(0, 2, 3, 1), (3, 1, 2, 0), (0, 1, 3, 2), (1, 0, 2, 3)]:
         layer = spec(LayerKind.TRANSPOSE, TransposeDescriptor(perm), [a.shape], a.transpose(perm).shape)
-        same_for_every_thread_count(runtimes, layer, [a], a.transpose(perm))
+        check_every_config(runtimes, layer, [a], a.transpose(perm))
     x = RNG.standard_normal(1_000_003).astype(np.float32)
     for kind, out in [(LayerKind.COPY, x.shape), (LayerKind.RESHAPE, (1_000_003, 1))]:
         layer = spec(kind, None, [x.shape], out)
-        same_for_every_thread_count(runtimes, layer, [x], x.reshape(out))
+        check_every_config(runtimes, layer, [x], x.reshape(out))
 
 
 # ---- concurrency ----------------------------------------------------------------------------

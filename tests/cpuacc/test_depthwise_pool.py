@@ -19,24 +19,9 @@ from plugnn.descriptors import (ActivationDescriptor, Convolution2dDescriptor, L
 from plugnn.layers import LayerSpec
 from plugnn.tensor import TensorInfo
 
-from .common import HAVE_CPUACC, THREADS, run
+from .common import HAVE_CPUACC, check_every_config
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
-
-
-def check_all(runtimes: Any, layer: LayerSpec, arrays: Sequence[np.ndarray], expected: np.ndarray,
-              rtol: float = 1e-4, atol: float = 1e-5) -> None:
-    """Each kernel set matches `expected`; its other thread counts give the same bits."""
-    first: dict[str, np.ndarray] = {}
-    for (isa, n), rt in runtimes.items():
-        result = run(rt, layer, arrays)
-        if isa not in first:
-            first[isa] = result
-            np.testing.assert_allclose(result, expected.astype(np.float32), rtol=rtol, atol=atol,
-                                       err_msg=f"{layer.name}: isa={isa}")
-        else:
-            np.testing.assert_array_equal(result, first[isa], err_msg=f"{layer.name}: isa={isa} "
-                                          f"num_threads={n} differs from num_threads={THREADS[0]}")
 
 
 def spec(kind: LayerKind, name: str, desc: object, inputs: Sequence[tuple[int, ...]],
@@ -146,7 +131,7 @@ def test_depthwise(runtimes, name: str, layout: str) -> None:  # type: ignore[no
         x, expected = x.transpose(0, 2, 3, 1), expected.transpose(0, 2, 3, 1)
     layer = spec(LayerKind.CONVOLUTION_2D, f"{name} {layout}", desc, [x.shape, w.shape, bias.shape], expected.shape,
                  constants=(None, w, bias))  # constant weights: prepacked at create time
-    check_all(runtimes, layer, [x, w, bias], expected)
+    check_every_config(runtimes, layer, [x, w, bias], expected)
 
 
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
@@ -169,7 +154,7 @@ def test_depthwise_addend_and_activation(runtimes, name: str, act: str, layout: 
         x, addend, expected = (a.transpose(0, 2, 3, 1) for a in (x, addend, expected))
     layer = spec(LayerKind.CONVOLUTION_2D, f"{name} {act} {layout}", desc, [x.shape, w.shape, addend.shape],
                  expected.shape)
-    check_all(runtimes, layer, [x, w, addend], expected)
+    check_every_config(runtimes, layer, [x, w, addend], expected)
 
 
 def test_depthwise_weights_given_at_run_time(runtimes) -> None:  # type: ignore[no-untyped-def]
@@ -181,7 +166,7 @@ def test_depthwise_weights_given_at_run_time(runtimes) -> None:  # type: ignore[
     expected = dw_reference(x.transpose(0, 3, 1, 2), w, None, case).transpose(0, 2, 3, 1)
     desc = Convolution2dDescriptor(stride=case.stride, padding=case.padding, groups=case.c, layout="nhwc")
     layer = spec(LayerKind.CONVOLUTION_2D, "runtime weights", desc, [x.shape, w.shape], expected.shape)
-    check_all(runtimes, layer, [x, w], expected)
+    check_every_config(runtimes, layer, [x, w], expected)
 
 
 # ---- pooling --------------------------------------------------------------------------------------
@@ -278,7 +263,7 @@ def test_pooling(runtimes, name: str, kind: str, layout: str) -> None:  # type: 
         x, expected = x.transpose(0, 2, 3, 1).copy(), expected.transpose(0, 2, 3, 1)
     layer = spec(LayerKind.POOLING_2D, f"{name} {kind} {layout}", desc, [x.shape], expected.shape)
     rtol = 3e-4 if kind == "l2" else 1e-4
-    check_all(runtimes, layer, [x], expected, rtol=rtol)
+    check_every_config(runtimes, layer, [x], expected, rtol=rtol)
 
 
 def test_global_max_propagates_nan(runtimes) -> None:  # type: ignore[no-untyped-def]
@@ -288,4 +273,4 @@ def test_global_max_propagates_nan(runtimes) -> None:  # type: ignore[no-untyped
     desc = Pooling2dDescriptor("max", kernel=(20, 30))
     layer = spec(LayerKind.POOLING_2D, "global max nan", desc, [x.shape], (2, 5, 1, 1))
     expected = np.where(np.isnan(x).any(axis=(2, 3), keepdims=True), np.nan, np.nanmax(x, axis=(2, 3), keepdims=True))
-    check_all(runtimes, layer, [x], expected)
+    check_every_config(runtimes, layer, [x], expected)

@@ -30,7 +30,7 @@ from plugnn.tensor import TensorInfo
 
 from conformance.test_conv2d import conv2d_reference
 
-from .common import HAVE_CPUACC, THREADS, run
+from .common import HAVE_CPUACC, check_every_config
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -46,19 +46,11 @@ def layer(kind: LayerKind, desc: object, arrays: Sequence[np.ndarray], output: t
                      (TensorInfo(tuple(output)),), constants=data if constants else ())
 
 
-def check_every_config(runtimes: dict[tuple[str, int], plugnn.Runtime], spec: LayerSpec,
-                       arrays: Sequence[np.ndarray], expected: np.ndarray) -> None:
-    first: dict[str, np.ndarray] = {}
+def check_conv(runtimes: dict[tuple[str, int], plugnn.Runtime], spec: LayerSpec,
+               arrays: Sequence[np.ndarray], expected: np.ndarray) -> None:
+    """check_every_config with the tolerance scaled to the result's magnitude."""
     atol = ATOL_SCALE * max(float(np.abs(expected).max(initial=0.0)), 1.0)
-    for (isa, n), rt in runtimes.items():
-        result = run(rt, spec, arrays)
-        if isa not in first:
-            first[isa] = result
-            np.testing.assert_allclose(result, expected.astype(np.float32), rtol=RTOL, atol=atol,
-                                       err_msg=f"isa={isa}")
-        else:
-            np.testing.assert_array_equal(result, first[isa], err_msg=f"isa={isa} num_threads={n} "
-                                                                      f"differs from num_threads={THREADS[0]}")
+    check_every_config(runtimes, spec, arrays, expected, rtol=RTOL, atol=atol)
 
 
 # ---- convolution ----------------------------------------------------------------------------
@@ -171,7 +163,7 @@ def test_conv_nchw(runtimes, name: str, act: str, has_bias: bool, has_addend: bo
     if has_addend:
         expected += addend
     spec = layer(LayerKind.CONVOLUTION_2D, desc, arrays, expected.shape, constants=[1, 2] if has_bias else [1])
-    check_every_config(runtimes, spec, arrays, activate(act, expected))
+    check_conv(runtimes, spec, arrays, activate(act, expected))
 
 
 @pytest.mark.parametrize("name", ["3x3 same 14x14 oc32", "strided dilated odd sizes", "1x1 9x9 batch 3",
@@ -184,7 +176,7 @@ def test_conv_nchw_weights_at_run_time(runtimes, name: str) -> None:  # type: ig
                                    groups=case.groups, has_bias=True, fused_activation=FUSED["relu"])
     expected = conv_reference(x, w, case) + bias.astype(np.float64)[None, :, None, None]
     spec = layer(LayerKind.CONVOLUTION_2D, desc, [x, w, bias], expected.shape, constants=[])
-    check_every_config(runtimes, spec, [x, w, bias], activate("relu", expected))
+    check_conv(runtimes, spec, [x, w, bias], activate("relu", expected))
 
 
 @pytest.mark.parametrize("name", ["3x3 same 8x8 oc28 batch 2", "strided dilated odd sizes", "1x1 28x28",
@@ -199,7 +191,7 @@ def test_conv_nhwc(runtimes, name: str) -> None:  # type: ignore[no-untyped-def]
     to_nhwc = (0, 2, 3, 1)
     arrays = [x.transpose(to_nhwc).copy(), w, bias, addend.transpose(to_nhwc).copy()]
     spec = layer(LayerKind.CONVOLUTION_2D, desc, arrays, expected.transpose(to_nhwc).shape, constants=[1, 2])
-    check_every_config(runtimes, spec, arrays, activate("relu", expected).transpose(to_nhwc))
+    check_conv(runtimes, spec, arrays, activate("relu", expected).transpose(to_nhwc))
 
 
 # ---- fully connected and matmul ---------------------------------------------------------------
@@ -227,7 +219,7 @@ def test_fully_connected(runtimes, shape: str, constant_b: bool, transpose_b: bo
     b64 = b.astype(np.float64).T if transpose_b else b.astype(np.float64)
     expected = np.maximum(0.5 * (a.astype(np.float64).T @ b64) + 2.0 * c, 0)
     spec = layer(LayerKind.FULLY_CONNECTED, desc, [a, b, c], (m, n), constants=[1, 2] if constant_b else [2])
-    check_every_config(runtimes, spec, [a, b, c], expected)
+    check_conv(runtimes, spec, [a, b, c], expected)
 
 
 @pytest.mark.parametrize("shape_a, shape_b", [((3, 37, 300), (300, 45)), ((2, 1, 130, 20), (3, 20, 530)),
@@ -238,4 +230,4 @@ def test_matmul(runtimes, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) ->
     b = rng.standard_normal(shape_b).astype(np.float32)
     expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
     spec = layer(LayerKind.MATMUL, None, [a, b], expected.shape, constants=[])
-    check_every_config(runtimes, spec, [a, b], expected)
+    check_conv(runtimes, spec, [a, b], expected)
