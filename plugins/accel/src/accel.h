@@ -67,6 +67,8 @@ typedef enum accel_isa {
 
 /* The best ISA both compiled in and supported by this CPU. */
 accel_isa accel_detect_isa(void);
+/* Bytes of the largest cache Linux lists for CPU 0 (the last level); 32 MiB when it lists none. */
+int64_t accel_llc_bytes(void);
 const char* accel_isa_name(accel_isa isa); /* "portable", "avx2", "avx512" */
 
 /* ---- Vector kernels (kern_impl.h, compiled once per ISA) -------------------- */
@@ -79,6 +81,7 @@ typedef struct accel_pool_params {
     int64_t ih, iw, oh, ow, c;     /* input/output spatial sizes; channels (NHWC rows) */
     int64_t kh, kw, sh, sw, dh, dw;
     int64_t pt, pl, pb, pr;        /* padding */
+    int stream_out;                /* store the output non-temporally (accel_streams) */
 } accel_pool_params;
 
 /* Depthwise convolution parameters of one layer, resolved for the kernels (weights, bias and
@@ -131,6 +134,11 @@ typedef struct accel_kernels {
      * the image); wt is the weights transposed to [kh*kw][c]; bias [c] or NULL. */
     void (*dw_nhwc)(const accel_dw_params* dp, const float* x, const float* wt, const float* bias,
                     const float* addend, float* y, int64_t oy0, int64_t oy1);
+    /* activation and binary_row (then act, when not NULL) storing y non-temporally, for
+     * layers larger than the last-level cache (accel_op.stream_out). */
+    void (*activation_stream)(const pn_activation_desc* act, const float* x, float* y, int64_t n);
+    void (*binary_row_stream)(pn_binary_op op, const float* a, int sa, const float* b, int sb,
+                              const pn_activation_desc* act, float* y, int64_t n);
 } accel_kernels;
 
 /* The kernel table of an ISA (one compiled in: never NULL). */
@@ -139,8 +147,11 @@ const accel_kernels* accel_kernels_for(accel_isa isa);
 /* ---- What every create function receives --------------------------------- */
 
 typedef struct accel_env {
-    accel_pool* pool; /* the backend's pool; never NULL for a live backend */
-    accel_isa isa;    /* the ISA the kernels use */
+    accel_pool* pool;     /* the backend's pool; never NULL for a live backend */
+    accel_isa isa;        /* the ISA the kernels use */
+    int64_t stream_bytes; /* layers whose inputs + outputs exceed this store their output
+                           * non-temporally (option nontemporal_bytes; default: the
+                           * last-level cache, accel_llc_bytes) */
 } accel_env;
 
 /* A kernel family's workload constructor. Called only after the layer passed
@@ -198,6 +209,7 @@ struct accel_op {
     accel_kernel kernel;
     int has_activation;
     pn_activation_desc activation;   /* the fused activation (has_activation) */
+    int stream_out;                  /* accel_streams(env, layer): store outputs non-temporally */
     void* priv;                      /* family state, freed with free() */
     union {                          /* the descriptor; pointers inside are NULL */
         pn_pooling_2d_desc pool;
@@ -216,6 +228,10 @@ struct accel_op {
 pn_status accel_workload_new(const accel_env* env, const pn_layer* layer, size_t desc_size,
                              const pn_activation_desc* fused, accel_kernel kernel, void* priv,
                              pn_workload** workload_out, pn_string_out* message_out);
+
+/* Whether the layer's inputs and outputs together exceed env->stream_bytes (its kernels then
+ * store the output non-temporally: it would not stay cached for the next layer). */
+int accel_streams(const accel_env* env, const pn_layer* layer);
 
 /* Product of dims [begin, end). */
 int64_t accel_span(const pn_tensor_info* info, uint32_t begin, uint32_t end);

@@ -11,7 +11,8 @@ typedef struct act_job {
 
 static void act_range(void* raw, int64_t b, int64_t e) {
     const act_job* j = (const act_job*)raw;
-    j->op->k->activation(&j->op->desc.activation, j->x + b, j->y + b, e - b);
+    (j->op->stream_out ? j->op->k->activation_stream : j->op->k->activation)(&j->op->desc.activation, j->x + b,
+                                                                             j->y + b, e - b);
 }
 
 static void activation_kernel(const accel_op* op, const float* const* in, float* const* out) {

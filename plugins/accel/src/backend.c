@@ -6,6 +6,7 @@
 #include "accel_compute.h"
 #endif
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define ACCEL_MAX_THREADS 256
@@ -258,6 +259,24 @@ static pn_status set_flag(int* flag, const char* key, const char* value, pn_stri
                    "CpuAcc option %s must be 1 or 0, got '%s'", key, value == NULL ? "(null)" : value);
 }
 
+/* Option nontemporal_bytes: layers (outside blocked chains) whose inputs and outputs together
+ * exceed this many bytes store their output non-temporally; default: the last-level cache
+ * size. Applies to workloads created afterwards. */
+static pn_status set_stream_bytes(accel_backend* b, const char* value, pn_string_out* message_out) {
+    char* end = NULL;
+    errno = 0;
+    long long n = value != NULL && *value >= '0' && *value <= '9' ? strtoll(value, &end, 10) : -1;
+    if (n < 0 || errno != 0 || end == NULL || *end != '\0') {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc option nontemporal_bytes must be a non-negative integer (bytes), got '%s'",
+                       value == NULL ? "(null)" : value);
+    }
+    b->env.stream_bytes = (int64_t)n;
+    return PN_OK;
+}
+
+#define ACCEL_OPTIONS "num_threads, isa, fuse, blocked_chains, nontemporal_bytes"
+
 static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
                                     pn_string_out* message_out) {
     accel_backend* b = (accel_backend*)backend->self;
@@ -273,9 +292,11 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     if (streq(key, "blocked_chains")) {
         return set_flag(&b->chains, key, value, message_out);
     }
+    if (streq(key, "nontemporal_bytes")) {
+        return set_stream_bytes(b, value, message_out);
+    }
     if (!streq(key, "num_threads")) {
-        return pn_fail(message_out, PN_ERR_NOT_FOUND,
-                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse, blocked_chains)",
+        return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
                        key);
     }
     uint32_t n = 0;
@@ -317,9 +338,12 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
         pn_write(value_out, "%d", streq(key, "fuse") ? b->fuse : b->chains);
         return PN_OK;
     }
+    if (key != NULL && streq(key, "nontemporal_bytes")) {
+        pn_write(value_out, "%lld", (long long)b->env.stream_bytes);
+        return PN_OK;
+    }
     if (key == NULL || !streq(key, "num_threads")) {
-        return pn_fail(message_out, PN_ERR_NOT_FOUND,
-                       "CpuAcc has no option '%s' (options: num_threads, isa, fuse, blocked_chains)",
+        return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
                        key == NULL ? "(null)" : key);
     }
     pn_write(value_out, "%d", b->num_threads);
@@ -346,6 +370,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     }
     b->best_isa = accel_detect_isa();
     b->env.isa = b->best_isa;
+    b->env.stream_bytes = accel_llc_bytes();
     b->fuse = 1;
     b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);

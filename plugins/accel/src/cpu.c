@@ -1,6 +1,8 @@
 /* CpuAcc CPU feature detection: the best kernel set compiled in and supported here. */
 #include "accel.h"
 
+#include <stdio.h>
+
 accel_isa accel_detect_isa(void) {
 #if defined(ACCEL_HAVE_X86_KERNELS) && (defined(__GNUC__) || defined(__clang__)) && \
     (defined(__x86_64__) || defined(__i386__))
@@ -24,4 +26,25 @@ const char* accel_isa_name(accel_isa isa) {
     case ACCEL_ISA_PORTABLE: break;
     }
     return "portable";
+}
+
+int64_t accel_llc_bytes(void) {
+    int64_t best = 0;
+    for (int i = 0; i < 8; ++i) {
+        char path[80];
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE* f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        long long value = 0;
+        char unit = 0;
+        if (fscanf(f, "%lld%c", &value, &unit) >= 1 && value > 0) {
+            int64_t bytes = (int64_t)value;
+            bytes *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : unit == 'G' ? 1024 * 1024 * 1024 : 1;
+            best = bytes > best ? bytes : best;
+        }
+        fclose(f);
+    }
+    return best > 0 ? best : (int64_t)32 << 20;
 }

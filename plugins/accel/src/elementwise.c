@@ -90,10 +90,15 @@ static void bcast_range(void* raw, int64_t u0, int64_t u1) {
         int64_t end = cpr == 1 ? len : c_end * ROW_CHUNK;
         end = end > len ? len : end;
         float* y = j->y + row * len + begin;
-        j->op->k->binary_row(j->binop, j->a + offa + (ra ? begin : 0), ra,
-                             j->b + offb + (rb ? begin : 0), rb, y, end - begin);
-        if (j->act != NULL) {
-            j->op->k->activation(j->act, y, y, end - begin);
+        const float* a = j->a + offa + (ra ? begin : 0);
+        const float* b = j->b + offb + (rb ? begin : 0);
+        if (j->op->stream_out) {
+            j->op->k->binary_row_stream(j->binop, a, ra, b, rb, j->act, y, end - begin);
+        } else {
+            j->op->k->binary_row(j->binop, a, ra, b, rb, y, end - begin);
+            if (j->act != NULL) {
+                j->op->k->activation(j->act, y, y, end - begin);
+            }
         }
         u += c_end - c;
     }

@@ -151,6 +151,7 @@ pn_status accel_pooling2d_create(const accel_env* env, const pn_layer* layer,
     pp->pl = d->pad_left;
     pp->pb = d->pad_bottom;
     pp->pr = d->pad_right;
+    pp->stream_out = accel_streams(env, layer);
     return accel_workload_new(env, layer, sizeof(*d), NULL, pooling2d_kernel, pp, workload_out,
                               message_out);
 }

@@ -98,6 +98,17 @@ static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_
     return PN_OK;
 }
 
+int accel_streams(const accel_env* env, const pn_layer* layer) {
+    int64_t bytes = 0;
+    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
+        bytes += pn_num_elements(&layer->inputs[i]) * (int64_t)sizeof(float);
+    }
+    for (uint32_t i = 0; i < layer->num_outputs; ++i) {
+        bytes += pn_num_elements(&layer->outputs[i]) * (int64_t)sizeof(float);
+    }
+    return bytes > env->stream_bytes;
+}
+
 pn_status accel_workload_new(const accel_env* env, const pn_layer* layer, size_t desc_size,
                              const pn_activation_desc* fused, accel_kernel kernel, void* priv,
                              pn_workload** workload_out, pn_string_out* message_out) {
@@ -135,6 +146,7 @@ pn_status accel_workload_new(const accel_env* env, const pn_layer* layer, size_t
     if (op->kind == PN_LAYER_ELEMENTWISE_BINARY) {
         op->desc.binary.fused_activation = NULL; /* borrowed: keep the copy below instead */
     }
+    op->stream_out = accel_streams(env, layer);
     if (fused != NULL) {
         op->has_activation = 1;
         op->activation.struct_size = (uint32_t)sizeof(pn_activation_desc);
