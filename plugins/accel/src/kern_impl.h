@@ -1118,19 +1118,50 @@ static inline __m512 KSUF(nanmax512)(__m512 a, __m512 b) {
     return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
 }
 
-/* One window row of pool_nchw_w3s2 into the running max (NaN wins) or sums of its three
- * column vectors. */
-static inline __attribute__((always_inline)) void KSUF(w3_row)(int max, __m512 a, __m512 b, __m512 c, __m512* v0,
-                                                               __m512* v1, __m512* v2) {
-    if (max) {
+/* One window row of pool_nchw_w3s2 into the running max or sums of its three column vectors.
+ * Max with nanprop: NaN wins; without: plain max, and *nan collects the lanes of a NaN input
+ * (the caller redoes the block with nanprop when any is set; NaNs are rare). */
+static inline __attribute__((always_inline)) void KSUF(w3_row)(int max, int nanprop, __m512 a, __m512 b, __m512 c,
+                                                               __m512* v0, __m512* v1, __m512* v2,
+                                                               __mmask16* nan) {
+    if (max && nanprop) {
         *v0 = KSUF(nanmax512)(a, *v0);
         *v1 = KSUF(nanmax512)(b, *v1);
         *v2 = KSUF(nanmax512)(c, *v2);
+    } else if (max) {
+        *v0 = _mm512_max_ps(a, *v0);
+        *v1 = _mm512_max_ps(b, *v1);
+        *v2 = _mm512_max_ps(c, *v2);
+        *nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
     } else {
         *v0 = _mm512_add_ps(*v0, a);
         *v1 = _mm512_add_ps(*v1, b);
         *v2 = _mm512_add_ps(*v2, c);
     }
+}
+
+/* The window rows [0, nrows) of one block of pool_nchw_w3s2 (input columns base..base+32 of
+ * rows, row pitch iw) reduced into v0, v1, v2 (see w3_row); `inside`: all 33 columns lie in
+ * the row, else lanes outside masks m0, m1, m2 are never read and count as fill. Returns the
+ * lanes that met a NaN (max without nanprop). */
+static inline __attribute__((always_inline)) __mmask16 KSUF(w3_rows)(
+    int max, int nanprop, const float* rows, int64_t nrows, int64_t iw, int64_t base, int inside, __mmask16 m0,
+    __mmask16 m1, __mmask16 m2, __m512 fill, __m512* v0, __m512* v1, __m512* v2) {
+    __mmask16 nan = 0;
+    *v0 = *v1 = *v2 = fill;
+    for (int64_t r = 0; r < nrows; ++r) {
+        if (inside) {
+            const float* p = rows + r * iw + base;
+            KSUF(w3_row)(max, nanprop, _mm512_loadu_ps(p), _mm512_loadu_ps(p + 16), _mm512_set1_ps(p[32]), v0, v1,
+                         v2, &nan);
+        } else {
+            const uintptr_t p = (uintptr_t)(rows + r * iw) + (uintptr_t)(base * (int64_t)sizeof(float));
+            KSUF(w3_row)(max, nanprop, _mm512_mask_loadu_ps(fill, m0, (const void*)p),
+                         _mm512_mask_loadu_ps(fill, m1, (const void*)(p + 16 * sizeof(float))),
+                         _mm512_mask_loadu_ps(fill, m2, (const void*)(p + 32 * sizeof(float))), v0, v1, v2, &nan);
+        }
+    }
+    return nan;
 }
 
 /* Lanes l of a 16-float load at column `col` + l that lie in [lo, hi). */
@@ -1182,22 +1213,19 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
             for (int64_t c = (int64_t)(pf_per_col * (double)ox0) & ~(int64_t)15; c < pf_end; c += 16) {
                 __builtin_prefetch(pf + c, 0, 1);
             }
-            __m512 v0 = fill, v1 = fill, v2 = fill;
+            __m512 v0, v1, v2;
+            __mmask16 nan = 0;
             if (base >= 0 && base + 33 <= iw) {
-                for (int64_t r = 0; r < nrows; ++r) {
-                    const float* p = rows + r * iw + base;
-                    KSUF(w3_row)(max, _mm512_loadu_ps(p), _mm512_loadu_ps(p + 16), _mm512_set1_ps(p[32]), &v0,
-                                 &v1, &v2);
+                nan = KSUF(w3_rows)(max, 0, rows, nrows, iw, base, 1, 0, 0, 0, fill, &v0, &v1, &v2);
+                if (nan) {
+                    KSUF(w3_rows)(max, 1, rows, nrows, iw, base, 1, 0, 0, 0, fill, &v0, &v1, &v2);
                 }
             } else {
                 const __mmask16 m0 = KSUF(cols_in)(base, 0, iw), m1 = KSUF(cols_in)(base + 16, 0, iw);
                 const __mmask16 m2 = KSUF(cols_in)(base + 32, 0, iw) & 1;
-                for (int64_t r = 0; r < nrows; ++r) {
-                    /* lanes outside the row are masked off: never read */
-                    const uintptr_t p = (uintptr_t)(rows + r * iw) + (uintptr_t)(base * (int64_t)sizeof(float));
-                    KSUF(w3_row)(max, _mm512_mask_loadu_ps(fill, m0, (const void*)p),
-                                 _mm512_mask_loadu_ps(fill, m1, (const void*)(p + 16 * sizeof(float))),
-                                 _mm512_mask_loadu_ps(fill, m2, (const void*)(p + 32 * sizeof(float))), &v0, &v1, &v2);
+                nan = KSUF(w3_rows)(max, 0, rows, nrows, iw, base, 0, m0, m1, m2, fill, &v0, &v1, &v2);
+                if (nan) {
+                    KSUF(w3_rows)(max, 1, rows, nrows, iw, base, 0, m0, m1, m2, fill, &v0, &v1, &v2);
                 }
             }
             const __m512 e = _mm512_permutex2var_ps(v0, even, v1);
@@ -1205,7 +1233,7 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
             const __m512 e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(e), 1));
             __m512 out;
             if (max) {
-                out = KSUF(nanmax512)(e2, KSUF(nanmax512)(o, e));
+                out = nan ? KSUF(nanmax512)(e2, KSUF(nanmax512)(o, e)) : _mm512_max_ps(e2, _mm512_max_ps(o, e));
             } else {
                 __m512 cnt = _mm512_set1_ps(3.0f);
                 const int interior = base >= cnt_lo && base + 33 <= cnt_hi;
