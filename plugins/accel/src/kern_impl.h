@@ -448,18 +448,28 @@ KINLINE int64_t KSUF(stream_head)(const float* y, int64_t n) {
     return h < n ? h : n;
 }
 
-/* binary_row, then act (when not NULL), with y stored non-temporally (y may equal a or b
- * when its stride is 1). */
+/* Elements [i, i + m) of act(a op b) into dst[0, m) with ordinary stores (op
+ * PN_BINARY_INVALID: act(a); act NULL: no activation; a, b as in binary_row). */
+KINLINE void KSUF(rows_to)(pn_binary_op op, const float* a, int sa, const float* b, int sb,
+                           const pn_activation_desc* act, float* dst, int64_t i, int64_t m) {
+    const float* src = a + (sa ? i : 0);
+    if (op != PN_BINARY_INVALID) {
+        KSUF(binary_row)(op, src, sa, b + (sb ? i : 0), sb, dst, m);
+        src = dst;
+    }
+    if (act != NULL) KSUF(activation)(act, src, dst, m);
+}
+
+/* act(a op b) (see rows_to) into y[0, n), stored non-temporally from y's first 64-byte
+ * boundary on (y may equal a or b when its stride is 1). */
 static void KSUF(binary_row_stream)(pn_binary_op op, const float* a, int sa, const float* b, int sb,
                                     const pn_activation_desc* act, float* y, int64_t n) {
     float buf[STREAM_BLOCK] KALIGN64;
     int64_t i = KSUF(stream_head)(y, n);
-    KSUF(binary_row)(op, a, sa, b, sb, y, i);
-    if (act != NULL) KSUF(activation)(act, y, y, i);
+    KSUF(rows_to)(op, a, sa, b, sb, act, y, 0, i);
     for (; i < n; i += STREAM_BLOCK) {
         const int64_t m = n - i < STREAM_BLOCK ? n - i : STREAM_BLOCK;
-        KSUF(binary_row)(op, a + (sa ? i : 0), sa, b + (sb ? i : 0), sb, buf, m);
-        if (act != NULL) KSUF(activation)(act, buf, buf, m);
+        KSUF(rows_to)(op, a, sa, b, sb, act, buf, i, m);
         KSUF(stream_store)(y + i, buf, m);
     }
     KSUF(stream_fence)();
@@ -467,15 +477,7 @@ static void KSUF(binary_row_stream)(pn_binary_op op, const float* a, int sa, con
 
 /* activation with y stored non-temporally (x == y allowed). */
 static void KSUF(activation_stream)(const pn_activation_desc* act, const float* x, float* y, int64_t n) {
-    float buf[STREAM_BLOCK] KALIGN64;
-    int64_t i = KSUF(stream_head)(y, n);
-    KSUF(activation)(act, x, y, i);
-    for (; i < n; i += STREAM_BLOCK) {
-        const int64_t m = n - i < STREAM_BLOCK ? n - i : STREAM_BLOCK;
-        KSUF(activation)(act, x + i, buf, m);
-        KSUF(stream_store)(y + i, buf, m);
-    }
-    KSUF(stream_fence)();
+    KSUF(binary_row_stream)(PN_BINARY_INVALID, x, 1, NULL, 0, act, y, n);
 }
 
 /* Sum of x[0..n): four vector accumulators, combined in a fixed order, then the tail. */
@@ -1144,7 +1146,7 @@ static inline __attribute__((always_inline)) void KSUF(w3_row)(int max, int nanp
  * rows, row pitch iw) reduced into v0, v1, v2 (see w3_row); `inside`: all 33 columns lie in
  * the row, else lanes outside masks m0, m1, m2 are never read and count as fill. Returns the
  * lanes that met a NaN (max without nanprop). */
-static inline __attribute__((always_inline)) __mmask16 KSUF(w3_rows)(
+static inline __attribute__((always_inline)) __mmask16 KSUF(w3_pass)(
     int max, int nanprop, const float* rows, int64_t nrows, int64_t iw, int64_t base, int inside, __mmask16 m0,
     __mmask16 m1, __mmask16 m2, __m512 fill, __m512* v0, __m512* v1, __m512* v2) {
     __mmask16 nan = 0;
@@ -1160,6 +1162,18 @@ static inline __attribute__((always_inline)) __mmask16 KSUF(w3_rows)(
                          _mm512_mask_loadu_ps(fill, m1, (const void*)(p + 16 * sizeof(float))),
                          _mm512_mask_loadu_ps(fill, m2, (const void*)(p + 32 * sizeof(float))), v0, v1, v2, &nan);
         }
+    }
+    return nan;
+}
+
+/* w3_pass over one block; when a max block met a NaN, done again with NaN-propagating max.
+ * Returns the lanes that met a NaN. */
+static inline __attribute__((always_inline)) __mmask16 KSUF(w3_rows)(
+    int max, const float* rows, int64_t nrows, int64_t iw, int64_t base, int inside, __mmask16 m0, __mmask16 m1,
+    __mmask16 m2, __m512 fill, __m512* v0, __m512* v1, __m512* v2) {
+    const __mmask16 nan = KSUF(w3_pass)(max, 0, rows, nrows, iw, base, inside, m0, m1, m2, fill, v0, v1, v2);
+    if (nan) {
+        KSUF(w3_pass)(max, 1, rows, nrows, iw, base, inside, m0, m1, m2, fill, v0, v1, v2);
     }
     return nan;
 }
@@ -1216,17 +1230,11 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
             __m512 v0, v1, v2;
             __mmask16 nan = 0;
             if (base >= 0 && base + 33 <= iw) {
-                nan = KSUF(w3_rows)(max, 0, rows, nrows, iw, base, 1, 0, 0, 0, fill, &v0, &v1, &v2);
-                if (nan) {
-                    KSUF(w3_rows)(max, 1, rows, nrows, iw, base, 1, 0, 0, 0, fill, &v0, &v1, &v2);
-                }
+                nan = KSUF(w3_rows)(max, rows, nrows, iw, base, 1, 0, 0, 0, fill, &v0, &v1, &v2);
             } else {
                 const __mmask16 m0 = KSUF(cols_in)(base, 0, iw), m1 = KSUF(cols_in)(base + 16, 0, iw);
                 const __mmask16 m2 = KSUF(cols_in)(base + 32, 0, iw) & 1;
-                nan = KSUF(w3_rows)(max, 0, rows, nrows, iw, base, 0, m0, m1, m2, fill, &v0, &v1, &v2);
-                if (nan) {
-                    KSUF(w3_rows)(max, 1, rows, nrows, iw, base, 0, m0, m1, m2, fill, &v0, &v1, &v2);
-                }
+                nan = KSUF(w3_rows)(max, rows, nrows, iw, base, 0, m0, m1, m2, fill, &v0, &v1, &v2);
             }
             const __m512 e = _mm512_permutex2var_ps(v0, even, v1);
             const __m512 o = _mm512_permutex2var_ps(v0, odd, v1);
