@@ -215,6 +215,81 @@ def test_seven_pixel_rows_of_one_and_two_output_blocks(batch: int) -> None:
 
 
 @needs_avx512
+@pytest.mark.parametrize("stride", [1, 2])
+def test_fourteen_pixel_rows_of_one_output_block(stride: int) -> None:
+    """14-wide outputs of one 16-channel block run as tiles of two rows (13 rows: six pairs and
+    a last row alone), at input strides 1 and 2."""
+    net = Network("fourteens")
+    x = net.add_input("x", (2, 16, 13 * stride, 14 * stride))
+    h = net.add_convolution2d(x, rand(16, 16, 3, 3) / np.float32(12), rand(16), stride=stride, padding=1,
+                              name="one_block")
+    h = net.add_activation(h, "relu", name="relu")
+    net.add_output(net.add_convolution2d(h, rand(32, 16, 1, 1) / np.float32(4), name="after"), "y")
+    chained = check(net, inputs_of(net))
+    assert [n.name for n in chained.layers] == ["one_block..after"]
+
+
+POOL_WINDOWS = [  # kind, kernel, stride, padding, dilation, include, (height, width)
+    ("max", 2, 2, 0, 1, False, (12, 28)),
+    ("max", 3, 2, 1, 1, False, (11, 23)),
+    ("max", 3, 3, 0, 1, False, (14, 14)),
+    ("max", 3, 1, (0, 2, 1, 0), (2, 1), False, (9, 17)),
+    ("average", 2, 2, 1, 1, True, (7, 21)),
+    ("average", 3, 2, 1, 1, False, (11, 23)),
+    ("average", 3, 2, 1, 1, True, (11, 23)),
+    ("average", 3, 1, 0, 1, False, (5, 30)),
+]
+
+
+def pooled_chain(kind: str, kernel: Any, stride: Any, padding: Any, dilation: Any, include: bool,
+                 size: tuple[int, int]) -> Network:
+    net = Network("pooled")
+    x = net.add_input("x", (2, 16, *size))
+    h = net.add_convolution2d(x, rand(32, 16, 3, 3) / np.float32(12), rand(32), padding=1, name="a")
+    h = net.add_pooling2d(h, kind, kernel, stride=stride, padding=padding, dilation=dilation,
+                          count_include_pad=include, name="pool")
+    net.add_output(net.add_convolution2d(h, rand(16, 32, 1, 1) / np.float32(6), name="b"), "y")
+    return net
+
+
+@needs_avx512
+@pytest.mark.parametrize("window", POOL_WINDOWS)
+def test_pooling_windows_inside_and_at_the_borders_of_wide_rows(window: tuple[Any, ...]) -> None:
+    """2x2 and 3x3 windows that lie wholly inside the image take a path without per-pixel
+    bounds; the columns at the borders (and rows cut by padding or dilation) the generic one."""
+    net = pooled_chain(*window)
+    chained = check(net, inputs_of(net))
+    assert [n.name for n in chained.layers] == ["a..b"]
+
+
+@needs_avx512
+@pytest.mark.parametrize("window", [w for w in POOL_WINDOWS if w[0] == "max"])
+def test_max_pooling_windows_inside_and_at_the_borders_propagate_nan(window: tuple[Any, ...]) -> None:
+    """NaNs brought in by the residual addend at a corner, an edge and inside the image win
+    every max window that reads them, in both paths, exactly where CpuRef puts them."""
+    kind, kernel, stride, padding, dilation, include, size = window
+    net = Network("pooled_nan")
+    x = net.add_input("x", (1, 16, *size))
+    r = net.add_input("r", (1, 16, *size))
+    h = net.add_add(net.add_convolution2d(x, rand(16, 16, 1, 1) / np.float32(4), name="conv"), r, name="add")
+    net.add_output(net.add_pooling2d(h, kind, kernel, stride=stride, padding=padding, dilation=dilation,
+                                     name="pool"), "y")
+    inputs = inputs_of(net)
+    height, width = size
+    for channel, row, col in [(0, 0, 0), (5, height // 2, width - 1), (9, height // 2, width // 2),
+                              (15, height - 1, width // 3)]:
+        inputs["r"][0, channel, row, col] = np.nan
+    with runtime() as rt:
+        optimized, out = run(net, rt, ["CpuAcc"], inputs)
+        _, ref = run(net, rt, ["CpuRef"], inputs)
+    assert [n.name for n in optimized.layers] == ["conv..pool"]
+    assert np.isnan(out["y"]).sum() > 0
+    np.testing.assert_array_equal(np.isnan(out["y"]), np.isnan(ref["y"]))
+    finite = ~np.isnan(ref["y"])
+    assert_close(out["y"][finite], ref["y"][finite].astype(np.float64))
+
+
+@needs_avx512
 def test_runs_after_the_first_see_only_their_own_inputs() -> None:
     """Tensors of one geometry share storage inside a chain (and the chain's input is packed
     again every run): a second and third run with other inputs must not see the first's data."""

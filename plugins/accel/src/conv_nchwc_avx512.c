@@ -310,6 +310,14 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
                 aoff[pw] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
             }
         }
+        if (g->ow == 14 && nb == 1 && g->ib == B && (g->sw == 1 || g->sw == 2)) {
+            /* two 14-pixel rows of one output block (or the last row alone): constant offsets */
+            if (pw == 28 && g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 14, B);
+            else if (pw == 28) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 14, 2 * B);
+            else if (g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 1, 14, B);
+            else tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 1, 14, 2 * B);
+            continue;
+        }
         if (g->ow == 7 && g->ib == B && (g->sw == 1 || g->sw == 2) && pw == (nb > 1 ? 14 : 28)) {
             /* 7-pixel rows (ResNet's and MobileNetV2's last stage): rows of constant offsets */
             if (nb > 1 && g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 2, 7, B);
@@ -449,6 +457,38 @@ static int64_t padded_taps(int64_t start, int64_t step, int64_t taps, int64_t pa
     return count;
 }
 
+/* Output columns [ox0, ox1) of a row whose windows lie wholly inside the image, for a
+ * KH x KW window (constants at the call sites) with dilation 1: the taps are loaded at fixed
+ * offsets and combined in the generic loop's order (so the results are the same bits), with
+ * no per-pixel bounds. xr: row y0 of the block at column 0. */
+static inline __attribute__((always_inline)) void pool_inside(const nchwc_pool* pp, const float* xr,
+                                                              int64_t cols, float* yrow,
+                                                              int64_t ox0, int64_t ox1, int is_max,
+                                                              const int KH, const int KW) {
+    const __m512 start = is_max ? _mm512_set1_ps(-INFINITY) : _mm512_setzero_ps();
+    const __m512 taps = _mm512_set1_ps((float)(KH * KW));
+    for (int64_t ox = ox0; ox < ox1; ++ox) {
+        const float* base = xr + (ox * pp->sw - pp->pl) * B;
+        __m512 acc = start;
+        __mmask16 nan = 0;
+#pragma GCC unroll 3
+        for (int ky = 0; ky < KH; ++ky) {
+#pragma GCC unroll 3
+            for (int kx = 0; kx < KW; ++kx) {
+                const __m512 v = _mm512_load_ps(base + (ky * pp->dh * cols + kx) * B);
+                if (is_max) {
+                    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                    acc = _mm512_max_ps(acc, v);
+                } else {
+                    acc = _mm512_add_ps(acc, v);
+                }
+            }
+        }
+        acc = is_max ? _mm512_mask_blend_ps(nan, acc, _mm512_set1_ps(NAN)) : _mm512_div_ps(acc, taps);
+        _mm512_store_ps(yrow + ox * B, acc);
+    }
+}
+
 void accel_nchwc_pool_row_avx512(const nchwc_pool* pp, const nchwc_view* x, const nchwc_view* y,
                                  int64_t b, int64_t oy) {
     const int is_max = pp->kind == PN_POOLING_MAX;
@@ -458,7 +498,24 @@ void accel_nchwc_pool_row_avx512(const nchwc_pool* pp, const nchwc_view* x, cons
     while (ky1 > ky0 && y0 + (ky1 - 1) * pp->dh >= pp->h) --ky1;
     int64_t rows_padded = padded_taps(y0, pp->dh, pp->kh, pp->h + pp->pb);
     float* yrow = y->data + ((b * y->rows + oy) * y->cols) * B;
+    /* columns whose windows are inside the row: ox * sw >= pl and ox * sw - pl + kw - 1 < w */
+    int64_t in0 = 0, in1 = 0;
+    const int fixed = ky0 == 0 && ky1 == pp->kh && pp->dw == 1 &&
+                      ((pp->kh == 2 && pp->kw == 2) || (pp->kh == 3 && pp->kw == 3));
+    if (fixed && pp->w - pp->kw + pp->pl >= 0) {
+        in0 = (pp->pl + pp->sw - 1) / pp->sw;
+        in1 = (pp->w - pp->kw + pp->pl) / pp->sw + 1;
+        in1 = in1 < pp->ow ? in1 : pp->ow;
+        in0 = in0 < in1 ? in0 : in1;
+        const float* xr = x->data + ((b * x->rows + y0) * x->cols) * B;
+        if (pp->kh == 2) pool_inside(pp, xr, x->cols, yrow, in0, in1, is_max, 2, 2);
+        else pool_inside(pp, xr, x->cols, yrow, in0, in1, is_max, 3, 3);
+    }
     for (int64_t ox = 0; ox < pp->ow; ++ox) {
+        if (ox == in0 && in1 > in0) {
+            ox = in1 - 1; /* done above */
+            continue;
+        }
         const int64_t x0 = ox * pp->sw - pp->pl;
         int64_t kx0 = 0, kx1 = pp->kw;
         while (kx0 < kx1 && x0 + kx0 * pp->dw < 0) ++kx0;
