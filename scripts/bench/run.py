@@ -3,6 +3,7 @@
     python scripts/bench/run.py [--quick] [--threads 1,2] [--backends CpuAcc,CpuRef]
                                 [--rows PATTERN] [--json OUT] [--markdown] [--include-slow]
                                 [--peak-gflops 112,219] [--peak-gbs G1,G2] [--budget S] [--max-runs N]
+                                [--rounds N]
 
 Every row is an ONNX model (cases.py): a single layer built with onnx.helper, or a synthetic
 network (plugnn.synthetic_models). For each thread count T it runs in onnxruntime
@@ -14,7 +15,8 @@ input arrays and write into preallocated outputs (onnxruntime through IO binding
 through run(outputs=...)), so what is timed is the run, not output allocation.
 
 Reported per row: median ms (timing.py: warm-up, then samples until the time budget or the
-run limit), GFLOP/s (conv, gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows:
+run limit; onnxruntime and the plugnn backends of a row and thread count are timed in --rounds
+alternating blocks, so a slow phase of the machine falls on all of them), GFLOP/s (conv, gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows:
 bytes read + written), the fraction of the peak for T threads (GFLOP/s: --peak-gflops, the
 FMA peak the issue gives for this machine; GB/s: the STREAM-style add bandwidth measured at the
 start of the same run, machine.py, unless --peak-gbs is given), and the ratio
@@ -30,7 +32,9 @@ rot. It asserts nothing about time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import functools
 import os
 import platform
 import re
@@ -88,6 +92,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="memory GB/s for 1,2,... threads (default: measured in this run, machine.stream_add_gbs)")
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per row and backend (default 1)")
     p.add_argument("--max-runs", type=int, default=None, help="timed samples at most (default 50)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="alternating timing blocks per runtime (default 5; 1: one after the other)")
     p.add_argument("--tolerance", type=float, default=1e-3, help="max|plugnn - ort| / max|ort| allowed")
     p.add_argument("--list", action="store_true", help="list the rows and exit")
     return p.parse_args(argv)
@@ -172,46 +178,44 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
         return result
 
     for threads in threads_list:
-        ort_result = Result(case.name, threads, "onnxruntime", "ok")
-        try:
-            fn, ort_out = ort_runner(model, feeds, threads)
-            fn()
-            reference = {k: v.copy() for k, v in ort_out.items()}
-            finish(ort_result, timing.measure(fn, budget), threads)
-        except Exception as exc:  # noqa: BLE001 - a failing row is reported, the others still run
-            ort_result.status, ort_result.note, reference = "error", f"{type(exc).__name__}: {exc}", None
-        results.append(ort_result)
-        log(ort_result)
+        with contextlib.ExitStack() as stack:
+            timed: list[tuple[Result, Any]] = []  # every runner of this thread count, timed together
+            ort_result = Result(case.name, threads, "onnxruntime", "ok")
+            results.append(ort_result)
+            try:
+                fn, ort_out = ort_runner(model, feeds, threads)
+                fn()
+                reference = {k: v.copy() for k, v in ort_out.items()}
+                timed.append((ort_result, fn))
+            except Exception as exc:  # noqa: BLE001 - a failing row is reported, the others still run
+                ort_result.status, ort_result.note, reference = "error", f"{type(exc).__name__}: {exc}", None
 
-        for backend in backends:
-            if backend not in THREADED_BACKENDS and threads != threads_list[0]:
-                continue   # no threads: recorded once, at the first thread count
-            result = Result(case.name, threads, backend, "ok", metric=case.metric)
-            results.append(result)
-            if backend not in pl.available:
-                result.status = "not available"
-                result.note = "not in this runtime"
-                log(result)
-                continue
-            if backend == "CpuRef" and case.slow_on_cpuref and not (args.include_slow or args.quick):
-                result.status, result.note = "skipped", "seconds per run on CpuRef; --include-slow"
-                log(result)
-                continue
-            if backend not in THREADED_BACKENDS and threads != 1:
-                result.note = "single-threaded backend"
-            runtime = pl.runtime(threads)
-            preference = [backend] if case.kind == "op" or backend == "CpuRef" else [backend, "CpuRef"]
-            try:
-                optimized = plugnn.optimize(network, runtime, preference)
-            except OptimizationError as exc:
-                result.status, result.note = "not available", f"unsupported: {str(exc).splitlines()[0][:80]}"
-                log(result)
-                continue
-            fallback = [a["layer"] for a in optimized.assignments() if a["backend"] != backend]
-            if fallback:
-                result.note = f"{len(fallback)} of {len(optimized.assignments())} layers on CpuRef"
-            try:
-                with runtime.load_network(optimized) as loaded:
+            for backend in backends:
+                if backend not in THREADED_BACKENDS and threads != threads_list[0]:
+                    continue   # no threads: recorded once, at the first thread count
+                result = Result(case.name, threads, backend, "ok", metric=case.metric)
+                results.append(result)
+                if backend not in pl.available:
+                    result.status = "not available"
+                    result.note = "not in this runtime"
+                    continue
+                if backend == "CpuRef" and case.slow_on_cpuref and not (args.include_slow or args.quick):
+                    result.status, result.note = "skipped", "seconds per run on CpuRef; --include-slow"
+                    continue
+                if backend not in THREADED_BACKENDS and threads != 1:
+                    result.note = "single-threaded backend"
+                runtime = pl.runtime(threads)
+                preference = [backend] if case.kind == "op" or backend == "CpuRef" else [backend, "CpuRef"]
+                try:
+                    optimized = plugnn.optimize(network, runtime, preference)
+                except OptimizationError as exc:
+                    result.status, result.note = "not available", f"unsupported: {str(exc).splitlines()[0][:80]}"
+                    continue
+                fallback = [a["layer"] for a in optimized.assignments() if a["backend"] != backend]
+                if fallback:
+                    result.note = f"{len(fallback)} of {len(optimized.assignments())} layers on CpuRef"
+                try:
+                    loaded = stack.enter_context(runtime.load_network(optimized))
                     outputs = {o.name: np.empty([d.dim_value for d in o.type.tensor_type.shape.dim], np.float32)
                                for o in model.graph.output}
                     loaded.run(feeds, outputs=outputs)
@@ -219,12 +223,22 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
                         result.rel_diff = relative_difference(outputs, reference)
                         if not result.rel_diff <= args.tolerance:
                             result.status = "mismatch"
-                    finish(result, timing.measure(lambda: loaded.run(feeds, outputs=outputs), budget), threads)
-                    if ort_result.median_ms and result.median_ms is not None:
-                        result.ratio_vs_ort = result.median_ms / ort_result.median_ms
-            except Exception as exc:  # noqa: BLE001
-                result.status, result.note = "error", f"{type(exc).__name__}: {exc}"
-            log(result)
+                    timed.append((result, functools.partial(loaded.run, feeds, outputs=outputs)))
+                except Exception as exc:  # noqa: BLE001
+                    result.status, result.note = "error", f"{type(exc).__name__}: {exc}"
+
+            for (result, _), seconds in zip(timed, timing.measure_rounds([fn for _, fn in timed], budget)):
+                if isinstance(seconds, Exception):
+                    result.status, result.note = "error", f"{type(seconds).__name__}: {seconds}"
+                else:
+                    finish(result, seconds, threads)
+            for result in results:
+                if result.threads == threads and result.backend != "onnxruntime" and ort_result.median_ms \
+                        and result.median_ms is not None:
+                    result.ratio_vs_ort = result.median_ms / ort_result.median_ms
+            for result in results:
+                if result.threads == threads:
+                    log(result)
     return results
 
 
@@ -239,11 +253,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no row matches {args.rows!r}", file=sys.stderr)
         return 2
     budget = timing.QUICK if args.quick else timing.Budget()
-    if args.budget is not None or args.max_runs is not None:
+    if args.budget is not None or args.max_runs is not None or args.rounds is not None:
         budget = timing.Budget(warmup=budget.warmup, min_runs=min(budget.min_runs, args.max_runs or budget.max_runs),
                                max_runs=args.max_runs or budget.max_runs,
                                seconds=budget.seconds if args.budget is None else args.budget,
-                               min_sample=budget.min_sample)
+                               min_sample=budget.min_sample,
+                               rounds=budget.rounds if args.rounds is None else args.rounds, pause=budget.pause)
     threads_list = ints(args.threads)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     with plugnn.Runtime() as probe:
