@@ -261,7 +261,8 @@ static void KSUF(mul_cols)(float* y, const float* r, int64_t n) {
 /* ---- Vector primitives of the row kernels (sum_row, pooling, depthwise) -------------
  * VW floats per vector: a zmm (AVX-512 build), a ymm (AVX2 build), or an array of 8 floats
  * the portable build's compiler maps onto what it has. The _n forms touch only lanes [0, n)
- * (0 < n < VW), so they never read or write past the end of a tensor. vmax/vmin follow the
+ * (0 < n < VW), so they never read or write past the end of a tensor; vload_lanes(p, m) reads
+ * the lanes of m = vlanes_range(lo, hi), [lo, hi) (0 <= lo <= hi <= VW), and zeros the others. vmax/vmin follow the
  * x86 rule (b when either is NaN); the vnan_* helpers track NaNs (vnan_or: in a or b) for a
  * NaN-propagating max. */
 #if defined(__AVX512F__) && defined(__FMA__)
@@ -275,6 +276,9 @@ KINLINE vf KSUF(vload_n)(const float* p, int64_t n) { return _mm512_maskz_loadu_
 KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
     return _mm512_mask_loadu_ps(fill, KSUF(vmask)(n), p);
 }
+typedef __mmask16 vlanes;
+KINLINE vlanes KSUF(vlanes_range)(int64_t lo, int64_t hi) { return (__mmask16)(KSUF(vmask)(hi) & ~KSUF(vmask)(lo)); }
+KINLINE vf KSUF(vload_lanes)(const float* p, vlanes m) { return _mm512_maskz_loadu_ps(m, p); }
 KINLINE void KSUF(vstore)(float* p, vf v) { _mm512_storeu_ps(p, v); }
 KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { _mm512_mask_storeu_ps(p, KSUF(vmask)(n), v); }
 KINLINE vf KSUF(vset1)(float s) { return _mm512_set1_ps(s); }
@@ -321,6 +325,9 @@ KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
     __m256i m = KSUF(vmask)(n);
     return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
 }
+typedef __m256i vlanes;
+KINLINE vlanes KSUF(vlanes_range)(int64_t lo, int64_t hi) { return _mm256_andnot_si256(KSUF(vmask)(lo), KSUF(vmask)(hi)); }
+KINLINE vf KSUF(vload_lanes)(const float* p, vlanes m) { return _mm256_maskload_ps(p, m); }
 KINLINE void KSUF(vstore)(float* p, vf v) { _mm256_storeu_ps(p, v); }
 KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { _mm256_maskstore_ps(p, KSUF(vmask)(n), v); }
 KINLINE vf KSUF(vset1)(float s) { return _mm256_set1_ps(s); }
@@ -372,6 +379,13 @@ KINLINE vf KSUF(vload_n)(const float* p, int64_t n) {
 KINLINE vf KSUF(vload_n_or)(const float* p, int64_t n, vf fill) {
     for (int j = 0; j < n; ++j) fill.v[j] = p[j];
     return fill;
+}
+typedef struct { int32_t lo, hi; } vlanes;
+KINLINE vlanes KSUF(vlanes_range)(int64_t lo, int64_t hi) { vlanes m = {(int32_t)lo, (int32_t)hi}; return m; }
+KINLINE vf KSUF(vload_lanes)(const float* p, vlanes m) {
+    vf r;
+    for (int j = 0; j < VW; ++j) r.v[j] = j >= m.lo && j < m.hi ? p[j] : 0.0f;
+    return r;
 }
 KINLINE void KSUF(vstore)(float* p, vf v) { for (int j = 0; j < VW; ++j) p[j] = v.v[j]; }
 KINLINE void KSUF(vstore_n)(float* p, vf v, int64_t n) { for (int j = 0; j < n; ++j) p[j] = v.v[j]; }
@@ -1434,12 +1448,91 @@ static void KSUF(dw_nchw_direct)(const accel_dw_params* dp, const float* x, cons
     }
 }
 
+/* Q vectors of a 3x3 depthwise output row from input rows r0, r1, r2 (a zero row for padding
+ * rows), vector q at column ox + q * VW: bias, then the nine taps in (ky, kx) order, tap kx of
+ * vector q reading the lanes m[3 * q + kx] only (columns outside the input row load as
+ * zeros). Q independent FMA chains: a chain of nine FMAs is latency-bound alone. */
+KINLINE void KSUF(dw3_vectors)(const float* r0, const float* r1, const float* r2, const vf* wv, vf b,
+                               const vlanes* m, int64_t ox, const float* ar, KSUF(clamp) c, float* yr,
+                               int64_t ow, const int Q) {
+    vf acc[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < Q; ++q) acc[q] = b;
+    const float* rows[3] = {r0, r1, r2};
+#pragma GCC unroll 3
+    for (int ky = 0; ky < 3; ++ky) {
+#pragma GCC unroll 3
+        for (int kx = 0; kx < 3; ++kx) {
+            const vf wt = wv[ky * 3 + kx];
+#pragma GCC unroll 4
+            for (int q = 0; q < Q; ++q) {
+                acc[q] = KSUF(vfma)(wt, KSUF(vload_lanes)(rows[ky] + ox + q * VW + kx, m[3 * q + kx]), acc[q]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < Q; ++q) KSUF(dw_finish)(acc[q], ar, c, yr, ox + q * VW, ow);
+}
+
+#define DW3_MAX_VECTORS 32 /* output rows up to 32 vectors; wider ones take the sub-plane kernel */
+
+/* Depthwise NCHW 3x3 at column stride 1 and dilation 1 (rows: any stride and dilation): per
+ * output row, straight from the input rows, nothing copied, four vectors at a time. The sum
+ * runs in the sub-plane kernel's order (bias, then the taps in (ky, kx) order, padding taps
+ * adding 0 * w): both give the same bits. */
+static void KSUF(dw3_nchw)(const accel_dw_params* dp, const float* x, const float* w, float bias,
+                           const float* addend, float* y, int64_t oy0, int64_t oy1) {
+    const int64_t ow = dp->ow, iw = dp->iw, pl = dp->pl;
+    const int64_t nv = (ow + VW - 1) / VW;
+    const KSUF(clamp) c = KSUF(clamp_of)(dp->act);
+    const pn_activation_desc* after = KSUF(act_after)(dp->act);
+    const vf b = KSUF(vset1)(bias);
+    vf wv[9];
+    for (int t = 0; t < 9; ++t) wv[t] = KSUF(vset1)(w[t]);
+    vlanes m[3 * DW3_MAX_VECTORS];
+    for (int64_t v = 0; v < nv; ++v) { /* lane j of tap kx reads column v * VW + j + kx - pl */
+        for (int64_t kx = 0; kx < 3; ++kx) {
+            int64_t lo = pl - kx - v * VW, hi = iw + pl - kx - v * VW;
+            lo = lo < 0 ? 0 : lo > VW ? VW : lo;
+            hi = hi > VW ? VW : hi < lo ? lo : hi;
+            m[3 * v + kx] = KSUF(vlanes_range)(lo, hi);
+        }
+    }
+    float zero_row[DW3_MAX_VECTORS * VW + 2 * VW] KALIGN64;
+    for (int64_t j = 0; j < nv * VW + 2 * VW; ++j) zero_row[j] = 0.0f;
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+        float* yr = y + oy * ow;
+        const float* ar = addend != NULL ? addend + oy * ow : NULL;
+        const float* r[3];
+        for (int64_t ky = 0; ky < 3; ++ky) { /* r[ky] + column + pl: that column of the row */
+            int64_t iy = oy * dp->sh - dp->pt + ky * dp->dh;
+            r[ky] = iy >= 0 && iy < dp->ih ? x + iy * iw - pl : zero_row;
+        }
+        int64_t v = 0;
+        for (; v + 4 <= nv; v += 4) KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 4);
+        switch (nv - v) {
+            case 3: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 3); break;
+            case 2: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 2); break;
+            case 1: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 1); break;
+            default: break;
+        }
+        if (after != NULL) {
+            KSUF(activation)(after, yr, yr, ow);
+        }
+    }
+}
+
 /* Depthwise NCHW through the sub-plane buffer: per block of output rows, the flat weighted
  * sum (bias first, then the taps in (ky, kx) order; padding taps add 0 * w), then per row
  * + addend and the activation. */
 static void KSUF(dw_nchw)(const accel_dw_params* dp, const float* x, const float* w, float bias,
                           const float* addend, float* y, int64_t oy0, int64_t oy1) {
     const int64_t ow = dp->ow;
+    if (dp->kh == 3 && dp->kw == 3 && dp->sw == 1 && dp->dw == 1 && ow <= DW3_MAX_VECTORS * VW &&
+        dp->pl <= VW) {
+        KSUF(dw3_nchw)(dp, x, w, bias, addend, y, oy0, oy1);
+        return;
+    }
     int64_t pitch = 0;
     int64_t block = KSUF(subp_rows)(dp->kh, dp->kw, dp->sh, dp->sw, dp->dh, dp->dw, ow, &pitch);
     if (block == 0) {
