@@ -139,10 +139,12 @@ def test_mobilenet_v2_depthwise_and_narrow_layers_join_the_chain() -> None:
 
 
 @needs_avx512
-def test_a_narrow_input_starts_a_chain() -> None:
-    """A 3-channel input is read as one block of 3 by the first convolution of the chain."""
+@pytest.mark.parametrize("width", [10, 16, 37])
+def test_a_narrow_input_starts_a_chain(width: int) -> None:
+    """A 3-channel input is read as one block of 3 by the first convolution of the chain (an
+    RGB row is interleaved 16 pixels at a time: widths below, at and past a multiple of 16)."""
     net = Network("narrow")
-    x = net.add_input("x", (1, 3, 10, 10))
+    x = net.add_input("x", (2, 3, 10, width))
     h = net.add_convolution2d(x, rand(32, 3, 3, 3) / np.float32(5), rand(32), padding=1, name="stem")
     h = net.add_activation(h, "relu", name="relu")
     y = net.add_convolution2d(h, rand(16, 32, 3, 3) / np.float32(17), stride=2, padding=1, name="next")

@@ -79,6 +79,10 @@ static void pack_range(void* vctx, int64_t begin, int64_t end) {
         if (channels < ib) { /* the lanes past the last channel stay zero */
             memset(d, 0, (size_t)(t->w * ib) * sizeof(float));
         }
+        if (ib == 3 && channels == 3) { /* an RGB image: permutes instead of 16x16 transposes */
+            accel_nchwc_pack_row3_avx512(src, t->h * t->w, d, t->w);
+            continue;
+        }
         /* d[x * ib + ci] = src[ci * h * w + x]: a transposed store */
         gemm_store_t_avx512(src, t->h * t->w, d, ib, channels, t->w);
     }

@@ -111,6 +111,10 @@ typedef struct nchwc_tensor {
     float* data; /* 64-byte aligned */
 } nchwc_tensor;
 
+/* dst[3 * x + c] = src[c * plane + x] for x < w, c < 3: one row of a 3-channel NCHW image
+ * interleaved as a single block of 3 (an RGB input read by a chain's first convolution). */
+void accel_nchwc_pack_row3_avx512(const float* src, int64_t plane, float* dst, int64_t w);
+
 /* Writes NCHW `x` into t (every float of the storage: halo and channel padding zeroed).
  * This and accel_nchwc_unpack exist in builds with the x86 kernels only (their transposes are
  * gemm_store_t_avx512). */

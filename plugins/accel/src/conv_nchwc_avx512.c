@@ -448,6 +448,46 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
     }
 }
 
+/* ---- packing a 3-channel row ------------------------------------------------------------- */
+
+void accel_nchwc_pack_row3_avx512(const float* src, int64_t plane, float* dst, int64_t w) {
+    /* 16 pixels x 3 channels = 48 floats = 3 vectors; lane l of vector k is element 16k + l,
+     * pixel (16k + l) / 3, channel (16k + l) % 3: channels 0 and 1 come from one two-source
+     * permute, channel 2 is then permuted into its lanes. */
+    __m512i ab[3], cc[3];
+    __mmask16 cm[3];
+    for (int k = 0; k < 3; ++k) {
+        int32_t iab[16], ic[16];
+        unsigned m = 0;
+        for (int l = 0; l < 16; ++l) {
+            int e = 16 * k + l, px = e / 3, ch = e % 3;
+            iab[l] = ch == 1 ? 16 + px : px;
+            ic[l] = px;
+            m |= (unsigned)(ch == 2) << l;
+        }
+        ab[k] = _mm512_loadu_si512(iab);
+        cc[k] = _mm512_loadu_si512(ic);
+        cm[k] = (__mmask16)m;
+    }
+    for (int64_t x0 = 0; x0 < w; x0 += 16) {
+        const int64_t n = w - x0 < 16 ? w - x0 : 16;
+        const __mmask16 in = (__mmask16)((1u << n) - 1u);
+        const __m512 a = _mm512_maskz_loadu_ps(in, src + x0);
+        const __m512 b = _mm512_maskz_loadu_ps(in, src + plane + x0);
+        const __m512 c = _mm512_maskz_loadu_ps(in, src + 2 * plane + x0);
+        float* d = dst + 3 * x0;
+        for (int k = 0; k < 3; ++k) {
+            __m512 v = _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(a, ab[k], b), cm[k], cc[k], c);
+            const int64_t left = 3 * n - 16 * k; /* floats of this row chunk still to store */
+            if (left >= 16) {
+                _mm512_storeu_ps(d + 16 * k, v);
+            } else if (left > 0) {
+                _mm512_mask_storeu_ps(d + 16 * k, (__mmask16)((1u << left) - 1u), v);
+            }
+        }
+    }
+}
+
 /* ---- pooling ------------------------------------------------------------------------- */
 
 /* Taps of one axis inside the padded input (the AVERAGE/INCLUDE divisor's factor). */
