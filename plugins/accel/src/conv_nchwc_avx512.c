@@ -167,6 +167,8 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
         tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, PW, B);
     } else if (g->ib == B && g->sw == 2) {
         tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, PW, 2 * B);
+    } else if (g->ib == 3 && g->sw == 2) { /* an RGB input at stride 2 (the ResNet stem) */
+        tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, PW, 6);
     } else {
         tile_xs(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, PW, 0);
     }
