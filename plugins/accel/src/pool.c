@@ -13,10 +13,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
-#if defined(__linux__)
 #include <sched.h>
-#endif
+#include <unistd.h>
 
 /* Bound of the spin-waits before a thread sleeps on a condition variable (nanoseconds):
  * long enough to cover the gap between the parallel_for calls of one network run and between
@@ -31,6 +29,22 @@
 /* Parts per thread a parallel_for is split into (at most): threads that finish early claim
  * the parts of those that are slower or were descheduled, so uneven jobs still balance. */
 #define ACCEL_PARTS_PER_THREAD 4
+/* The part index of a claim no job reaches (parts <= 256 threads x 4 < 0xFFFF). */
+#define CLAIM_NONE 0xFFFFu
+
+/* Test builds only (tests/cpuacc/test_pool_race.py compiles this file with
+ * -DACCEL_POOL_TEST_PREEMPT): a worker yields its CPU at the points where being descheduled
+ * exposes a race in the protocol below, one time in three, so a stress loop meets them often. */
+#if defined(ACCEL_POOL_TEST_PREEMPT)
+static void preempt_point(void) {
+    static atomic_uint calls;
+    if (atomic_fetch_add(&calls, 1) % 3 == 0) {
+        sched_yield();
+    }
+}
+#else
+#define preempt_point() ((void)0)
+#endif
 
 struct accel_pool {
     int num_threads;           /* total, caller included */
@@ -40,11 +54,13 @@ struct accel_pool {
     pthread_mutex_t lock;      /* guards the sleeps and wake-ups below */
     pthread_cond_t wake;       /* sleeping workers wait for a new generation */
     pthread_cond_t done;       /* a sleeping caller waits for every part to finish */
-    /* Publication protocol (all seq_cst): the caller writes the job and resets `claim` and
-     * `finished`, then stores generation; a worker loads generation, then reads the job, then
-     * claims parts with a compare-exchange on `claim`, which carries the generation it is
-     * for, so a worker still looking at an older job claims nothing of a newer one (and drops
-     * what it read). A thread going to sleep first counts itself in `sleepers` / sets
+    /* Publication protocol (all seq_cst): the caller first makes `claim` unclaimable for the
+     * new generation (CLAIM_NONE), then writes the job, resets `finished`, sets `claim` to the
+     * new generation's part 0 and stores generation; a worker loads generation, then reads the
+     * job, then claims parts with a compare-exchange on `claim`, which carries the generation
+     * it is for, so a worker still looking at an older job claims nothing of a newer one (and
+     * drops what it read): any field of a newer job it read was written after that job's
+     * CLAIM_NONE, which its later load of `claim` therefore sees, or something newer. A thread going to sleep first counts itself in `sleepers` / sets
      * `caller_sleeping` under `lock`, then re-checks its condition; the other side changes
      * the condition, then looks at the counter and, if set, signals under `lock`. So a
      * wake-up is never lost and, when nobody sleeps, nobody takes `lock`. */
@@ -113,6 +129,7 @@ static void run_parts(accel_pool* p, uint64_t gen, accel_range_fn fn, void* ctx,
         if ((c >> 16) != gen || (int)(c & 0xFFFFu) >= parts) {
             return;
         }
+        preempt_point();
         if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) {
             continue;
         }
@@ -181,8 +198,13 @@ static void* worker_main(void* raw) {
             break;
         }
         seen = atomic_load(&p->generation);
-        run_parts(p, seen, atomic_load(&p->fn), atomic_load(&p->ctx), atomic_load(&p->n),
-                  atomic_load(&p->parts));
+        preempt_point();
+        accel_range_fn fn = atomic_load(&p->fn);
+        preempt_point();
+        void* ctx = atomic_load(&p->ctx);
+        preempt_point();
+        int64_t n = atomic_load(&p->n);
+        run_parts(p, seen, fn, ctx, n, atomic_load(&p->parts));
     }
     return NULL;
 }
@@ -287,6 +309,11 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
         return;
     }
     uint64_t gen = (atomic_load(&p->generation) + 1) & ((UINT64_C(1) << 48) - 1);
+    /* No part of any job is claimable while the job's fields change: a worker that read the
+     * previous generation and then some of these fields finds this claim (or the next), not
+     * its generation's, and claims nothing (it would otherwise claim part k >= the previous
+     * job's parts under the previous generation and run it with the new job's fields). */
+    atomic_store(&p->claim, ((uint_fast64_t)gen << 16) | CLAIM_NONE);
     atomic_store(&p->fn, fn);
     atomic_store(&p->ctx, ctx);
     atomic_store(&p->n, n);
