@@ -280,6 +280,11 @@ static void tile_rows_any(const nchwc_geom* g, const nchwc_view* x, const float*
     }
 }
 
+/* tile_xs over PW pixels of whole W-pixel rows from row r0 (constants), input stride 1 or 2. */
+#define ROWS_XS(PW, NB, W)                                                          \
+    (g->sw == 1 ? tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, B)           \
+                : tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, 2 * B))
+
 void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
                                   const float* bias, const nchwc_view* y,
                                   const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
@@ -303,42 +308,33 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
     int64_t per_tile = maxw / g->ow;
     for (int64_t r0 = oy0; r0 < oy0 + rows; r0 += per_tile) {
         int64_t nrows = oy0 + rows - r0 < per_tile ? oy0 + rows - r0 : per_tile;
+        const int pw = (int)(nrows * g->ow);
+        if (g->ib == B && (g->sw == 1 || g->sw == 2)) {
+            /* 7- and 14-pixel rows (the last stages of ResNet and MobileNetV2, one block of 14):
+             * whole rows at constant offsets, the last row of an odd count alone */
+            int done = 1;
+            if (g->ow == 14 && nb == 1 && pw == 28) ROWS_XS(28, 1, 14);
+            else if (g->ow == 14 && nb == 1 && pw == 14) ROWS_XS(14, 1, 14);
+            else if (g->ow == 7 && nb > 1 && pw == 14) ROWS_XS(14, 2, 7);
+            else if (g->ow == 7 && nb > 1 && pw == 7) ROWS_XS(7, 2, 7);
+            else if (g->ow == 7 && nb == 1 && pw == 28) ROWS_XS(28, 1, 7);
+            else if (g->ow == 7 && nb == 1 && pw == 7) ROWS_XS(7, 1, 7);
+            else done = 0;
+            if (done) continue;
+        }
         int64_t xoff[PW1_MAX], yoff[PW1_MAX], aoff[PW1_MAX];
-        int pw = 0;
+        int p = 0;
         for (int64_t r = r0; r < r0 + nrows; ++r) {
-            for (int64_t ox = 0; ox < g->ow; ++ox, ++pw) {
-                xoff[pw] = (r * g->sh * x->cols + ox * g->sw) * g->ib;
-                yoff[pw] = (r * y->cols + ox) * B;
-                aoff[pw] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
+            for (int64_t ox = 0; ox < g->ow; ++ox, ++p) {
+                xoff[p] = (r * g->sh * x->cols + ox * g->sw) * g->ib;
+                yoff[p] = (r * y->cols + ox) * B;
+                aoff[p] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
             }
-        }
-        if (g->ow == 14 && nb == 1 && g->ib == B && (g->sw == 1 || g->sw == 2)) {
-            /* two 14-pixel rows of one output block (or the last row alone): constant offsets */
-            if (pw == 28 && g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 14, B);
-            else if (pw == 28) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 14, 2 * B);
-            else if (g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 1, 14, B);
-            else tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 1, 14, 2 * B);
-            continue;
-        }
-        if (g->ow == 7 && g->ib == B && (g->sw == 1 || g->sw == 2) && pw == (nb > 1 ? 14 : 28)) {
-            /* 7-pixel rows (ResNet's and MobileNetV2's last stage): rows of constant offsets */
-            if (nb > 1 && g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 2, 7, B);
-            else if (nb > 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 14, 2, 7, 2 * B);
-            else if (g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 7, B);
-            else tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 28, 1, 7, 2 * B);
-            continue;
-        }
-        if (g->ow == 7 && g->ib == B && (g->sw == 1 || g->sw == 2) && pw == 7) {
-            /* the last row of an odd number of 7-pixel rows */
-            if (nb > 1 && g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 2, 7, B);
-            else if (nb > 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 2, 7, 2 * B);
-            else if (g->sw == 1) tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 1, 7, B);
-            else tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, 7, 1, 7, 2 * B);
-            continue;
         }
         tile_rows_any(g, x, wb, bias, y, epi, ob, nb, xoff, yoff, aoff, pw);
     }
 }
+#undef ROWS_XS
 
 /* ---- depthwise ------------------------------------------------------------------------ */
 

@@ -427,6 +427,15 @@ static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
 }
 #endif
 
+/* The lanes of a vector loaded at column `col` (lane l: column col + l) whose columns lie in
+ * [lo, hi): a mask for vload_lanes. */
+KINLINE vlanes KSUF(vlanes_in)(int64_t col, int64_t lo, int64_t hi) {
+    int64_t a = lo - col, b = hi - col;
+    a = a < 0 ? 0 : a > VW ? VW : a;
+    b = b > VW ? VW : b < a ? a : b;
+    return KSUF(vlanes_range)(a, b);
+}
+
 /* ---- Non-temporal output (accel_env.stream_bytes) -----------------------------------
  * For layers whose inputs and outputs together exceed the last-level cache: the output would
  * not stay cached for the next layer anyway, and storing it with non-temporal stores saves
@@ -1192,13 +1201,6 @@ static inline __attribute__((always_inline)) __mmask16 KSUF(w3_rows)(
     return nan;
 }
 
-/* Lanes l of a 16-float load at column `col` + l that lie in [lo, hi). */
-static inline __mmask16 KSUF(cols_in)(int64_t col, int64_t lo, int64_t hi) {
-    int64_t a = lo - col > 0 ? lo - col : 0, b = hi - col < 16 ? hi - col : 16;
-    if (b <= a) return 0;
-    return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
-}
-
 /* pool_nchw for MAX and AVERAGE with a 3-column window at column stride 2 (3x3 stride-2
  * pooling, the common case) and row dilation 1, in registers: per 16 output columns, the
  * window rows' 33 input columns are reduced down the rows into three vectors (columns
@@ -1246,8 +1248,8 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
             if (base >= 0 && base + 33 <= iw) {
                 nan = KSUF(w3_rows)(max, rows, nrows, iw, base, 1, 0, 0, 0, fill, &v0, &v1, &v2);
             } else {
-                const __mmask16 m0 = KSUF(cols_in)(base, 0, iw), m1 = KSUF(cols_in)(base + 16, 0, iw);
-                const __mmask16 m2 = KSUF(cols_in)(base + 32, 0, iw) & 1;
+                const __mmask16 m0 = KSUF(vlanes_in)(base, 0, iw), m1 = KSUF(vlanes_in)(base + 16, 0, iw);
+                const __mmask16 m2 = KSUF(vlanes_in)(base + 32, 0, iw) & 1;
                 nan = KSUF(w3_rows)(max, rows, nrows, iw, base, 0, m0, m1, m2, fill, &v0, &v1, &v2);
             }
             const __m512 e = _mm512_permutex2var_ps(v0, even, v1);
@@ -1491,12 +1493,7 @@ static void KSUF(dw3_nchw)(const accel_dw_params* dp, const float* x, const floa
     for (int t = 0; t < 9; ++t) wv[t] = KSUF(vset1)(w[t]);
     vlanes m[3 * DW3_MAX_VECTORS];
     for (int64_t v = 0; v < nv; ++v) { /* lane j of tap kx reads column v * VW + j + kx - pl */
-        for (int64_t kx = 0; kx < 3; ++kx) {
-            int64_t lo = pl - kx - v * VW, hi = iw + pl - kx - v * VW;
-            lo = lo < 0 ? 0 : lo > VW ? VW : lo;
-            hi = hi > VW ? VW : hi < lo ? lo : hi;
-            m[3 * v + kx] = KSUF(vlanes_range)(lo, hi);
-        }
+        for (int64_t kx = 0; kx < 3; ++kx) m[3 * v + kx] = KSUF(vlanes_in)(v * VW + kx - pl, 0, iw);
     }
     float zero_row[DW3_MAX_VECTORS * VW + 2 * VW] KALIGN64;
     for (int64_t j = 0; j < nv * VW + 2 * VW; ++j) zero_row[j] = 0.0f;
