@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import functools
 import os
@@ -93,7 +94,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per row and backend (default 1)")
     p.add_argument("--max-runs", type=int, default=None, help="timed samples at most (default 50)")
     p.add_argument("--rounds", type=int, default=None,
-                   help="alternating timing blocks per runtime (default 5; 1: one after the other)")
+                   help="alternating timing blocks per runtime (default 4; 1: one after the other)")
     p.add_argument("--tolerance", type=float, default=1e-3, help="max|plugnn - ort| / max|ort| allowed")
     p.add_argument("--list", action="store_true", help="list the rows and exit")
     return p.parse_args(argv)
@@ -232,13 +233,10 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
                     result.status, result.note = "error", f"{type(seconds).__name__}: {seconds}"
                 else:
                     finish(result, seconds, threads)
-            for result in results:
-                if result.threads == threads and result.backend != "onnxruntime" and ort_result.median_ms \
-                        and result.median_ms is not None:
+            for result in (r for r in results if r.threads == threads):
+                if result is not ort_result and ort_result.median_ms and result.median_ms is not None:
                     result.ratio_vs_ort = result.median_ms / ort_result.median_ms
-            for result in results:
-                if result.threads == threads:
-                    log(result)
+                log(result)
     return results
 
 
@@ -253,12 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no row matches {args.rows!r}", file=sys.stderr)
         return 2
     budget = timing.QUICK if args.quick else timing.Budget()
-    if args.budget is not None or args.max_runs is not None or args.rounds is not None:
-        budget = timing.Budget(warmup=budget.warmup, min_runs=min(budget.min_runs, args.max_runs or budget.max_runs),
-                               max_runs=args.max_runs or budget.max_runs,
-                               seconds=budget.seconds if args.budget is None else args.budget,
-                               min_sample=budget.min_sample,
-                               rounds=budget.rounds if args.rounds is None else args.rounds, pause=budget.pause)
+    overrides = {name: value for name, value in (("seconds", args.budget), ("max_runs", args.max_runs),
+                                                 ("rounds", args.rounds)) if value is not None}
+    if overrides:
+        budget = dataclasses.replace(budget, **overrides)
+        budget = dataclasses.replace(budget, min_runs=min(budget.min_runs, budget.max_runs))
     threads_list = ints(args.threads)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     with plugnn.Runtime() as probe:
