@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -191,17 +191,32 @@ class LoadedNetwork:
                         slots[key].append(step.slot(direction, index))
             self._steps.append(step)
         self._calls = [step.call for step in self._steps]
-        # What each run binds: (name, key, dtype, shape, slots) for inputs and outputs.
-        def plan_of(name: str, key: str) -> tuple[Any, ...]:
+        # What each run binds, per input then output: (slot, name, key, dtype, shape, native
+        # tensors, python list items, source). An output's source is where run() copies it from
+        # when it cannot be bound: ("in", input name) for a graph input exported as an output,
+        # ("out", output name) for a tensor exported twice, ("buffer", key) for a constant or a
+        # tensor no step writes; None when the output is bound to the caller's array.
+        def plan_of(slot: int, name: str, key: str, source: tuple[str, str] | None) -> tuple[Any, ...]:
             info = graph.infos[key]
             native = [target for target, index in slots[key] if index is None]
             python = [(target, index) for target, index in slots[key] if index is not None]
-            return name, key, np.dtype(info.dtype.numpy_name), info.shape, native, python
+            return slot, name, key, np.dtype(info.dtype.numpy_name), info.shape, native, python, source
 
-        self._input_plan = [plan_of(name, key) for name, key in graph.inputs.items()]
-        self._output_plan = [plan_of(name, key) for name, key in graph.outputs.items()]
-        self._input_names = set(graph.inputs)
-        self._output_names = set(graph.outputs)
+        self._input_plan = [plan_of(slot, name, key, None) for slot, (name, key) in enumerate(graph.inputs.items())]
+        input_of_key = {key: name for name, key in graph.inputs.items()}
+        bound_output_of_key: dict[str, str] = {}
+        self._output_plan: list[tuple[Any, ...]] = []
+        for slot, (name, key) in enumerate(graph.outputs.items(), start=len(self._input_plan)):
+            source: tuple[str, str] | None = None
+            if key in input_of_key:
+                source = ("in", input_of_key[key])
+            elif key in bound_output_of_key:
+                source = ("out", bound_output_of_key[key])
+            elif not slots.get(key):
+                source = ("buffer", key)
+            else:
+                bound_output_of_key[key] = name
+            self._output_plan.append(plan_of(slot, name, key, source))
         # (array, cffi buffer) bound at each input then output of the plan by the last run.
         self._bound: list[tuple[Any, Any]] = [(None, None)] * (len(self._input_plan) + len(self._output_plan))
 
@@ -282,17 +297,20 @@ class LoadedNetwork:
         An array that is the very object bound at the same place by the previous run, with the
         same shape, dtype and contiguity, is still bound: its tensors keep pointing at it (the
         cffi buffer kept in self._bound holds numpy's export lock, so its memory cannot move)."""
-        if len(inputs) != len(self._input_plan) or not self._input_names.issuperset(inputs):
+        # Every plan name looked up and as many names given as the plan has: the names match
+        # (an unknown or missing name fails a lookup or the count).
+        if len(inputs) != len(self._input_plan):
             self._name_error(inputs, outputs or {})
         bound = self._bound
-        current: dict[str, Any] = {}
         from_buffer = ffi.from_buffer
-        for slot, (name, key, dtype, shape, native, python) in enumerate(self._input_plan):
-            array = inputs[name]
+        for slot, name, key, dtype, shape, native, python, _ in self._input_plan:
+            try:
+                array = inputs[name]
+            except KeyError:
+                self._name_error(inputs, outputs or {})
             if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
                     or array.shape != shape or not array.flags.c_contiguous:
                 _checked(array, self._graph.infos[key], f"input {name!r}", writable=False)
-            current[key] = array
             if bound[slot][0] is array:
                 continue
             data = from_buffer(array, require_writable=False) if native else None
@@ -301,34 +319,36 @@ class LoadedNetwork:
             for target, index in python:
                 target[index] = array
             bound[slot] = (array, data)
-        if outputs and not self._output_names.issuperset(outputs):
-            self._name_error(inputs, outputs)
         results: dict[str, np.ndarray] = {}
         copies: list[tuple[np.ndarray, Any]] = []
-        slot = len(self._input_plan)
-        for name, key, dtype, shape, native, python in self._output_plan:
+        given = 0
+        for slot, name, key, dtype, shape, native, python, source in self._output_plan:
             array = outputs.get(name) if outputs else None
             if array is None:
                 array = np.empty(shape, dtype)
-            elif type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
-                    or array.shape != shape or not array.flags.c_contiguous or not array.flags.writeable:
-                _checked(array, self._graph.infos[key], f"output {name!r}", writable=True)
-            results[name] = array
-            if key in current or not (native or python):  # a graph input, a constant, a tensor exported twice
-                copies.append((array, current.get(key, self._buffers[key])))
             else:
-                current[key] = array
-                if bound[slot][0] is not array:
-                    data = from_buffer(array) if native else None
-                    for tensor in native:
-                        tensor.data = data
-                    for target, index in python:
-                        target[index] = array
-                    bound[slot] = (array, data)
-            slot += 1
+                given += 1
+                if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
+                        or array.shape != shape or not array.flags.c_contiguous or not array.flags.writeable:
+                    _checked(array, self._graph.infos[key], f"output {name!r}", writable=True)
+            results[name] = array
+            if source is not None:
+                kind, where = source
+                copies.append((array, inputs[where] if kind == "in" else results[where] if kind == "out"
+                               else self._buffers[where]))
+            elif bound[slot][0] is not array:
+                data = from_buffer(array) if native else None
+                for tensor in native:
+                    tensor.data = data
+                for target, index in python:
+                    target[index] = array
+                bound[slot] = (array, data)
+        if outputs and given != len(outputs):  # a name not in the plan (or given as None)
+            if not set(self._graph.outputs).issuperset(outputs):
+                self._name_error(inputs, outputs)
         return results, copies
 
-    def _name_error(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
+    def _name_error(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> NoReturn:
         graph = self._graph
         missing, unknown = set(graph.inputs) - set(inputs), set(inputs) - set(graph.inputs)
         if missing or unknown:

@@ -73,10 +73,11 @@ class _NativeChild:
         self._c = c_obj
         self._message = Message()
         self._destroy = weakref.finalize(self, _destroy_c, c_obj.destroy, c_obj, owner)
+        self.closed = False  # set by close(), the only way the C object goes before this one
         owner._adopt(self)
 
     def _fn(self, name: str) -> Any:
-        if not self._destroy.alive:
+        if self.closed:
             raise RuntimeClosedError(f"{type(self).__name__} of backend {self._owner.backend_id!r} is closed")
         fn = function(self._c, self._ctype, name)
         if fn is None:
@@ -90,6 +91,7 @@ class _NativeChild:
         check(status, self._message, self._owner.backend_id, call)
 
     def close(self) -> None:
+        self.closed = True
         self._destroy()
 
 
@@ -156,7 +158,7 @@ class BoundExecution:
 
     def __call__(self) -> None:
         workload = self._workload
-        if not workload._destroy.alive:
+        if workload.closed:
             raise RuntimeClosedError(f"workload of layer {workload.layer_name!r} is closed")
         status = self._call(workload._c, self._args, self._message.out)
         if status:

@@ -56,6 +56,7 @@ def test_device_backend_saw_copies_and_memory_lifecycle(runtime: Runtime) -> Non
 @pytest.mark.parametrize("inputs, message", [
     ({}, "network 'mlp' takes inputs ['x']; missing ['x']"),
     ({"x": np.zeros((3, 6), np.float32), "z": np.zeros(1)}, "unknown ['z']"),
+    ({"z": np.zeros((3, 6), np.float32)}, "missing ['x']; unknown ['z']"),  # as many names as inputs
     ({"x": np.zeros((3, 6), np.float64)}, "input 'x' must have dtype float32, got float64"),
     ({"x": np.zeros((3, 5), np.float32)}, "input 'x' must have shape (3, 6), got (3, 5)"),
     ({"x": np.zeros((6, 3), np.float32).T}, "input 'x' must be C-contiguous"),
@@ -71,6 +72,8 @@ def test_bad_inputs_name_the_tensor(loaded: LoadedNetwork, inputs, message: str)
 
 @pytest.mark.parametrize("outputs, message", [
     ({"nope": np.zeros(1)}, "has outputs ['hidden', 'y']; unknown ['nope']"),
+    ({"y": np.zeros((3, 4), np.float32), "nope": None}, "unknown ['nope']"),
+    ({"y": None, "hidden": None, "nope": np.zeros(1)}, "unknown ['nope']"),
     ({"y": np.zeros((3, 4), np.float64)}, "output 'y' must have dtype float32"),
     ({"y": np.zeros((3, 4), np.float32)[:, ::-1]}, "output 'y' must be C-contiguous"),
 ])
@@ -163,6 +166,28 @@ def test_identity_and_passthrough_outputs(runtime: Runtime) -> None:
     assert not np.shares_memory(out["same"], x_value)
     np.testing.assert_array_equal(out["abs"], np.abs(x_value))
     np.testing.assert_array_equal(out["eye"], np.eye(2))
+
+
+def test_preallocated_outputs_that_are_copies(runtime: Runtime) -> None:
+    """Outputs run() cannot bind (a graph input, a constant, a tensor exported under two names)
+    are copied into the caller's arrays, each run from that run's values; None allocates."""
+    net = Network("copies")
+    x = net.add_input("x", (2, 2))
+    absolute = net.add_activation(x, "abs", name="abs_layer")
+    net.add_output(absolute, "abs")
+    net.add_output(absolute, "abs_again")
+    net.add_output(x, "same")
+    net.add_output(net.add_constant(np.eye(2)), "eye")
+    loaded = runtime.load_network(optimize(net, runtime, ["CpuRef"]))
+    given = {name: np.full((2, 2), np.nan, np.float32) for name in ("abs", "abs_again", "same", "eye")}
+    for value in (np.array([[-1, 2], [3, -4]], np.float32), np.array([[5, -6], [-7, 8]], np.float32)):
+        out = loaded.run({"x": value}, {**given, "abs_again": None} if value[0, 0] > 0 else given)
+        np.testing.assert_array_equal(out["abs"], np.abs(value))
+        np.testing.assert_array_equal(out["abs_again"], np.abs(value))
+        np.testing.assert_array_equal(out["same"], value)
+        np.testing.assert_array_equal(out["eye"], np.eye(2))
+        assert all(out[name] is given[name] for name in ("abs", "same", "eye"))
+        assert (out["abs_again"] is given["abs_again"]) == (value[0, 0] < 0)
 
 
 def test_memory_plan_shares_intermediates(runtime: Runtime) -> None:
