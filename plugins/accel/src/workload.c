@@ -147,13 +147,7 @@ pn_status accel_workload_new(const accel_env* env, const pn_layer* layer, size_t
         op->desc.binary.fused_activation = NULL; /* borrowed: keep the copy below instead */
     }
     op->stream_out = accel_streams(env, layer);
-    if (fused != NULL) {
-        op->has_activation = 1;
-        op->activation.struct_size = (uint32_t)sizeof(pn_activation_desc);
-        op->activation.kind = fused->kind;
-        op->activation.alpha = fused->alpha;
-        op->activation.beta = fused->beta;
-    }
+    op->has_activation = accel_copy_activation(fused, &op->activation);
     *workload_out = pn_workload_new(op, op_execute, op_release, 0);
     if (*workload_out == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a %s "
