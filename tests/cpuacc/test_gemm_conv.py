@@ -30,7 +30,7 @@ from plugnn.tensor import TensorInfo
 
 from conformance.test_conv2d import conv2d_reference
 
-from .common import HAVE_CPUACC, check_every_config
+from .common import HAVE_CPUACC, check_every_config, run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -220,6 +220,42 @@ def test_fully_connected(runtimes, shape: str, constant_b: bool, transpose_b: bo
     expected = np.maximum(0.5 * (a.astype(np.float64).T @ b64) + 2.0 * c, 0)
     spec = layer(LayerKind.FULLY_CONNECTED, desc, [a, b, c], (m, n), constants=[1, 2] if constant_b else [2])
     check_conv(runtimes, spec, [a, b, c], expected)
+
+
+# A batch-1 fully connected layer with constant weights runs the GEMV kernels (no A packing,
+# no M padding); (n, k) around their four-panel groups (32 columns per panel in AVX-512, 16 in
+# AVX2), partial last panels and several K blocks.
+GEMV_SHAPES = [(1000, 1280), (5, 7), (33, 600), (97, 257), (160, 64), (129, 1)]
+
+
+@pytest.mark.parametrize("epilogue", ["none", "alpha, bias, relu"])
+@pytest.mark.parametrize("transpose_a", [False, True], ids=["a", "a^T"])
+@pytest.mark.parametrize("n, k", GEMV_SHAPES)
+def test_fully_connected_batch_1_equals_a_batch_row(runtimes, n: int, k: int, transpose_a: bool,  # type: ignore[no-untyped-def]
+                                                    epilogue: str) -> None:
+    """Batch 1 agrees with the float64 oracle, and to the bit with the same vector's row of a
+    batch of 3 (which runs the general GEMM micro-kernel), on every kernel set and thread count."""
+    rng = np.random.default_rng(n * 7919 + k)
+    rows = rng.standard_normal((3, k)).astype(np.float32)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    c = rng.standard_normal(n).astype(np.float32)
+    fused = epilogue != "none"
+    desc = FullyConnectedDescriptor(transpose_a=transpose_a, transpose_b=True, alpha=0.5 if fused else 1.0,
+                                    has_bias=fused, fused_activation=FUSED["relu"] if fused else None)
+
+    def spec_for(a: np.ndarray) -> tuple[LayerSpec, list[np.ndarray]]:
+        arrays = [a.T.copy() if transpose_a else a, b] + ([c] if fused else [])
+        return layer(LayerKind.FULLY_CONNECTED, desc, arrays, (a.shape[0], n), constants=[1, 2]), arrays
+
+    one, one_arrays = spec_for(rows[1:2])
+    batch, batch_arrays = spec_for(rows)
+    expected = rows[1:2].astype(np.float64) @ b.astype(np.float64).T
+    if fused:
+        expected = np.maximum(0.5 * expected + c, 0)
+    check_conv(runtimes, one, one_arrays, expected)
+    for (isa, threads), rt in runtimes.items():
+        np.testing.assert_array_equal(run(rt, one, one_arrays), run(rt, batch, batch_arrays)[1:2],
+                                      err_msg=f"n={n} k={k}: isa={isa} num_threads={threads}")
 
 
 @pytest.mark.parametrize("shape_a, shape_b", [((3, 37, 300), (300, 45)), ((2, 1, 130, 20), (3, 20, 530)),

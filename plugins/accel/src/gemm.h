@@ -46,11 +46,20 @@ typedef void (*gemm_store_t_fn)(const float* t, int64_t ldt, float* out, int64_t
 typedef void (*gemm_ukr_ind_fn)(int64_t kc, const float* const* rows, const int64_t* offs,
                                 const float* b, float* c, int64_t ldc, int accumulate);
 
+/* One row of C from a prepacked B (M == 1): y[0..cols) = (accumulate ? y : 0) + the kc
+ * elements a[p * as] times B rows [0, kc) of `panels` consecutive packed panels (panel r at
+ * b + r * nr * kc, [kc][nr]); cols <= panels * nr, columns past cols are not stored. Each
+ * element is summed in the micro-kernel's order (one fused multiply-add chain over p from
+ * zero, then + y), so a row comes out with the same bits as through the micro-kernel. */
+typedef void (*gemm_gemv_fn)(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
+                             float* y, int64_t cols, int accumulate);
+
 typedef struct gemm_arch {
     int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
     gemm_store_t_fn store_t;
     gemm_ukr_ind_fn ukr_ind; /* NULL: the arch has no indirect-A kernel */
+    gemm_gemv_fn gemv;       /* NULL: M == 1 runs through ukr like any M */
 } gemm_arch;
 
 /* An A operand read in place, never packed (arch->ukr_ind only): A[i][p] = x[base(i) + offs[p]]
@@ -141,6 +150,10 @@ void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_
                               const float* b, float* c, int64_t ldc, int accumulate);
 void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t* offs,
                             const float* b, float* c, int64_t ldc, int accumulate);
+void gemm_gemv_avx2_16(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
+                       float* y, int64_t cols, int accumulate);
+void gemm_gemv_avx512_32(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
+                         float* y, int64_t cols, int accumulate);
 void gemm_store_t_avx2(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,
                        int64_t cols);
 void gemm_store_t_avx512(const float* t, int64_t ldt, float* out, int64_t ldc, int64_t rows,

@@ -62,6 +62,37 @@ void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t*
     ukr_body(kc, NULL, r, offs, b, c, ldc, accumulate);
 }
 
+/* gemm_gemv_fn for 16-column panels: four panels at a time (eight independent chains), the
+ * last partial panel's columns masked. */
+void gemm_gemv_avx2_16(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
+                       float* y, int64_t cols, int accumulate) {
+    const int64_t stride = 16 * kc;
+    for (int64_t r0 = 0; r0 < panels; r0 += 4) {
+        const int np = panels - r0 < 4 ? (int)(panels - r0) : 4;
+        const float* bp = b + r0 * stride;
+        __m256 acc[8];
+        for (int q = 0; q < 8; ++q) acc[q] = _mm256_setzero_ps();
+        for (int64_t p = 0; p < kc; ++p) {
+            const __m256 av = _mm256_set1_ps(a[p * as]);
+            const float* bq = bp + p * 16;
+            for (int q = 0; q < np; ++q) {
+                acc[2 * q] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bq + q * stride), acc[2 * q]);
+                acc[2 * q + 1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bq + q * stride + 8), acc[2 * q + 1]);
+            }
+        }
+        for (int v = 0; v < 2 * np; ++v) {
+            const int64_t j = r0 * 16 + v * 8;
+            if (j >= cols) break;
+            const int64_t left = cols - j;
+            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left > 8 ? 8 : (int)left),
+                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            __m256 out = acc[v];
+            if (accumulate) out = _mm256_add_ps(out, _mm256_maskload_ps(y + j, m));
+            _mm256_maskstore_ps(y + j, m, out);
+        }
+    }
+}
+
 /* r[0..8) = the 8x8 transpose of r[0..8) (row k of the result = column k of the input). */
 static void transpose8(__m256 r[8]) {
     __m256 t[8];
