@@ -65,6 +65,22 @@ void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_
     ukr_body(7, kc, NULL, r, offs, b, c, ldc, accumulate);
 }
 
+/* acc[2q], acc[2q + 1] += the kc rows of panel q (q < np, panels `stride` floats apart)
+ * times a[p * as]; np a constant after inlining where it is 4. */
+static inline __attribute__((always_inline)) void gemv_panels(int64_t kc, const float* a, int64_t as,
+                                                              const float* bp, int64_t stride, const int np,
+                                                              __m512 acc[8]) {
+    for (int64_t p = 0; p < kc; ++p) {
+        const __m512 av = _mm512_set1_ps(a[p * as]);
+        const float* bq = bp + p * 32;
+#pragma GCC unroll 4
+        for (int q = 0; q < np; ++q) {
+            acc[2 * q] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq + q * stride), acc[2 * q]);
+            acc[2 * q + 1] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq + q * stride + 16), acc[2 * q + 1]);
+        }
+    }
+}
+
 /* gemm_gemv_fn for 32-column panels: four panels at a time (eight independent chains keep
  * the FMA units ahead of the B stream), the last partial panel's columns masked. */
 void gemm_gemv_avx512_32(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
@@ -72,28 +88,12 @@ void gemm_gemv_avx512_32(int64_t kc, const float* a, int64_t as, const float* b,
     const int64_t stride = 32 * kc;
     for (int64_t r0 = 0; r0 < panels; r0 += 4) {
         const int np = panels - r0 < 4 ? (int)(panels - r0) : 4;
-        const float* bp = b + r0 * stride;
         __m512 acc[8];
         for (int q = 0; q < 8; ++q) acc[q] = _mm512_setzero_ps();
         if (np == 4) {
-            for (int64_t p = 0; p < kc; ++p) {
-                const __m512 av = _mm512_set1_ps(a[p * as]);
-                const float* bq = bp + p * 32;
-#pragma GCC unroll 4
-                for (int q = 0; q < 4; ++q) {
-                    acc[2 * q] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq + q * stride), acc[2 * q]);
-                    acc[2 * q + 1] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq + q * stride + 16), acc[2 * q + 1]);
-                }
-            }
+            gemv_panels(kc, a, as, b + r0 * stride, stride, 4, acc);
         } else {
-            for (int64_t p = 0; p < kc; ++p) {
-                const __m512 av = _mm512_set1_ps(a[p * as]);
-                const float* bq = bp + p * 32;
-                for (int q = 0; q < np; ++q) {
-                    acc[2 * q] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq + q * stride), acc[2 * q]);
-                    acc[2 * q + 1] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq + q * stride + 16), acc[2 * q + 1]);
-                }
-            }
+            gemv_panels(kc, a, as, b + r0 * stride, stride, np, acc);
         }
         for (int v = 0; v < 2 * np; ++v) {
             const int64_t j = r0 * 32 + v * 16;
