@@ -2,7 +2,7 @@
 
     python scripts/bench/run.py [--quick] [--threads 1,2] [--backends CpuAcc,CpuRef]
                                 [--rows PATTERN] [--json OUT] [--markdown] [--include-slow]
-                                [--peak-gflops 112,219] [--peak-gbs G1,G2] [--budget S] [--max-runs N]
+                                [--peak-gflops G1,G2] [--peak-gbs G1,G2] [--budget S] [--max-runs N]
                                 [--rounds N]
 
 Every row is an ONNX model (cases.py): a single layer built with onnx.helper, or a synthetic
@@ -17,9 +17,9 @@ through run(outputs=...)), so what is timed is the run, not output allocation.
 Reported per row: median ms (timing.py: warm-up, then samples until the time budget or the
 run limit; onnxruntime and the plugnn backends of a row and thread count are timed in --rounds
 alternating blocks, so a slow phase of the machine falls on all of them), GFLOP/s (conv, gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows:
-bytes read + written), the fraction of the peak for T threads (GFLOP/s: --peak-gflops, the
-FMA peak the issue gives for this machine; GB/s: the STREAM-style add bandwidth measured at the
-start of the same run, machine.py, unless --peak-gbs is given), and the ratio
+bytes read + written), the fraction of the peak for T threads (GFLOP/s: the FMA peak of T
+threads, GB/s: the STREAM-style add bandwidth, both measured at the start of the same run by
+machine.py unless --peak-gflops / --peak-gbs are given), and the ratio
 plugnn median / onnxruntime median (below 1: plugnn is faster). Every plugnn output is checked
 against onnxruntime's: max|plugnn - ort| / max|ort| <= --tolerance (1e-3), else the row is
 marked MISMATCH and the exit status is 1. A backend the runtime does not have, or that
@@ -87,8 +87,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default=None, metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown too")
     p.add_argument("--include-slow", action="store_true", help="run CpuRef on the 224x224 end-to-end rows")
-    p.add_argument("--peak-gflops", default="112,219",
-                   help="peak float32 GFLOP/s for 1,2,... threads (default 112,219: Zen 4 AVX-512 FMA)")
+    p.add_argument("--peak-gflops", default=None,
+                   help="peak float32 GFLOP/s for 1,2,... threads (default: measured in this run, "
+                        "machine.fma_peak_gflops)")
     p.add_argument("--peak-gbs", default=None,
                    help="memory GB/s for 1,2,... threads (default: measured in this run, machine.stream_add_gbs)")
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per row and backend (default 1)")
@@ -264,12 +265,24 @@ def main(argv: list[str] | None = None) -> int:
     import onnxruntime
 
     started = time.perf_counter()
-    if args.peak_gbs is None:  # measured here, in this run (tiny arrays in --quick mode: a smoke test)
+    # Measured here, in this run (briefly in --quick mode: a smoke test), unless given.
+    peak_source = "given" if args.peak_gflops is not None else "measured: fma_peak.c"
+    if args.peak_gflops is None:
+        try:
+            args.peak_gflops = ",".join(
+                f"{machine.fma_peak_gflops(t, iterations=2_000_000 if args.quick else 40_000_000):.1f}"
+                for t in range(1, max(threads_list) + 1))
+        except machine.MachineProbeError as exc:
+            print(f"error: cannot measure the FMA peak ({exc}); give it with --peak-gflops", file=sys.stderr)
+            return 2
+    bandwidth_source = "given" if args.peak_gbs is not None else "measured: STREAM add, NumPy"
+    if args.peak_gbs is None:
         args.peak_gbs = ",".join(f"{machine.stream_add_gbs(t, mib=4 if args.quick else 256):.1f}"
                                  for t in range(1, max(threads_list) + 1))
     print(f"plugnn {plugnn.__version__ if hasattr(plugnn, '__version__') else '?'}: backends {available}; "
           f"onnxruntime {onnxruntime.__version__}; threads {threads_list}; {'quick' if args.quick else 'full'} mode; "
-          f"peaks {args.peak_gflops} GFLOP/s, {args.peak_gbs} GB/s (STREAM add, NumPy, 1,2,... threads)", flush=True)
+          f"peaks for 1,2,... threads: {args.peak_gflops} GFLOP/s ({peak_source}), "
+          f"{args.peak_gbs} GB/s ({bandwidth_source})", flush=True)
 
     def log(r: Result) -> None:
         print("  " + "  ".join(c for c in report.cells(r) if c != "-"), file=sys.stderr, flush=True)
