@@ -84,7 +84,9 @@ def conv_reference(x: np.ndarray, w: np.ndarray, case: Conv) -> np.ndarray:
 
 CONV_CASES = {
     # Orientation with constant weights (P = OH x OW, OC per group): T = P rows (transposed),
-    # N = OC rows, for portable / AVX2 / AVX-512.
+    # N = OC rows, for portable / AVX2 / AVX-512. On AVX-512, ungrouped convolutions with
+    # constant weights run the NCHW16c direct kernels instead (1x1 included); the grouped ones
+    # and those with weights given at run time keep the GEMM there.
     # P = 14x14 = 196, OC 32, K = 32*9 = 288 (2 K blocks). T / T / T.
     "3x3 same 14x14 oc32": Conv(1, 32, 14, 14, 32, (3, 3), padding=(1, 1, 1, 1)),
     # P = 8x8 = 64, OC 28, batch 2. N / T / T.
@@ -100,6 +102,8 @@ CONV_CASES = {
     "1x1 28x28": Conv(1, 300, 28, 28, 96, (1, 1)),
     # 1x1 direct, OC 130 on P = 9x9 = 81, batch 3. T / T / T.
     "1x1 9x9 batch 3": Conv(3, 64, 9, 9, 130, (1, 1)),
+    # 1x1 grouped: the GEMM reading x in place on AVX-512 too. OC 48 per group on P = 12x12 = 144.
+    "1x1 grouped 2": Conv(1, 64, 12, 12, 96, (1, 1), groups=2),
     # stride-2 7x7 (the ResNet stem shape, smaller): P = 16x16 = 256, OC 64. N / T / T.
     "7x7 stride 2": Conv(1, 3, 32, 32, 64, (7, 7), stride=(2, 2), padding=(3, 3, 3, 3)),
     # stride 3 x 1 asymmetric, groups 3 (OC 15 per group), P = 10x16 = 160, K = 4*5*3 = 60. N / T / T.

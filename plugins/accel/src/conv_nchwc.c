@@ -222,9 +222,10 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     if (ib == 0 || !accel_nchwc_blocks_pay(o) || n * oh * ow * kh * kw == 0) {
         return PN_OK;
     }
-    if (kh * kw == 1) {
-        return PN_OK; /* a lone 1x1 convolution: the GEMM reads x in place, no conversions */
-    }
+    /* A lone 1x1 convolution runs here too, conversions at both edges included: on a Zen 5
+     * core, 256 -> 1024 on 14 x 14 took 450 us against 640 through the GEMM, which reads x in
+     * place (onnxruntime 430); 1024 -> 256 on 14 x 14 450 against 627, 16 -> 96 on 112 x 112
+     * 395 against 538; only 64 -> 256 on 56 x 56 was slower (616 against 577 us, one thread). */
     nchwc_state* s = (nchwc_state*)calloc(1, sizeof(*s));
     if (s == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
