@@ -79,6 +79,9 @@ DW_CASES = {
     "3x3 s2 plane 2501 wide": Dw(1, 2, 4, 2501, stride=(2, 2)),
     "3x5 rows dilated 2, 3 columns": Dw(1, 2, 11, 37, kernel=(5, 3), padding=(4, 1, 4, 1), dilation=(2, 1)),
     "no padding": Dw(1, 3, 7, 9, padding=(0, 0, 0, 0)),
+    # ow = 32: the last output vector's right taps read columns 32 and 33, past its own lanes
+    "3x3 s1 no padding width 34": Dw(1, 3, 5, 34, padding=(0, 0, 0, 0)),
+    "3x3 s1 right padding only width 31": Dw(1, 2, 4, 31, padding=(0, 0, 0, 3)),
     "asymmetric padding": Dw(1, 3, 8, 10, kernel=(3, 5), padding=(0, 2, 1, 3)),
     "padding >= kernel": Dw(1, 2, 5, 6, kernel=(2, 2), padding=(3, 4, 2, 3)),
     "stride 2x3 dilation 2x1": Dw(2, 3, 13, 17, stride=(2, 3), padding=(2, 1, 2, 1), dilation=(2, 1)),
