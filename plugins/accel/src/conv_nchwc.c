@@ -151,9 +151,14 @@ typedef struct nchwc_run {
     const nchwc_state* s;
     nchwc_tensor x, y;
     nchwc_epilogue epi;
+    const pack_ctx* unpack; /* y into the caller's NCHW output, with the addend and activation */
 } nchwc_run;
 
-/* Jobs [begin, end), job = (image, output block pair, output row group). */
+/* Jobs [begin, end), job = (image, output block pair, output row group): the pair's rows, then
+ * those rows unpacked into the NCHW output while they are still in the core's caches, instead
+ * of a pass over all of y after a barrier. Benchmark rows, two threads, two runs each way:
+ * 7x7 stem 0.625-0.636 -> 0.550-0.559 ms, 1x1 256 -> 1024 on 14x14 0.272-0.313 -> 0.251-0.302,
+ * 3x3 64 on 56x56 0.564-0.566 -> 0.497-0.553; one thread the same within 2 %. */
 static void compute_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_run* r = (const nchwc_run*)vctx;
     const nchwc_geom* g = &r->s->g;
@@ -164,8 +169,12 @@ static void compute_range(void* vctx, int64_t begin, int64_t end) {
         int64_t ob = pair * 2;
         nchwc_view xv = {r->x.data + n * r->x.image_floats, r->x.rows, r->x.cols};
         nchwc_view yv = {r->y.data + n * r->y.image_floats, r->y.rows, r->y.cols};
-        accel_nchwc_conv_rows_avx512(g, &xv, r->s->wb, r->s->bias, &yv, &r->epi, ob,
-                                     g->ocb - ob >= 2 ? 2 : 1, oy, g->oh - oy < rpj ? g->oh - oy : rpj);
+        int64_t nb = g->ocb - ob >= 2 ? 2 : 1, rows = g->oh - oy < rpj ? g->oh - oy : rpj;
+        accel_nchwc_conv_rows_avx512(g, &xv, r->s->wb, r->s->bias, &yv, &r->epi, ob, nb, oy, rows);
+        for (int64_t b = 0; b < nb; ++b) { /* unpack rows are (image, block, image row) */
+            int64_t row0 = (n * r->y.cb + ob + b) * r->y.h + oy;
+            unpack_range((void*)r->unpack, row0, row0 + rows);
+        }
     }
 }
 
@@ -188,16 +197,17 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
             return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution2d addend has no data");
         }
     }
-    nchwc_run r = {s, s->x, s->y, {{NULL, 0, 0}, -INFINITY, INFINITY}};
+    nchwc_run r = {s, s->x, s->y, {{NULL, 0, 0}, -INFINITY, INFINITY}, NULL};
     r.x.data = align64((float*)args->workspace);
     r.y.data = align64(r.x.data + s->x.n * s->x.image_floats);
+    pack_ctx unpack = {&r.y, NULL, (float*)args->outputs[0].data, addend, s->has_act ? &s->act : NULL,
+                       s->env.isa, accel_kernels_for(s->env.isa)};
+    r.unpack = &unpack;
     accel_nchwc_pack(s->env.pool, (const float*)args->inputs[0].data, &r.x);
     int64_t rpj = accel_nchwc_rows_per_job(s->g.ow, s->g.ocb);
     int64_t per_job = 2 * s->g.kh * s->g.kw * s->g.cb * s->g.ib * (s->g.ocb >= 2 ? 2 : 1) * B * s->g.ow * rpj;
     accel_parallel_for_grain(s->env.pool, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
                              ACCEL_NCHWC_MIN_PART_FLOPS / per_job + 1, compute_range, &r);
-    accel_nchwc_unpack(s->env.pool, s->env.isa, &r.y, (float*)args->outputs[0].data, addend,
-                       s->has_act ? &s->act : NULL);
     return PN_OK;
 }
 
