@@ -1581,10 +1581,27 @@ static void KSUF(dw_nchw_direct)(const accel_dw_params* dp, const float* x, cons
     }
 }
 
+#if defined(__AVX512F__)
+/* Lanes kx.. of lo followed by lanes of hi (valignd): tap kx of a vector from its tap-0 vector
+ * and the next one. */
+KINLINE vf KSUF(dw3_shift)(vf lo, vf hi, const int kx) {
+    const __m512i l = _mm512_castps_si512(lo), h = _mm512_castps_si512(hi);
+    return _mm512_castsi512_ps(kx == 1 ? _mm512_alignr_epi32(h, l, 1) : _mm512_alignr_epi32(h, l, 2));
+}
+#define DW3_MASKS 1 /* masks per vector: tap 0's (the others are shifted out of it) */
+#else
+#define DW3_MASKS 3 /* masks per vector: one per tap kx */
+#endif
+
 /* Q vectors of a 3x3 depthwise output row from input rows r0, r1, r2 (a zero row for padding
- * rows), vector q at column ox + q * VW: bias, then the nine taps in (ky, kx) order, tap kx of
- * vector q reading the lanes m[3 * q + kx] only (columns outside the input row load as
- * zeros). Q independent FMA chains: a chain of nine FMAs is latency-bound alone. */
+ * rows), vector q at column ox + q * VW: bias, then the nine taps in (ky, kx) order (columns
+ * outside the input row read as zeros), Q independent FMA chains (a chain of nine FMAs is
+ * latency-bound alone). m: DW3_MASKS lane masks per vector from vector 0 of the call, for the
+ * AVX-512 build one more. AVX-512 loads each row's tap-0 vectors a[q] (plus a[Q]) once and
+ * shifts tap kx of vector q out of a[q] and a[q + 1]: 3 (Q + 1) loads and 6 Q shuffles per Q
+ * vectors instead of 9 Q unaligned masked loads (the row was load-bound: 144 x 56 x 56, one Zen
+ * 5 core, 172-176 -> 108-111 us; onnxruntime 133-153). The other builds load each tap, lanes
+ * m[3 * q + kx]. Either way the same products in the same order: the same bits. */
 KINLINE void KSUF(dw3_vectors)(const float* r0, const float* r1, const float* r2, const vf* wv, vf b,
                                const vlanes* m, int64_t ox, const float* ar, KSUF(clamp) c, float* yr,
                                int64_t ow, const int Q) {
@@ -1594,40 +1611,7 @@ KINLINE void KSUF(dw3_vectors)(const float* r0, const float* r1, const float* r2
     const float* rows[3] = {r0, r1, r2};
 #pragma GCC unroll 3
     for (int ky = 0; ky < 3; ++ky) {
-#pragma GCC unroll 3
-        for (int kx = 0; kx < 3; ++kx) {
-            const vf wt = wv[ky * 3 + kx];
-#pragma GCC unroll 4
-            for (int q = 0; q < Q; ++q) {
-                acc[q] = KSUF(vfma)(wt, KSUF(vload_lanes)(rows[ky] + ox + q * VW + kx, m[3 * q + kx]), acc[q]);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int q = 0; q < Q; ++q) KSUF(dw_finish)(acc[q], ar, c, yr, ox + q * VW, ow);
-}
-
 #if defined(__AVX512F__)
-/* dw3_vectors reading each input row once: the kx = 0 vectors a[q] (columns ox + q * VW - pl
- * on, zeros outside the row) and one more, a[Q]; tap kx of vector q is lanes kx.. of a[q]
- * followed by a[q + 1] (valignd), not another unaligned masked load. 3 (Q + 1) loads and 6 Q
- * shuffles per row of Q vectors instead of 9 Q loads: the 3x3 depthwise row was load-bound
- * (144 x 56 x 56, one Zen 5 core: 172-176 us, onnxruntime 133-139). The same products in the
- * same order: the same bits. m[q] = the lanes of a[q] inside the row. */
-KINLINE vf KSUF(dw3_shift)(vf lo, vf hi, const int kx) {
-    const __m512i l = _mm512_castps_si512(lo), h = _mm512_castps_si512(hi);
-    return _mm512_castsi512_ps(kx == 1 ? _mm512_alignr_epi32(h, l, 1) : _mm512_alignr_epi32(h, l, 2));
-}
-
-KINLINE void KSUF(dw3_vectors_shift)(const float* r0, const float* r1, const float* r2, const vf* wv,
-                                     vf b, const vlanes* m, int64_t ox, const float* ar, KSUF(clamp) c,
-                                     float* yr, int64_t ow, const int Q) {
-    vf acc[4];
-#pragma GCC unroll 4
-    for (int q = 0; q < Q; ++q) acc[q] = b;
-    const float* rows[3] = {r0, r1, r2};
-#pragma GCC unroll 3
-    for (int ky = 0; ky < 3; ++ky) {
         vf a[5];
 #pragma GCC unroll 5
         for (int q = 0; q <= Q; ++q) a[q] = KSUF(vload_lanes)(rows[ky] + ox + q * VW, m[q]);
@@ -1637,11 +1621,20 @@ KINLINE void KSUF(dw3_vectors_shift)(const float* r0, const float* r1, const flo
         for (int q = 0; q < Q; ++q) acc[q] = KSUF(vfma)(wv[ky * 3 + 1], KSUF(dw3_shift)(a[q], a[q + 1], 1), acc[q]);
 #pragma GCC unroll 4
         for (int q = 0; q < Q; ++q) acc[q] = KSUF(vfma)(wv[ky * 3 + 2], KSUF(dw3_shift)(a[q], a[q + 1], 2), acc[q]);
+#else
+#pragma GCC unroll 3
+        for (int kx = 0; kx < 3; ++kx) {
+            const vf wt = wv[ky * 3 + kx];
+#pragma GCC unroll 4
+            for (int q = 0; q < Q; ++q) {
+                acc[q] = KSUF(vfma)(wt, KSUF(vload_lanes)(rows[ky] + ox + q * VW + kx, m[3 * q + kx]), acc[q]);
+            }
+        }
+#endif
     }
 #pragma GCC unroll 4
     for (int q = 0; q < Q; ++q) KSUF(dw_finish)(acc[q], ar, c, yr, ox + q * VW, ow);
 }
-#endif
 
 #define DW3_MAX_VECTORS 32 /* output rows up to 32 vectors; wider ones take the sub-plane kernel */
 
@@ -1658,15 +1651,10 @@ static void KSUF(dw3_nchw)(const accel_dw_params* dp, const float* x, const floa
     const vf b = KSUF(vset1)(bias);
     vf wv[9];
     for (int t = 0; t < 9; ++t) wv[t] = KSUF(vset1)(w[t]);
-#if defined(__AVX512F__)
-    vlanes m0[DW3_MAX_VECTORS + 1]; /* lane j of vector v (tap 0) reads column v * VW + j - pl */
-    for (int64_t v = 0; v <= nv; ++v) m0[v] = KSUF(vlanes_in)(v * VW - pl, 0, iw);
-#else
-    vlanes m[3 * DW3_MAX_VECTORS];
-    for (int64_t v = 0; v < nv; ++v) { /* lane j of tap kx reads column v * VW + j + kx - pl */
-        for (int64_t kx = 0; kx < 3; ++kx) m[3 * v + kx] = KSUF(vlanes_in)(v * VW + kx - pl, 0, iw);
+    vlanes m[DW3_MASKS * (DW3_MAX_VECTORS + 1)];
+    for (int64_t v = 0; v <= nv; ++v) { /* lane j of tap kx reads column v * VW + j + kx - pl */
+        for (int64_t kx = 0; kx < DW3_MASKS; ++kx) m[DW3_MASKS * v + kx] = KSUF(vlanes_in)(v * VW + kx - pl, 0, iw);
     }
-#endif
     float zero_row[DW3_MAX_VECTORS * VW + 2 * VW] KALIGN64;
     for (int64_t j = 0; j < nv * VW + 2 * VW; ++j) zero_row[j] = 0.0f;
     for (int64_t oy = oy0; oy < oy1; ++oy) {
@@ -1678,23 +1666,14 @@ static void KSUF(dw3_nchw)(const accel_dw_params* dp, const float* x, const floa
             r[ky] = iy >= 0 && iy < dp->ih ? x + iy * iw - pl : zero_row;
         }
         int64_t v = 0;
-#if defined(__AVX512F__)
-        for (; v + 4 <= nv; v += 4) KSUF(dw3_vectors_shift)(r[0], r[1], r[2], wv, b, m0 + v, v * VW, ar, c, yr, ow, 4);
+        const vlanes* mv = m;
+        for (; v + 4 <= nv; v += 4, mv += 4 * DW3_MASKS) KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, mv, v * VW, ar, c, yr, ow, 4);
         switch (nv - v) {
-            case 3: KSUF(dw3_vectors_shift)(r[0], r[1], r[2], wv, b, m0 + v, v * VW, ar, c, yr, ow, 3); break;
-            case 2: KSUF(dw3_vectors_shift)(r[0], r[1], r[2], wv, b, m0 + v, v * VW, ar, c, yr, ow, 2); break;
-            case 1: KSUF(dw3_vectors_shift)(r[0], r[1], r[2], wv, b, m0 + v, v * VW, ar, c, yr, ow, 1); break;
+            case 3: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, mv, v * VW, ar, c, yr, ow, 3); break;
+            case 2: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, mv, v * VW, ar, c, yr, ow, 2); break;
+            case 1: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, mv, v * VW, ar, c, yr, ow, 1); break;
             default: break;
         }
-#else
-        for (; v + 4 <= nv; v += 4) KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 4);
-        switch (nv - v) {
-            case 3: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 3); break;
-            case 2: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 2); break;
-            case 1: KSUF(dw3_vectors)(r[0], r[1], r[2], wv, b, m + 3 * v, v * VW, ar, c, yr, ow, 1); break;
-            default: break;
-        }
-#endif
         if (after != NULL) {
             KSUF(activation)(after, yr, yr, ow);
         }
