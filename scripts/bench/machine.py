@@ -1,17 +1,21 @@
 """What the machine can do, measured in the benchmark's own run: FMA peak and memory bandwidth.
 
-fma_peak_gflops(T) builds fma_peak.c (next to this file) with the system C compiler (`$CC`, else
-`cc`) at -O2 -march=native, so it uses the widest vectors this CPU has, and runs it on T threads:
-independent multiply-add chains in registers, the best of `repeats` runs as GFLOP/s. It is the
-peak the compute-bound rows are compared with when --peak-gflops is not given (the issue's
-"112 GFLOP/s on one core" was measured on a Zen 4, which splits a 512-bit FMA in two halves; a
-core that does not reaches about twice that).
+Both probes are small C programs next to this file, built with the system C compiler (`$CC`, else
+`cc`) at -march=native, so they use the widest vectors this CPU has, and run on T threads that
+start together behind a barrier; each reports the best of `repeats` runs.
 
-stream_add_gbs(T) times c = a + b (NumPy, float32) over arrays of 256 MiB each, far larger than
-any cache, split into T contiguous parts run by T Python threads (NumPy releases the GIL inside
-the ufunc loop), and reports the best of `repeats` runs as GB/s of bytes read + written (3 x 256
-MiB per run), the way STREAM's "add" counts them. It is the bandwidth the memory-bound rows are
-compared with when --peak-gbs is not given.
+fma_peak_gflops(T) runs fma_peak.c (-O2): independent multiply-add chains in registers, as
+GFLOP/s. It is the peak the compute-bound rows are compared with when --peak-gflops is not given
+(the issue's "112 GFLOP/s on one core" was measured on a Zen 4, which splits a 512-bit FMA in two
+halves; a core that does not reaches about twice that).
+
+stream_add_gbs(T) runs stream_add.c (-O3, so its loop is vectorized): STREAM's "add", c = a + b
+over float32 arrays of 256 MiB each, split into T contiguous parts, with plain stores, reported
+as GB/s of bytes read + written (3 x 256 MiB per run; the reads of each written line that plain
+stores cause are not counted, as in STREAM). It is the bandwidth the memory-bound rows are
+compared with when --peak-gbs is not given. (Until 2026-11-24 this was NumPy's add run from T
+Python threads; on this 2-core VM that read 31-33 GB/s on one thread, above the C loop's 26-28,
+and 32-37 on two, below the C loop's 34-44.)
 """
 
 from __future__ import annotations
@@ -21,66 +25,62 @@ import os
 import shlex
 import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-import numpy as np
-
-FMA_PEAK_SOURCE = Path(__file__).resolve().parent / "fma_peak.c"
+PROBE_DIR = Path(__file__).resolve().parent
 
 
 class MachineProbeError(RuntimeError):
     """A measurement of the machine could not be made (no C compiler, the probe failed)."""
 
 
-@functools.lru_cache(maxsize=1)
-def _fma_peak_binary() -> Path:
-    out = Path(tempfile.mkdtemp(prefix="plugnn-bench-")) / "fma_peak"
+@functools.lru_cache(maxsize=None)
+def _probe_binary(name: str, optimization: str) -> Path:
+    """Build `name`.c (next to this file) once per process; the path of the executable."""
+    source = PROBE_DIR / f"{name}.c"
+    out = Path(tempfile.mkdtemp(prefix="plugnn-bench-")) / name
     compiler = shlex.split(os.environ.get("CC", "cc"))
-    command = [*compiler, "-O2", "-march=native", "-pthread", str(FMA_PEAK_SOURCE), "-o", str(out)]
+    command = [*compiler, optimization, "-march=native", "-pthread", str(source), "-o", str(out)]
     try:
         built = subprocess.run(command, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise MachineProbeError(f"cannot build {FMA_PEAK_SOURCE.name} with {' '.join(command)}: {exc}") from exc
+        raise MachineProbeError(f"cannot build {source.name} with {' '.join(command)}: {exc}") from exc
     if built.returncode != 0:
-        raise MachineProbeError(f"cannot build {FMA_PEAK_SOURCE.name} with {' '.join(command)}:\n"
+        raise MachineProbeError(f"cannot build {source.name} with {' '.join(command)}:\n"
                                 f"{built.stderr.strip()}")
+    return out
+
+
+def _fma_peak_binary() -> Path:
+    return _probe_binary("fma_peak", "-O2")
+
+
+def _stream_add_binary() -> Path:
+    return _probe_binary("stream_add", "-O3")
+
+
+def _run_probe(binary: Path, args: list[str], fields: int) -> list[str]:
+    try:
+        ran = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MachineProbeError(f"{binary} failed: {exc}") from exc
+    out = ran.stdout.split()
+    if ran.returncode != 0 or len(out) != fields:
+        raise MachineProbeError(f"{binary} {' '.join(args)} exited {ran.returncode}: "
+                                f"{ran.stdout.strip()} {ran.stderr.strip()}")
     return out
 
 
 def fma_peak_gflops(threads: int, iterations: int = 40_000_000, repeats: int = 5) -> float:
     """Peak float32 GFLOP/s of `threads` threads (fma_peak.c; about 0.15 s per repeat)."""
-    binary = _fma_peak_binary()
-    try:
-        ran = subprocess.run([str(binary), str(threads), str(iterations), str(repeats)],
-                             capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise MachineProbeError(f"{binary} failed: {exc}") from exc
-    fields = ran.stdout.split()
-    if ran.returncode != 0 or len(fields) != 3:
-        raise MachineProbeError(f"{binary} {threads} {iterations} {repeats} exited {ran.returncode}: "
-                                f"{ran.stdout.strip()} {ran.stderr.strip()}")
-    return float(fields[0])
+    out = _run_probe(_fma_peak_binary(), [str(threads), str(iterations), str(repeats)], 3)
+    return float(out[0])
 
 
 def stream_add_gbs(threads: int, mib: int = 256, repeats: int = 5) -> float:
-    n = mib * 1024 * 1024 // 4
-    a = np.ones(n, np.float32)
-    b = np.ones(n, np.float32)
-    c = np.empty(n, np.float32)
-    bounds = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
-
-    def part(lo: int, hi: int) -> None:
-        np.add(a[lo:hi], b[lo:hi], out=c[lo:hi])
-
-    best = float("inf")
-    for _ in range(repeats):
-        workers = [threading.Thread(target=part, args=bound) for bound in bounds]
-        start = time.perf_counter()
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        best = min(best, time.perf_counter() - start)
-    return 3 * n * 4 / best / 1e9
+    """STREAM add GB/s of `threads` threads over three arrays of `mib` MiB (stream_add.c)."""
+    out = _run_probe(_stream_add_binary(), [str(threads), str(mib), str(repeats)], 2)
+    expected = 2 * (mib * 1024 * 1024 // 4)
+    if float(out[1]) != expected:
+        raise MachineProbeError(f"stream_add.c computed a wrong sum: {out[1]}, expected {expected}")
+    return float(out[0])

@@ -91,7 +91,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="peak float32 GFLOP/s for 1,2,... threads (default: measured in this run, "
                         "machine.fma_peak_gflops)")
     p.add_argument("--peak-gbs", default=None,
-                   help="memory GB/s for 1,2,... threads (default: measured in this run, machine.stream_add_gbs)")
+                   help="memory GB/s for 1,2,... threads (default: measured in this run, STREAM add in C: "
+                        "machine.stream_add_gbs)")
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per row and backend (default 1)")
     p.add_argument("--max-runs", type=int, default=None, help="timed samples at most (default 50)")
     p.add_argument("--rounds", type=int, default=None,
@@ -275,10 +276,14 @@ def main(argv: list[str] | None = None) -> int:
         except machine.MachineProbeError as exc:
             print(f"error: cannot measure the FMA peak ({exc}); give it with --peak-gflops", file=sys.stderr)
             return 2
-    bandwidth_source = "given" if args.peak_gbs is not None else "measured: STREAM add, NumPy"
+    bandwidth_source = "given" if args.peak_gbs is not None else "measured: stream_add.c"
     if args.peak_gbs is None:
-        args.peak_gbs = ",".join(f"{machine.stream_add_gbs(t, mib=4 if args.quick else 256):.1f}"
-                                 for t in range(1, max(threads_list) + 1))
+        try:
+            args.peak_gbs = ",".join(f"{machine.stream_add_gbs(t, mib=4 if args.quick else 256):.1f}"
+                                     for t in range(1, max(threads_list) + 1))
+        except machine.MachineProbeError as exc:
+            print(f"error: cannot measure the memory bandwidth ({exc}); give it with --peak-gbs", file=sys.stderr)
+            return 2
     print(f"plugnn {plugnn.__version__ if hasattr(plugnn, '__version__') else '?'}: backends {available}; "
           f"onnxruntime {onnxruntime.__version__}; threads {threads_list}; {'quick' if args.quick else 'full'} mode; "
           f"peaks for 1,2,... threads: {args.peak_gflops} GFLOP/s ({peak_source}), "

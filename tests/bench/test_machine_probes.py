@@ -1,4 +1,5 @@
-"""scripts/bench/machine.py: the FMA peak probe (fma_peak.c) builds, runs and fails clearly.
+"""scripts/bench/machine.py: the FMA peak (fma_peak.c) and bandwidth (stream_add.c) probes build, run
+and fail clearly.
 
 Only that a figure comes out and that it is a plausible number is checked, never its size
 against a goal: timing belongs to the benchmark, not to the test suite.
@@ -24,10 +25,10 @@ _spec.loader.exec_module(machine)
 
 @pytest.fixture
 def fresh_build(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """The probe's binary is built once per process: forget it before and after the test."""
-    machine._fma_peak_binary.cache_clear()
+    """The probes' binaries are built once per process: forget them before and after the test."""
+    machine._probe_binary.cache_clear()
     yield monkeypatch
-    machine._fma_peak_binary.cache_clear()
+    machine._probe_binary.cache_clear()
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -37,18 +38,42 @@ def test_fma_peak_is_a_positive_finite_rate(fresh_build: pytest.MonkeyPatch, thr
     assert 1.0 < gflops < 10_000.0 * threads, gflops
 
 
-def test_probe_rejects_bad_arguments(fresh_build: pytest.MonkeyPatch) -> None:
-    binary = machine._fma_peak_binary()
-    for args in (["0", "10", "1"], ["1", "0", "1"], ["1", "10", "0"], ["1", "10"], ["x", "10", "1"]):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_stream_add_is_a_positive_finite_rate(fresh_build: pytest.MonkeyPatch, threads: int) -> None:
+    # 3 x 8 MiB: past the first-level caches; stream_add_gbs checks the probe's sum of c itself
+    gbs = machine.stream_add_gbs(threads, mib=8, repeats=2)
+    # any machine this runs on moves between 0.1 and 100 000 GB/s
+    assert 0.1 < gbs < 100_000.0, gbs
+
+
+def test_stream_add_sums_what_it_added(fresh_build: pytest.MonkeyPatch) -> None:
+    ran = subprocess.run([str(machine._stream_add_binary()), "3", "1", "1"], capture_output=True, text=True,
+                         timeout=30)
+    assert ran.returncode == 0, ran.stderr
+    # c = 1 + 1 over 1 MiB of floats, split into 3 uneven parts: every element written once
+    assert ran.stdout.split()[1] == str(2 * 1024 * 1024 // 4)
+
+
+@pytest.mark.parametrize(("probe", "bad_args"), [
+    ("fma_peak", (["0", "10", "1"], ["1", "0", "1"], ["1", "10", "0"], ["1", "10"], ["x", "10", "1"])),
+    ("stream_add", (["0", "8", "1"], ["1", "0", "1"], ["1", "8", "0"], ["1", "8"], ["x", "8", "1"],
+                    ["1", "999999", "1"], ["2000", "8", "1"])),
+])
+def test_probe_rejects_bad_arguments(fresh_build: pytest.MonkeyPatch, probe: str,
+                                     bad_args: tuple[list[str], ...]) -> None:
+    binary = {"fma_peak": machine._fma_peak_binary, "stream_add": machine._stream_add_binary}[probe]()
+    for args in bad_args:
         ran = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=30)
         assert ran.returncode == 2, (args, ran.stdout, ran.stderr)
-        assert "fma_peak" in ran.stderr or "usage" in ran.stderr
+        assert probe in ran.stderr or "usage" in ran.stderr
 
 
 def test_missing_compiler_is_a_clear_error(fresh_build: pytest.MonkeyPatch) -> None:
     fresh_build.setenv("CC", "/nonexistent/cc")
     with pytest.raises(machine.MachineProbeError, match=r"cannot build fma_peak\.c with /nonexistent/cc"):
         machine.fma_peak_gflops(1, iterations=1000, repeats=1)
+    with pytest.raises(machine.MachineProbeError, match=r"cannot build stream_add\.c with /nonexistent/cc"):
+        machine.stream_add_gbs(1, mib=1, repeats=1)
 
 
 def test_run_without_a_compiler_names_the_way_out(tmp_path: Path) -> None:
@@ -59,10 +84,19 @@ def test_run_without_a_compiler_names_the_way_out(tmp_path: Path) -> None:
     assert "cannot measure the FMA peak" in ran.stderr and "--peak-gflops" in ran.stderr
 
 
-def test_a_given_peak_needs_no_compiler(tmp_path: Path) -> None:
+def test_run_without_a_compiler_names_the_bandwidth_option(tmp_path: Path) -> None:
     env = {"CC": "/nonexistent/cc", "PATH": "/usr/bin:/bin"}
     ran = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--rows", "^relu", "--threads", "1",
-                          "--backends", "CpuRef", "--peak-gflops", "100"],
+                          "--peak-gflops", "100"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "cannot measure the memory bandwidth" in ran.stderr and "--peak-gbs" in ran.stderr
+
+
+def test_given_peaks_need_no_compiler(tmp_path: Path) -> None:
+    env = {"CC": "/nonexistent/cc", "PATH": "/usr/bin:/bin"}
+    ran = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--rows", "^relu", "--threads", "1",
+                          "--backends", "CpuRef", "--peak-gflops", "100", "--peak-gbs", "20"],
                          capture_output=True, text=True, timeout=120, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "100 GFLOP/s (given)" in ran.stdout
+    assert "100 GFLOP/s (given)" in ran.stdout and "20 GB/s (given)" in ran.stdout
