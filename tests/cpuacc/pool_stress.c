@@ -1,9 +1,11 @@
 /* Stress driver for CpuAcc's thread pool (plugins/accel/src/pool.c), built and run by
  * test_pool_race.py: usage `pool_stress THREADS ITERATIONS`. Back-to-back parallel loops of
- * 1..500 items, alternating between two functions and two contexts on the caller's stack;
- * every item must run exactly once, with its own loop's function and context, and no part
- * may run after its loop returned. Exit status 0 and "ok" on stdout, else a message on stderr
- * and abort(). */
+ * 1..500 items, alternating between two functions and two contexts on the caller's stack, and
+ * between first-come loops (accel_parallel_for) and owned ones (accel_parallel_for_owned, with
+ * cuts that leave some threads nothing, give some fewer items than parts, or give one thread
+ * everything); every item must run exactly once, with its own loop's function and context,
+ * and no part may run after its loop returned. Exit status 0 and "ok" on stdout, else a
+ * message on stderr and abort(). */
 #include "accel.h"
 
 #include <stdatomic.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 
 #define MAX_ITEMS 512
+#define MAX_THREADS 64
 
 typedef struct loop {
     atomic_int* hits;
@@ -43,6 +46,10 @@ int main(int argc, char** argv) {
     }
     int threads = atoi(argv[1]);
     long iterations = atol(argv[2]);
+    if (threads < 1 || threads > MAX_THREADS || iterations < 1) {
+        fprintf(stderr, "pool_stress: THREADS in 1..%d, ITERATIONS >= 1\n", MAX_THREADS);
+        return 2;
+    }
     accel_pool* pool = accel_pool_create(threads);
     if (pool == NULL) {
         fprintf(stderr, "cannot create a pool of %d threads\n", threads);
@@ -53,7 +60,27 @@ int main(int argc, char** argv) {
         int64_t n = 1 + (it * 7919) % (MAX_ITEMS - 12);
         for (int64_t i = 0; i < n; ++i) atomic_store(&hits[i], 0);
         loop l = {hits, (it & 1) ? 0xA : 0xB};
-        accel_parallel_for(pool, n, (it & 1) ? run_a : run_b, &l);
+        accel_range_fn fn = (it & 1) ? run_a : run_b;
+        if ((it / 2) % 2 == 0) {
+            accel_parallel_for(pool, n, fn, &l);
+        } else {
+            /* cuts: a pseudo-random nondecreasing split of [0, n); every 5th loop gives one
+             * thread (a different one each time) all items */
+            int64_t cuts[MAX_THREADS + 1];
+            unsigned seed = (unsigned)it * 2654435761u;
+            cuts[0] = 0;
+            for (int t = 1; t < threads; ++t) {
+                seed = seed * 1103515245u + 12345u;
+                int64_t step = (int64_t)(seed >> 16) % (2 * n / threads + 2);
+                cuts[t] = cuts[t - 1] + step < n ? cuts[t - 1] + step : n;
+            }
+            cuts[threads] = n;
+            if (it % 5 == 0) {
+                int owner = (int)((it / 5) % threads);
+                for (int t = 0; t <= threads; ++t) cuts[t] = t <= owner ? 0 : n;
+            }
+            accel_parallel_for_owned(pool, n, 1 + (it % 3 == 0 ? n / 8 : 0), cuts, fn, &l);
+        }
         l.tag = 0xDEAD;
         for (int64_t i = 0; i < n; ++i) {
             if (atomic_load(&hits[i]) != 1) {

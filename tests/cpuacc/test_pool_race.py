@@ -1,5 +1,6 @@
 """CpuAcc's thread pool under stress (plugins/accel/src/pool.c, driven by pool_stress.c): back-to-
-back loops whose parts must each run exactly once, with their own loop's function and context.
+back loops, first come and owned (with cuts that leave threads nothing, fewer items than parts,
+or everything), whose parts must each run exactly once, with their own loop's function and context.
 pool.c is compiled here twice: as shipped, and with ACCEL_POOL_TEST_PREEMPT, which makes workers
 yield their CPU at the points where being descheduled exposes a race (the claim protocol once let
 a worker that read the previous loop's generation run a part of the next loop with a mix of both

@@ -27,6 +27,9 @@
 
 typedef struct accel_pool accel_pool;
 
+/* The largest pool the backend makes (option num_threads). */
+#define ACCEL_MAX_THREADS 256
+
 /* fn(ctx, begin, end) processes items [begin, end). */
 typedef void (*accel_range_fn)(void* ctx, int64_t begin, int64_t end);
 
@@ -53,6 +56,16 @@ void accel_parallel_for(accel_pool* pool, int64_t n, accel_range_fn fn, void* ct
  * (so small n runs inline without waking threads). grain <= 1 means 1. */
 void accel_parallel_for_grain(accel_pool* pool, int64_t n, int64_t grain, accel_range_fn fn,
                               void* ctx);
+
+/* Like accel_parallel_for_grain, but pool thread t (the caller is 0) owns items
+ * [cuts[t], cuts[t + 1]): it runs them first, in order, in 4 ranges, then takes what is left
+ * of the others' ranges from their end. Loops given the same cuts run the same items on the
+ * same thread as long as the threads keep pace, so a thread reads what it wrote itself.
+ * cuts: accel_pool_size(pool) + 1 values, 0 = cuts[0] <= cuts[1] <= ... <= cuts[T] = n,
+ * alive until the call returns. Inline (one range) when the pool is NULL, has one thread or
+ * is busy, or when n <= grain. */
+void accel_parallel_for_owned(accel_pool* pool, int64_t n, int64_t grain, const int64_t* cuts,
+                              accel_range_fn fn, void* ctx);
 
 /* The number of CPUs this process may run on (sched_getaffinity), >= 1. */
 int accel_available_cpus(void);

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define ACCEL_MAX_THREADS 256
 
 typedef struct accel_backend {
     pn_backend base;

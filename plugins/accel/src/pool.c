@@ -1,9 +1,15 @@
-/* CpuAcc thread pool: persistent pthreads; a parallel_for is split into up to
- * ACCEL_PARTS_PER_THREAD ranges ("parts") per thread, and the caller and the workers claim
- * parts until none is left, so a worker the OS has not scheduled yet delays nothing (its
- * parts run on whoever is free) and uneven parts balance. Workers and the caller spin
- * (bounded, ACCEL_SPIN_NS) before sleeping, so back-to-back parallel_for calls cost no
- * system call; a worker woken from its sleep on the caller's CPU moves off it (leave_cpu). */
+/* CpuAcc thread pool: persistent pthreads; a parallel loop is split into up to
+ * ACCEL_PARTS_PER_THREAD ranges ("parts") per thread, held in one share per thread. A
+ * first-come loop (accel_parallel_for[_grain]) puts every part in share 0 and the caller and
+ * the workers take the next one until none is left, so a worker the OS has not scheduled yet
+ * delays nothing (its parts run on whoever is free) and uneven parts balance. An owned loop
+ * (accel_parallel_for_owned) gives thread t (the caller is 0, workers 1..) the parts of its
+ * own stretch of items; it runs those from the front, then takes what is left of the others'
+ * from their back. So back-to-back owned loops with matching stretches run the same items on
+ * the same thread (what it wrote is in its own caches) while a late thread still delays
+ * nothing. Workers and the caller spin (bounded, ACCEL_SPIN_NS) before sleeping, so
+ * back-to-back loops cost no system call; a worker woken from its sleep on the caller's CPU
+ * moves off it (leave_cpu). */
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, sched_getcpu, pthread_setaffinity_np, CPU_COUNT */
 #endif
@@ -26,11 +32,26 @@
  * caller's CPU (leave_cpu), and the two shared a core until it slept again. */
 #define ACCEL_SPIN_NS 1000000
 
-/* Parts per thread a parallel_for is split into (at most): threads that finish early claim
- * the parts of those that are slower or were descheduled, so uneven jobs still balance. */
+/* Parts per thread a loop is split into (at most; an owned loop always has this many per
+ * share, some possibly empty): threads that finish early take the parts of those that are
+ * slower or were descheduled, so uneven jobs still balance. */
 #define ACCEL_PARTS_PER_THREAD 4
-/* The part index of a claim no job reaches (parts <= 256 threads x 4 < 0xFFFF). */
-#define CLAIM_NONE 0xFFFFu
+/* A thread's share of a job's parts: one atomic word on a cache line of its own,
+ * (generation mod 2^32) << 32 | front << 16 | back, the parts [front, back) of the share not
+ * claimed yet (parts <= 256 threads x 4 < 2^16). */
+typedef struct accel_share {
+    _Alignas(64) atomic_uint_fast64_t word;
+} accel_share;
+
+static uint_fast64_t share_word(uint64_t gen, int front, int back) {
+    return ((uint_fast64_t)(gen & 0xFFFFFFFFu) << 32) | ((uint_fast64_t)front << 16) | (uint_fast64_t)back;
+}
+
+/* A worker's start argument: its pool and its thread index (1..num_threads-1). */
+typedef struct accel_worker {
+    struct accel_pool* pool;
+    int index;
+} accel_worker;
 
 /* Test builds only (tests/cpuacc/test_pool_race.py compiles this file with
  * -DACCEL_POOL_TEST_PREEMPT): a worker yields its CPU at the points where being descheduled
@@ -54,18 +75,22 @@ struct accel_pool {
     pthread_mutex_t lock;      /* guards the sleeps and wake-ups below */
     pthread_cond_t wake;       /* sleeping workers wait for a new generation */
     pthread_cond_t done;       /* a sleeping caller waits for every part to finish */
-    /* Publication protocol (all seq_cst): the caller first makes `claim` unclaimable for the
-     * new generation (CLAIM_NONE), then writes the job, resets `finished`, sets `claim` to the
-     * new generation's part 0 and stores generation; a worker loads generation, then reads the
-     * job, then claims parts with a compare-exchange on `claim`, which carries the generation
-     * it is for, so a worker still looking at an older job claims nothing of a newer one (and
-     * drops what it read): any field of a newer job it read was written after that job's
-     * CLAIM_NONE, which its later load of `claim` therefore sees, or something newer. A thread going to sleep first counts itself in `sleepers` / sets
-     * `caller_sleeping` under `lock`, then re-checks its condition; the other side changes
-     * the condition, then looks at the counter and, if set, signals under `lock`. So a
+    /* Publication protocol (all seq_cst): the caller writes the job, resets `finished`, fills
+     * each share with its parts, tagged with the new generation, and stores generation; a
+     * worker loads generation, then reads the job, then claims parts with compare-exchanges on
+     * the shares, which succeed only on a share tagged with the generation it loaded and only
+     * while that share has parts left. A new job is published only after every part of the
+     * previous one ran, so every share of an older generation is empty: a worker that loaded
+     * an older generation claims nothing, whatever fields of the newer job it read (the claim
+     * never depends on them; the first protocol compared its claim index with the job's part
+     * count, and a worker that read the newer, larger count could run a part of the newer job
+     * under the older generation). A thread going to sleep first counts itself in `sleepers` /
+     * sets `caller_sleeping` under `lock`, then re-checks its condition; the other side
+     * changes the condition, then looks at the counter and, if set, signals under `lock`. So a
      * wake-up is never lost and, when nobody sleeps, nobody takes `lock`. */
     atomic_uint_fast64_t generation;
-    atomic_uint_fast64_t claim; /* generation << 16 | next unclaimed part */
+    accel_share* shares;        /* num_threads shares, 64-byte aligned */
+    accel_worker* workers;      /* num_threads - 1 start arguments */
     atomic_int finished;        /* parts of the current job done */
     atomic_int stop;
     atomic_int sleepers;        /* workers blocked (or about to block) on `wake` */
@@ -76,6 +101,7 @@ struct accel_pool {
     _Atomic(void*) ctx;
     _Atomic(int64_t) n;
     atomic_int parts;           /* ranges the job is split into (<= num_threads * 4) */
+    _Atomic(const int64_t*) cuts; /* an owned loop's num_threads + 1 cuts; NULL: first come */
 };
 
 /* Range `part` of `parts` over [0, n): contiguous and balanced. */
@@ -121,27 +147,55 @@ static int spin_until_generation(accel_pool* p, uint64_t seen) {
     }
 }
 
-/* Claims and runs parts of job `gen` until none is left (or a newer job replaced it). */
-static void run_parts(accel_pool* p, uint64_t gen, accel_range_fn fn, void* ctx, int64_t n,
-                      int parts) {
+/* Takes one part of share `t` of job `gen`, from its front (its owner) or its back (a thief);
+ * returns the part's index, or -1 when the share holds none (or belongs to another job). */
+static int take_part(accel_pool* p, uint64_t gen, int t, int from_front) {
+    accel_share* sh = &p->shares[t];
     for (;;) {
-        uint_fast64_t c = atomic_load(&p->claim);
-        if ((c >> 16) != gen || (int)(c & 0xFFFFu) >= parts) {
-            return;
+        uint_fast64_t w = atomic_load(&sh->word);
+        int front = (int)((w >> 16) & 0xFFFFu), back = (int)(w & 0xFFFFu);
+        if ((w >> 32) != (gen & 0xFFFFFFFFu) || front >= back) {
+            return -1;
         }
         preempt_point();
-        if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) {
-            continue;
+        uint_fast64_t next = from_front ? share_word(gen, front + 1, back) : share_word(gen, front, back - 1);
+        if (atomic_compare_exchange_weak(&sh->word, &w, next)) {
+            return from_front ? front : back - 1;
         }
-        int64_t b, e;
-        part_range(n, parts, (int)(c & 0xFFFFu), &b, &e);
-        if (b < e) {
-            fn(ctx, b, e);
-        }
-        if (atomic_fetch_add(&p->finished, 1) + 1 == parts && atomic_load(&p->caller_sleeping)) {
-            pthread_mutex_lock(&p->lock);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->lock);
+    }
+}
+
+/* The items of part `part` of a job: with cuts, part t * ACCEL_PARTS_PER_THREAD + i is piece i
+ * of thread t's share [cuts[t], cuts[t + 1]); without, piece `part` of [0, n). */
+static void part_items(int64_t n, int parts, const int64_t* cuts, int part, int64_t* begin, int64_t* end) {
+    if (cuts == NULL) {
+        part_range(n, parts, part, begin, end);
+        return;
+    }
+    int t = part / ACCEL_PARTS_PER_THREAD;
+    part_range(cuts[t + 1] - cuts[t], ACCEL_PARTS_PER_THREAD, part % ACCEL_PARTS_PER_THREAD, begin, end);
+    *begin += cuts[t];
+    *end += cuts[t];
+}
+
+/* Thread `self` runs parts of job `gen` until none is left (or a newer job replaced it). With
+ * owned shares, its own from the front, then the others', each from the back; first come,
+ * every thread takes the next part of share 0. */
+static void run_parts(accel_pool* p, uint64_t gen, accel_range_fn fn, void* ctx, int64_t n,
+                      int parts, const int64_t* cuts, int self) {
+    for (int k = 0; k < (cuts != NULL ? p->num_threads : 1); ++k) {
+        int t = cuts != NULL ? (self + k) % p->num_threads : 0;
+        for (int part; (part = take_part(p, gen, t, cuts == NULL || k == 0)) >= 0;) {
+            int64_t b, e;
+            part_items(n, parts, cuts, part, &b, &e);
+            if (b < e) {
+                fn(ctx, b, e);
+            }
+            if (atomic_fetch_add(&p->finished, 1) + 1 == parts && atomic_load(&p->caller_sleeping)) {
+                pthread_mutex_lock(&p->lock);
+                pthread_cond_signal(&p->done);
+                pthread_mutex_unlock(&p->lock);
+            }
         }
     }
 }
@@ -181,7 +235,8 @@ static void leave_cpu(int cpu) {
 /* A worker: waits for each new generation (spinning, then sleeping) and claims parts of
  * that job; after a sleep, it first leaves the caller's CPU (leave_cpu). */
 static void* worker_main(void* raw) {
-    accel_pool* p = (accel_pool*)raw;
+    accel_pool* p = ((accel_worker*)raw)->pool;
+    const int self = ((accel_worker*)raw)->index;
     uint64_t seen = 0;
     for (;;) {
         if (!spin_until_generation(p, seen)) {
@@ -204,7 +259,9 @@ static void* worker_main(void* raw) {
         void* ctx = atomic_load(&p->ctx);
         preempt_point();
         int64_t n = atomic_load(&p->n);
-        run_parts(p, seen, fn, ctx, n, atomic_load(&p->parts));
+        preempt_point();
+        const int64_t* cuts = atomic_load(&p->cuts);
+        run_parts(p, seen, fn, ctx, n, atomic_load(&p->parts), cuts, self);
     }
     return NULL;
 }
@@ -239,12 +296,12 @@ accel_pool* accel_pool_create(int num_threads) {
     }
     p->num_threads = num_threads;
     atomic_init(&p->generation, 0);
-    atomic_init(&p->claim, 0);
     atomic_init(&p->finished, 0);
     atomic_init(&p->fn, NULL);
     atomic_init(&p->ctx, NULL);
     atomic_init(&p->n, 0);
     atomic_init(&p->parts, 0);
+    atomic_init(&p->cuts, NULL);
     atomic_init(&p->stop, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_cpu, -1);
@@ -253,14 +310,24 @@ accel_pool* accel_pool_create(int num_threads) {
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
+    p->shares = (accel_share*)aligned_alloc(64, sizeof(accel_share) * (size_t)num_threads);
+    if (p->shares == NULL) {
+        accel_pool_destroy(p);
+        return NULL;
+    }
+    for (int t = 0; t < num_threads; ++t) {
+        atomic_init(&p->shares[t].word, share_word(0, 0, 0));
+    }
     if (num_threads > 1) {
         p->threads = (pthread_t*)calloc((size_t)num_threads - 1, sizeof(pthread_t));
-        if (p->threads == NULL) {
+        p->workers = (accel_worker*)calloc((size_t)num_threads - 1, sizeof(accel_worker));
+        if (p->threads == NULL || p->workers == NULL) {
             accel_pool_destroy(p);
             return NULL;
         }
         for (int i = 1; i < num_threads; ++i) {
-            if (pthread_create(&p->threads[i - 1], NULL, worker_main, p) != 0) {
+            p->workers[i - 1] = (accel_worker){p, i};
+            if (pthread_create(&p->threads[i - 1], NULL, worker_main, &p->workers[i - 1]) != 0) {
                 accel_pool_destroy(p);
                 return NULL;
             }
@@ -282,6 +349,8 @@ void accel_pool_destroy(accel_pool* p) {
         pthread_join(p->threads[i], NULL);
     }
     free(p->threads);
+    free(p->workers);
+    free(p->shares);
     pthread_cond_destroy(&p->done);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->lock);
@@ -291,8 +360,9 @@ void accel_pool_destroy(accel_pool* p) {
 
 int accel_pool_size(const accel_pool* pool) { return pool != NULL ? pool->num_threads : 1; }
 
-void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_range_fn fn,
-                              void* ctx) {
+/* The parallel loop of both entry points: cuts NULL (first come) or num_threads + 1 cuts. */
+static void parallel_run(accel_pool* p, int64_t n, int64_t grain, const int64_t* cuts, accel_range_fn fn,
+                         void* ctx) {
     if (n <= 0) {
         return;
     }
@@ -301,26 +371,26 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
     }
     int64_t max_parts = (n + grain - 1) / grain;
     int parts = p != NULL ? p->num_threads * ACCEL_PARTS_PER_THREAD : 1;
-    if (max_parts < parts) {
+    if (max_parts < parts && cuts == NULL) {
         parts = (int)max_parts;
     }
-    if (p == NULL || p->num_threads <= 1 || parts <= 1 || pthread_mutex_trylock(&p->submit) != 0) {
+    if (p == NULL || p->num_threads <= 1 || max_parts <= 1 || pthread_mutex_trylock(&p->submit) != 0) {
         fn(ctx, 0, n); /* one range, or the pool is busy (another caller or a nested call) */
         return;
     }
     uint64_t gen = (atomic_load(&p->generation) + 1) & ((UINT64_C(1) << 48) - 1);
-    /* No part of any job is claimable while the job's fields change: a worker that read the
-     * previous generation and then some of these fields finds this claim (or the next), not
-     * its generation's, and claims nothing (it would otherwise claim part k >= the previous
-     * job's parts under the previous generation and run it with the new job's fields). */
-    atomic_store(&p->claim, ((uint_fast64_t)gen << 16) | CLAIM_NONE);
     atomic_store(&p->fn, fn);
     atomic_store(&p->ctx, ctx);
     atomic_store(&p->n, n);
     atomic_store(&p->parts, parts);
+    atomic_store(&p->cuts, cuts);
     atomic_store(&p->finished, 0);
     atomic_store(&p->caller_cpu, current_cpu());
-    atomic_store(&p->claim, (uint_fast64_t)gen << 16);
+    for (int t = 0; t < p->num_threads; ++t) { /* first come: every part in share 0 */
+        int front = cuts != NULL ? t * ACCEL_PARTS_PER_THREAD : t == 0 ? 0 : parts;
+        int back = cuts != NULL ? front + ACCEL_PARTS_PER_THREAD : parts;
+        atomic_store(&p->shares[t].word, share_word(gen, front, back));
+    }
     atomic_store(&p->generation, gen); /* publishes the job */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->lock);
@@ -328,7 +398,7 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
         pthread_mutex_unlock(&p->lock);
     }
 
-    run_parts(p, gen, fn, ctx, n, parts);
+    run_parts(p, gen, fn, ctx, n, parts, cuts, 0);
 
     int64_t deadline = 0;
     for (unsigned i = 0; atomic_load(&p->finished) < parts; ++i) {
@@ -350,6 +420,16 @@ void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_ran
         spin_pause();
     }
     pthread_mutex_unlock(&p->submit);
+}
+
+void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_range_fn fn,
+                              void* ctx) {
+    parallel_run(p, n, grain, NULL, fn, ctx);
+}
+
+void accel_parallel_for_owned(accel_pool* p, int64_t n, int64_t grain, const int64_t* cuts,
+                              accel_range_fn fn, void* ctx) {
+    parallel_run(p, n, grain, cuts, fn, ctx);
 }
 
 void accel_parallel_for(accel_pool* pool, int64_t n, accel_range_fn fn, void* ctx) {
