@@ -129,6 +129,31 @@ def test_resnet18_runs_as_one_chain_with_the_same_bits_at_every_thread_count(thr
 
 
 @needs_avx512
+@pytest.mark.parametrize("model, batch", [("mobilenet_v2", 1), ("resnet18", 3)])
+def test_steps_split_by_rows_give_the_same_bits_at_every_thread_count(model: str, batch: int) -> None:
+    """Steps whose weights are smaller than their activations run each thread on its own band of
+    rows (cut at the row-group boundaries nearest to t * oh / T, or at whole images when the
+    batch has one per thread); the others split their output blocks first come. MobileNetV2 at
+    64 x 64 has both kinds, and 32 x 32 steps with 16 row groups: cut points at 2, 3 and 7
+    threads; ResNet-18 at batch 3 is cut by images at 2 and 3 threads."""
+    net = plugnn.onnx.load(sm.mobilenet_v2(image=64) if model == "mobilenet_v2"
+                           else sm.resnet18(batch=batch, image=32))
+    inputs = inputs_of(net)
+    outputs = {}
+    for threads in (1, 2, 3, 7):
+        with runtime(num_threads=threads) as rt:
+            optimized, outputs[threads] = run(net, rt, ["CpuAcc"], inputs)
+            assert len(chains_of(optimized)) == 1
+    for threads in (2, 3, 7):
+        for name in outputs[1]:
+            np.testing.assert_array_equal(outputs[threads][name], outputs[1][name], err_msg=f"{threads} threads")
+    with plugnn.Runtime() as rt:
+        _, ref = run(net, rt, ["CpuRef"], inputs)
+    for name in ref:
+        assert_close(outputs[2][name], ref[name].astype(np.float64))
+
+
+@needs_avx512
 def test_mobilenet_v2_depthwise_and_narrow_layers_join_the_chain() -> None:
     net = plugnn.onnx.load(sm.mobilenet_v2(image=32))
     chained = check(net, inputs_of(net))
