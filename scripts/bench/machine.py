@@ -9,6 +9,12 @@ GFLOP/s. It is the peak the compute-bound rows are compared with when --peak-gfl
 (the issue's "112 GFLOP/s on one core" was measured on a Zen 4, which splits a 512-bit FMA in two
 halves; a core that does not reaches about twice that).
 
+core_to_core_ns() runs core_to_core.c (-O2): the round trip of one cache line between threads
+pinned to the first two CPUs the process may use, in nanoseconds. It is context, not a peak:
+on a VM whose host puts the two vCPUs on cores that share a last-level cache it reads 55-130 ns
+here, on different core complexes 320-550 ns, and two-thread rows whose threads read each
+other's writes run up to twice as slowly in the second case (both runtimes).
+
 stream_add_gbs(T) runs stream_add.c (-O3, so its loop is vectorized): STREAM's "add", c = a + b
 over float32 arrays of 256 MiB each, split into T contiguous parts, with plain stores, reported
 as GB/s of bytes read + written (3 x 256 MiB per run; the reads of each written line that plain
@@ -59,6 +65,10 @@ def _stream_add_binary() -> Path:
     return _probe_binary("stream_add", "-O3")
 
 
+def _core_to_core_binary() -> Path:
+    return _probe_binary("core_to_core", "-O2")
+
+
 def _run_probe(binary: Path, args: list[str], fields: int) -> list[str]:
     try:
         ran = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=300)
@@ -84,3 +94,9 @@ def stream_add_gbs(threads: int, mib: int = 256, repeats: int = 5) -> float:
     if float(out[1]) != expected:
         raise MachineProbeError(f"stream_add.c computed a wrong sum: {out[1]}, expected {expected}")
     return float(out[0])
+
+
+def core_to_core_ns(rounds: int = 200_000, repeats: int = 3) -> tuple[float, int, int]:
+    """Cache-line round trip between the first two CPUs of the process: (ns, cpu, cpu)."""
+    out = _run_probe(_core_to_core_binary(), [str(rounds), str(repeats)], 3)
+    return float(out[0]), int(out[1]), int(out[2])

@@ -284,10 +284,27 @@ def main(argv: list[str] | None = None) -> int:
         except machine.MachineProbeError as exc:
             print(f"error: cannot measure the memory bandwidth ({exc}); give it with --peak-gbs", file=sys.stderr)
             return 2
+    placement_rounds = 20_000 if args.quick else 200_000
+
+    def placement() -> dict[str, Any] | str:
+        """The cache-line round trip between the first two CPUs, or why it was not measured."""
+        if max(threads_list) < 2:
+            return "not measured (one thread)"
+        try:
+            ns, first, second = machine.core_to_core_ns(rounds=placement_rounds)
+        except machine.MachineProbeError as exc:
+            return f"not measured ({exc})"
+        return {"ns": ns, "cpus": [first, second]}
+
+    def describe(p: dict[str, Any] | str) -> str:
+        return p if isinstance(p, str) else f"{p['ns']:.0f} ns (CPUs {p['cpus'][0]} and {p['cpus'][1]})"
+
+    placement_start = placement()
     print(f"plugnn {plugnn.__version__ if hasattr(plugnn, '__version__') else '?'}: backends {available}; "
           f"onnxruntime {onnxruntime.__version__}; threads {threads_list}; {'quick' if args.quick else 'full'} mode; "
           f"peaks for 1,2,... threads: {args.peak_gflops} GFLOP/s ({peak_source}), "
-          f"{args.peak_gbs} GB/s ({bandwidth_source})", flush=True)
+          f"{args.peak_gbs} GB/s ({bandwidth_source}); core-to-core round trip at the start: "
+          f"{describe(placement_start)}", flush=True)
 
     def log(r: Result) -> None:
         print("  " + "  ".join(c for c in report.cells(r) if c != "-"), file=sys.stderr, flush=True)
@@ -305,11 +322,15 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         pl.close()
     elapsed = time.perf_counter() - started
+    placement_end = placement()
 
     print(report.table(results))
     print("rate: GFLOP/s for conv and e2e rows (2*N*OH*OW*OC*IC/groups*KH*KW, gemm 2*M*N*K), GB/s (read + write) "
           "for memory-bound rows; vs ort = plugnn median / onnxruntime median at the same thread count "
           "(< 1: plugnn faster); check = max|plugnn - ort| / max|ort|")
+    print(f"core-to-core round trip at the end: {describe(placement_end)} (at the start: {describe(placement_start)}; "
+          "about 100 ns: the two CPUs share a last-level cache, several hundred: they do not, and two-thread "
+          "rows whose threads read each other's writes run slower on both runtimes)")
     if args.markdown:
         print()
         print(report.markdown(results))
@@ -318,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(), "python": platform.python_version(), "onnxruntime": onnxruntime.__version__,
             "available_backends": available, "requested_backends": backends, "threads": threads_list,
             "quick": args.quick, "peak_gflops": floats(args.peak_gflops), "peak_gbs": floats(args.peak_gbs),
-            "elapsed_seconds": elapsed, "failed": len(failed)}
+            "elapsed_seconds": elapsed, "failed": len(failed),
+            "core_to_core_ns": {"start": placement_start, "end": placement_end}}
     if args.json:
         Path(args.json).write_text(report.to_json(results, meta))
     print(f"{len(selected)} rows, {len(results)} results, {len(failed)} failed, {elapsed:.1f} s")

@@ -1,5 +1,5 @@
-"""scripts/bench/machine.py: the FMA peak (fma_peak.c) and bandwidth (stream_add.c) probes build, run
-and fail clearly.
+"""scripts/bench/machine.py: the FMA peak (fma_peak.c), bandwidth (stream_add.c) and core-to-core
+(core_to_core.c) probes build, run and fail clearly.
 
 Only that a figure comes out and that it is a plausible number is checked, never its size
 against a goal: timing belongs to the benchmark, not to the test suite.
@@ -8,6 +8,8 @@ against a goal: timing belongs to the benchmark, not to the test suite.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -54,14 +56,36 @@ def test_stream_add_sums_what_it_added(fresh_build: pytest.MonkeyPatch) -> None:
     assert ran.stdout.split()[1] == str(2 * 1024 * 1024 // 4)
 
 
+needs_two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="core-to-core needs two CPUs")
+
+
+@needs_two_cpus
+def test_core_to_core_is_a_plausible_round_trip(fresh_build: pytest.MonkeyPatch) -> None:
+    ns, first, second = machine.core_to_core_ns(rounds=20_000, repeats=2)
+    # a cache line goes from one core to another and back in more than 10 ns and less than 100 us
+    assert 10.0 < ns < 100_000.0, ns
+    allowed = sorted(os.sched_getaffinity(0))
+    assert (first, second) == (allowed[0], allowed[1])
+
+
+def test_core_to_core_on_one_cpu_is_a_clear_error(fresh_build: pytest.MonkeyPatch) -> None:
+    binary = machine._core_to_core_binary()
+    one_cpu = min(os.sched_getaffinity(0))
+    ran = subprocess.run([str(binary), "1000", "1"], capture_output=True, text=True, timeout=30,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}))
+    assert ran.returncode == 2 and "one CPU" in ran.stderr, ran.stderr
+
+
 @pytest.mark.parametrize(("probe", "bad_args"), [
+    ("core_to_core", (["0", "1"], ["10", "0"], ["10"], ["x", "1"], ["1000000000", "1"])),
     ("fma_peak", (["0", "10", "1"], ["1", "0", "1"], ["1", "10", "0"], ["1", "10"], ["x", "10", "1"])),
     ("stream_add", (["0", "8", "1"], ["1", "0", "1"], ["1", "8", "0"], ["1", "8"], ["x", "8", "1"],
                     ["1", "999999", "1"], ["2000", "8", "1"])),
 ])
 def test_probe_rejects_bad_arguments(fresh_build: pytest.MonkeyPatch, probe: str,
                                      bad_args: tuple[list[str], ...]) -> None:
-    binary = {"fma_peak": machine._fma_peak_binary, "stream_add": machine._stream_add_binary}[probe]()
+    binary = {"fma_peak": machine._fma_peak_binary, "stream_add": machine._stream_add_binary,
+              "core_to_core": machine._core_to_core_binary}[probe]()
     for args in bad_args:
         ran = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=30)
         assert ran.returncode == 2, (args, ran.stdout, ran.stderr)
@@ -74,6 +98,8 @@ def test_missing_compiler_is_a_clear_error(fresh_build: pytest.MonkeyPatch) -> N
         machine.fma_peak_gflops(1, iterations=1000, repeats=1)
     with pytest.raises(machine.MachineProbeError, match=r"cannot build stream_add\.c with /nonexistent/cc"):
         machine.stream_add_gbs(1, mib=1, repeats=1)
+    with pytest.raises(machine.MachineProbeError, match=r"cannot build core_to_core\.c with /nonexistent/cc"):
+        machine.core_to_core_ns(rounds=10, repeats=1)
 
 
 def test_run_without_a_compiler_names_the_way_out(tmp_path: Path) -> None:
@@ -100,3 +126,18 @@ def test_given_peaks_need_no_compiler(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "100 GFLOP/s (given)" in ran.stdout and "20 GB/s (given)" in ran.stdout
+    # the core-to-core probe is context, not a peak: without a compiler the run says so and goes on
+    assert "core-to-core round trip at the start: not measured (one thread)" in ran.stdout
+
+
+@needs_two_cpus
+def test_run_reports_the_core_to_core_round_trip_at_both_ends(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    ran = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--rows", "^relu", "--threads", "1,2",
+                          "--backends", "CpuRef", "--peak-gflops", "100,200", "--peak-gbs", "20,30", "--json", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "core-to-core round trip at the start:" in ran.stdout and "core-to-core round trip at the end:" in ran.stdout
+    meta = json.loads(out.read_text())["meta"]["core_to_core_ns"]
+    for end in ("start", "end"):
+        assert meta[end]["ns"] > 0 and len(meta[end]["cpus"]) == 2, meta
