@@ -11,8 +11,8 @@ halves; a core that does not reaches about twice that).
 
 core_to_core_ns() runs core_to_core.c (-O2): the round trip of one cache line between threads
 pinned to the first two CPUs the process may use, in nanoseconds. It is context, not a peak:
-on a VM whose host puts the two vCPUs on cores that share a last-level cache it reads 55-130 ns
-here, on different core complexes 320-550 ns, and two-thread rows whose threads read each
+on a VM whose host puts the two vCPUs on cores that share a last-level cache it reads 50-160 ns
+here, on different core complexes 320-580 ns, and two-thread rows whose threads read each
 other's writes run up to twice as slowly in the second case (both runtimes).
 
 stream_add_gbs(T) runs stream_add.c (-O3, so its loop is vectorized): STREAM's "add", c = a + b

@@ -193,7 +193,7 @@ static int64_t step_rows_per_job(const chain_step* st, int64_t n) {
  * step before (the cuts of step_parallel), so its input is in its own caches, but every
  * thread then reads all of the step's weights. It matters most where the two cores do not
  * share a last-level cache (a VM whose vCPUs the host put on different core complexes: a
- * line the other core wrote arrives in 360-550 ns instead of 55-130): two threads, old and
+ * cache line's round trip between them takes 320-580 ns instead of 50-160): two threads, old and
  * new build alternated in one process with onnxruntime, medians of rounds tagged by that
  * latency: MobileNetV2 224 6.91 -> 6.29 ms (onnxruntime 6.62) apart, 3.87 -> 3.86 ms
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
@@ -488,7 +488,8 @@ static void step_parallel(const chain_state* s, const chain_step* st, step_run* 
     const int64_t n = s->storage[st->y].n, jobs = step_jobs(st, n), per_image = jobs / n;
     const int64_t rpj = st->rpj, groups = (st->g.oh + rpj - 1) / rpj;
     const int threads = accel_pool_size(s->env.pool);
-    if (!st->rows_first || threads < 2 || threads > ACCEL_MAX_THREADS || (n < threads && (n > 1 || groups < threads))) {
+    if (!st->rows_first || threads < 2 || threads > ACCEL_MAX_THREADS ||
+        (n < threads && (n > 1 || groups < threads))) {
         accel_parallel_for_grain(s->env.pool, jobs, step_grain(st), step_range, r);
         return;
     }
