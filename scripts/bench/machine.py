@@ -1,8 +1,10 @@
-"""What the machine can do, measured in the benchmark's own run: FMA peak and memory bandwidth.
+"""What the machine can do, measured in the benchmark's own run: FMA peak, memory bandwidth, and
+how far apart two of its CPUs are.
 
-Both probes are small C programs next to this file, built with the system C compiler (`$CC`, else
-`cc`) at -march=native, so they use the widest vectors this CPU has, and run on T threads that
-start together behind a barrier; each reports the best of `repeats` runs.
+The three probes are small C programs next to this file, built with the system C compiler (`$CC`,
+else `cc`) at -march=native, so they use the widest vectors this CPU has; each reports the best
+of `repeats` runs. The FMA and bandwidth probes run T threads that start together behind a
+barrier; the core-to-core probe runs two, pinned to the process's first two CPUs.
 
 fma_peak_gflops(T) runs fma_peak.c (-O2): independent multiply-add chains in registers, as
 GFLOP/s. It is the peak the compute-bound rows are compared with when --peak-gflops is not given
