@@ -30,7 +30,7 @@ _LAZY = {
     "Runtime": "plugnn.runtime",
     "Network": "plugnn.network",
     "Tensor": "plugnn.network",
-    "optimize": "plugnn.optimized",
+    "optimize": "plugnn.optimizer",
     "OptimizedNetwork": "plugnn.optimized",
     "LoadedNetwork": "plugnn.loaded",
     "BackendRegistry": "plugnn.registry",
@@ -82,7 +82,8 @@ if TYPE_CHECKING:
     from plugnn.layers import FailedLayer, LayerSpec, OptimizationResult, Subgraph, Substitution, SupportResult
     from plugnn.loaded import LoadedNetwork
     from plugnn.network import Network, Tensor
-    from plugnn.optimized import OptimizedNetwork, optimize
+    from plugnn.optimized import OptimizedNetwork
+    from plugnn.optimizer import optimize
     from plugnn.registry import BackendRegistry
     from plugnn.runtime import Runtime
     from plugnn.tensor import DataType, TensorInfo

@@ -9,21 +9,15 @@ field only when the backend's struct_size covers it.
 from __future__ import annotations
 
 import weakref
+from dataclasses import fields
 from typing import Any
 
 from plugnn import descriptors as d
 from plugnn._abi import NULL, covers, ffi
+from plugnn._abi_defs import DESCRIPTOR_FIELDS
 from plugnn.errors import PlugnnError
 from plugnn.layers import LayerSpec
 from plugnn.tensor import MAX_DIMS, TensorInfo
-
-FLAG_HAS_BIAS = 0x1
-FLAG_HAS_ADDEND = 0x2
-
-
-def _new(ctype: str, **fields: Any) -> Any:
-    return ffi.new(ctype + "*", {"struct_size": ffi.sizeof(ctype), **fields})
-
 
 # ---- tensors ----------------------------------------------------------------
 
@@ -64,78 +58,47 @@ def from_c_tensor_info(c_info: Any, what: str) -> TensorInfo:
 
 
 # ---- descriptors to C ---------------------------------------------------------
-
-
-def _activation(act: d.ActivationDescriptor | None, keep: list[Any]) -> Any:
-    if act is None:
-        return NULL
-    c = _new("pn_activation_desc", kind=int(act.kind), alpha=act.alpha, beta=act.beta)
-    keep.append(c)
-    return c
-
-
-def _flags(has_bias: bool, has_addend: bool = False) -> int:
-    return (FLAG_HAS_BIAS if has_bias else 0) | (FLAG_HAS_ADDEND if has_addend else 0)
+#
+# Driven by DESCRIPTOR_FIELDS (the header's field table, generated) and each descriptor
+# dataclass's field mappings (descriptors.c_mapping): one loop for every kind.
 
 
 def to_c_descriptor(desc: d.Descriptor, keep: list[Any]) -> Any:
     """The C descriptor for `desc` (NULL for None)."""
     if desc is None:
         return NULL
-    c = _descriptor_builders[type(desc)](desc, keep)
+    ctype = type(desc).c_struct  # type: ignore[union-attr]
+    c_types = dict(DESCRIPTOR_FIELDS[ctype])
+    values: dict[str, Any] = {"struct_size": ffi.sizeof(ctype)}
+    for f in fields(desc):  # type: ignore[arg-type]
+        mapping = d.c_mapping(f)
+        value = getattr(desc, f.name)
+        if mapping.codec == "value":
+            values[mapping.names[0]] = _c_value(value, c_types[mapping.names[0]], keep)
+        elif mapping.codec == "fields":
+            values.update(zip(mapping.names, (int(v) for v in value)))
+        elif mapping.codec == "flag":
+            values[mapping.names[0]] = values.get(mapping.names[0], 0) | (mapping.bit if value else 0)
+        elif mapping.codec == "array":
+            values[mapping.names[0]] = len(value)
+            values[mapping.names[1]] = [int(v) for v in value]
+        else:  # "payload": a PRECOMPILED layer handed back to the backend that made it
+            values["payload"] = value.pointer if isinstance(value, NativePayload) else NULL
+    c = ffi.new(ctype + "*", values)
     keep.append(c)
     return c
 
 
-def _conv(x: d.Convolution2dDescriptor, keep: list[Any]) -> Any:
-    return _new(
-        "pn_convolution_2d_desc", layout=int(x.layout),
-        stride_h=x.stride[0], stride_w=x.stride[1],
-        pad_top=x.padding[0], pad_left=x.padding[1], pad_bottom=x.padding[2], pad_right=x.padding[3],
-        dilation_h=x.dilation[0], dilation_w=x.dilation[1], groups=int(x.groups),
-        flags=_flags(x.has_bias, x.has_addend), fused_activation=_activation(x.fused_activation, keep),
-    )
-
-
-def _pool(x: d.Pooling2dDescriptor, keep: list[Any]) -> Any:
-    return _new(
-        "pn_pooling_2d_desc", kind=int(x.kind), layout=int(x.layout),
-        kernel_h=x.kernel[0], kernel_w=x.kernel[1], stride_h=x.stride[0], stride_w=x.stride[1],
-        pad_top=x.padding[0], pad_left=x.padding[1], pad_bottom=x.padding[2], pad_right=x.padding[3],
-        dilation_h=x.dilation[0], dilation_w=x.dilation[1], rounding=int(x.rounding),
-        padding_method=int(x.padding_method), p=x.p,
-    )
-
-
-def _precompiled(x: d.PrecompiledDescriptor, keep: list[Any]) -> Any:
-    label = ffi.new("char[]", x.label.encode())
-    keep.append(label)
-    payload = x.payload.pointer if isinstance(x.payload, NativePayload) else NULL
-    return _new("pn_precompiled_desc", payload=payload, release_payload=NULL, label=label)
-
-
-_descriptor_builders: dict[type, Any] = {
-    d.ActivationDescriptor: lambda x, keep: _new(
-        "pn_activation_desc", kind=int(x.kind), alpha=x.alpha, beta=x.beta),
-    d.Convolution2dDescriptor: _conv,
-    d.Pooling2dDescriptor: _pool,
-    d.ElementwiseBinaryDescriptor: lambda x, keep: _new(
-        "pn_elementwise_binary_desc", op=int(x.op), fused_activation=_activation(x.fused_activation, keep)),
-    d.ElementwiseVariadicDescriptor: lambda x, keep: _new("pn_elementwise_variadic_desc", op=int(x.op)),
-    d.FullyConnectedDescriptor: lambda x, keep: _new(
-        "pn_fully_connected_desc", transpose_a=int(x.transpose_a), transpose_b=int(x.transpose_b),
-        alpha=x.alpha, beta=x.beta, flags=_flags(x.has_bias, x.has_addend),
-        fused_activation=_activation(x.fused_activation, keep)),
-    d.SoftmaxDescriptor: lambda x, keep: _new("pn_softmax_desc", axis=x.axis),
-    d.BatchNormalizationDescriptor: lambda x, keep: _new(
-        "pn_batch_normalization_desc", layout=int(x.layout), epsilon=x.epsilon),
-    d.LrnDescriptor: lambda x, keep: _new(
-        "pn_lrn_desc", layout=int(x.layout), size=x.size, alpha=x.alpha, beta=x.beta, bias=x.bias),
-    d.ConcatDescriptor: lambda x, keep: _new("pn_concat_desc", axis=x.axis),
-    d.TransposeDescriptor: lambda x, keep: _new(
-        "pn_transpose_desc", rank=len(x.perm), perm=list(x.perm) + [0] * (MAX_DIMS - len(x.perm))),
-    d.PrecompiledDescriptor: _precompiled,
-}
+def _c_value(value: Any, c_type: str, keep: list[Any]) -> Any:
+    if c_type == "pn_activation_desc *":
+        return to_c_descriptor(value, keep)
+    if c_type == "char *":
+        text = ffi.new("char[]", value.encode())
+        keep.append(text)
+        return text
+    if c_type == "float":
+        return float(value)
+    return int(value)
 
 
 # ---- layers to C ----------------------------------------------------------------
@@ -206,102 +169,64 @@ def _release_payload(release: Any, pointer: Any, keepalive: Any) -> None:
     release(pointer)
 
 
-def _read_struct(c: Any, ctype: str, fields: tuple[str, ...], what: str) -> dict[str, Any]:
-    if c == NULL:
-        raise PlugnnError(f"{what}: NULL descriptor")
-    c = ffi.cast(ctype + "*", c)
-    if not covers(c, ctype, fields[-1]):
-        raise PlugnnError(f"{what}: {ctype} struct_size {c.struct_size} is too small")
-    return {name: getattr(c, name) for name in fields}
-
-
-def _read_activation(c: Any, what: str) -> d.ActivationDescriptor | None:
-    if c == NULL:
-        return None
-    f = _read_struct(c, "pn_activation_desc", ("kind", "alpha", "beta"), what)
-    return d.ActivationDescriptor(int(f["kind"]), float(f["alpha"]), float(f["beta"]))
-
-
 def from_c_descriptor(kind: d.LayerKind, c: Any, what: str, keepalive: Any) -> d.Descriptor:
-    """Copy a backend-written descriptor of `kind` into its Python dataclass."""
-    reader = _descriptor_readers.get(kind)
-    if reader is None:
+    """Copy a backend-written descriptor of `kind` into its Python dataclass. A field a later
+    minor version appended (mapping.since > 0) reads as absent past the writer's struct_size;
+    any other field must be covered."""
+    desc_type = d.DESCRIPTOR_TYPES.get(kind)
+    if desc_type is None:
         return None
     try:
-        return reader(c, what, keepalive)
+        return _read_descriptor(desc_type, c, what, keepalive)
     except (ValueError, TypeError) as exc:
         raise PlugnnError(f"{what}: invalid descriptor: {exc}") from None
 
 
-def _conv_from_c(c: Any, what: str, keepalive: Any) -> d.Convolution2dDescriptor:
-    f = _read_struct(c, "pn_convolution_2d_desc", (
-        "layout", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right",
-        "dilation_h", "dilation_w", "groups", "flags", "fused_activation"), what)
-    return d.Convolution2dDescriptor(
-        stride=(f["stride_h"], f["stride_w"]),
-        padding=(f["pad_top"], f["pad_left"], f["pad_bottom"], f["pad_right"]),
-        dilation=(f["dilation_h"], f["dilation_w"]), groups=int(f["groups"]), layout=int(f["layout"]),
-        has_bias=bool(f["flags"] & FLAG_HAS_BIAS), has_addend=bool(f["flags"] & FLAG_HAS_ADDEND),
-        fused_activation=_read_activation(f["fused_activation"], what))
+def _read_descriptor(desc_type: Any, c: Any, what: str, keepalive: Any) -> Any:
+    ctype = desc_type.c_struct
+    if c == NULL:
+        raise PlugnnError(f"{what}: NULL {ctype}")
+    c = ffi.cast(ctype + "*", c)
+    c_types = dict(DESCRIPTOR_FIELDS[ctype])
+    kwargs: dict[str, Any] = {}
+    for f in fields(desc_type):
+        mapping = d.c_mapping(f)
+        names = mapping.names
+
+        def read(name: str, appended: bool = mapping.since > 0) -> Any:
+            if covers(c, ctype, name):
+                return getattr(c, name)
+            if appended:
+                return None
+            raise PlugnnError(f"{what}: {ctype} struct_size {c.struct_size} is too small")
+
+        if mapping.codec == "value":
+            kwargs[f.name] = _py_value(read(names[0]), c_types[names[0]], what, keepalive)
+        elif mapping.codec == "fields":
+            kwargs[f.name] = tuple(int(read(n) or 0) for n in names)
+        elif mapping.codec == "flag":
+            kwargs[f.name] = bool(int(read(names[0]) or 0) & mapping.bit)
+        elif mapping.codec == "array":
+            count, array = int(read(names[0]) or 0), read(names[1])
+            kwargs[f.name] = tuple(int(array[i]) for i in range(min(count, MAX_DIMS))) if array is not None else ()
+        else:  # "payload"
+            payload, release = read("payload"), read("release_payload")
+            kwargs[f.name] = NativePayload(payload if payload is not None else NULL,
+                                           release if release is not None else NULL, keepalive)
+    return desc_type(**kwargs)
 
 
-def _pool_from_c(c: Any, what: str, keepalive: Any) -> d.Pooling2dDescriptor:
-    f = _read_struct(c, "pn_pooling_2d_desc", (
-        "kind", "layout", "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left",
-        "pad_bottom", "pad_right", "dilation_h", "dilation_w", "rounding", "padding_method", "p"), what)
-    return d.Pooling2dDescriptor(
-        kind=int(f["kind"]), kernel=(f["kernel_h"], f["kernel_w"]), stride=(f["stride_h"], f["stride_w"]),
-        padding=(f["pad_top"], f["pad_left"], f["pad_bottom"], f["pad_right"]),
-        dilation=(f["dilation_h"], f["dilation_w"]), rounding=int(f["rounding"]),
-        padding_method=int(f["padding_method"]), layout=int(f["layout"]), p=float(f["p"]))
-
-
-def _binary_from_c(c: Any, what: str, keepalive: Any) -> d.ElementwiseBinaryDescriptor:
-    f = _read_struct(c, "pn_elementwise_binary_desc", ("op", "fused_activation"), what)
-    return d.ElementwiseBinaryDescriptor(int(f["op"]), _read_activation(f["fused_activation"], what))
-
-
-def _fc_from_c(c: Any, what: str, keepalive: Any) -> d.FullyConnectedDescriptor:
-    f = _read_struct(c, "pn_fully_connected_desc", (
-        "transpose_a", "transpose_b", "alpha", "beta", "flags", "fused_activation"), what)
-    return d.FullyConnectedDescriptor(
-        bool(f["transpose_a"]), bool(f["transpose_b"]), float(f["alpha"]), float(f["beta"]),
-        bool(f["flags"] & FLAG_HAS_BIAS), _read_activation(f["fused_activation"], what),
-        bool(f["flags"] & FLAG_HAS_ADDEND))
-
-
-def _precompiled_from_c(c: Any, what: str, keepalive: Any) -> d.PrecompiledDescriptor:
-    f = _read_struct(c, "pn_precompiled_desc", ("payload", "release_payload", "label"), what)
-    label = ffi.string(f["label"]).decode("utf-8", "replace") if f["label"] != NULL else "precompiled"
-    return d.PrecompiledDescriptor(label, NativePayload(f["payload"], f["release_payload"], keepalive))
-
-
-def _simple(ctype: str, fields: tuple[str, ...], build: Any) -> Any:
-    return lambda c, what, keepalive: build(_read_struct(c, ctype, fields, what))
-
-
-_descriptor_readers: dict[d.LayerKind, Any] = {
-    d.LayerKind.CONVOLUTION_2D: _conv_from_c,
-    d.LayerKind.POOLING_2D: _pool_from_c,
-    d.LayerKind.ELEMENTWISE_BINARY: _binary_from_c,
-    d.LayerKind.ELEMENTWISE_VARIADIC: _simple(
-        "pn_elementwise_variadic_desc", ("op",), lambda f: d.ElementwiseVariadicDescriptor(int(f["op"]))),
-    d.LayerKind.ACTIVATION: lambda c, what, keepalive: _read_activation(c, what),
-    d.LayerKind.FULLY_CONNECTED: _fc_from_c,
-    d.LayerKind.SOFTMAX: _simple("pn_softmax_desc", ("axis",), lambda f: d.SoftmaxDescriptor(int(f["axis"]))),
-    d.LayerKind.BATCH_NORMALIZATION: _simple(
-        "pn_batch_normalization_desc", ("layout", "epsilon"),
-        lambda f: d.BatchNormalizationDescriptor(float(f["epsilon"]), int(f["layout"]))),
-    d.LayerKind.LOCAL_RESPONSE_NORMALIZATION: _simple(
-        "pn_lrn_desc", ("layout", "size", "alpha", "beta", "bias"),
-        lambda f: d.LrnDescriptor(int(f["size"]), float(f["alpha"]), float(f["beta"]), float(f["bias"]),
-                                  int(f["layout"]))),
-    d.LayerKind.CONCAT: _simple("pn_concat_desc", ("axis",), lambda f: d.ConcatDescriptor(int(f["axis"]))),
-    d.LayerKind.TRANSPOSE: _simple(
-        "pn_transpose_desc", ("rank", "perm"),
-        lambda f: d.TransposeDescriptor(tuple(int(f["perm"][i]) for i in range(min(int(f["rank"]), MAX_DIMS))))),
-    d.LayerKind.PRECOMPILED: _precompiled_from_c,
-}
+def _py_value(value: Any, c_type: str, what: str, keepalive: Any) -> Any:
+    if c_type == "pn_activation_desc *":
+        return None if value is None or value == NULL else _read_descriptor(
+            d.ActivationDescriptor, value, what, keepalive)
+    if c_type == "char *":
+        return "" if value is None or value == NULL else ffi.string(value).decode("utf-8", "replace")
+    if c_type == "float":
+        return float(value or 0.0)
+    if c_type == "pn_bool":
+        return bool(value)
+    return int(value or 0)
 
 
 def from_c_layer(c_layer: Any, what: str, keepalive: Any) -> LayerSpec:

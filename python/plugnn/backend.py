@@ -1,18 +1,70 @@
-"""The backend protocol: one abstract interface for native plugins and Python backends.
+"""The backend protocol: one interface that native plugins and Python backends both implement.
 
-The runtime only talks to these classes. `plugnn.native` implements them over a
-plugin's C function table; a backend written in Python subclasses them directly and
-is registered with `BackendRegistry.register`.
+The runtime only talks to these classes. `plugnn.native` implements them over a plugin's C
+function table; a backend written in Python subclasses them directly and is registered with
+`BackendRegistry.register`. Everything a loaded network does with a backend goes through
+here: support queries, subgraph optimization, memory managers (with device buffers for
+backends whose memory is not host memory), workload factories and prepared workloads.
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import MutableSequence, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from plugnn._abi_defs import PN_MAX_BACKEND_ID_LENGTH
+from plugnn.errors import BackendOptionError
 
 if TYPE_CHECKING:  # kept out of the start-up path: a runtime needs none of these to start
     from plugnn.layers import LayerSpec, OptimizationResult, Subgraph, SupportResult
+    from plugnn.tensor import TensorInfo
+
+# The backend id rules of backend_api.h (GetBackendId).
+MAX_ID_LENGTH = PN_MAX_BACKEND_ID_LENGTH
+RESERVED_IDS = frozenset({"host", "runtime", "unknown"})
+_BACKEND_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def backend_id_problem(backend_id: str) -> str:
+    """'' for a valid backend id, else what is wrong with it."""
+    if not backend_id:
+        return "empty backend id"
+    if len(backend_id) > MAX_ID_LENGTH:
+        return f"backend id longer than {MAX_ID_LENGTH} characters"
+    if not _BACKEND_ID.fullmatch(backend_id):
+        return (f"backend id {backend_id!r} has characters other than letters, digits and '_' "
+                "(or starts with a digit)")
+    if backend_id.lower() in RESERVED_IDS:
+        return f"backend id {backend_id!r} is reserved by the runtime"
+    return ""
+
+
+class DeviceBuffer:
+    """A tensor living in a non-host backend's memory: the handle its allocate() gave."""
+
+    def __init__(self, handle: Any, info: TensorInfo) -> None:
+        self.handle = handle
+        self.info = info
+
+
+class PreparedWorkload(ABC):
+    """A workload with its buffers bound: calling it runs the layer once.
+
+    `inputs` and `outputs` hold what is bound (arrays or DeviceBuffers); assigning an item
+    binds another buffer of the same shape and type for the next calls (a loaded network
+    rebinds graph inputs and outputs this way on every run)."""
+
+    inputs: MutableSequence[Any]
+    outputs: MutableSequence[Any]
+    # True when every failure of __call__ is already a PlugnnError naming the backend and the
+    # layer (native workloads); otherwise the loaded network wraps other exceptions in one.
+    raises_plugnn_errors: bool = False
+
+    @abstractmethod
+    def __call__(self) -> None:
+        """Run the workload on the bound buffers."""
 
 
 class Workload(ABC):
@@ -24,8 +76,25 @@ class Workload(ABC):
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
         """Compute `outputs` (arrays written in place) from `inputs` (constants included)."""
 
+    def prepare(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> PreparedWorkload:
+        """Bind buffers once for repeated runs (a native workload marshals them here)."""
+        return _PreparedCall(self, list(inputs), list(outputs), workspace)
+
     def close(self) -> None:
         """Release the workload; it is not used afterwards."""
+
+
+class _PreparedCall(PreparedWorkload):
+    """The prepared form of a Python workload: execute() on the bound lists."""
+
+    def __init__(self, workload: Workload, inputs: list[Any], outputs: list[Any], workspace: Any) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        self._execute = workload.execute
+        self._workspace = workspace
+
+    def __call__(self) -> None:
+        self._execute(self.inputs, self.outputs, self._workspace)
 
 
 class WorkloadFactory(ABC):
@@ -38,13 +107,33 @@ class WorkloadFactory(ABC):
 
 
 class MemoryManager(ABC):
-    """Backend memory: acquired before the first run, released at unload."""
+    """Backend memory: acquired before the first run, released at unload.
+
+    A backend whose memory is not host memory (`Backend.host_memory` False) also allocates the
+    tensors its layers work on and copies across the boundary; the runtime calls those four
+    methods only for such backends."""
 
     @abstractmethod
     def acquire(self) -> None: ...
 
     @abstractmethod
     def release(self) -> None: ...
+
+    def allocate(self, info: TensorInfo) -> DeviceBuffer:
+        """A buffer for a tensor of `info`, valid until free()."""
+        raise NotImplementedError(f"{type(self).__name__} manages host memory: it allocates no device buffers")
+
+    def free(self, buffer: DeviceBuffer) -> None:
+        """Release a buffer from allocate()."""
+        raise NotImplementedError(f"{type(self).__name__} manages host memory: it frees no device buffers")
+
+    def copy_from_host(self, buffer: DeviceBuffer, array: Any) -> None:
+        """Copy a host array into `buffer` (same size)."""
+        raise NotImplementedError(f"{type(self).__name__} manages host memory: nothing to copy")
+
+    def copy_to_host(self, array: Any, buffer: DeviceBuffer) -> None:
+        """Copy `buffer` into a host array (same size)."""
+        raise NotImplementedError(f"{type(self).__name__} manages host memory: nothing to copy")
 
     def close(self) -> None:
         """Destroy the manager."""
@@ -104,15 +193,23 @@ class Backend(ABC):
 
     def set_option(self, key: str, value: str) -> None:
         """Set a string option; unknown keys raise BackendOptionError."""
-        from plugnn.errors import BackendOptionError
-
         raise BackendOptionError(self.backend_id, f"set_option({key!r})", f"unknown option {key!r}")
 
     def get_option(self, key: str) -> str:
         """The effective value of an option."""
-        from plugnn.errors import BackendOptionError
-
         raise BackendOptionError(self.backend_id, f"get_option({key!r})", f"unknown option {key!r}")
 
     def close(self) -> None:
         """Destroy the backend instance (after everything it created)."""
+
+
+class BackendProvider(Protocol):
+    """What optimizing a network needs of a runtime: its backends by id, and its preference."""
+
+    @property
+    def backend_ids(self) -> list[str]: ...
+
+    @property
+    def preferred_backends(self) -> list[str]: ...
+
+    def backend(self, backend_id: str) -> Backend: ...

@@ -1,86 +1,97 @@
 """Layer kinds and their typed descriptors, mirroring backend_api.h.
 
-Enum values equal the header's (a test checks them against the generated cffi
-types). Descriptors validate their own fields; shape checks belong to the network.
+The enums are the header's own (generated into `_abi_defs`). Each descriptor is a frozen
+dataclass naming the C struct it stands for (`c_struct`); a field maps to the C field of the
+same name unless its metadata says otherwise (`c_fields`: a tuple over several C fields,
+`c_flag`: one bit of a flags field, `c_array`: a count and an array). `_marshal.py` walks
+these mappings against the header's field table to write and read the C structs, and a test
+checks that every C field is mapped exactly once. Descriptors validate their own fields;
+shape checks belong to `shapes.py`.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any, Union
+from dataclasses import MISSING, dataclass, field
+from typing import Any, NamedTuple, Union
+
+from plugnn._abi_defs import (
+    PN_LAYER_FLAG_HAS_ADDEND,
+    PN_LAYER_FLAG_HAS_BIAS,
+    ActivationKind,
+    BinaryOp,
+    DataLayout,
+    LayerKind,
+    OutputRounding,
+    PaddingMethod,
+    PoolingKind,
+    VariadicOp,
+)
+
+__all__ = [
+    "ActivationKind", "BinaryOp", "DataLayout", "LayerKind", "OutputRounding", "PaddingMethod", "PoolingKind",
+    "VariadicOp", "CMapping", "c_mapping", "c_fields", "c_flag", "c_array",
+    "ActivationDescriptor", "Convolution2dDescriptor", "Pooling2dDescriptor", "ElementwiseBinaryDescriptor",
+    "ElementwiseVariadicDescriptor", "FullyConnectedDescriptor", "SoftmaxDescriptor",
+    "BatchNormalizationDescriptor", "LrnDescriptor", "ConcatDescriptor", "TransposeDescriptor",
+    "PrecompiledDescriptor", "Descriptor", "DESCRIPTOR_TYPES",
+]
 
 
-class LayerKind(enum.IntEnum):
-    CONVOLUTION_2D = 1
-    POOLING_2D = 2
-    ELEMENTWISE_BINARY = 3
-    ELEMENTWISE_VARIADIC = 4
-    ACTIVATION = 5
-    FULLY_CONNECTED = 6
-    MATMUL = 7
-    SOFTMAX = 8
-    BATCH_NORMALIZATION = 9
-    LOCAL_RESPONSE_NORMALIZATION = 10
-    CONCAT = 11
-    RESHAPE = 12
-    TRANSPOSE = 13
-    COPY = 14
-    PRECOMPILED = 15
+# ---- how a dataclass field maps to C fields ------------------------------------------------
 
 
-class DataLayout(enum.IntEnum):
-    NCHW = 1
-    NHWC = 2
+class CMapping(NamedTuple):
+    """How one descriptor field is stored in its C struct.
+
+    codec "value": the one C field `names[0]`; "fields": a tuple, one C field per item;
+    "flag": True sets bit `bit` of the C field `names[0]`; "array": a tuple stored as a count
+    (`names[0]`) and the first items of an array (`names[1]`); "payload": a PRECOMPILED layer's
+    payload. `since` is the minor ABI version that appended the C fields (0: in 1.0)."""
+
+    codec: str
+    names: tuple[str, ...]
+    bit: int = 0
+    since: int = 0
 
 
-class ActivationKind(enum.IntEnum):
-    RELU = 1
-    BOUNDED_RELU = 2
-    LEAKY_RELU = 3
-    SIGMOID = 4
-    TANH = 5
-    ELU = 6
-    HARD_SWISH = 7
-    HARD_SIGMOID = 8
-    ABS = 9
-    SQRT = 10
-    SQUARE = 11
-    LINEAR = 12
+def _mapped(mapping: CMapping, default: Any) -> Any:
+    if default is MISSING:
+        return field(metadata={"c": mapping})
+    return field(default=default, metadata={"c": mapping})
 
 
-class PoolingKind(enum.IntEnum):
-    MAX = 1
-    AVERAGE = 2
-    LP = 3
+def c_fields(*names: str, default: Any = MISSING) -> Any:
+    """A tuple field stored as the C fields `names`, one item each."""
+    return _mapped(CMapping("fields", names), default)
 
 
-class OutputRounding(enum.IntEnum):
-    FLOOR = 1
-    CEIL = 2
+def c_flag(name: str, bit: int, default: bool = False) -> Any:
+    """A bool field stored as bit `bit` of the C field `name`."""
+    return _mapped(CMapping("flag", (name,), bit), default)
 
 
-class PaddingMethod(enum.IntEnum):
-    EXCLUDE = 1
-    INCLUDE = 2
+def c_array(count: str, array: str, default: Any = MISSING) -> Any:
+    """A tuple field stored as the C count field `count` and the C array `array`."""
+    return _mapped(CMapping("array", (count, array)), default)
 
 
-class BinaryOp(enum.IntEnum):
-    ADD = 1
-    SUB = 2
-    MUL = 3
-    DIV = 4
-    MAXIMUM = 5
-    MINIMUM = 6
-    POWER = 7
-    PRELU = 8
+def c_mapping(descriptor_field: Any) -> CMapping:
+    """The mapping of a dataclass field (its own name, one C field, when it has none)."""
+    return descriptor_field.metadata.get("c") or CMapping("value", (descriptor_field.name,))
 
 
-class VariadicOp(enum.IntEnum):
-    SUM = 1
-    MAXIMUM = 2
-    MINIMUM = 3
-    MEAN = 4
+def c_struct(name: str) -> Any:
+    """Class decorator: the C struct a descriptor dataclass stands for."""
+
+    def mark(cls: type) -> type:
+        cls.c_struct = name  # type: ignore[attr-defined]
+        return cls
+
+    return mark
+
+
+# ---- validation helpers ----------------------------------------------------------------------
 
 
 def _enum(enum_type: type[enum.IntEnum], value: Any, what: str) -> Any:
@@ -110,6 +121,7 @@ def _padding(value: Any) -> tuple[int, int, int, int]:
     return (pads[0], pads[1], pads[2], pads[3])
 
 
+@c_struct("pn_activation_desc")
 @dataclass(frozen=True)
 class ActivationDescriptor:
     """An activation; alpha/beta as the header's pn_activation_kind says (clip: min, max)."""
@@ -122,15 +134,17 @@ class ActivationDescriptor:
         object.__setattr__(self, "kind", _enum(ActivationKind, self.kind, "activation"))
 
 
+@c_struct("pn_convolution_2d_desc")
 @dataclass(frozen=True)
 class Convolution2dDescriptor:
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, left, bottom, right
-    dilation: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = c_fields("stride_h", "stride_w", default=(1, 1))
+    padding: tuple[int, int, int, int] = c_fields(  # top, left, bottom, right
+        "pad_top", "pad_left", "pad_bottom", "pad_right", default=(0, 0, 0, 0))
+    dilation: tuple[int, int] = c_fields("dilation_h", "dilation_w", default=(1, 1))
     groups: int = 1
     layout: DataLayout = DataLayout.NCHW
-    has_bias: bool = False
-    has_addend: bool = False
+    has_bias: bool = c_flag("flags", PN_LAYER_FLAG_HAS_BIAS)
+    has_addend: bool = c_flag("flags", PN_LAYER_FLAG_HAS_ADDEND)
     fused_activation: ActivationDescriptor | None = None
 
     def __post_init__(self) -> None:
@@ -142,13 +156,15 @@ class Convolution2dDescriptor:
             raise ValueError(f"groups must be >= 1, got {self.groups}")
 
 
+@c_struct("pn_pooling_2d_desc")
 @dataclass(frozen=True)
 class Pooling2dDescriptor:
     kind: PoolingKind = PoolingKind.MAX
-    kernel: tuple[int, int] = (1, 1)
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
-    dilation: tuple[int, int] = (1, 1)
+    kernel: tuple[int, int] = c_fields("kernel_h", "kernel_w", default=(1, 1))
+    stride: tuple[int, int] = c_fields("stride_h", "stride_w", default=(1, 1))
+    padding: tuple[int, int, int, int] = c_fields(
+        "pad_top", "pad_left", "pad_bottom", "pad_right", default=(0, 0, 0, 0))
+    dilation: tuple[int, int] = c_fields("dilation_h", "dilation_w", default=(1, 1))
     rounding: OutputRounding = OutputRounding.FLOOR
     padding_method: PaddingMethod = PaddingMethod.EXCLUDE
     layout: DataLayout = DataLayout.NCHW
@@ -167,6 +183,7 @@ class Pooling2dDescriptor:
             raise ValueError(f"the Lp pooling order p must be > 0, got {self.p}")
 
 
+@c_struct("pn_elementwise_binary_desc")
 @dataclass(frozen=True)
 class ElementwiseBinaryDescriptor:
     op: BinaryOp
@@ -176,6 +193,7 @@ class ElementwiseBinaryDescriptor:
         object.__setattr__(self, "op", _enum(BinaryOp, self.op, "binary operation"))
 
 
+@c_struct("pn_elementwise_variadic_desc")
 @dataclass(frozen=True)
 class ElementwiseVariadicDescriptor:
     op: VariadicOp
@@ -184,22 +202,25 @@ class ElementwiseVariadicDescriptor:
         object.__setattr__(self, "op", _enum(VariadicOp, self.op, "variadic operation"))
 
 
+@c_struct("pn_fully_connected_desc")
 @dataclass(frozen=True)
 class FullyConnectedDescriptor:
     transpose_a: bool = False
     transpose_b: bool = False
     alpha: float = 1.0
     beta: float = 1.0
-    has_bias: bool = False
+    has_bias: bool = c_flag("flags", PN_LAYER_FLAG_HAS_BIAS)
     fused_activation: ActivationDescriptor | None = None
-    has_addend: bool = False
+    has_addend: bool = c_flag("flags", PN_LAYER_FLAG_HAS_ADDEND)
 
 
+@c_struct("pn_softmax_desc")
 @dataclass(frozen=True)
 class SoftmaxDescriptor:
     axis: int = -1
 
 
+@c_struct("pn_batch_normalization_desc")
 @dataclass(frozen=True)
 class BatchNormalizationDescriptor:
     epsilon: float = 1e-5
@@ -209,6 +230,7 @@ class BatchNormalizationDescriptor:
         object.__setattr__(self, "layout", _enum(DataLayout, self.layout, "layout"))
 
 
+@c_struct("pn_lrn_desc")
 @dataclass(frozen=True)
 class LrnDescriptor:
     size: int
@@ -223,14 +245,16 @@ class LrnDescriptor:
             raise ValueError(f"LRN size must be >= 1, got {self.size}")
 
 
+@c_struct("pn_concat_desc")
 @dataclass(frozen=True)
 class ConcatDescriptor:
     axis: int
 
 
+@c_struct("pn_transpose_desc")
 @dataclass(frozen=True)
 class TransposeDescriptor:
-    perm: tuple[int, ...]
+    perm: tuple[int, ...] = c_array("rank", "perm")
 
     def __post_init__(self) -> None:
         perm = tuple(int(p) for p in self.perm)
@@ -239,12 +263,18 @@ class TransposeDescriptor:
         object.__setattr__(self, "perm", perm)
 
 
+@c_struct("pn_precompiled_desc")
 @dataclass(frozen=True, eq=False)
 class PrecompiledDescriptor:
-    """A backend's own layer from optimize_subgraph; `payload` is opaque to plugnn."""
+    """A backend's own layer from optimize_subgraph; `payload` is opaque to plugnn (the C
+    fields payload and release_payload, which the marshalling handles as one)."""
 
     label: str
-    payload: Any = field(default=None, repr=False)
+    payload: Any = field(default=None, repr=False, metadata={"c": CMapping("payload", ("payload", "release_payload"))})
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", "precompiled")
 
 
 Descriptor = Union[

@@ -15,67 +15,63 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Mapping, MutableSequence, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 
-from plugnn._abi import ffi
-from plugnn.backend import Backend, MemoryManager, Workload, WorkloadFactory
+from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
+from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
-from plugnn.native import DeviceBuffer, NativeWorkload
 from plugnn.optimized import OptimizedNetwork
-from plugnn.optimizer import Node
-
-if TYPE_CHECKING:
-    from plugnn.runtime import Runtime
 
 
 class _Step:
-    """One thing run() does: a workload with its buffers, or a runtime copy."""
+    """One thing run() does: a prepared workload, or a runtime copy. `inputs` and `outputs`
+    hold its bound buffers; assigning an item rebinds it (graph inputs and outputs, per run)."""
 
-    __slots__ = ("name", "backend_id", "call", "slot")
+    __slots__ = ("name", "backend_id", "call", "inputs", "outputs")
 
-    def __init__(self, name: str, backend_id: str, call: Callable[[], None],
-                 slot: Callable[[str, int], tuple[Any, int | None]]) -> None:
+    def __init__(self, name: str, backend_id: str, call: Callable[[], None], inputs: MutableSequence[Any],
+                 outputs: MutableSequence[Any]) -> None:
         self.name = name
         self.backend_id = backend_id
         self.call = call
-        # slot(direction, index) -> (target, None): a pn_tensor whose .data is rebound per run,
-        # or (list, i): a Python list whose item i is replaced per run.
-        self.slot = slot
+        self.inputs = inputs
+        self.outputs = outputs
 
 
-def _python_step(node: Node, workload: Workload, inputs: list[Any], outputs: list[Any], workspace: Any) -> _Step:
+def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: list[Any], workspace: Any) -> _Step:
+    prepared = workload.prepare(inputs, outputs, workspace)
+    backend_id = node.backend_id or "?"
+    if prepared.raises_plugnn_errors:
+        return _Step(node.name, backend_id, prepared, prepared.inputs, prepared.outputs)
+
     def call() -> None:
         try:
-            workload.execute(inputs, outputs, workspace)
+            prepared()
         except PlugnnError:
             raise
         except Exception as exc:  # a Python backend's failure, named like a native one
-            raise BackendError(node.backend_id or "?", f"execute(layer {node.name!r})", str(exc)) from exc
+            raise BackendError(backend_id, f"execute(layer {node.name!r})", str(exc)) from exc
 
-    def slot(direction: str, index: int) -> tuple[Any, int | None]:
-        return (inputs if direction == "in" else outputs), index
-
-    return _Step(node.name, node.backend_id or "runtime", call, slot)
-
-
-def _native_step(node: Node, workload: NativeWorkload, inputs: list[Any], outputs: list[Any],
-                 workspace: Any) -> _Step:
-    bound = workload.prepare(inputs, outputs, workspace)
-    return _Step(node.name, node.backend_id or "runtime", bound, lambda direction, index: (
-        bound.tensor(direction, index), None))
+    return _Step(node.name, backend_id, call, prepared.inputs, prepared.outputs)
 
 
 class LoadedNetwork:
-    """A network ready to run on its backends. Create it with `Runtime.load_network`."""
+    """A network ready to run on its backends. Create it with `Runtime.load_network`.
 
-    def __init__(self, runtime: Runtime, optimized: OptimizedNetwork, network_id: int) -> None:
+    It receives what loading needs: the backends that run its layers (by id), the runtime's
+    backend contexts to notify, and `on_unload`, called once when it is unloaded."""
+
+    def __init__(self, optimized: OptimizedNetwork, network_id: int, backends: Mapping[str, Backend],
+                 contexts: Sequence[BackendContext], on_unload: Callable[[LoadedNetwork], None]) -> None:
         self.network_id = network_id
         self.name = optimized.network_name
-        self._runtime = runtime
+        self._backends = dict(backends)
+        self._contexts = list(contexts)
+        self._on_unload = on_unload
         self._optimized = optimized
         self._graph = optimized.graph
         self._lock = threading.Lock()
@@ -92,10 +88,10 @@ class LoadedNetwork:
     # -- loading ------------------------------------------------------------------------
 
     def _backend(self, backend_id: str) -> Backend:
-        return self._runtime.backend(backend_id)
+        return self._backends[backend_id]
 
     def _load(self) -> None:
-        contexts = self._runtime._contexts_for_notification()
+        contexts = self._contexts
         notified = []
         try:
             for context in contexts:
@@ -171,7 +167,7 @@ class LoadedNetwork:
             where = location[key]
             if where != "host" and key not in buffers:
                 manager = self._managers[where]
-                device = manager.allocate(graph.infos[key])  # type: ignore[attr-defined]
+                device = manager.allocate(graph.infos[key])
                 self._device.append((manager, device))
                 buffers[key] = device
         for key, value in graph.constants.items():
@@ -182,25 +178,24 @@ class LoadedNetwork:
         self._buffers = buffers
         sizes = [w.workspace_bytes for w in self._workloads]
         self._workspace = np.empty(max(sizes, default=0), np.uint8) if any(sizes) else None
-        slots: dict[str, list[tuple[Any, int | None]]] = {k: [] for k in externals}
+        slots: dict[str, list[tuple[MutableSequence[Any], int]]] = {k: [] for k in externals}
         for node in nodes:
             step = self._step(node)
-            for direction, keys in (("in", node.inputs), ("out", node.outputs)):
+            for bound, keys in ((step.inputs, node.inputs), (step.outputs, node.outputs)):
                 for index, key in enumerate(keys):
                     if key in slots:
-                        slots[key].append(step.slot(direction, index))
+                        slots[key].append((bound, index))
             self._steps.append(step)
         self._calls = [step.call for step in self._steps]
-        # What each run binds, per input then output: (slot, name, key, dtype, shape, native
-        # tensors, python list items, source). An output's source is where run() copies it from
-        # when it cannot be bound: ("in", input name) for a graph input exported as an output,
-        # ("out", output name) for a tensor exported twice, ("buffer", key) for a constant or a
-        # tensor no step writes; None when the output is bound to the caller's array.
+        # What each run binds, per input then output: (slot, name, key, dtype, shape, the step
+        # buffers (bound sequence, index) to point at the caller's array, source). An output's
+        # source is where run() copies it from when it cannot be bound: ("in", input name) for a
+        # graph input exported as an output, ("out", output name) for a tensor exported twice,
+        # ("buffer", key) for a constant or a tensor no step writes; None when the output is
+        # bound to the caller's array.
         def plan_of(slot: int, name: str, key: str, source: tuple[str, str] | None) -> tuple[Any, ...]:
             info = graph.infos[key]
-            native = [target for target, index in slots[key] if index is None]
-            python = [(target, index) for target, index in slots[key] if index is not None]
-            return slot, name, key, np.dtype(info.dtype.numpy_name), info.shape, native, python, source
+            return slot, name, key, np.dtype(info.dtype.numpy_name), info.shape, slots[key], source
 
         self._input_plan = [plan_of(slot, name, key, None) for slot, (name, key) in enumerate(graph.inputs.items())]
         input_of_key = {key: name for name, key in graph.inputs.items()}
@@ -217,38 +212,31 @@ class LoadedNetwork:
             else:
                 bound_output_of_key[key] = name
             self._output_plan.append(plan_of(slot, name, key, source))
-        # (array, cffi buffer) bound at each input then output of the plan by the last run.
-        self._bound: list[tuple[Any, Any]] = [(None, None)] * (len(self._input_plan) + len(self._output_plan))
+        # The array bound at each input then output of the plan by the last run.
+        self._bound: list[Any] = [None] * (len(self._input_plan) + len(self._output_plan))
 
     def _step(self, node: Node) -> _Step:
         inputs = [self._buffers[k] for k in node.inputs]
         outputs = [self._buffers[k] for k in node.outputs]
         if node.backend_id is None:
             return self._copy_step(node, inputs, outputs)
-        workload = self._node_workloads[node.name]
-        if isinstance(workload, NativeWorkload):
-            return _native_step(node, workload, inputs, outputs, self._workspace)
-        return _python_step(node, workload, inputs, outputs, self._workspace)
+        return _workload_step(node, self._node_workloads[node.name], inputs, outputs, self._workspace)
 
     def _copy_step(self, node: Node, inputs: list[Any], outputs: list[Any]) -> _Step:
         source, target = self._graph.copies[node.name]
-        io = {"in": inputs, "out": outputs}
 
         def call() -> None:
-            src, dst = io["in"][0], io["out"][0]
+            src, dst = inputs[0], outputs[0]
             if source == "host":
-                self._managers[target].copy_from_host(dst, src)  # type: ignore[attr-defined]
+                self._managers[target].copy_from_host(dst, src)
             elif target == "host":
-                self._managers[source].copy_to_host(dst, src)  # type: ignore[attr-defined]
+                self._managers[source].copy_to_host(dst, src)
             else:
                 staging = np.empty(dst.info.shape, dst.info.dtype.numpy_name)
-                self._managers[source].copy_to_host(staging, src)  # type: ignore[attr-defined]
-                self._managers[target].copy_from_host(dst, staging)  # type: ignore[attr-defined]
+                self._managers[source].copy_to_host(staging, src)
+                self._managers[target].copy_from_host(dst, staging)
 
-        def slot(direction: str, index: int) -> tuple[Any, int | None]:
-            return io[direction], index
-
-        return _Step(node.name, "runtime", call, slot)
+        return _Step(node.name, "runtime", call, inputs, outputs)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -292,18 +280,17 @@ class LoadedNetwork:
 
     def _bind_run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None
                   ) -> tuple[dict[str, np.ndarray], list[tuple[np.ndarray, Any]]]:
-        """Check the caller's arrays and point the bound tensors at them (no copies).
+        """Check the caller's arrays and point the bound step buffers at them (no copies).
 
         An array that is the very object bound at the same place by the previous run, with the
-        same shape, dtype and contiguity, is still bound: its tensors keep pointing at it (the
-        cffi buffer kept in self._bound holds numpy's export lock, so its memory cannot move)."""
+        same shape, dtype and contiguity, is still bound: the steps keep pointing at it (a
+        native step's view of it holds NumPy's export lock, so its memory cannot move)."""
         # Every plan name looked up and as many names given as the plan has: the names match
         # (an unknown or missing name fails a lookup or the count).
         if len(inputs) != len(self._input_plan):
             self._name_error(inputs, outputs or {})
         bound = self._bound
-        from_buffer = ffi.from_buffer
-        for slot, name, key, dtype, shape, native, python, _ in self._input_plan:
+        for slot, name, key, dtype, shape, targets, _ in self._input_plan:
             try:
                 array = inputs[name]
             except KeyError:
@@ -311,18 +298,15 @@ class LoadedNetwork:
             if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
                     or array.shape != shape or not array.flags.c_contiguous:
                 _checked(array, self._graph.infos[key], f"input {name!r}", writable=False)
-            if bound[slot][0] is array:
+            if bound[slot] is array:
                 continue
-            data = from_buffer(array, require_writable=False) if native else None
-            for tensor in native:
-                tensor.data = data
-            for target, index in python:
+            for target, index in targets:
                 target[index] = array
-            bound[slot] = (array, data)
+            bound[slot] = array
         results: dict[str, np.ndarray] = {}
         copies: list[tuple[np.ndarray, Any]] = []
         given = 0
-        for slot, name, key, dtype, shape, native, python, source in self._output_plan:
+        for slot, name, key, dtype, shape, targets, source in self._output_plan:
             array = outputs.get(name) if outputs else None
             if array is None:
                 array = np.empty(shape, dtype)
@@ -336,13 +320,10 @@ class LoadedNetwork:
                 kind, where = source
                 copies.append((array, inputs[where] if kind == "in" else results[where] if kind == "out"
                                else self._buffers[where]))
-            elif bound[slot][0] is not array:
-                data = from_buffer(array) if native else None
-                for tensor in native:
-                    tensor.data = data
-                for target, index in python:
+            elif bound[slot] is not array:
+                for target, index in targets:
                     target[index] = array
-                bound[slot] = (array, data)
+                bound[slot] = array
         if outputs and given != len(outputs):  # a name not in the plan (or given as None)
             if not set(self._graph.outputs).issuperset(outputs):
                 self._name_error(inputs, outputs)
@@ -370,15 +351,15 @@ class LoadedNetwork:
             if not self._loaded:
                 return
             self._loaded = False
-            self._bound = [(None, None)] * len(self._bound)
-            contexts = self._runtime._contexts_for_notification()
+            self._bound = [None] * len(self._bound)
+            contexts = self._contexts
             errors: list[str] = []
             for context in contexts:
                 _quietly(context.before_unload_network, self.network_id, errors)
             self._destroy(errors)
             for context in contexts:
                 _quietly(context.after_unload_network, self.network_id, errors)
-            self._runtime._forget(self)
+            self._on_unload(self)
             if errors:
                 raise PlugnnError(f"unloading network {self.name!r}: " + "; ".join(errors))
 
@@ -390,7 +371,7 @@ class LoadedNetwork:
             self._acquired = False
         self._steps = []
         for manager, device in reversed(self._device):
-            _quietly(manager.free, device, errors)  # type: ignore[attr-defined]
+            _quietly(manager.free, device, errors)
         self._device = []
         for workload in reversed(self._workloads):
             _quietly(workload.close, None, errors)

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 from plugnn import _build_config
 from plugnn._abi import NULL, covers, ffi
+from plugnn.backend import MAX_ID_LENGTH, backend_id_problem
 from plugnn.errors import BackendLoadError
 from plugnn.native import NativeBackend, SharedObject
 
@@ -28,11 +29,8 @@ BUNDLED_DIR = os.path.join(_build_config.INSTALL_DIR, "backends")
 BACKEND_API_VERSION: tuple[int, int] = _build_config.BACKEND_API_VERSION
 ENTRY_POINTS = ("GetBackendId", "GetVersion", "BackendFactory")
 REQUIRED_FUNCTIONS = ("destroy", "is_layer_supported", "create_workload_factory")
-RESERVED_IDS = frozenset({"host", "runtime", "unknown"})
-MAX_ID_LENGTH = 64
 
 _FILENAME = re.compile(r"[A-Za-z0-9]+_[A-Za-z0-9]+_backend\.so(?:\.[0-9]+)*")
-_BACKEND_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Status = Literal["loaded", "rejected", "ignored"]
 
@@ -147,20 +145,6 @@ def is_backend_version_compatible(version: tuple[int, int],
                                   api_version: tuple[int, int] = BACKEND_API_VERSION) -> bool:
     """Same major version, and a minor version no newer than the runtime's."""
     return version[0] == api_version[0] and version[1] <= api_version[1]
-
-
-def backend_id_problem(backend_id: str) -> str:
-    """'' for a valid backend id, else what is wrong with it."""
-    if not backend_id:
-        return "empty backend id"
-    if len(backend_id) > MAX_ID_LENGTH:
-        return f"backend id longer than {MAX_ID_LENGTH} characters"
-    if not _BACKEND_ID.fullmatch(backend_id):
-        return (f"backend id {backend_id!r} has characters other than letters, digits and '_' "
-                "(or starts with a digit)")
-    if backend_id.lower() in RESERVED_IDS:
-        return f"backend id {backend_id!r} is reserved by the runtime"
-    return ""
 
 
 def load_shared_object(path: str, api_version: tuple[int, int] = BACKEND_API_VERSION) -> SharedObject:

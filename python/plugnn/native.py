@@ -8,12 +8,21 @@ once: on close(), when its parent closes, or when it is garbage collected.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
-from plugnn.backend import Backend, BackendContext, MemoryManager, Workload, WorkloadFactory
-from plugnn.errors import BackendError, RuntimeClosedError
+from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY
+from plugnn.backend import (
+    Backend,
+    BackendContext,
+    DeviceBuffer,
+    MemoryManager,
+    PreparedWorkload,
+    Workload,
+    WorkloadFactory,
+)
+from plugnn.errors import BackendError, BackendOptionError, RuntimeClosedError
 
 if TYPE_CHECKING:
     from plugnn.layers import LayerSpec, OptimizationResult, Subgraph, SupportResult
@@ -30,8 +39,6 @@ def _marshalling() -> Any:
 
         _marshal = module
     return _marshal
-
-HOST_MEMORY_FLAG = 0x1
 
 
 class SharedObject:
@@ -120,7 +127,7 @@ class NativeWorkload(_NativeChild, Workload):
             buffer = ffi.from_buffer(workspace)
             keep.append(buffer)
             args.workspace = buffer
-        return BoundExecution(self, args, keep)
+        return BoundExecution(self, args, inputs, outputs, keep)
 
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
         """Run once on these arrays; a workspace of workspace_bytes is allocated if none is given."""
@@ -129,32 +136,55 @@ class NativeWorkload(_NativeChild, Workload):
         self.prepare(inputs, outputs, workspace)()
 
 
-class BoundExecution:
-    """A workload with its buffers bound: calling it executes with no marshalling."""
+class _BoundTensors(MutableSequence[Any]):
+    """The buffers bound to one side (inputs or outputs) of a pn_execute_args: assigning an item
+    points that pn_tensor at another buffer of the same shape (its cffi view is kept alive,
+    which also keeps NumPy from moving the array's memory)."""
 
-    __slots__ = ("_workload", "_args", "_keep", "_message", "_call", "_rebound")
+    __slots__ = ("_tensors", "_items", "_views")
 
-    def __init__(self, workload: NativeWorkload, args: Any, keep: list[Any]) -> None:
+    def __init__(self, tensors: Any, items: Sequence[Any]) -> None:
+        self._tensors = tensors
+        self._items = list(items)
+        self._views: list[Any] = [None] * len(self._items)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items[index]
+
+    def __setitem__(self, index: Any, item: Any) -> None:
+        if isinstance(item, DeviceBuffer):
+            view = data = item.handle
+        else:
+            view = data = ffi.from_buffer(item, require_writable=False)
+        self._tensors[index].data = data
+        self._views[index] = view
+        self._items[index] = item
+
+    def __delitem__(self, index: Any) -> None:
+        raise TypeError("a workload's bound buffers cannot be removed")
+
+    def insert(self, index: int, item: Any) -> None:
+        raise TypeError("a workload's bound buffers cannot be added")
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class BoundExecution(PreparedWorkload):
+    """A native workload with its buffers bound: calling it executes with no marshalling."""
+
+    __slots__ = ("_workload", "_args", "_keep", "_message", "_call", "inputs", "outputs")
+    raises_plugnn_errors = True
+
+    def __init__(self, workload: NativeWorkload, args: Any, inputs: Sequence[Any], outputs: Sequence[Any],
+                 keep: list[Any]) -> None:
         self._workload = workload
         self._args = args
         self._keep = keep
         self._message = workload._message
         self._call = workload._execute
-        self._rebound: dict[tuple[str, int], Any] = {}
-
-    def tensor(self, direction: str, index: int) -> Any:
-        """The bound pn_tensor of input ("in") or output ("out") `index`, for direct rebinding."""
-        return (self._args.inputs if direction == "in" else self._args.outputs)[index]
-
-    def rebind(self, direction: str, index: int, array: Any) -> None:
-        """Point input ("in") or output ("out") `index` at another buffer of the same shape."""
-        tensors = self._args.inputs if direction == "in" else self._args.outputs
-        if isinstance(array, DeviceBuffer):
-            data = array.handle
-        else:
-            data = ffi.from_buffer(array, require_writable=False)
-        self._rebound[(direction, index)] = data  # keeps the buffer's cdata alive
-        tensors[index].data = data
+        self.inputs = _BoundTensors(args.inputs, inputs)
+        self.outputs = _BoundTensors(args.outputs, outputs)
 
     def __call__(self) -> None:
         workload = self._workload
@@ -163,14 +193,6 @@ class BoundExecution:
         status = self._call(workload._c, self._args, self._message.out)
         if status:
             workload._check(status, f"execute(layer {workload.layer_name!r})")
-
-
-class DeviceBuffer:
-    """A tensor living in a non-host backend's memory: the handle its allocate() gave."""
-
-    def __init__(self, handle: Any, info: TensorInfo) -> None:
-        self.handle = handle
-        self.info = info
 
 
 def _tensor_array(items: Sequence[Any], keep: list[Any]) -> Any:
@@ -266,7 +288,7 @@ class NativeBackend(Backend):
         self.backend_id = shared_object.backend_id
         self.origin = shared_object.path
         self.version = shared_object.version
-        self.host_memory = bool(int(c_backend.flags) & HOST_MEMORY_FLAG)
+        self.host_memory = bool(int(c_backend.flags) & PN_BACKEND_HOST_MEMORY)
         self._c = c_backend
         self._message = Message()
         self._children: list[weakref.ref[_NativeChild]] = []
@@ -291,7 +313,8 @@ class NativeBackend(Backend):
 
     def close(self) -> None:
         """Destroy every live object this backend created (newest first), release the payloads
-        it returned that are still held, then destroy the backend."""
+        it returned that are still held, destroy the backend, then unload its library (once
+        nothing from it is used: every object from it is gone)."""
         for ref in reversed(self._children):
             child = ref()
             if child is not None:
@@ -303,6 +326,7 @@ class NativeBackend(Backend):
                 payload.release()
         self._payloads = []
         self._destroy()
+        self.shared_object.close()
 
     def _fn(self, name: str) -> Any:
         if self.closed:
@@ -356,16 +380,12 @@ class NativeBackend(Backend):
     def set_option(self, key: str, value: str) -> None:
         fn = self._fn("set_option")
         if fn is None:
-            from plugnn.errors import BackendOptionError
-
             raise BackendOptionError(self.backend_id, f"set_option({key!r})", "the backend takes no options")
         self._check(fn(self._c, key.encode(), str(value).encode(), self._message.out), f"set_option({key!r})")
 
     def get_option(self, key: str) -> str:
         fn = self._fn("get_option")
         if fn is None:
-            from plugnn.errors import BackendOptionError
-
             raise BackendOptionError(self.backend_id, f"get_option({key!r})", "the backend reports no options")
         value = Message(4096)
         self._check(fn(self._c, key.encode(), value.out, self._message.out), f"get_option({key!r})")

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-from plugnn.network import Network
-from plugnn.optimizer import (
-    Graph,
-    Node,
-    assign,
-    fold_batch_norms,
-    fold_constants,
-    graph_from_network,
-    insert_copies,
-    optimize_subgraphs,
-    resolve_backends,
-)
-
-if TYPE_CHECKING:
-    from plugnn.runtime import Runtime
+from plugnn.backend import BackendProvider
+from plugnn.graph import Graph, Node
 
 
 class OptimizedNetwork:
-    """The result of `plugnn.optimize`: load it with `runtime.load_network(optimized)`."""
+    """The result of `plugnn.optimize`: load it with `runtime.load_network(optimized)`.
 
-    def __init__(self, network_name: str, runtime: Runtime, graph: Graph, preferred: Sequence[str]) -> None:
+    `runtime` is the runtime (backend provider) it was optimized for; only that one loads it."""
+
+    def __init__(self, network_name: str, runtime: BackendProvider, graph: Graph, preferred: Sequence[str]) -> None:
         self.network_name = network_name
         self.runtime = runtime
         self.graph = graph
@@ -87,29 +76,3 @@ class OptimizedNetwork:
 
     def __repr__(self) -> str:
         return f"<plugnn.OptimizedNetwork {self.network_name!r}: {len(self.graph.nodes)} layers on {self.backends_used}>"
-
-
-def optimize(network: Network, runtime: Runtime, backends: Sequence[str],
-             overrides: Mapping[str, str] | None = None) -> OptimizedNetwork:
-    """Assign every layer of `network` to one of `backends` (in order of preference).
-
-    `overrides` maps a layer name to the backend that should run it (tried first; the
-    preferred list remains the fallback). Raises OptimizationError naming the layer,
-    its type and every backend's reason when no backend can run a layer.
-    """
-    preferred, by_override = resolve_backends(runtime, backends, overrides)
-    unknown_layers = set(overrides or {}) - {layer.name for layer in network}
-    if unknown_layers:
-        from plugnn.errors import NetworkError
-
-        raise NetworkError(f"overrides name layers that network {network.name!r} does not have: "
-                           f"{', '.join(sorted(unknown_layers))}")
-    graph = graph_from_network(network)
-    fold_batch_norms(graph)
-    fold_constants(graph, preferred)
-    for node in graph.nodes:
-        assign(graph, preferred, by_override, node)
-    by_id = {b.backend_id: b for b in [*preferred, *by_override.values()]}
-    optimize_subgraphs(graph, preferred, by_id)
-    insert_copies(graph, by_id)
-    return OptimizedNetwork(network.name, runtime, graph, [b.backend_id for b in preferred])

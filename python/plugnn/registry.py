@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import ClassVar
 
-from plugnn.backend import Backend
+from plugnn.backend import Backend, backend_id_problem
 from plugnn.errors import RegistryError, UnknownBackendError
 
 BackendFactoryFn = Callable[[], Backend]
@@ -25,8 +25,6 @@ class BackendRegistry:
     @classmethod
     def register(cls, backend_id: str, factory: BackendFactoryFn) -> None:
         """Register `factory` (called with no arguments, returning a Backend) as `backend_id`."""
-        from plugnn.loader import backend_id_problem
-
         problem = backend_id_problem(backend_id)
         if problem:
             raise RegistryError(f"cannot register backend {backend_id!r}: {problem}")

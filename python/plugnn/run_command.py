@@ -517,7 +517,7 @@ def compare_onnxruntime(model: Model, inputs: dict[str, np.ndarray], outputs: di
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from plugnn.optimized import optimize
+    from plugnn.optimizer import optimize
     from plugnn.runtime import Runtime
 
     requested = parse_backends(args.compute)

@@ -1,4 +1,5 @@
-"""The runtime: the backends one application uses, static and dynamically loaded."""
+"""The runtime: the backends one application uses, static and dynamically loaded, and the
+networks it loaded on them."""
 
 from __future__ import annotations
 
@@ -6,15 +7,22 @@ import logging
 import os
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugnn.backend import Backend, BackendContext
 from plugnn.errors import PlugnnError, RuntimeClosedError, UnknownBackendError
 from plugnn.loader import LoadRecord, backend_paths, load_dynamic_backends
-from plugnn.native import NativeBackend
 from plugnn.registry import BackendRegistry
 
+if TYPE_CHECKING:  # the network stages (and NumPy) load with the first network, not at start-up
+    from plugnn.loaded import LoadedNetwork
+    from plugnn.optimized import OptimizedNetwork
+
 log = logging.getLogger("plugnn")
+
+# The bundled backends in the order a runtime prefers them when nobody says otherwise: the
+# fast CPU backend, then the reference one (every other backend follows, in load order).
+DEFAULT_PREFERENCE = ("CpuAcc", "CpuRef")
 
 
 class Runtime:
@@ -34,7 +42,7 @@ class Runtime:
         self._backends: dict[str, Backend] = {}
         self._contexts: dict[str, BackendContext] = {}
         self._paths: list[str] = []
-        self._networks: dict[int, Any] = {}
+        self._networks: dict[int, LoadedNetwork] = {}
         self._next_network_id = 1
         self._finalizer = weakref.finalize(self, _close_backends, self._backends, self._contexts, self._networks)
         try:
@@ -104,6 +112,14 @@ class Runtime:
         """The directories that were searched for dynamic backends."""
         return list(self._paths)
 
+    @property
+    def preferred_backends(self) -> list[str]:
+        """The order `plugnn.optimize` tries backends in when given none: the bundled ones
+        (DEFAULT_PREFERENCE) this runtime has, then every other backend in load order."""
+        self._check_open()
+        first = [b for b in DEFAULT_PREFERENCE if b in self._backends]
+        return first + [b for b in self._backends if b not in first]
+
     def backend(self, backend_id: str) -> Backend:
         """The instance of `backend_id`; UnknownBackendError lists what exists and why not."""
         self._check_open()
@@ -130,7 +146,7 @@ class Runtime:
 
     # -- networks --------------------------------------------------------------------
 
-    def load_network(self, optimized: Any) -> Any:
+    def load_network(self, optimized: OptimizedNetwork) -> LoadedNetwork:
         """Create the workloads of an OptimizedNetwork and plan its memory: a LoadedNetwork."""
         from plugnn.loaded import LoadedNetwork
         from plugnn.optimized import OptimizedNetwork
@@ -143,18 +159,17 @@ class Runtime:
             raise PlugnnError(f"network {optimized.network_name!r} was optimized for another runtime")
         network_id = self._next_network_id
         self._next_network_id += 1
-        loaded = LoadedNetwork(self, optimized, network_id)
+        used = {n.backend_id for n in optimized.graph.nodes if n.backend_id is not None}
+        loaded = LoadedNetwork(optimized, network_id, {b: self.backend(b) for b in used},
+                               list(self._contexts.values()), self._forget)
         self._networks[network_id] = loaded
         return loaded
 
     @property
-    def loaded_networks(self) -> list[Any]:
+    def loaded_networks(self) -> list[LoadedNetwork]:
         return list(self._networks.values())
 
-    def _contexts_for_notification(self) -> list[BackendContext]:
-        return list(self._contexts.values())
-
-    def _forget(self, loaded: Any) -> None:
+    def _forget(self, loaded: LoadedNetwork) -> None:
         self._networks.pop(loaded.network_id, None)
 
     # -- lifetime --------------------------------------------------------------------
@@ -176,7 +191,7 @@ class Runtime:
 
 
 def _close_backends(backends: dict[str, Backend], contexts: dict[str, BackendContext],
-                    networks: dict[int, Any]) -> None:
+                    networks: dict[int, LoadedNetwork]) -> None:
     errors: list[str] = []
     for network in list(networks.values()):
         _safely(network.unload, errors)
@@ -186,8 +201,6 @@ def _close_backends(backends: dict[str, Backend], contexts: dict[str, BackendCon
     contexts.clear()
     for backend in reversed(list(backends.values())):
         _safely(backend.close, errors)
-        if isinstance(backend, NativeBackend):
-            _safely(backend.shared_object.close, errors)
     backends.clear()
     for error in errors:
         log.error("while closing the runtime: %s", error)

@@ -1,60 +1,17 @@
-"""Tensor descriptions: element types and shapes (no NumPy needed to describe a tensor)."""
+"""Tensor descriptions: element types and shapes (no NumPy needed to describe a tensor).
+
+`DataType` is pn_data_type, generated from the header (members) with `_dtype_base` (methods).
+"""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
-from typing import Any
 
+from plugnn._abi_defs import PN_MAX_DIMS, DataType
 
-class DataType(enum.IntEnum):
-    """Element types; the values are pn_data_type's (checked against the header by a test)."""
+__all__ = ["MAX_DIMS", "DataType", "TensorInfo"]
 
-    FLOAT32 = 1
-    FLOAT16 = 2
-    INT8 = 3
-    UINT8 = 4
-    INT32 = 5
-    INT64 = 6
-    BOOL = 7
-
-    @property
-    def itemsize(self) -> int:
-        return _ITEMSIZE[self]
-
-    @property
-    def numpy_name(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def from_any(cls, value: Any) -> DataType:
-        """Accept a DataType, its name ("float32") or a NumPy dtype."""
-        if isinstance(value, DataType):
-            return value
-        if isinstance(value, int):
-            try:
-                return cls(value)
-            except ValueError:
-                raise ValueError(f"unknown data type value {value}") from None
-        name = str(getattr(value, "name", value)).upper()
-        try:
-            return cls[name]
-        except KeyError:
-            known = ", ".join(t.numpy_name for t in cls)
-            raise ValueError(f"unknown data type {value!r}; plugnn knows {known}") from None
-
-
-_ITEMSIZE = {
-    DataType.FLOAT32: 4,
-    DataType.FLOAT16: 2,
-    DataType.INT8: 1,
-    DataType.UINT8: 1,
-    DataType.INT32: 4,
-    DataType.INT64: 8,
-    DataType.BOOL: 1,
-}
-
-MAX_DIMS = 8
+MAX_DIMS = PN_MAX_DIMS
 
 
 @dataclass(frozen=True)

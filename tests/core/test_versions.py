@@ -2,7 +2,8 @@
 
 import pytest
 
-from plugnn.loader import backend_id_problem, is_backend_version_compatible
+from plugnn.backend import backend_id_problem
+from plugnn.loader import is_backend_version_compatible
 
 
 @pytest.mark.parametrize("plugin, runtime, ok", [

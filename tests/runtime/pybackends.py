@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from plugnn.backend import Backend, MemoryManager, Workload, WorkloadFactory
+from plugnn.backend import Backend, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
 from plugnn.descriptors import LayerKind
 from plugnn.layers import FailedLayer, LayerSpec, OptimizationResult, Subgraph, SupportResult
-from plugnn.native import DeviceBuffer
 from plugnn.tensor import DataType, TensorInfo
 
 

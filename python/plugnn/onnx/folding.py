@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from plugnn import shapes
+from plugnn.onnx.context import NodeContext
 
 
-def axes_of(ctx: Any, attr_until: int, what: str = "axes", required: bool = True) -> list[int] | None:
+def axes_of(ctx: NodeContext, attr_until: int, what: str = "axes", required: bool = True) -> list[int] | None:
     """`axes` from the attribute (opset < attr_until) or from input 1 (opset >= attr_until)."""
     if ctx.opset < attr_until:
         axes = ctx.ints("axes")
@@ -30,7 +31,7 @@ def axes_of(ctx: Any, attr_until: int, what: str = "axes", required: bool = True
     return axes
 
 
-def normalize_axes(ctx: Any, axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
+def normalize_axes(ctx: NodeContext, axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
     out = []
     for a in axes:
         if not -rank <= a < rank:
@@ -41,7 +42,7 @@ def normalize_axes(ctx: Any, axes: Sequence[int], rank: int, what: str = "axes")
     return out
 
 
-def squeeze_shape(ctx: Any, shape: tuple[int, ...], axes: list[int] | None) -> list[int]:
+def squeeze_shape(ctx: NodeContext, shape: tuple[int, ...], axes: list[int] | None) -> list[int]:
     if axes is None:
         return [s for s in shape if s != 1]
     picked = normalize_axes(ctx, axes, len(shape))
@@ -51,7 +52,7 @@ def squeeze_shape(ctx: Any, shape: tuple[int, ...], axes: list[int] | None) -> l
     return [s for i, s in enumerate(shape) if i not in picked]
 
 
-def unsqueeze_shape(ctx: Any, shape: tuple[int, ...], axes: list[int]) -> list[int]:
+def unsqueeze_shape(ctx: NodeContext, shape: tuple[int, ...], axes: list[int]) -> list[int]:
     rank = len(shape) + len(axes)
     picked = sorted(normalize_axes(ctx, axes, rank))
     out = list(shape)
@@ -60,7 +61,7 @@ def unsqueeze_shape(ctx: Any, shape: tuple[int, ...], axes: list[int]) -> list[i
     return out
 
 
-def reshape_target(ctx: Any, in_shape: tuple[int, ...]) -> tuple[int, ...]:
+def reshape_target(ctx: NodeContext, in_shape: tuple[int, ...]) -> tuple[int, ...]:
     if ctx.opset < 5:  # pragma: no cover - opset >= 7 is imported
         target = ctx.ints("shape")
     else:
@@ -76,7 +77,7 @@ def reshape_target(ctx: Any, in_shape: tuple[int, ...]) -> tuple[int, ...]:
         raise ctx.error(f"cannot reshape {list(in_shape)} to {target}: {exc}") from None
 
 
-def flatten_shape(ctx: Any, shape: tuple[int, ...]) -> tuple[int, int]:
+def flatten_shape(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[int, int]:
     rank = len(shape)
     axis = int(ctx.attr("axis", 1))
     if not -rank <= axis <= rank:
@@ -86,7 +87,7 @@ def flatten_shape(ctx: Any, shape: tuple[int, ...]) -> tuple[int, int]:
     return int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
 
 
-def slice_values(ctx: Any, data: np.ndarray) -> np.ndarray:
+def slice_values(ctx: NodeContext, data: np.ndarray) -> np.ndarray:
     if ctx.opset < 10:
         starts, ends, axes = ctx.ints("starts"), ctx.ints("ends"), ctx.ints("axes")
         steps = None
@@ -109,7 +110,7 @@ def slice_values(ctx: Any, data: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(data[tuple(index)])
 
 
-def integer_binary(ctx: Any, op: str) -> list[np.ndarray] | None:
+def integer_binary(ctx: NodeContext, op: str) -> list[np.ndarray] | None:
     """Add/Sub/Mul/Div of integer constants (dims arithmetic); float goes through the network."""
     a, b = ctx.value(0), ctx.value(1)
     if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":

@@ -18,35 +18,23 @@ import numpy as np
 
 from plugnn.errors import ModelError, NetworkError
 from plugnn.network import Network, Tensor
-from plugnn.onnx.registry import OPS, Converter
+from plugnn.onnx.context import (
+    DynamicShapeError,
+    ImportState,
+    NeedsConstantError,
+    NodeContext,
+    PendingInput,
+    Value,
+    np_dtype,
+    onnx_module,
+    type_name,
+)
+from plugnn.onnx.registry import OPS
 from plugnn.tensor import DataType
 
+__all__ = ["DynamicShapeError", "NeedsConstantError", "import_model", "load", "read_model", "supported_operators"]
+
 MIN_OPSET = 7
-
-
-class NeedsConstantError(ModelError):
-    """A value the importer needs at import time is a graph input (the ONNX backend binds it)."""
-
-    def __init__(self, message: str, input_name: str) -> None:
-        super().__init__(message)
-        self.input_name = input_name
-
-
-class DynamicShapeError(ModelError):
-    """A graph input has dynamic dims and input_shapes does not fix them."""
-
-    def __init__(self, message: str, input_name: str) -> None:
-        super().__init__(message)
-        self.input_name = input_name
-
-
-def _onnx() -> Any:
-    try:
-        import onnx
-    except ImportError:
-        raise ModelError("importing ONNX models needs the onnx package: pip install onnx "
-                         "(or pip install 'plugnn[onnx]')") from None
-    return onnx
 
 
 def supported_operators() -> list[str]:
@@ -63,7 +51,7 @@ def _register_all() -> None:
 
 def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None) -> tuple[Any, str]:
     """(ModelProto with external data loaded, a description of the source for messages)."""
-    onnx = _onnx()
+    onnx = onnx_module()
     from google.protobuf.message import DecodeError
 
     if isinstance(model, (str, os.PathLike)):
@@ -98,7 +86,7 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None) -> tu
 
 
 def _all_tensors(proto: Any) -> list[Any]:
-    onnx = _onnx()
+    onnx = onnx_module()
     tensors = []
 
     def graph_tensors(graph: Any) -> None:
@@ -115,7 +103,7 @@ def _all_tensors(proto: Any) -> list[Any]:
 
 
 def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool) -> Any:
-    onnx = _onnx()
+    onnx = onnx_module()
     from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
     external = [t for t in _all_tensors(proto) if uses_external_data(t)]
@@ -161,7 +149,7 @@ def load(model: Any, *, name: str | None = None, input_shapes: Mapping[str, Sequ
 
 
 def opset_of(proto: Any, source: str) -> int:
-    onnx = _onnx()
+    onnx = onnx_module()
     versions = {o.domain: o.version for o in proto.opset_import}
     if "" not in versions and "ai.onnx" not in versions:
         if proto.ir_version >= 3 or proto.opset_import:
@@ -188,69 +176,8 @@ def import_model(proto: Any, *, source: str = "<model>", name: str | None = None
     return _Importer(proto, source, opset, name, input_shapes or {}, constants or {}).run()
 
 
-class _PendingInput:
-    """A graph input that is not float32: usable only as a constant (which it is not)."""
-
-    def __init__(self, name: str, dtype: np.dtype, shape: tuple[int, ...]) -> None:
-        self.name = name
-        self.dtype = dtype
-        self.shape = shape
-
-
-Value = Any  # np.ndarray | Tensor | _PendingInput
-
-
-def np_dtype(elem_type: int) -> np.dtype:
-    onnx = _onnx()
-    try:
-        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
-    except (KeyError, TypeError, ValueError):
-        return np.dtype(object)
-
-
-def type_name(elem_type: int) -> str:
-    onnx = _onnx()
-    try:
-        return onnx.TensorProto.DataType.Name(elem_type).lower()
-    except ValueError:
-        return f"element type {elem_type}"
-
-
-class _Importer:
-    def __init__(self, proto: Any, source: str, opset: int, name: str | None,
-                 input_shapes: Mapping[str, Sequence[int]], constants: Mapping[str, np.ndarray]) -> None:
-        self.proto = proto
-        self.graph = proto.graph
-        self.source = source
-        self.opset = opset
-        self.network = Network(name or proto.graph.name or "onnx_model")
-        self.input_shapes = {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
-        self.bound = dict(constants)
-        self.values: dict[str, Value] = {}
-        self.const_tensors: dict[str, Tensor] = {}  # value name -> constant layer made for it
-        self.graph_inputs: set[str] = set()
-        self.used_names: set[str] = set()
-        self.reserved = {i.name for i in self.graph.input} | {o.name for o in self.graph.output}
-        counts: dict[str, int] = {}
-        for node in self.graph.node:
-            counts[node.name] = counts.get(node.name, 0) + 1
-        self.node_name_counts = counts
-        self.consumers: dict[str, int] = {}
-        for node in self.graph.node:
-            for i in node.input:
-                self.consumers[i] = self.consumers.get(i, 0) + 1
-        for out in self.graph.output:
-            self.consumers[out.name] = self.consumers.get(out.name, 0) + 1
-
-    # -- names --------------------------------------------------------------------------
-
-    def free_name(self, base: str) -> str:
-        candidate, k = base, 1
-        while candidate in self.used_names or candidate in self.reserved:
-            candidate = f"{base}_{k}"
-            k += 1
-        self.used_names.add(candidate)
-        return candidate
+class _Importer(ImportState):
+    """The walk: initializers, graph inputs, every node in order, graph outputs."""
 
     # -- inputs and initializers --------------------------------------------------------
 
@@ -289,7 +216,7 @@ class _Importer:
                 self.values[name] = tensor
                 self.graph_inputs.add(name)
             else:
-                self.values[name] = _PendingInput(name, np_dtype(elem), shape)
+                self.values[name] = PendingInput(name, np_dtype(elem), shape)
 
     def _input_shape(self, value_info: Any) -> tuple[int, ...]:
         name = value_info.name
@@ -379,7 +306,7 @@ class _Importer:
                 value: Any = self.network.add_identity(self.values[name], name=self.free_name(f"{name}/identity"))
             else:
                 value = self.values[name]
-            if isinstance(value, _PendingInput):
+            if isinstance(value, PendingInput):
                 raise ModelError(f"{self.source}: graph output {name!r} is the graph input of type "
                                  f"{value.dtype}; plugnn imports float32 inputs only")
             declared = value_info.type.tensor_type if value_info.type.HasField("tensor_type") else None
@@ -406,161 +333,3 @@ class _Importer:
                                      f"which plugnn tensors cannot hold") from None
                 value = self.network.add_constant(value, name=self.free_name(f"{name}/constant"))
             self.network.add_output(value, name)
-
-
-class NodeContext:
-    """What a converter sees: the node, its inputs, attributes and helpers that name it in errors."""
-
-    def __init__(self, importer: _Importer, index: int, node: Any) -> None:
-        self.importer = importer
-        self.index = index
-        self.node = node
-        self.op_type = node.op_type
-        self.opset = importer.opset
-        self.network = importer.network
-        self._attrs = {a.name: a for a in node.attribute}
-        self._main_name: str | None = None
-
-    # -- errors --------------------------------------------------------------------------
-
-    @property
-    def label(self) -> str:
-        node = self.node
-        if node.name:
-            return f"node {node.name!r} (#{self.index}, {node.op_type})"
-        first = node.output[0] if node.output else "?"
-        return f"node #{self.index} ({node.op_type}, unnamed, output {first!r})"
-
-    def error(self, message: str) -> ModelError:
-        return ModelError(f"{self.importer.source}: {self.label}: {message}")
-
-    def unsupported_value(self, attribute: str, value: Any, supported: str) -> ModelError:
-        return self.error(f"attribute {attribute!r} = {value!r} is not supported; supported: {supported}")
-
-    # -- attributes ----------------------------------------------------------------------
-
-    def check_attributes(self, converter: Converter) -> None:
-        for attr_name, attr in self._attrs.items():
-            if attr.ref_attr_name:
-                raise self.error(f"attribute {attr_name!r} refers to a function attribute; not supported")
-            if attr_name not in converter.attributes:
-                listed = ", ".join(converter.attributes) or "none"
-                raise self.error(f"attribute {attr_name!r} is not supported by plugnn's {self.op_type} import; "
-                                 f"supported attributes: {listed}")
-
-    def has(self, name: str) -> bool:
-        return name in self._attrs
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        attr = self._attrs.get(name)
-        if attr is None:
-            return default
-        from onnx import helper, numpy_helper
-
-        if attr.type == attr.TENSOR:
-            return numpy_helper.to_array(attr.t)
-        value = helper.get_attribute_value(attr)
-        if isinstance(value, bytes):
-            return value.decode("utf-8", "replace")
-        if isinstance(value, list):
-            return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
-        return value
-
-    def ints(self, name: str, default: Any = None) -> list[int] | None:
-        value = self.attr(name)
-        return default if value is None else [int(v) for v in value]
-
-    # -- inputs --------------------------------------------------------------------------
-
-    @property
-    def num_inputs(self) -> int:
-        return len(self.node.input)
-
-    def has_input(self, i: int) -> bool:
-        return i < len(self.node.input) and bool(self.node.input[i])
-
-    def input_name(self, i: int) -> str:
-        return self.node.input[i]
-
-    def value(self, i: int) -> Value:
-        return self.importer.values[self.node.input[i]]
-
-    def output_used(self, i: int) -> bool:
-        return i < len(self.node.output) and bool(self.node.output[i]) and \
-            bool(self.importer.consumers.get(self.node.output[i]))
-
-    def is_const(self, i: int) -> bool:
-        return isinstance(self.value(i), np.ndarray)
-
-    def shape(self, i: int) -> tuple[int, ...]:
-        return tuple(self.value(i).shape)
-
-    def const(self, i: int, what: str) -> np.ndarray:
-        """Input i's value, which must be known at import time."""
-        name = self.node.input[i]
-        value = self.value(i)
-        if isinstance(value, np.ndarray):
-            return value
-        if isinstance(value, _PendingInput) or name in self.importer.graph_inputs:
-            raise NeedsConstantError(
-                f"{self.importer.source}: {self.label}: input {i} ({what}) {name!r} must be known at import time, "
-                f"but it is a graph input; make it an initializer (a constant)", name)
-        raise self.error(f"input {i} ({what}) {name!r} must be known at import time (a constant, or computed from "
-                         f"constants and static shapes), but it is computed at run time")
-
-    def tensor(self, i: int, what: str = "input") -> Tensor:
-        """Input i as a float32 Tensor of the network (a constant layer when it is known)."""
-        return self.importer_tensor(self.node.input[i], what, i)
-
-    def importer_tensor(self, name: str, what: str, i: int | None = None) -> Tensor:
-        importer = self.importer
-        value = importer.values[name]
-        where = f"input {i} ({what})" if i is not None else what
-        if isinstance(value, Tensor):
-            if value.dtype is not DataType.FLOAT32:
-                raise self.error(f"{where} {name!r} has element type {value.dtype.numpy_name}; plugnn imports "
-                                 f"float32 tensors only (other types until quantized support exists)")
-            return value
-        dtype = value.dtype
-        if dtype != np.float32:
-            kind = "graph input" if isinstance(value, _PendingInput) else "tensor"
-            raise self.error(f"{where}: {kind} {name!r} has element type {dtype}; plugnn computes in float32 only "
-                             f"(other types until quantized support exists)")
-        if isinstance(value, _PendingInput):  # pragma: no cover - float32 inputs are never pending
-            raise self.error(f"{where} {name!r} is not available")
-        cached = importer.const_tensors.get(name)
-        if cached is None:
-            cached = self.network.add_constant(value, name=importer.free_name(name))
-            importer.const_tensors[name] = cached
-        return cached
-
-    def array_tensor(self, array: np.ndarray, role: str) -> Tensor:
-        """A constant layer for an array the converter computed (e.g. reshaped weights)."""
-        return self.network.add_constant(np.asarray(array, np.float32), name=self.importer.free_name(
-            f"{self.name()}/{role}"))
-
-    # -- layer names -----------------------------------------------------------------------
-
-    def name(self, suffix: str | None = None) -> str:
-        """The node's layer name (its ONNX name when unique), or `<name>/<suffix>` for helper layers."""
-        importer = self.importer
-        if self._main_name is None:
-            node = self.node
-            if node.name and importer.node_name_counts.get(node.name) == 1 and node.name not in importer.reserved \
-                    and node.name not in importer.used_names:
-                importer.used_names.add(node.name)
-                self._main_name = node.name
-            else:
-                out = node.output[0] if node.output and node.output[0] else str(self.index)
-                self._main_name = importer.free_name(f"{node.op_type}_{out}")
-        if suffix is None:
-            return self._main_name
-        return importer.free_name(f"{self._main_name}/{suffix}")
-
-    def aux(self, suffix: str) -> str:
-        """A helper layer name that does not take the node's own name."""
-        if self._main_name is None:
-            node = self.node
-            base = node.name or f"{node.op_type}_{node.output[0] if node.output else self.index}"
-            return self.importer.free_name(f"{base}/{suffix}")
-        return self.name(suffix)

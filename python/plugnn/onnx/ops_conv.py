@@ -11,19 +11,20 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.onnx.context import NodeContext
 from plugnn.onnx.registry import op
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-def _spatial_rank(ctx: Any, rank: int, what: str) -> int:
+def _spatial_rank(ctx: NodeContext, rank: int, what: str) -> int:
     if rank not in (3, 4):
         raise ctx.error(f"{what} input has rank {rank} ({rank - 2}-D); plugnn imports 1-D and 2-D "
                         f"{ctx.op_type} only (rank 3 or 4 input)")
     return rank - 2
 
 
-def _window_params(ctx: Any, in_spatial: tuple[int, ...], kernel: list[int], ceil_mode: bool = False
+def _window_params(ctx: NodeContext, in_spatial: tuple[int, ...], kernel: list[int], ceil_mode: bool = False
                    ) -> tuple[list[int], list[int], list[int], list[int]]:
     """strides, dilations, pads_begin, pads_end for the node (auto_pad resolved from static shapes)."""
     k = len(kernel)
@@ -55,14 +56,14 @@ def _window_params(ctx: Any, in_spatial: tuple[int, ...], kernel: list[int], cei
     return strides, dilations, begins, ends
 
 
-def _to_2d(ctx: Any, x: Any, spatial: int) -> Any:
+def _to_2d(ctx: NodeContext, x: Any, spatial: int) -> Any:
     if spatial == 2:
         return x
     n, c, length = x.shape
     return ctx.network.add_reshape(x, (n, c, 1, length), name=ctx.aux("to_2d"))
 
 
-def _from_2d(ctx: Any, y: Any, spatial: int) -> Any:
+def _from_2d(ctx: NodeContext, y: Any, spatial: int) -> Any:
     if spatial == 2:
         return y
     n, c, _, length = y.shape
@@ -74,7 +75,7 @@ def _lift(values: list[int], spatial: int, fill: int) -> list[int]:
 
 
 @op("Conv", ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
-def conv(ctx: Any) -> list[Any]:
+def conv(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0, "X")
     spatial = _spatial_rank(ctx, len(x.shape), "X")
     w_shape = ctx.shape(1)
@@ -105,7 +106,7 @@ def conv(ctx: Any) -> list[Any]:
     return [_from_2d(ctx, y, spatial)]
 
 
-def _pool(ctx: Any, kind: str, p: float = 2.0) -> list[Any]:
+def _pool(ctx: NodeContext, kind: str, p: float = 2.0) -> list[Any]:
     x = ctx.tensor(0, "X")
     spatial = _spatial_rank(ctx, len(x.shape), "X")
     kernel = ctx.ints("kernel_shape")
@@ -130,7 +131,7 @@ def _pool(ctx: Any, kind: str, p: float = 2.0) -> list[Any]:
 
 @op("MaxPool", ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"),
     outputs_note="the Indices output is not produced")
-def max_pool(ctx: Any) -> list[Any]:
+def max_pool(ctx: NodeContext) -> list[Any]:
     if ctx.output_used(1):
         raise ctx.error("output 1 (Indices) is used; plugnn's max pooling does not produce indices")
     order = int(ctx.attr("storage_order", 0))
@@ -140,19 +141,19 @@ def max_pool(ctx: Any) -> list[Any]:
 
 
 @op("AveragePool", ("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"))
-def average_pool(ctx: Any) -> list[Any]:
+def average_pool(ctx: NodeContext) -> list[Any]:
     return _pool(ctx, "average")
 
 
 @op("LpPool", ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"))
-def lp_pool(ctx: Any) -> list[Any]:
+def lp_pool(ctx: NodeContext) -> list[Any]:
     p = ctx.attr("p", 2)
     if not float(p) > 0:
         raise ctx.unsupported_value("p", p, "a number > 0")
     return _pool(ctx, "lp", float(p))
 
 
-def _global(ctx: Any, kind: str) -> list[Any]:
+def _global(ctx: NodeContext, kind: str) -> list[Any]:
     x = ctx.tensor(0, "X")
     shape = x.shape
     if len(shape) < 3:
@@ -167,10 +168,10 @@ def _global(ctx: Any, kind: str) -> list[Any]:
 
 
 @op("GlobalAveragePool")
-def global_average_pool(ctx: Any) -> list[Any]:
+def global_average_pool(ctx: NodeContext) -> list[Any]:
     return _global(ctx, "average")
 
 
 @op("GlobalMaxPool")
-def global_max_pool(ctx: Any) -> list[Any]:
+def global_max_pool(ctx: NodeContext) -> list[Any]:
     return _global(ctx, "max")

@@ -8,13 +8,14 @@ from typing import Any
 import numpy as np
 
 from plugnn.onnx import folding
+from plugnn.onnx.context import NodeContext
 from plugnn.onnx.registry import op
 
 # ---- binary ------------------------------------------------------------------------------------
 
 
 def _binary(op_type: str, kind: str, integer_fold: bool) -> None:
-    def convert(ctx: Any) -> list[Any]:
+    def convert(ctx: NodeContext) -> list[Any]:
         a, b = ctx.tensor(0, "A"), ctx.tensor(1, "B")
         return [ctx.network.add_elementwise(kind, a, b, name=ctx.name())]
 
@@ -30,7 +31,7 @@ _binary("Pow", "power", False)
 
 
 @op("PRelu")
-def prelu(ctx: Any) -> list[Any]:
+def prelu(ctx: NodeContext) -> list[Any]:
     x, slope = ctx.tensor(0, "X"), ctx.tensor(1, "slope")
     return [ctx.network.add_elementwise("prelu", x, slope, name=ctx.name())]
 
@@ -39,7 +40,7 @@ def prelu(ctx: Any) -> list[Any]:
 
 
 def _variadic(op_type: str, kind: str) -> None:
-    def convert(ctx: Any) -> list[Any]:
+    def convert(ctx: NodeContext) -> list[Any]:
         tensors = [ctx.tensor(i, f"data_{i}") for i in range(ctx.num_inputs) if ctx.has_input(i)]
         if not tensors:
             raise ctx.error("needs at least one input")
@@ -59,7 +60,7 @@ _variadic("Mean", "mean")
 
 def _activation(op_type: str, kind: str, attributes: tuple[str, ...] = (), alpha: float | None = None,
                 beta: float | None = None) -> None:
-    def convert(ctx: Any) -> list[Any]:
+    def convert(ctx: NodeContext) -> list[Any]:
         a = float(ctx.attr("alpha", alpha)) if alpha is not None else 0.0
         b = float(ctx.attr("beta", beta)) if beta is not None else 0.0
         return [ctx.network.add_activation(ctx.tensor(0, "X"), kind, a, b, name=ctx.name())]
@@ -76,7 +77,7 @@ _activation("Tanh", "tanh")
 _activation("Elu", "elu", ("alpha",), alpha=1.0)
 
 
-def _bound(ctx: Any, i: int, what: str) -> float | None:
+def _bound(ctx: NodeContext, i: int, what: str) -> float | None:
     if not ctx.has_input(i):
         return None
     value = np.asarray(ctx.const(i, what))
@@ -89,7 +90,7 @@ def _bound(ctx: Any, i: int, what: str) -> float | None:
 
 
 @op("Clip", ("min", "max"))
-def clip(ctx: Any) -> list[Any]:
+def clip(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0, "input")
     if ctx.opset < 11:
         low = float(ctx.attr("min", float(np.finfo(np.float32).min)))

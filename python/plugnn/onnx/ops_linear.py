@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.onnx.context import NodeContext
 from plugnn.onnx.registry import op
 
 
 @op("Gemm", ("alpha", "beta", "transA", "transB"))
-def gemm(ctx: Any) -> list[Any]:
+def gemm(ctx: NodeContext) -> list[Any]:
     a, b = ctx.tensor(0, "A"), ctx.tensor(1, "B")
     c = ctx.tensor(2, "C") if ctx.has_input(2) else None
     flags = {}
@@ -24,12 +25,12 @@ def gemm(ctx: Any) -> list[Any]:
 
 
 @op("MatMul")
-def matmul(ctx: Any) -> list[Any]:
+def matmul(ctx: NodeContext) -> list[Any]:
     return [ctx.network.add_matmul(ctx.tensor(0, "A"), ctx.tensor(1, "B"), name=ctx.name())]
 
 
 @op("Softmax", ("axis",))
-def softmax(ctx: Any) -> list[Any]:
+def softmax(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0)
     rank = len(x.shape)
     if ctx.opset >= 13:
@@ -54,7 +55,7 @@ def softmax(ctx: Any) -> list[Any]:
 
 @op("BatchNormalization", ("epsilon", "momentum", "spatial", "training_mode"),
     outputs_note="inference form: the running mean/var and saved statistics outputs are not produced")
-def batch_normalization(ctx: Any) -> list[Any]:
+def batch_normalization(ctx: NodeContext) -> list[Any]:
     training = int(ctx.attr("training_mode", 0))
     if training != 0:
         raise ctx.unsupported_value("training_mode", training, "0 (plugnn imports inference only)")
@@ -72,7 +73,7 @@ def batch_normalization(ctx: Any) -> list[Any]:
 
 
 @op("LRN", ("alpha", "beta", "bias", "size"))
-def lrn(ctx: Any) -> list[Any]:
+def lrn(ctx: NodeContext) -> list[Any]:
     if not ctx.has("size"):
         raise ctx.error("attribute 'size' is required")
     size = int(ctx.attr("size"))

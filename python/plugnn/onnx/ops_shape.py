@@ -9,6 +9,7 @@ import numpy as np
 
 from plugnn.network import Tensor
 from plugnn.onnx import folding
+from plugnn.onnx.context import NodeContext, np_dtype, type_name
 from plugnn.onnx.registry import op
 
 
@@ -21,29 +22,29 @@ def _dtype_of(value: Any) -> np.dtype:
 # ---- Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze ------------------------------------
 
 
-def _fold_reshape(ctx: Any) -> list[Any]:
+def _fold_reshape(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
     return [data.reshape(folding.reshape_target(ctx, data.shape))]
 
 
 @op("Reshape", ("allowzero",), fold=_fold_reshape)
-def reshape(ctx: Any) -> list[Any]:
+def reshape(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0, "data")
     return [ctx.network.add_reshape(x, folding.reshape_target(ctx, x.shape), name=ctx.name())]
 
 
-def _fold_flatten(ctx: Any) -> list[Any]:
+def _fold_flatten(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
     return [data.reshape(folding.flatten_shape(ctx, data.shape))]
 
 
 @op("Flatten", ("axis",), fold=_fold_flatten)
-def flatten(ctx: Any) -> list[Any]:
+def flatten(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0)
     return [ctx.network.add_reshape(x, folding.flatten_shape(ctx, x.shape), name=ctx.name())]
 
 
-def _perm(ctx: Any, rank: int) -> list[int]:
+def _perm(ctx: NodeContext, rank: int) -> list[int]:
     perm = ctx.ints("perm")
     if perm is None:
         return list(range(rank))[::-1]
@@ -52,18 +53,18 @@ def _perm(ctx: Any, rank: int) -> list[int]:
     return perm
 
 
-def _fold_transpose(ctx: Any) -> list[Any]:
+def _fold_transpose(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
     return [np.ascontiguousarray(np.transpose(data, _perm(ctx, data.ndim)))]
 
 
 @op("Transpose", ("perm",), fold=_fold_transpose)
-def transpose(ctx: Any) -> list[Any]:
+def transpose(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0)
     return [ctx.network.add_transpose(x, _perm(ctx, len(x.shape)), name=ctx.name())]
 
 
-def _concat_axis(ctx: Any, rank: int) -> int:
+def _concat_axis(ctx: NodeContext, rank: int) -> int:
     if not ctx.has("axis"):
         raise ctx.error("attribute 'axis' is required")
     axis = int(ctx.attr("axis"))
@@ -72,7 +73,7 @@ def _concat_axis(ctx: Any, rank: int) -> int:
     return axis
 
 
-def _fold_concat(ctx: Any) -> list[Any]:
+def _fold_concat(ctx: NodeContext) -> list[Any]:
     arrays = [ctx.value(i) for i in range(ctx.num_inputs) if ctx.has_input(i)]
     axis = _concat_axis(ctx, arrays[0].ndim)
     try:
@@ -82,31 +83,31 @@ def _fold_concat(ctx: Any) -> list[Any]:
 
 
 @op("Concat", ("axis",), fold=_fold_concat)
-def concat(ctx: Any) -> list[Any]:
+def concat(ctx: NodeContext) -> list[Any]:
     tensors = [ctx.tensor(i, f"input{i}") for i in range(ctx.num_inputs) if ctx.has_input(i)]
     axis = _concat_axis(ctx, len(tensors[0].shape))
     return [ctx.network.add_concat(tensors, axis, name=ctx.name())]
 
 
-def _fold_squeeze(ctx: Any) -> list[Any]:
+def _fold_squeeze(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
     return [data.reshape(folding.squeeze_shape(ctx, data.shape, folding.axes_of(ctx, 13, required=False)))]
 
 
 @op("Squeeze", ("axes",), fold=_fold_squeeze)
-def squeeze(ctx: Any) -> list[Any]:
+def squeeze(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0, "data")
     shape = folding.squeeze_shape(ctx, x.shape, folding.axes_of(ctx, 13, required=False))
     return [ctx.network.add_reshape(x, shape, name=ctx.name())]
 
 
-def _fold_unsqueeze(ctx: Any) -> list[Any]:
+def _fold_unsqueeze(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
     return [data.reshape(folding.unsqueeze_shape(ctx, data.shape, folding.axes_of(ctx, 13)))]
 
 
 @op("Unsqueeze", ("axes",), fold=_fold_unsqueeze)
-def unsqueeze(ctx: Any) -> list[Any]:
+def unsqueeze(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0, "data")
     shape = folding.unsqueeze_shape(ctx, x.shape, folding.axes_of(ctx, 13))
     return [ctx.network.add_reshape(x, shape, name=ctx.name())]
@@ -116,11 +117,11 @@ def unsqueeze(ctx: Any) -> list[Any]:
 
 
 @op("Identity", (), fold=lambda ctx: [ctx.value(0)])
-def identity(ctx: Any) -> list[Any]:
+def identity(ctx: NodeContext) -> list[Any]:
     return [ctx.network.add_identity(ctx.tensor(0), name=ctx.name())]
 
 
-def _dropout_checks(ctx: Any) -> None:
+def _dropout_checks(ctx: NodeContext) -> None:
     if ctx.output_used(1):
         raise ctx.error("output 1 (mask) is used; plugnn imports Dropout for inference only and does not "
                         "produce the mask")
@@ -134,13 +135,13 @@ def _dropout_checks(ctx: Any) -> None:
             raise ctx.error(f"ratio has element type {_dtype_of(ratio)}")
 
 
-def _fold_dropout(ctx: Any) -> list[Any]:
+def _fold_dropout(ctx: NodeContext) -> list[Any]:
     _dropout_checks(ctx)
     return [ctx.value(0), None]
 
 
 @op("Dropout", ("ratio", "seed"), fold=_fold_dropout, outputs_note="the mask output is not produced")
-def dropout(ctx: Any) -> list[Any]:
+def dropout(ctx: NodeContext) -> list[Any]:
     _dropout_checks(ctx)
     return [ctx.network.add_dropout(ctx.tensor(0, "data"), name=ctx.name()), None]
 
@@ -152,7 +153,7 @@ _CONSTANT_FORMS = ("value", "value_float", "value_floats", "value_int", "value_i
 
 
 @op("Constant", _CONSTANT_FORMS)
-def constant(ctx: Any) -> list[Any]:
+def constant(ctx: NodeContext) -> list[Any]:
     given = [form for form in _CONSTANT_FORMS if ctx.has(form)]
     if len(given) != 1:
         raise ctx.error(f"exactly one of {', '.join(_CONSTANT_FORMS)} must be set, got {given or 'none'}")
@@ -168,7 +169,7 @@ def constant(ctx: Any) -> list[Any]:
 
 
 @op("ConstantOfShape", ("value",))
-def constant_of_shape(ctx: Any) -> list[Any]:
+def constant_of_shape(ctx: NodeContext) -> list[Any]:
     shape = [int(v) for v in np.asarray(ctx.const(0, "shape")).reshape(-1)]
     if any(s < 0 for s in shape):
         raise ctx.error(f"shape {shape} has a negative dimension")
@@ -180,7 +181,7 @@ def constant_of_shape(ctx: Any) -> list[Any]:
 
 
 @op("Shape", ("start", "end"))
-def shape(ctx: Any) -> list[Any]:
+def shape(ctx: NodeContext) -> list[Any]:
     dims = list(ctx.value(0).shape)
     rank = len(dims)
     start = int(ctx.attr("start", 0))
@@ -193,7 +194,7 @@ def shape(ctx: Any) -> list[Any]:
 # ---- Gather, Slice, Cast, CastLike (metadata only) -----------------------------------------------
 
 
-def _fold_gather(ctx: Any) -> list[Any]:
+def _fold_gather(ctx: NodeContext) -> list[Any]:
     data, indices = ctx.value(0), ctx.value(1)
     axis = int(ctx.attr("axis", 0))
     if not -data.ndim <= axis < data.ndim:
@@ -207,20 +208,18 @@ def _fold_gather(ctx: Any) -> list[Any]:
 
 
 @op("Gather", ("axis",), fold=_fold_gather)
-def gather(ctx: Any) -> list[Any]:
+def gather(ctx: NodeContext) -> list[Any]:
     raise ctx.error("Gather is imported only when data and indices are known at import time (static shape "
                     "chains such as Shape -> Gather); plugnn has no gather layer for tensors computed at run time")
 
 
 @op("Slice", ("starts", "ends", "axes"), fold=lambda ctx: [folding.slice_values(ctx, ctx.value(0))])
-def slice_(ctx: Any) -> list[Any]:
+def slice_(ctx: NodeContext) -> list[Any]:
     raise ctx.error("Slice is imported only when every input is known at import time (static shape chains); "
                     "plugnn has no slice layer for tensors computed at run time")
 
 
-def _cast_target(ctx: Any) -> np.dtype:
-    from plugnn.onnx.importer import np_dtype, type_name
-
+def _cast_target(ctx: NodeContext) -> np.dtype:
     to = ctx.attr("to")
     if to is None:
         raise ctx.error("attribute 'to' is required")
@@ -230,7 +229,7 @@ def _cast_target(ctx: Any) -> np.dtype:
     return dtype
 
 
-def _cast(ctx: Any, dtype: np.dtype, what: str) -> list[Any]:
+def _cast(ctx: NodeContext, dtype: np.dtype, what: str) -> list[Any]:
     value = ctx.value(0)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "f" and dtype.kind in "iu":
@@ -244,14 +243,14 @@ def _cast(ctx: Any, dtype: np.dtype, what: str) -> list[Any]:
 
 
 @op("Cast", ("to", "saturate"), fold=lambda ctx: _cast(ctx, _cast_target(ctx), "Cast"))
-def cast(ctx: Any) -> list[Any]:
+def cast(ctx: NodeContext) -> list[Any]:
     return _cast(ctx, _cast_target(ctx), "Cast")
 
 
-def _cast_like(ctx: Any) -> list[Any]:
+def _cast_like(ctx: NodeContext) -> list[Any]:
     return _cast(ctx, _dtype_of(ctx.value(1)), "CastLike")
 
 
 @op("CastLike", ("saturate",), fold=_cast_like)
-def cast_like(ctx: Any) -> list[Any]:
+def cast_like(ctx: NodeContext) -> list[Any]:
     return _cast_like(ctx)

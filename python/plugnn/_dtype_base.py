@@ -1,0 +1,41 @@
+"""What plugnn's DataType does beyond its values: the members come from the header
+(`_abi_defs.DataType`, generated), the behaviour from here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Bytes per element, by member name (backend_api.h: dense storage, bool one byte).
+_ITEMSIZE = {"FLOAT32": 4, "FLOAT16": 2, "INT8": 1, "UINT8": 1, "INT32": 4, "INT64": 8, "BOOL": 1}
+
+
+class DataTypeBase:
+    """Methods of the generated `DataType` enum (an element type of pn_data_type)."""
+
+    name: str
+
+    @property
+    def itemsize(self) -> int:
+        return _ITEMSIZE[self.name]
+
+    @property
+    def numpy_name(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def from_any(cls, value: Any) -> Any:
+        """Accept a DataType, its value, its name ("float32") or a NumPy dtype."""
+        if isinstance(value, cls):
+            return value
+        members: Any = cls
+        if isinstance(value, int):
+            try:
+                return members(value)
+            except ValueError:
+                raise ValueError(f"unknown data type value {value}") from None
+        name = str(getattr(value, "name", value)).upper()
+        try:
+            return members[name]
+        except KeyError:
+            known = ", ".join(t.numpy_name for t in members)
+            raise ValueError(f"unknown data type {value!r}; plugnn knows {known}") from None

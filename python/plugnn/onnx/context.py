@@ -1,0 +1,266 @@
+"""What converting one ONNX node needs: the import's state (values by name, layer names,
+the network being built) and `NodeContext`, the view of one node a converter receives, with
+helpers that name the node in every error."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from plugnn.errors import ModelError
+from plugnn.network import Network, Tensor
+from plugnn.onnx.registry import Converter
+from plugnn.tensor import DataType
+
+
+class NeedsConstantError(ModelError):
+    """A value the importer needs at import time is a graph input (the ONNX backend binds it)."""
+
+    def __init__(self, message: str, input_name: str) -> None:
+        super().__init__(message)
+        self.input_name = input_name
+
+
+class DynamicShapeError(ModelError):
+    """A graph input has dynamic dims and input_shapes does not fix them."""
+
+    def __init__(self, message: str, input_name: str) -> None:
+        super().__init__(message)
+        self.input_name = input_name
+
+
+def onnx_module() -> Any:
+    """The onnx package, or a ModelError saying how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise ModelError("importing ONNX models needs the onnx package: pip install onnx "
+                         "(or pip install 'plugnn[onnx]')") from None
+    return onnx
+
+
+class PendingInput:
+    """A graph input that is not float32: usable only as a constant (which it is not)."""
+
+    def __init__(self, name: str, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+
+
+Value = Any  # np.ndarray | Tensor | PendingInput
+
+
+def np_dtype(elem_type: int) -> np.dtype:
+    onnx = onnx_module()
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        return np.dtype(object)
+
+
+def type_name(elem_type: int) -> str:
+    onnx = onnx_module()
+    try:
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return f"element type {elem_type}"
+
+
+class ImportState:
+    """One import's state: the graph, every value by name (NumPy array known at import, Tensor
+    computed at run time, or PendingInput), the layer names taken, and the Network built."""
+
+    def __init__(self, proto: Any, source: str, opset: int, name: str | None,
+                 input_shapes: Mapping[str, Sequence[int]], constants: Mapping[str, np.ndarray]) -> None:
+        self.proto = proto
+        self.graph = proto.graph
+        self.source = source
+        self.opset = opset
+        self.network = Network(name or proto.graph.name or "onnx_model")
+        self.input_shapes = {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
+        self.bound = dict(constants)
+        self.values: dict[str, Value] = {}
+        self.const_tensors: dict[str, Tensor] = {}  # value name -> constant layer made for it
+        self.graph_inputs: set[str] = set()
+        self.used_names: set[str] = set()
+        self.reserved = {i.name for i in self.graph.input} | {o.name for o in self.graph.output}
+        counts: dict[str, int] = {}
+        for node in self.graph.node:
+            counts[node.name] = counts.get(node.name, 0) + 1
+        self.node_name_counts = counts
+        self.consumers: dict[str, int] = {}
+        for node in self.graph.node:
+            for i in node.input:
+                self.consumers[i] = self.consumers.get(i, 0) + 1
+        for out in self.graph.output:
+            self.consumers[out.name] = self.consumers.get(out.name, 0) + 1
+
+    def free_name(self, base: str) -> str:
+        """`base`, or `base_1`, `base_2`, ...: a layer name no other layer or graph value has."""
+        candidate, k = base, 1
+        while candidate in self.used_names or candidate in self.reserved:
+            candidate = f"{base}_{k}"
+            k += 1
+        self.used_names.add(candidate)
+        return candidate
+
+
+class NodeContext:
+    """What a converter sees: the node, its inputs, attributes and helpers that name it in errors."""
+
+    def __init__(self, importer: ImportState, index: int, node: Any) -> None:
+        self.importer = importer
+        self.index = index
+        self.node = node
+        self.op_type = node.op_type
+        self.opset = importer.opset
+        self.network = importer.network
+        self._attrs = {a.name: a for a in node.attribute}
+        self._main_name: str | None = None
+
+    # -- errors --------------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        node = self.node
+        if node.name:
+            return f"node {node.name!r} (#{self.index}, {node.op_type})"
+        first = node.output[0] if node.output else "?"
+        return f"node #{self.index} ({node.op_type}, unnamed, output {first!r})"
+
+    def error(self, message: str) -> ModelError:
+        return ModelError(f"{self.importer.source}: {self.label}: {message}")
+
+    def unsupported_value(self, attribute: str, value: Any, supported: str) -> ModelError:
+        return self.error(f"attribute {attribute!r} = {value!r} is not supported; supported: {supported}")
+
+    # -- attributes ----------------------------------------------------------------------
+
+    def check_attributes(self, converter: Converter) -> None:
+        for attr_name, attr in self._attrs.items():
+            if attr.ref_attr_name:
+                raise self.error(f"attribute {attr_name!r} refers to a function attribute; not supported")
+            if attr_name not in converter.attributes:
+                listed = ", ".join(converter.attributes) or "none"
+                raise self.error(f"attribute {attr_name!r} is not supported by plugnn's {self.op_type} import; "
+                                 f"supported attributes: {listed}")
+
+    def has(self, name: str) -> bool:
+        return name in self._attrs
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        attr = self._attrs.get(name)
+        if attr is None:
+            return default
+        from onnx import helper, numpy_helper
+
+        if attr.type == attr.TENSOR:
+            return numpy_helper.to_array(attr.t)
+        value = helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, list):
+            return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
+        return value
+
+    def ints(self, name: str, default: Any = None) -> list[int] | None:
+        value = self.attr(name)
+        return default if value is None else [int(v) for v in value]
+
+    # -- inputs --------------------------------------------------------------------------
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.node.input)
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.node.input) and bool(self.node.input[i])
+
+    def input_name(self, i: int) -> str:
+        return self.node.input[i]
+
+    def value(self, i: int) -> Value:
+        return self.importer.values[self.node.input[i]]
+
+    def output_used(self, i: int) -> bool:
+        return i < len(self.node.output) and bool(self.node.output[i]) and \
+            bool(self.importer.consumers.get(self.node.output[i]))
+
+    def is_const(self, i: int) -> bool:
+        return isinstance(self.value(i), np.ndarray)
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return tuple(self.value(i).shape)
+
+    def const(self, i: int, what: str) -> np.ndarray:
+        """Input i's value, which must be known at import time."""
+        name = self.node.input[i]
+        value = self.value(i)
+        if isinstance(value, np.ndarray):
+            return value
+        if isinstance(value, PendingInput) or name in self.importer.graph_inputs:
+            raise NeedsConstantError(
+                f"{self.importer.source}: {self.label}: input {i} ({what}) {name!r} must be known at import time, "
+                f"but it is a graph input; make it an initializer (a constant)", name)
+        raise self.error(f"input {i} ({what}) {name!r} must be known at import time (a constant, or computed from "
+                         f"constants and static shapes), but it is computed at run time")
+
+    def tensor(self, i: int, what: str = "input") -> Tensor:
+        """Input i as a float32 Tensor of the network (a constant layer when it is known)."""
+        return self.importer_tensor(self.node.input[i], what, i)
+
+    def importer_tensor(self, name: str, what: str, i: int | None = None) -> Tensor:
+        importer = self.importer
+        value = importer.values[name]
+        where = f"input {i} ({what})" if i is not None else what
+        if isinstance(value, Tensor):
+            if value.dtype is not DataType.FLOAT32:
+                raise self.error(f"{where} {name!r} has element type {value.dtype.numpy_name}; plugnn imports "
+                                 f"float32 tensors only (other types until quantized support exists)")
+            return value
+        dtype = value.dtype
+        if dtype != np.float32:
+            kind = "graph input" if isinstance(value, PendingInput) else "tensor"
+            raise self.error(f"{where}: {kind} {name!r} has element type {dtype}; plugnn computes in float32 only "
+                             f"(other types until quantized support exists)")
+        if isinstance(value, PendingInput):  # pragma: no cover - float32 inputs are never pending
+            raise self.error(f"{where} {name!r} is not available")
+        cached = importer.const_tensors.get(name)
+        if cached is None:
+            cached = self.network.add_constant(value, name=importer.free_name(name))
+            importer.const_tensors[name] = cached
+        return cached
+
+    def array_tensor(self, array: np.ndarray, role: str) -> Tensor:
+        """A constant layer for an array the converter computed (e.g. reshaped weights)."""
+        return self.network.add_constant(np.asarray(array, np.float32), name=self.importer.free_name(
+            f"{self.name()}/{role}"))
+
+    # -- layer names -----------------------------------------------------------------------
+
+    def name(self, suffix: str | None = None) -> str:
+        """The node's layer name (its ONNX name when unique), or `<name>/<suffix>` for helper layers."""
+        importer = self.importer
+        if self._main_name is None:
+            node = self.node
+            if node.name and importer.node_name_counts.get(node.name) == 1 and node.name not in importer.reserved \
+                    and node.name not in importer.used_names:
+                importer.used_names.add(node.name)
+                self._main_name = node.name
+            else:
+                out = node.output[0] if node.output and node.output[0] else str(self.index)
+                self._main_name = importer.free_name(f"{node.op_type}_{out}")
+        if suffix is None:
+            return self._main_name
+        return importer.free_name(f"{self._main_name}/{suffix}")
+
+    def aux(self, suffix: str) -> str:
+        """A helper layer name that does not take the node's own name."""
+        if self._main_name is None:
+            node = self.node
+            base = node.name or f"{node.op_type}_{node.output[0] if node.output else self.index}"
+            return self.importer.free_name(f"{base}/{suffix}")
+        return self.name(suffix)
