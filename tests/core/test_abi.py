@@ -84,3 +84,83 @@ def test_import_does_not_load_numpy_or_the_native_glue() -> None:
     code = "import sys, plugnn; print('numpy' in sys.modules, 'plugnn._abi_cffi' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+# ---- descriptors: the header's field table and the Python mappings --------------------------
+
+
+def descriptor_types() -> list[type]:
+    return sorted({t for t in descriptors.DESCRIPTOR_TYPES.values() if t is not None} | {descriptors.ActivationDescriptor},
+                  key=lambda t: t.__name__)
+
+
+def test_the_field_table_is_the_header() -> None:
+    from plugnn._abi_defs import DESCRIPTOR_FIELDS
+
+    structs = sorted(s for s in abi_structs() if s.endswith("_desc"))
+    assert sorted(DESCRIPTOR_FIELDS) == structs
+    def plain(c_type: str) -> str:  # cffi versions differ in spelling out "enum"/"struct"
+        return c_type.removeprefix("enum ").removeprefix("struct ")
+
+    for struct, fields in DESCRIPTOR_FIELDS.items():
+        assert [(n, plain(f.type.cname)) for n, f in ffi.typeof(struct).fields] == [(n, plain(t)) for n, t in fields]
+
+
+def test_every_descriptor_struct_has_one_python_descriptor() -> None:
+    from plugnn._abi_defs import DESCRIPTOR_FIELDS
+
+    assert sorted(t.c_struct for t in descriptor_types()) == sorted(DESCRIPTOR_FIELDS)
+
+
+@pytest.mark.parametrize("desc_type", descriptor_types(), ids=lambda t: t.__name__)
+def test_every_c_field_is_mapped_exactly_once(desc_type: type) -> None:
+    import dataclasses
+
+    from plugnn._abi_defs import DESCRIPTOR_FIELDS
+
+    mapped: list[str] = []
+    for f in dataclasses.fields(desc_type):
+        mapping = descriptors.c_mapping(f)
+        mapped += [n for n in mapping.names if not (mapping.codec == "flag" and n in mapped)]
+    c_fields = [name for name, _ in DESCRIPTOR_FIELDS[desc_type.c_struct] if name != "struct_size"]
+    assert sorted(mapped) == sorted(c_fields)
+
+
+ACT = descriptors.ActivationDescriptor("leaky_relu", 0.25, 0.0)
+SAMPLES = [
+    ACT,
+    descriptors.Convolution2dDescriptor((2, 3), (1, 2, 3, 4), (2, 1), 2, "nhwc", True, True, ACT),
+    descriptors.Pooling2dDescriptor("lp", (3, 2), (2, 1), (1, 0, 2, 1), (1, 2), "ceil", "include", "nchw", 3.0),
+    descriptors.ElementwiseBinaryDescriptor("prelu", ACT),
+    descriptors.ElementwiseVariadicDescriptor("mean"),
+    descriptors.FullyConnectedDescriptor(True, False, 0.5, 2.0, True, ACT, True),
+    descriptors.SoftmaxDescriptor(-2),
+    descriptors.BatchNormalizationDescriptor(2.0 ** -10, "nhwc"),  # floats a float32 holds exactly
+    descriptors.LrnDescriptor(5, 2.0 ** -10, 0.5, 2.0, "nchw"),
+    descriptors.ConcatDescriptor(-1),
+    descriptors.TransposeDescriptor((0, 2, 3, 1)),
+]
+
+
+@pytest.mark.parametrize("desc", SAMPLES, ids=lambda d: type(d).__name__)
+def test_descriptors_round_trip_through_c(desc: object) -> None:
+    from plugnn import _marshal
+
+    keep: list = []
+    c = _marshal.to_c_descriptor(desc, keep)
+    assert c.struct_size == ffi.sizeof(type(desc).c_struct)
+    kind = next((k for k, t in descriptors.DESCRIPTOR_TYPES.items() if t is type(desc)), None)
+    back = (_marshal.from_c_descriptor(kind, c, "test", None) if kind is not None
+            else _marshal._read_descriptor(type(desc), c, "test", None))
+    assert back == desc
+
+
+def test_a_descriptor_shorter_than_its_fields_is_refused() -> None:
+    from plugnn import _marshal
+    from plugnn.errors import PlugnnError
+
+    keep: list = []
+    c = _marshal.to_c_descriptor(descriptors.TransposeDescriptor((1, 0)), keep)
+    c.struct_size = 8  # covers `rank`, not `perm`
+    with pytest.raises(PlugnnError, match="pn_transpose_desc struct_size 8 is too small"):
+        _marshal.from_c_descriptor(descriptors.LayerKind.TRANSPOSE, c, "test", None)
