@@ -10,15 +10,11 @@ import functools
 from typing import Any
 
 from plugnn._abi_cffi import ffi
+from plugnn._abi_defs import Status
 from plugnn.errors import BackendError, BackendOptionError
 
 MESSAGE_CAPACITY = 1024
 NULL = ffi.NULL
-
-_STATUS_NAMES = {value: name for value, name in ffi.typeof("pn_status").elements.items()}
-PN_OK = 0
-PN_ERR_NOT_FOUND = 4
-PN_ERR_INVALID_ARGUMENT = 1
 
 
 class Message:
@@ -38,13 +34,16 @@ class Message:
 
 
 def status_name(status: int) -> str:
-    """The enum name of a pn_status value ("PN_ERR_INTERNAL"), or a number for unknown ones."""
-    return _STATUS_NAMES.get(status, f"status {status}")
+    """The C name of a pn_status value ("PN_ERR_INTERNAL"), or a number for unknown ones."""
+    try:
+        return f"PN_{Status(status).name}"
+    except ValueError:
+        return f"status {status}"
 
 
 def check(status: int, message: Message, backend_id: str, call: str) -> None:
     """Raise the typed error for a failing status; return quietly on PN_OK."""
-    if status == PN_OK:
+    if status == Status.OK:
         return
     text = message.text() or "(no message)"
     error_type = BackendOptionError if call.startswith(("set_option", "get_option")) else BackendError

@@ -72,7 +72,7 @@ def test_devices_and_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ModelError, match="CPU only"):
         backend.prepare(model, "CUDA")
     monkeypatch.delenv("PLUGNN_ONNX_BACKENDS", raising=False)
-    assert backend.default_backends() == [b for b in ("CpuAcc", "CpuRef") if b in backend.shared_runtime().backend_ids]
+    assert backend.default_backends() == backend.shared_runtime().preferred_backends
     monkeypatch.setenv("PLUGNN_ONNX_BACKENDS", "NoSuch, CpuRef")
     assert backend.default_backends() == ["NoSuch", "CpuRef"]
     with pytest.raises(UnknownBackendError, match="NoSuch"):

@@ -37,6 +37,14 @@ def test_first_supporting_backend_wins_and_others_fall_back(runtime: Runtime) ->
     assert fc["attempts"][0]["reason"] == "PySoftmax runs Softmax only, not FULLY_CONNECTED"
 
 
+def test_without_a_preference_the_runtime_order_is_used(runtime: Runtime) -> None:
+    bundled = [b for b in ("CpuAcc", "CpuRef") if b in runtime.backend_ids]
+    assert runtime.preferred_backends == bundled + ["PySoftmax", "PyRefuser", "PyDevice"]
+    optimized = optimize(small_net(), runtime)
+    assert optimized.preferred == runtime.preferred_backends
+    assert {r["backend"] for r in optimized.assignments()} == {bundled[0]}
+
+
 def test_fallback_from_cpuref_to_a_python_backend(runtime: Runtime) -> None:
     optimized = optimize(small_net("float16"), runtime, ["CpuRef", "PySoftmax"])
     (record,) = optimized.assignments()

@@ -30,8 +30,6 @@ from onnx.backend.base import Backend, BackendRep
 from plugnn.errors import ModelError
 from plugnn.onnx.importer import DynamicShapeError, NeedsConstantError, import_model, read_model
 
-DEFAULT_BACKENDS = ("CpuAcc", "CpuRef")
-
 _runtime_lock = threading.Lock()
 _runtime: Any = None
 
@@ -48,15 +46,14 @@ def shared_runtime() -> Any:
 
 
 def default_backends() -> list[str]:
-    """$PLUGNN_ONNX_BACKENDS (comma separated), else CpuAcc, CpuRef filtered to those the runtime has."""
+    """$PLUGNN_ONNX_BACKENDS (comma separated), else the runtime's own preference order."""
     env = os.environ.get("PLUGNN_ONNX_BACKENDS", "").strip()
     if env:
         return [b.strip() for b in env.split(",") if b.strip()]
-    available = shared_runtime().backend_ids
-    chosen = [b for b in DEFAULT_BACKENDS if b in available]
+    chosen = shared_runtime().preferred_backends
     if not chosen:
-        raise ModelError(f"none of the default ONNX backends {list(DEFAULT_BACKENDS)} is available; the runtime has "
-                         f"{available}: pass backends=[...] or set PLUGNN_ONNX_BACKENDS")
+        raise ModelError("the plugnn runtime has no backends (see plugnn.Runtime().load_report): pass "
+                         "backends=[...] or set PLUGNN_ONNX_BACKENDS")
     return chosen
 
 

@@ -226,8 +226,6 @@ class NodeContext:
             kind = "graph input" if isinstance(value, PendingInput) else "tensor"
             raise self.error(f"{where}: {kind} {name!r} has element type {dtype}; plugnn computes in float32 only "
                              f"(other types until quantized support exists)")
-        if isinstance(value, PendingInput):  # pragma: no cover - float32 inputs are never pending
-            raise self.error(f"{where} {name!r} is not available")
         cached = importer.const_tensors.get(name)
         if cached is None:
             cached = self.network.add_constant(value, name=importer.free_name(name))
