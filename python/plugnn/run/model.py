@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from plugnn.errors import PlugnnError
 from plugnn.run.errors import RunError, one_line, require
@@ -20,8 +20,6 @@ class Model:
     network: Network
     description: str
     path: str | None  # None: the demo
-    onnx_bytes: bytes | None = None  # what onnxruntime runs for --compare (built lazily for the demo)
-    dynamic_inputs: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
@@ -63,7 +61,7 @@ def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
                 f"{n} {_dims_text(dynamic[n])}" for n in unfixed) + " have dynamic dimensions: fix them with " \
                 "--input-shape NAME=D,D,... or --input NAME=FILE.npy"
         raise RunError(one_line(exc) + hint) from None
-    return Model(network, f"ONNX model {path}", path, dynamic_inputs=dynamic)
+    return Model(network, f"ONNX model {path}", path)
 
 
 def _onnx_graph_inputs(path: str) -> dict[str, list[int | str | None]]:

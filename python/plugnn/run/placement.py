@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from plugnn import Network, OptimizedNetwork
 
 
-def placement(optimized: OptimizedNetwork, network: Network | None = None) -> dict[str, Any]:
+def placement(optimized: OptimizedNetwork, network: Network) -> dict[str, Any]:
     """The report's "placement": groups, fallbacks, fused and removed layers, and every layer's record."""
     nodes = optimized.layers
     groups: list[dict[str, Any]] = []
@@ -42,7 +42,7 @@ def placement(optimized: OptimizedNetwork, network: Network | None = None) -> di
     for entry in fallbacks.values():
         entry["types"] = dict(entry["types"].most_common())
     removed: dict[str, dict[str, Any]] = {}
-    original = {layer.name: layer.type_name for layer in network} if network is not None else {}
+    original = {layer.name: layer.type_name for layer in network}
     for item in optimized.removed():
         name, why = item["layer"], item["why"]
         kind = "folded into the layer before" if why.startswith("folded into") else why

@@ -33,7 +33,6 @@ def format_report(report: dict[str, Any]) -> str:
     for f in place["fused"]:
         out.append(f"  fused by {f['backend']}: {f['layer']} ({f['type']}) stands for {_names(f['replaces'])}")
     for r in place["removed"]:
-        n = len(r["layers"])
         out.append(f"  removed by the optimizer: {_types(r['types'])} {r['why']} ({_names(r['layers'])})")
     out.append("")
     out.append("Inputs:")
@@ -57,7 +56,7 @@ def format_report(report: dict[str, Any]) -> str:
     out.append(f"  median {t['median_ms']:.3f} ms   min {t['min_ms']:.3f} ms   max {t['max_ms']:.3f} ms")
     if "profile" in report:
         out.append("")
-        out.append(f"Profile (median per layer over {t['iterations']} run{'s' if t['iterations'] != 1 else ''}):")
+        out.append(f"Profile (median per layer over {runs}):")
         rows = [[p["layer"], p["backend"], f"{p['median_ms']:.3f}", f"{100 * p['share']:.1f}%"]
                 for p in report["profile"]]
         total = sum(p["median_ms"] for p in report["profile"])
