@@ -1,5 +1,5 @@
 """scripts/bench/machine.py: the FMA peak (fma_peak.c), bandwidth (stream_add.c) and core-to-core
-(core_to_core.c) probes build, run and fail clearly.
+(core_to_core.c) probes build, run, fail clearly and leave nothing in the temporary directory.
 
 Only that a figure comes out and that it is a plausible number is checked, never its size
 against a goal: timing belongs to the benchmark, not to the test suite.
@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,31 +26,37 @@ _spec.loader.exec_module(machine)
 
 
 @pytest.fixture
-def fresh_build(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """The probes' binaries are built once per process: forget them before and after the test."""
-    machine._probe_binary.cache_clear()
-    yield monkeypatch
-    machine._probe_binary.cache_clear()
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary directory of the test's own, for this process (tempfile) and its children (TMPDIR)."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    return private
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.glob("plugnn-bench-*"))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_fma_peak_is_a_positive_finite_rate(fresh_build: pytest.MonkeyPatch, threads: int) -> None:
+def test_fma_peak_is_a_positive_finite_rate(threads: int) -> None:
     gflops = machine.fma_peak_gflops(threads, iterations=200_000, repeats=2)
     # a core of any machine this runs on does between 1 and 10 000 GFLOP/s
     assert 1.0 < gflops < 10_000.0 * threads, gflops
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_stream_add_is_a_positive_finite_rate(fresh_build: pytest.MonkeyPatch, threads: int) -> None:
+def test_stream_add_is_a_positive_finite_rate(threads: int) -> None:
     # 3 x 8 MiB: past the first-level caches; stream_add_gbs checks the probe's sum of c itself
     gbs = machine.stream_add_gbs(threads, mib=8, repeats=2)
     # any machine this runs on moves between 0.1 and 100 000 GB/s
     assert 0.1 < gbs < 100_000.0, gbs
 
 
-def test_stream_add_sums_what_it_added(fresh_build: pytest.MonkeyPatch) -> None:
-    ran = subprocess.run([str(machine._stream_add_binary()), "3", "1", "1"], capture_output=True, text=True,
-                         timeout=30)
+def test_stream_add_sums_what_it_added() -> None:
+    with machine.built_probe("stream_add") as binary:
+        ran = subprocess.run([str(binary), "3", "1", "1"], capture_output=True, text=True, timeout=30)
     assert ran.returncode == 0, ran.stderr
     # c = 1 + 1 over 1 MiB of floats, split into 3 uneven parts: every element written once
     assert ran.stdout.split()[1] == str(2 * 1024 * 1024 // 4)
@@ -60,7 +66,7 @@ needs_two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="co
 
 
 @needs_two_cpus
-def test_core_to_core_is_a_plausible_round_trip(fresh_build: pytest.MonkeyPatch) -> None:
+def test_core_to_core_is_a_plausible_round_trip() -> None:
     ns, first, second = machine.core_to_core_ns(rounds=20_000, repeats=2)
     # a cache line goes from one core to another and back in more than 10 ns and less than 100 us
     assert 10.0 < ns < 100_000.0, ns
@@ -68,11 +74,11 @@ def test_core_to_core_is_a_plausible_round_trip(fresh_build: pytest.MonkeyPatch)
     assert (first, second) == (allowed[0], allowed[1])
 
 
-def test_core_to_core_on_one_cpu_is_a_clear_error(fresh_build: pytest.MonkeyPatch) -> None:
-    binary = machine._core_to_core_binary()
+def test_core_to_core_on_one_cpu_is_a_clear_error() -> None:
     one_cpu = min(os.sched_getaffinity(0))
-    ran = subprocess.run([str(binary), "1000", "1"], capture_output=True, text=True, timeout=30,
-                         preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}))
+    with machine.built_probe("core_to_core") as binary:
+        ran = subprocess.run([str(binary), "1000", "1"], capture_output=True, text=True, timeout=30,
+                             preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}))
     assert ran.returncode == 2 and "one CPU" in ran.stderr, ran.stderr
 
 
@@ -82,24 +88,46 @@ def test_core_to_core_on_one_cpu_is_a_clear_error(fresh_build: pytest.MonkeyPatc
     ("stream_add", (["0", "8", "1"], ["1", "0", "1"], ["1", "8", "0"], ["1", "8"], ["x", "8", "1"],
                     ["1", "999999", "1"], ["2000", "8", "1"])),
 ])
-def test_probe_rejects_bad_arguments(fresh_build: pytest.MonkeyPatch, probe: str,
-                                     bad_args: tuple[list[str], ...]) -> None:
-    binary = {"fma_peak": machine._fma_peak_binary, "stream_add": machine._stream_add_binary,
-              "core_to_core": machine._core_to_core_binary}[probe]()
-    for args in bad_args:
-        ran = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=30)
-        assert ran.returncode == 2, (args, ran.stdout, ran.stderr)
-        assert probe in ran.stderr or "usage" in ran.stderr
+def test_probe_rejects_bad_arguments(probe: str, bad_args: tuple[list[str], ...]) -> None:
+    with machine.built_probe(probe) as binary:
+        for args in bad_args:
+            ran = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=30)
+            assert ran.returncode == 2, (args, ran.stdout, ran.stderr)
+            assert probe in ran.stderr or "usage" in ran.stderr
 
 
-def test_missing_compiler_is_a_clear_error(fresh_build: pytest.MonkeyPatch) -> None:
-    fresh_build.setenv("CC", "/nonexistent/cc")
+def test_missing_compiler_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CC", "/nonexistent/cc")
     with pytest.raises(machine.MachineProbeError, match=r"cannot build fma_peak\.c with /nonexistent/cc"):
         machine.fma_peak_gflops(1, iterations=1000, repeats=1)
     with pytest.raises(machine.MachineProbeError, match=r"cannot build stream_add\.c with /nonexistent/cc"):
         machine.stream_add_gbs(1, mib=1, repeats=1)
     with pytest.raises(machine.MachineProbeError, match=r"cannot build core_to_core\.c with /nonexistent/cc"):
         machine.core_to_core_ns(rounds=10, repeats=1)
+
+
+def test_probes_leave_nothing_behind(private_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    machine.fma_peak_gflops(1, iterations=1000, repeats=1)
+    machine.stream_add_gbs(1, mib=1, repeats=1)
+    if len(os.sched_getaffinity(0)) >= 2:
+        machine.core_to_core_ns(rounds=100, repeats=1)
+    with pytest.raises(machine.MachineProbeError, match="exited 2"):  # the probe fails
+        machine.fma_peak_gflops(0)
+    with pytest.raises(KeyError), machine.built_probe("stream_add"):  # the caller fails
+        raise KeyError("while the probe is there")
+    for compiler in ("/nonexistent/cc", "false"):  # no compiler; one that fails
+        monkeypatch.setenv("CC", compiler)
+        with pytest.raises(machine.MachineProbeError, match="cannot build fma_peak.c"):
+            machine.fma_peak_gflops(1, iterations=1000, repeats=1)
+    assert leftovers(private_tmp) == []
+
+
+def test_run_leaves_nothing_behind(private_tmp: Path) -> None:
+    ran = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--rows", "^relu", "--threads", "1,2",
+                          "--backends", "CpuRef"], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "measured: fma_peak.c" in ran.stdout and "measured: stream_add.c" in ran.stdout
+    assert leftovers(private_tmp) == []
 
 
 def test_run_without_a_compiler_names_the_way_out(tmp_path: Path) -> None:
