@@ -89,7 +89,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--include-slow", action="store_true", help="run CpuRef on the 224x224 end-to-end rows")
     p.add_argument("--peak-gflops", default=None,
                    help="peak float32 GFLOP/s for 1,2,... threads (default: measured in this run, "
-                        "machine.fma_peak_gflops)")
+                        "machine.fma_peak)")
     p.add_argument("--peak-gbs", default=None,
                    help="memory GB/s for 1,2,... threads (default: measured in this run, STREAM add in C: "
                         "machine.stream_add_gbs)")
@@ -268,14 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     # Measured here, in this run (briefly in --quick mode: a smoke test), unless given.
     peak_source = "given" if args.peak_gflops is not None else "measured: fma_peak.c"
+    fma_peaks: list[machine.FmaPeak] = []
     if args.peak_gflops is None:
         try:
-            args.peak_gflops = ",".join(
-                f"{machine.fma_peak_gflops(t, iterations=2_000_000 if args.quick else 40_000_000):.1f}"
-                for t in range(1, max(threads_list) + 1))
+            fma_peaks = [machine.fma_peak(t, milliseconds=5 if args.quick else 50, repeats=1 if args.quick else 3)
+                         for t in range(1, max(threads_list) + 1)]
         except machine.MachineProbeError as exc:
             print(f"error: cannot measure the FMA peak ({exc}); give it with --peak-gflops", file=sys.stderr)
             return 2
+        args.peak_gflops = ",".join(f"{p.gflops:.1f}" for p in fma_peaks)
     bandwidth_source = "given" if args.peak_gbs is not None else "measured: stream_add.c"
     if args.peak_gbs is None:
         try:

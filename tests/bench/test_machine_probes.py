@@ -10,6 +10,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 BENCH = REPO / "scripts" / "bench"
 _spec = importlib.util.spec_from_file_location("plugnn_bench_machine", BENCH / "machine.py")
 assert _spec is not None and _spec.loader is not None
-machine = importlib.util.module_from_spec(_spec)
+machine = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)  # dataclasses look it up there
 _spec.loader.exec_module(machine)
 
 
@@ -41,9 +44,65 @@ def leftovers(directory: Path) -> list[str]:
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_fma_peak_is_a_positive_finite_rate(threads: int) -> None:
-    gflops = machine.fma_peak_gflops(threads, iterations=200_000, repeats=2)
+    peak = machine.fma_peak(threads, milliseconds=5, repeats=1)
     # a core of any machine this runs on does between 1 and 10 000 GFLOP/s
-    assert 1.0 < gflops < 10_000.0 * threads, gflops
+    assert 1.0 < peak.gflops < 10_000.0 * threads, peak
+    # the peak is the best kernel, and the kernels are what fma_peak.c has: 8 to 30 chains of
+    # 128-, 256- or 512-bit vectors, the widest first
+    assert (peak.lanes, peak.chains, peak.gflops) == max(peak.variants, key=lambda v: v[2])
+    assert all(lanes in (4, 8, 16) and 8 <= chains <= 30 for lanes, chains, _ in peak.variants), peak
+    assert peak.variants[0][0] == max(lanes for lanes, _, _ in peak.variants)
+    assert peak.threads == threads and f"{32 * peak.lanes}-bit x {peak.chains} chains" in peak.describe()
+
+
+def _loops(disassembly: str) -> dict[str, list[tuple[str, str]]]:
+    """objdump -d output -> {kernel: [(mnemonic, operands)] of its loop}: the instructions from
+    the target of the kernel's backward branch to the branch."""
+    loops: dict[str, list[tuple[str, str]]] = {}
+    for block in disassembly.split("\n\n"):
+        head = re.match(r"[0-9a-f]+ <((?:x|y|z)mm_\d+)>:", block)
+        if not head:
+            continue
+        code = [re.match(r"\s*([0-9a-f]+):\s+(\S+)\s*(.*)", line) for line in block.splitlines()[1:]]
+        code = [(int(m[1], 16), m[2], m[3]) for m in code if m]
+        for address, mnemonic, operands in code:
+            target = re.match(r"([0-9a-f]+) <", operands)
+            if mnemonic.startswith("j") and target and int(target[1], 16) < address:
+                loops[head[1]] = [(m, o) for a, m, o in code if int(target[1], 16) <= a <= address]
+    return loops
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="needs objdump")
+@pytest.mark.parametrize("march", ["native", "x86-64", "haswell", "skylake-avx512", "sapphirerapids"])
+def test_fma_kernels_are_register_fmas(march: str) -> None:
+    """Each kernel's loop is one FMA per chain on registers only (no spilled chain, no load per
+    FMA), plus the loop counter; built without FMA (x86-64), a multiply and an add per chain."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("x86-64 instruction sets")
+    try:
+        with machine.built_probe("fma_peak", march) as binary:
+            disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)], capture_output=True,
+                                         text=True, timeout=60, check=True).stdout
+    except machine.MachineProbeError as exc:
+        pytest.skip(f"the compiler cannot build for -march={march}: {exc}")
+    loops = _loops(disassembly)
+    kernels = {"x86-64": {"xmm_8", "xmm_10", "xmm_12", "xmm_14"}, "haswell": {"ymm_8", "ymm_10", "ymm_12", "ymm_14"}}
+    assert set(loops) >= kernels.get(march, set()), sorted(loops)
+    if march in ("skylake-avx512", "sapphirerapids"):
+        assert {"zmm_8", "zmm_30", "ymm_8", "ymm_30"} <= set(loops), sorted(loops)
+    for name, body in loops.items():
+        chains = int(name.split("_")[1])
+        vector = [(m, o) for m, o in body if "%xmm" in o or "%ymm" in o or "%zmm" in o]
+        other = [m for m, o in body if (m, o) not in vector]
+        assert all("(" not in o for _, o in vector), (name, vector)  # registers only
+        assert set(other) <= {"inc", "dec", "add", "sub", "cmp", "test", "jne", "jnz", "jg", "jl", "jb", "ja"}, \
+            (name, other)
+        mnemonics = [m for m, _ in vector]
+        fmas = [m for m in mnemonics if re.fullmatch(r"vfmadd(132|213|231)ps", m)]
+        if march == "x86-64":
+            assert sorted(mnemonics) == sorted(["mulps"] * chains + ["addps"] * chains), (name, mnemonics)
+        else:
+            assert len(fmas) == chains == len(mnemonics), (name, mnemonics)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -84,7 +143,8 @@ def test_core_to_core_on_one_cpu_is_a_clear_error() -> None:
 
 @pytest.mark.parametrize(("probe", "bad_args"), [
     ("core_to_core", (["0", "1"], ["10", "0"], ["10"], ["x", "1"], ["1000000000", "1"])),
-    ("fma_peak", (["0", "10", "1"], ["1", "0", "1"], ["1", "10", "0"], ["1", "10"], ["x", "10", "1"])),
+    ("fma_peak", (["0", "10", "1"], ["1", "0", "1"], ["1", "10", "0"], ["1", "10"], ["x", "10", "1"],
+                  ["1", "10ms", "1"], ["1", "60001", "1"], ["2000", "10", "1"])),
     ("stream_add", (["0", "8", "1"], ["1", "0", "1"], ["1", "8", "0"], ["1", "8"], ["x", "8", "1"],
                     ["1", "999999", "1"], ["2000", "8", "1"])),
 ])
@@ -99,7 +159,7 @@ def test_probe_rejects_bad_arguments(probe: str, bad_args: tuple[list[str], ...]
 def test_missing_compiler_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CC", "/nonexistent/cc")
     with pytest.raises(machine.MachineProbeError, match=r"cannot build fma_peak\.c with /nonexistent/cc"):
-        machine.fma_peak_gflops(1, iterations=1000, repeats=1)
+        machine.fma_peak(1, milliseconds=1, repeats=1)
     with pytest.raises(machine.MachineProbeError, match=r"cannot build stream_add\.c with /nonexistent/cc"):
         machine.stream_add_gbs(1, mib=1, repeats=1)
     with pytest.raises(machine.MachineProbeError, match=r"cannot build core_to_core\.c with /nonexistent/cc"):
@@ -107,18 +167,18 @@ def test_missing_compiler_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_probes_leave_nothing_behind(private_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    machine.fma_peak_gflops(1, iterations=1000, repeats=1)
+    machine.fma_peak(1, milliseconds=1, repeats=1)
     machine.stream_add_gbs(1, mib=1, repeats=1)
     if len(os.sched_getaffinity(0)) >= 2:
         machine.core_to_core_ns(rounds=100, repeats=1)
     with pytest.raises(machine.MachineProbeError, match="exited 2"):  # the probe fails
-        machine.fma_peak_gflops(0)
+        machine.fma_peak(0)
     with pytest.raises(KeyError), machine.built_probe("stream_add"):  # the caller fails
         raise KeyError("while the probe is there")
     for compiler in ("/nonexistent/cc", "false"):  # no compiler; one that fails
         monkeypatch.setenv("CC", compiler)
         with pytest.raises(machine.MachineProbeError, match="cannot build fma_peak.c"):
-            machine.fma_peak_gflops(1, iterations=1000, repeats=1)
+            machine.fma_peak(1, milliseconds=1, repeats=1)
     assert leftovers(private_tmp) == []
 
 
