@@ -182,12 +182,38 @@ def test_probes_leave_nothing_behind(private_tmp: Path, monkeypatch: pytest.Monk
     assert leftovers(private_tmp) == []
 
 
-def test_run_leaves_nothing_behind(private_tmp: Path) -> None:
+def test_run_leaves_nothing_behind_and_names_the_machine(private_tmp: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
     ran = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--rows", "^relu", "--threads", "1,2",
-                          "--backends", "CpuRef"], capture_output=True, text=True, timeout=120)
+                          "--backends", "CpuRef", "--json", str(out)], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "measured: fma_peak.c" in ran.stdout and "measured: stream_add.c" in ran.stdout
     assert leftovers(private_tmp) == []
+    # the header names the CPU, its ISA extensions and what the FMA probe measured, per thread count
+    header = ran.stdout.splitlines()[:3]
+    assert header[1].startswith("CPU: ") and "ISA: " in header[1], header
+    assert re.search(r"1 thread [\d.]+ GFLOP/s \((128|256|512)-bit x \d+ chains\), "
+                     r"2 threads [\d.]+ GFLOP/s \((128|256|512)-bit x \d+ chains\)", header[2]), header
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["cpu"]["model"] and isinstance(meta["cpu"]["extensions"], list), meta["cpu"]
+    assert [p["threads"] for p in meta["fma_peak"]] == [1, 2]
+    assert [p["gflops"] for p in meta["fma_peak"]] == meta["peak_gflops"]
+    assert all(p["bits"] == 32 * p["lanes"] and p["chains"] >= 8 for p in meta["fma_peak"]), meta["fma_peak"]
+
+
+def test_run_reports_rows_above_the_peak(tmp_path: Path) -> None:
+    """No kernel beats the FMA peak: a row above it means the yardstick is wrong, and the run says so."""
+    out = tmp_path / "run.json"
+    ran = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--rows", "^conv 3x3 64 56", "--threads",
+                          "1", "--backends", "CpuRef", "--peak-gflops", "0.001", "--peak-gbs", "20", "--json", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr  # a warning, not a failure
+    assert "above the FMA peak: conv 3x3 64 56 / CpuRef / 1 thread(s)" in ran.stdout
+    assert "FMA peak (fma_peak.c" not in ran.stdout  # given, not measured
+    meta = json.loads(out.read_text())["meta"]
+    assert {(r["row"], r["backend"]) for r in meta["above_peak"]} == {("conv 3x3 64 56", "onnxruntime"),
+                                                                        ("conv 3x3 64 56", "CpuRef")}
+    assert meta["fma_peak"] == "given"
 
 
 def test_run_without_a_compiler_names_the_way_out(tmp_path: Path) -> None:
