@@ -41,33 +41,34 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Chains in named variables: an array of vectors indexed in a loop ends up on the stack. */
-#define REP8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#define REP10(X) REP8(X) X(8) X(9)
-#define REP12(X) REP10(X) X(10) X(11)
-#define REP14(X) REP12(X) X(12) X(13)
-#define REP16(X) REP14(X) X(14) X(15)
-#define REP20(X) REP16(X) X(16) X(17) X(18) X(19)
-#define REP24(X) REP20(X) X(20) X(21) X(22) X(23)
-#define REP30(X) REP24(X) X(24) X(25) X(26) X(27) X(28) X(29)
+/* Chains in named variables: an array of vectors indexed in a loop ends up on the stack. X(i, T, P)
+ * is one chain's code, T the vector type, P the prefix of its operations (P##_fmadd_ps, ...). */
+#define REP8(X, T, P) X(0, T, P) X(1, T, P) X(2, T, P) X(3, T, P) X(4, T, P) X(5, T, P) X(6, T, P) X(7, T, P)
+#define REP10(X, T, P) REP8(X, T, P) X(8, T, P) X(9, T, P)
+#define REP12(X, T, P) REP10(X, T, P) X(10, T, P) X(11, T, P)
+#define REP14(X, T, P) REP12(X, T, P) X(12, T, P) X(13, T, P)
+#define REP16(X, T, P) REP14(X, T, P) X(14, T, P) X(15, T, P)
+#define REP20(X, T, P) REP16(X, T, P) X(16, T, P) X(17, T, P) X(18, T, P) X(19, T, P)
+#define REP24(X, T, P) REP20(X, T, P) X(20, T, P) X(21, T, P) X(22, T, P) X(23, T, P)
+#define REP30(X, T, P) REP24(X, T, P) X(24, T, P) X(25, T, P) X(26, T, P) X(27, T, P) X(28, T, P) X(29, T, P)
 
-/* The kernels use V (the vector type), V_SET1, V_MUL, V_ADD, V_FMA and V_LANES as defined where
- * KERNEL is expanded. Each returns the sum of its chains' lanes, so no chain is dead code. */
-#define INIT(i) V acc##i = V_MUL(a, V_SET1((float)((i) + 1)));
-#define STEP(i) acc##i = V_FMA(acc##i, m, a);
-#define SUM(i) total = V_ADD(total, acc##i);
-#define KERNEL(NAME, REP)                                               \
+/* A kernel runs its chains `rounds` times and returns the sum of their lanes, so no chain is
+ * dead code. */
+#define INIT(i, T, P) T acc##i = P##_mul_ps(a, P##_set1_ps((float)((i) + 1)));
+#define STEP(i, T, P) acc##i = P##_fmadd_ps(acc##i, m, a);
+#define SUM(i, T, P) total = P##_add_ps(total, acc##i);
+#define KERNEL(NAME, REP, T, P)                                         \
     __attribute__((noinline)) static float NAME(long rounds, float mul, float add) { \
-        const V m = V_SET1(mul), a = V_SET1(add);                       \
-        REP(INIT)                                                       \
+        const T m = P##_set1_ps(mul), a = P##_set1_ps(add);             \
+        REP(INIT, T, P)                                                 \
         for (long r = 0; r < rounds; ++r) {                             \
-            REP(STEP)                                                   \
+            REP(STEP, T, P)                                             \
         }                                                               \
-        V total = V_SET1(0.0f);                                         \
-        REP(SUM)                                                        \
-        float lanes[V_LANES], s = 0.0f;                                 \
+        T total = P##_set1_ps(0.0f);                                    \
+        REP(SUM, T, P)                                                  \
+        float lanes[sizeof(T) / sizeof(float)], s = 0.0f;               \
         __builtin_memcpy(lanes, &total, sizeof(total));                 \
-        for (int l = 0; l < V_LANES; ++l) s += lanes[l];                \
+        for (unsigned l = 0; l < sizeof(T) / sizeof(float); ++l) s += lanes[l]; \
         return s;                                                       \
     }
 
@@ -78,64 +79,37 @@ typedef struct {
 } variant;
 
 #if defined(__AVX512F__)
-#define V __m512
-#define V_LANES 16
-#define V_SET1 _mm512_set1_ps
-#define V_MUL _mm512_mul_ps
-#define V_ADD _mm512_add_ps
-#define V_FMA _mm512_fmadd_ps
-KERNEL(zmm_8, REP8)
-KERNEL(zmm_12, REP12)
-KERNEL(zmm_16, REP16)
-KERNEL(zmm_20, REP20)
-KERNEL(zmm_24, REP24)
-KERNEL(zmm_30, REP30)
-#undef V
-#undef V_LANES
-#undef V_SET1
-#undef V_MUL
-#undef V_ADD
-#undef V_FMA
+KERNEL(zmm_8, REP8, __m512, _mm512)
+KERNEL(zmm_12, REP12, __m512, _mm512)
+KERNEL(zmm_16, REP16, __m512, _mm512)
+KERNEL(zmm_20, REP20, __m512, _mm512)
+KERNEL(zmm_24, REP24, __m512, _mm512)
+KERNEL(zmm_30, REP30, __m512, _mm512)
 #endif
 
 #if defined(__AVX__) && defined(__FMA__)
-#define V __m256
-#define V_LANES 8
-#define V_SET1 _mm256_set1_ps
-#define V_MUL _mm256_mul_ps
-#define V_ADD _mm256_add_ps
-#define V_FMA _mm256_fmadd_ps
-KERNEL(ymm_8, REP8)
-KERNEL(ymm_10, REP10)
-KERNEL(ymm_12, REP12)
-KERNEL(ymm_14, REP14)
+KERNEL(ymm_8, REP8, __m256, _mm256)
+KERNEL(ymm_10, REP10, __m256, _mm256)
+KERNEL(ymm_12, REP12, __m256, _mm256)
+KERNEL(ymm_14, REP14, __m256, _mm256)
 #if defined(__AVX512F__) /* AVX-512VL: 32 registers for 256-bit vectors too */
-KERNEL(ymm_16, REP16)
-KERNEL(ymm_20, REP20)
-KERNEL(ymm_24, REP24)
-KERNEL(ymm_30, REP30)
+KERNEL(ymm_16, REP16, __m256, _mm256)
+KERNEL(ymm_20, REP20, __m256, _mm256)
+KERNEL(ymm_24, REP24, __m256, _mm256)
+KERNEL(ymm_30, REP30, __m256, _mm256)
 #endif
-#undef V
-#undef V_LANES
-#undef V_SET1
-#undef V_MUL
-#undef V_ADD
-#undef V_FMA
 #else
 /* No FMA instructions in this build (or not x86): 128-bit vectors, a * b + c as the compiler
  * sees fit (an FMA where it can contract, else a multiply and an add, the peak of such a CPU). */
-typedef float vec4 __attribute__((vector_size(16)));
-static vec4 set1_4(float x) { return (vec4){x, x, x, x}; }
-#define V vec4
-#define V_LANES 4
-#define V_SET1 set1_4
-#define V_MUL(x, y) ((x) * (y))
-#define V_ADD(x, y) ((x) + (y))
-#define V_FMA(x, y, z) ((x) * (y) + (z))
-KERNEL(xmm_8, REP8)
-KERNEL(xmm_10, REP10)
-KERNEL(xmm_12, REP12)
-KERNEL(xmm_14, REP14)
+typedef float v4 __attribute__((vector_size(16)));
+static inline v4 v4_set1_ps(float x) { return (v4){x, x, x, x}; }
+static inline v4 v4_mul_ps(v4 x, v4 y) { return x * y; }
+static inline v4 v4_add_ps(v4 x, v4 y) { return x + y; }
+static inline v4 v4_fmadd_ps(v4 x, v4 y, v4 z) { return x * y + z; }
+KERNEL(xmm_8, REP8, v4, v4)
+KERNEL(xmm_10, REP10, v4, v4)
+KERNEL(xmm_12, REP12, v4, v4)
+KERNEL(xmm_14, REP14, v4, v4)
 #endif
 
 static const variant VARIANTS[] = {
