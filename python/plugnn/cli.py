@@ -8,8 +8,9 @@ import logging
 import sys
 from pathlib import Path
 
-from plugnn import BACKEND_API_VERSION, PlugnnError, __version__, run_command
+from plugnn import BACKEND_API_VERSION, PlugnnError, __version__
 from plugnn._build_config import INSTALL_DIR
+from plugnn.run.arguments import add_parser as add_run_parser
 
 # The installed native parts (cmake/, include/, backends/), also under an editable install.
 PACKAGE_DIR = Path(INSTALL_DIR)
@@ -30,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     backends.add_argument("--json", action="store_true", help="print JSON instead of tables")
     backends.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="log what the loader does")
-    run_command.add_parser(commands)  # plugnn run: python/plugnn/run_command.py, docs/run.md
+    add_run_parser(commands)  # plugnn run: python/plugnn/run/, docs/run.md
     return parser
 
 
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
             return _backends_command(args)
         if args.command == "run":
             try:
-                return run_command.run_command(args)
+                from plugnn.run.command import run_command
+
+                return run_command(args)
             except KeyboardInterrupt:
                 print("plugnn: interrupted", file=sys.stderr)
                 return 130

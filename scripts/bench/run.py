@@ -20,7 +20,12 @@ alternating blocks, so a slow phase of the machine falls on all of them), GFLOP/
 bytes read + written), the fraction of the peak for T threads (GFLOP/s: the FMA peak of T
 threads, GB/s: the STREAM-style add bandwidth, both measured at the start of the same run by
 machine.py unless --peak-gflops / --peak-gbs are given), and the ratio
-plugnn median / onnxruntime median (below 1: plugnn is faster). Every plugnn output is checked
+plugnn median / onnxruntime median (below 1: plugnn is faster). The header (and the JSON's
+"meta") names the CPU model, its ISA extensions (cpu.py) and the FMA probe's figures per thread
+count: GFLOP/s, and the vector width and chain count that reached them. No kernel can beat the
+FMA peak: a GFLOP/s row above 100 % is reported after the table as a wrong peak (a probe bug,
+a busy machine while it was measured, a --peak-gflops figure too low); it does not change the
+exit status. Every plugnn output is checked
 against onnxruntime's: max|plugnn - ort| / max|ort| <= --tolerance (1e-3), else the row is
 marked MISMATCH and the exit status is 1. A backend the runtime does not have, or that
 does not support the row's layer, is reported as "not available", which is not an error.
@@ -53,6 +58,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cases as cases_module  # noqa: E402
+import cpu  # noqa: E402
 import machine  # noqa: E402
 import report  # noqa: E402
 import timing  # noqa: E402
@@ -89,7 +95,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--include-slow", action="store_true", help="run CpuRef on the 224x224 end-to-end rows")
     p.add_argument("--peak-gflops", default=None,
                    help="peak float32 GFLOP/s for 1,2,... threads (default: measured in this run, "
-                        "machine.fma_peak_gflops)")
+                        "machine.fma_peak)")
     p.add_argument("--peak-gbs", default=None,
                    help="memory GB/s for 1,2,... threads (default: measured in this run, STREAM add in C: "
                         "machine.stream_add_gbs)")
@@ -268,14 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     # Measured here, in this run (briefly in --quick mode: a smoke test), unless given.
     peak_source = "given" if args.peak_gflops is not None else "measured: fma_peak.c"
+    fma_peaks: list[machine.FmaPeak] = []
     if args.peak_gflops is None:
         try:
-            args.peak_gflops = ",".join(
-                f"{machine.fma_peak_gflops(t, iterations=2_000_000 if args.quick else 40_000_000):.1f}"
-                for t in range(1, max(threads_list) + 1))
+            fma_peaks = [machine.fma_peak(t, milliseconds=5 if args.quick else 50, repeats=1 if args.quick else 3)
+                         for t in range(1, max(threads_list) + 1)]
         except machine.MachineProbeError as exc:
             print(f"error: cannot measure the FMA peak ({exc}); give it with --peak-gflops", file=sys.stderr)
             return 2
+        args.peak_gflops = ",".join(f"{p.gflops:.1f}" for p in fma_peaks)
     bandwidth_source = "given" if args.peak_gbs is not None else "measured: stream_add.c"
     if args.peak_gbs is None:
         try:
@@ -304,7 +311,12 @@ def main(argv: list[str] | None = None) -> int:
           f"onnxruntime {onnxruntime.__version__}; threads {threads_list}; {'quick' if args.quick else 'full'} mode; "
           f"peaks for 1,2,... threads: {args.peak_gflops} GFLOP/s ({peak_source}), "
           f"{args.peak_gbs} GB/s ({bandwidth_source}); core-to-core round trip at the start: "
-          f"{describe(placement_start)}", flush=True)
+          f"{describe(placement_start)}")
+    this_cpu = cpu.this_cpu()
+    print(f"CPU: {this_cpu.describe()}", flush=True)
+    if fma_peaks:
+        print("FMA peak (fma_peak.c, the best of its kernels): " + ", ".join(
+            f"{p.threads} thread{'s' if p.threads > 1 else ''} {p.describe()}" for p in fma_peaks), flush=True)
 
     def log(r: Result) -> None:
         print("  " + "  ".join(c for c in report.cells(r) if c != "-"), file=sys.stderr, flush=True)
@@ -331,6 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"core-to-core round trip at the end: {describe(placement_end)} (at the start: {describe(placement_start)}; "
           "about 100 ns: the two CPUs share a last-level cache, several hundred: they do not, and two-thread "
           "rows whose threads read each other's writes run slower on both runtimes)")
+    above_peak = [r for r in results if r.metric == "flops" and r.peak_fraction is not None and r.peak_fraction > 1.0]
+    for r in above_peak:
+        print(f"above the FMA peak: {r.row} / {r.backend} / {r.threads} thread(s) at {100 * r.peak_fraction:.0f} % "
+              f"of {peak_for(floats(args.peak_gflops), r.threads):.1f} GFLOP/s ({peak_source}): no kernel can beat "
+              "the peak, so the peak is wrong (a probe bug, the machine busy while it was measured, or "
+              "--peak-gflops too low)")
     if args.markdown:
         print()
         print(report.markdown(results))
@@ -340,7 +358,10 @@ def main(argv: list[str] | None = None) -> int:
             "available_backends": available, "requested_backends": backends, "threads": threads_list,
             "quick": args.quick, "peak_gflops": floats(args.peak_gflops), "peak_gbs": floats(args.peak_gbs),
             "elapsed_seconds": elapsed, "failed": len(failed),
-            "core_to_core_ns": {"start": placement_start, "end": placement_end}}
+            "core_to_core_ns": {"start": placement_start, "end": placement_end},
+            "cpu": this_cpu.as_dict(), "fma_peak": [p.as_dict() for p in fma_peaks] or "given",
+            "above_peak": [{"row": r.row, "backend": r.backend, "threads": r.threads, "fraction": r.peak_fraction}
+                           for r in above_peak]}
     if args.json:
         Path(args.json).write_text(report.to_json(results, meta))
     print(f"{len(selected)} rows, {len(results)} results, {len(failed)} failed, {elapsed:.1f} s")

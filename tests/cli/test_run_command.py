@@ -17,12 +17,11 @@ DEMO_LAYERS = 19  # 25 layers built, 6 batch normalizations folded into the conv
 
 
 def _built_in_backends() -> list[str]:
-    """The built-in backends `plugnn run` prefers by default, in its order (CpuAcc, CpuRef)."""
+    """The backends `plugnn run` prefers by default: the runtime's own order (CpuAcc, CpuRef)."""
     import plugnn as pn
-    from plugnn.run_command import PREFERRED_ORDER
 
     with pn.Runtime() as runtime:
-        return [b for b in PREFERRED_ORDER if b in runtime.backend_ids]
+        return runtime.preferred_backends
 
 
 def _default_plan() -> tuple[int, dict[str, int], str]:

@@ -1,0 +1,57 @@
+"""`plugnn run` from the parsed arguments to the printed report and the exit status."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from plugnn import Runtime, optimize
+from plugnn.run.backends import choose_backends, parse_backends
+from plugnn.run.compare import compare_onnxruntime, require_onnxruntime
+from plugnn.run.inputs import load_input_files, make_inputs, parse_input_shapes
+from plugnn.run.model import load_model
+from plugnn.run.outputs import prepare_output_dir, summarize, write_outputs
+from plugnn.run.placement import placement
+from plugnn.run.report import format_report
+from plugnn.run.timing import profile_table, time_runs
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the model and print the report (text, or JSON with --json): 1 if its outputs differ
+    from onnxruntime's (--compare), else 0. A user's mistake raises RunError."""
+    requested = parse_backends(args.compute)
+    input_files = load_input_files(args.input)
+    input_shapes = parse_input_shapes(args.input_shape)
+    if args.compare == "onnxruntime":  # fail before the long part
+        require_onnxruntime(args.model)
+    if args.output_dir:
+        prepare_output_dir(args.output_dir)
+    model = load_model(args.model, input_files, input_shapes)
+    with Runtime(dynamic_backends_path=args.dynamic_backends_path) as runtime:
+        backends = choose_backends(runtime, requested)
+        optimized = optimize(model.network, runtime, backends)
+        with runtime.load_network(optimized) as loaded:
+            inputs, inputs_described = make_inputs(loaded.input_infos, input_files, args.seed)
+            outputs, timing, profiles = time_runs(loaded, inputs, args.iterations, args.profile)
+        report: dict[str, Any] = {
+            "model": model.path, "description": model.description, "network": optimized.network_name,
+            "backends": {"available": runtime.backend_ids, "preferred": backends, "used": optimized.backends_used},
+            "placement": placement(optimized, model.network),
+            "inputs": inputs_described,
+            "outputs": [summarize(name, array) for name, array in outputs.items()],
+            "timing": timing,
+        }
+    if args.profile:
+        report["profile"] = profile_table(profiles)
+    if args.output_dir:
+        report["output_files"] = write_outputs(args.output_dir, outputs)
+    if args.compare == "onnxruntime":
+        report["compare"] = compare_onnxruntime(model, inputs, outputs)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_report(report))
+    return 1 if "compare" in report and not report["compare"]["agree"] else 0

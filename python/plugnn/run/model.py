@@ -1,0 +1,88 @@
+"""The model: an ONNX file loaded as a Network (its dynamic input shapes fixed), or the built-in demo."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from plugnn.errors import PlugnnError
+from plugnn.run.errors import RunError, one_line, require
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from plugnn import Network
+
+
+@dataclass
+class Model:
+    network: Network
+    description: str
+    path: str | None  # None: the demo
+
+
+def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
+               input_shapes: dict[str, tuple[int, ...]]) -> Model:
+    """The demo (path None) or the ONNX model at `path`; a dynamic input takes the shape given
+    with --input-shape, else the shape of the file fed to it."""
+    if path is None:
+        from plugnn import demo
+
+        if input_shapes:
+            raise RunError("--input-shape applies to ONNX models; the built-in demo has a fixed input "
+                           f"{demo.INPUT_NAME!r} (1, 3, {demo.IMAGE}, {demo.IMAGE})")
+        return Model(demo.network(), demo.DESCRIPTION, None)
+    if not os.path.exists(path):
+        raise RunError(f"no such model file: {path}")
+    if not os.path.isfile(path):
+        raise RunError(f"the model must be a file, {path} is not")
+    require("onnx", "running an ONNX model")
+    import plugnn.onnx
+
+    graph_inputs = _onnx_graph_inputs(path)
+    dynamic = {name: dims for name, dims in graph_inputs.items()
+               if not dims or any(not isinstance(d, int) or d <= 0 for d in dims)}
+    shapes = dict(input_shapes)
+    for name, (array, _) in input_files.items():  # a dynamic input takes the shape of the file fed to it
+        if name in dynamic and name not in shapes and len(dynamic[name]) in (0, array.ndim):
+            shapes[name] = array.shape
+    unknown = sorted(set(input_shapes) - set(graph_inputs)) if graph_inputs else []
+    if unknown:
+        raise RunError(f"--input-shape names {', '.join(map(repr, unknown))}, which the model does not take; "
+                       f"its inputs: {', '.join(graph_inputs)}")
+    try:
+        network = plugnn.onnx.load(path, input_shapes=shapes or None)
+    except PlugnnError as exc:
+        unfixed = [n for n in dynamic if n not in shapes]
+        hint = ""
+        if unfixed:
+            hint = "; the model's inputs " + ", ".join(
+                f"{n} {_dims_text(dynamic[n])}" for n in unfixed) + " have dynamic dimensions: fix them with " \
+                "--input-shape NAME=D,D,... or --input NAME=FILE.npy"
+        raise RunError(one_line(exc) + hint) from None
+    return Model(network, f"ONNX model {path}", path)
+
+
+def _onnx_graph_inputs(path: str) -> dict[str, list[int | str | None]]:
+    """Graph inputs (initializers excluded) -> dims (int, or the symbolic name / None)."""
+    import onnx
+
+    try:
+        proto = onnx.load_model(path, load_external_data=False)
+    except Exception:  # noqa: BLE001 - whatever is wrong, the importer reports it properly
+        return {}
+    initializers = {t.name for t in proto.graph.initializer}
+    result = {}
+    for value in proto.graph.input:
+        if value.name in initializers:
+            continue
+        dims: list[int | str | None] = []
+        for dim in value.type.tensor_type.shape.dim:
+            dims.append(dim.dim_value if dim.HasField("dim_value") else (dim.dim_param or None))
+        result[value.name] = dims
+    return result
+
+
+def _dims_text(dims: list[int | str | None]) -> str:
+    return "(" + ", ".join(str(d) if d is not None else "?" for d in dims) + ")"

@@ -1,0 +1,109 @@
+"""The report as text (with --json the command prints the same dict as JSON)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Model, backends, placement, inputs, outputs, timing; then the profile, the output files
+    and the comparison with onnxruntime when the report has them."""
+    out: list[str] = []
+    b = report["backends"]
+    out.append(f"Model: {report['description']}")
+    out.append(f"Backends: {', '.join(b['preferred'])} "
+               f"(in order of preference; available: {', '.join(b['available'])})")
+    place = report["placement"]
+    layers = sum(g["count"] for g in place["groups"])
+    out.append("")
+    out.append(f"Placement ({layers} layers run, in execution order):")
+    rows = []
+    for g in place["groups"]:
+        span = f"#{g['first']}" if g["first"] == g["last"] else f"#{g['first']}-{g['last']}"
+        rows.append([span, g["backend"], f"{g['count']} layer{'s' if g['count'] != 1 else ''}:", _types(g["types"])])
+    out += ["  " + line for line in _table(rows, ["layers", "backend", "count", "types"], right={2})[2:]]
+    if place["fallbacks"]:
+        for f in place["fallbacks"]:
+            n = len(f["layers"])
+            out.append(f"  fallback: {f['refused_by']} refused {n} layer{'s' if n != 1 else ''} "
+                       f"({_types(f['types'])}: {_names(f['layers'])}) -> {f['ran_on']}: {f['reason']}")
+    else:
+        out.append("  fallbacks: none (every layer runs on the first backend asked)")
+    for f in place["fused"]:
+        out.append(f"  fused by {f['backend']}: {f['layer']} ({f['type']}) stands for {_names(f['replaces'])}")
+    for r in place["removed"]:
+        out.append(f"  removed by the optimizer: {_types(r['types'])} {r['why']} ({_names(r['layers'])})")
+    out.append("")
+    out.append("Inputs:")
+    out += ["  " + line for line in _table(
+        [[i["name"], str(tuple(i["shape"])), i["dtype"], i["source"]] for i in report["inputs"]],
+        ["name", "shape", "dtype", "source"])[2:]]
+    out.append("")
+    out.append("Outputs:")
+    for o in report["outputs"]:
+        stats = "  ".join(f"{k} {_num(o[k])}" for k in ("min", "max", "mean") if k in o)
+        first = ", ".join(_num(v) for v in o.get("first", []))
+        more = ", ..." if math.prod(o["shape"]) > len(o.get("first", [])) else ""
+        bad = f"  ({o['nonfinite']} non-finite values)" if o.get("nonfinite") else ""
+        out.append(f"  {o['name']}  {tuple(o['shape'])} {o['dtype']}  {stats}{bad}")
+        out.append(f"    first values: [{first}{more}]")
+    t = report["timing"]
+    out.append("")
+    runs = f"{t['iterations']} run{'s' if t['iterations'] != 1 else ''}"
+    out.append(f"Timing ({runs} after 1 warm-up run of {t['warmup_ms']:.3f} ms"
+               + (", profiling on" if t["profiled"] else "") + "):")
+    out.append(f"  median {t['median_ms']:.3f} ms   min {t['min_ms']:.3f} ms   max {t['max_ms']:.3f} ms")
+    if "profile" in report:
+        out.append("")
+        out.append(f"Profile (median per layer over {runs}):")
+        rows = [[p["layer"], p["backend"], f"{p['median_ms']:.3f}", f"{100 * p['share']:.1f}%"]
+                for p in report["profile"]]
+        total = sum(p["median_ms"] for p in report["profile"])
+        rows.append(["total", "", f"{total:.3f}", "100.0%"])
+        out += ["  " + line for line in _table(rows, ["layer", "backend", "ms", "share"], right={2, 3})]
+    if "output_files" in report:
+        out.append("")
+        out.append("Output files:")
+        out += [f"  {f['name']} -> {f['path']}" for f in report["output_files"]]
+    if "compare" in report:
+        c = report["compare"]
+        out.append("")
+        verdict = "agree" if c["agree"] else "DIFFER"
+        out.append(f"Compared with onnxruntime {c['version']} ({c['provider']}) on {c['model']}: outputs {verdict} "
+                   f"(tolerance: max abs diff <= {c['atol']:g} + {c['rtol']:g} * max|onnxruntime|)")
+        for r in c["outputs"]:
+            if "problem" in r:
+                out.append(f"  {r['name']}  DIFFERS: {r['problem']}")
+            else:
+                rel = r["max_rel_diff"]
+                rel_text = rel if isinstance(rel, str) else format(rel, ".3g")
+                out.append(f"  {r['name']}  max abs diff {r['max_abs_diff']:.3g}  max rel diff {rel_text}  "
+                           f"(relative to max|onnxruntime| = {r['reference_max_abs']:.4g})  "
+                           f"{'ok' if r['ok'] else 'DIFFERS'}")
+    return "\n".join(out)
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _types(types: dict[str, int]) -> str:
+    return ", ".join(t if n == 1 else f"{t} x{n}" for t, n in types.items())
+
+
+def _names(names: list[str], limit: int = 4) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _table(rows: list[list[str]], header: list[str], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
+    """Header, rule and rows, columns padded to their widest cell (the `right` ones right-aligned)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
