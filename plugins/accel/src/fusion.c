@@ -158,8 +158,9 @@ static int is_residual_add(const pn_layer* head, const pn_layer* add, uint32_t* 
         return 0;
     }
     uint32_t slot = add->input_ids[0] == head->output_ids[0] ? 1u : 0u;
-    if (!pn_same_shape(&add->inputs[slot], &head->outputs[0]) ||
-        !pn_same_shape(&add->outputs[0], &head->outputs[0])) {
+    const pn_tensor_info* y = &head->outputs[0];
+    if (add->inputs[slot].dtype != y->dtype || !pn_same_dims(&add->inputs[slot], y) ||
+        add->outputs[0].dtype != y->dtype || !pn_same_dims(&add->outputs[0], y)) {
         return 0;
     }
     *addend_slot = slot;

@@ -174,7 +174,7 @@ static int check_activation(const pn_layer* layer, char* reason, size_t reason_c
         REFUSE(MOCK_TAG ": Activation supports float32 only, not %s",
                pn_dtype_name(layer->inputs[0].dtype));
     }
-    if (!pn_same_shape(&layer->inputs[0], &layer->outputs[0])) {
+    if (!pn_same_dims(&layer->inputs[0], &layer->outputs[0])) {
         REFUSE(MOCK_TAG ": Activation output shape differs from its input's");
     }
     return 1;
@@ -199,8 +199,8 @@ static int check_binary(const pn_layer* layer, char* reason, size_t reason_cap) 
     if (!is_f32(&layer->inputs[0]) || !is_f32(&layer->inputs[1]) || !is_f32(&layer->outputs[0])) {
         REFUSE(MOCK_TAG ": ElementwiseBinary ADD supports float32 only");
     }
-    if (!pn_same_shape(&layer->inputs[0], &layer->inputs[1]) ||
-        !pn_same_shape(&layer->inputs[0], &layer->outputs[0])) {
+    if (!pn_same_dims(&layer->inputs[0], &layer->inputs[1]) ||
+        !pn_same_dims(&layer->inputs[0], &layer->outputs[0])) {
         REFUSE(MOCK_TAG ": ElementwiseBinary ADD needs identical input shapes (no broadcasting)");
     }
     return 1;
