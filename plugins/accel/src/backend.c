@@ -1,10 +1,8 @@
 /* CpuAcc entry points, backend object, options and dispatch table. */
 #include "accel.h"
 #include "conv_chain.h"
-#include "fusion.h"
-#if defined(ACCEL_HAVE_COMPUTE)
 #include "accel_compute.h"
-#endif
+#include "fusion.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -35,17 +33,11 @@ typedef struct accel_kind_entry {
 } accel_kind_entry;
 
 static const accel_kind_entry kinds[] = {
-#if defined(ACCEL_HAVE_COMPUTE)
     [PN_LAYER_CONVOLUTION_2D] = {pn_validate_convolution_2d, accel_validate_conv2d,
                                  accel_create_conv2d},
     [PN_LAYER_FULLY_CONNECTED] = {pn_validate_fully_connected, accel_validate_fully_connected,
                                   accel_create_fully_connected},
     [PN_LAYER_MATMUL] = {pn_validate_matmul, accel_validate_matmul, accel_create_matmul},
-#else
-    [PN_LAYER_CONVOLUTION_2D] = {pn_validate_convolution_2d, NULL, NULL},
-    [PN_LAYER_FULLY_CONNECTED] = {pn_validate_fully_connected, NULL, NULL},
-    [PN_LAYER_MATMUL] = {pn_validate_matmul, NULL, NULL},
-#endif
     [PN_LAYER_POOLING_2D] = {pn_validate_pooling_2d, NULL, accel_pooling2d_create},
     [PN_LAYER_ELEMENTWISE_BINARY] = {pn_validate_elementwise_binary, NULL, accel_binary_create},
     [PN_LAYER_ELEMENTWISE_VARIADIC] = {pn_validate_elementwise_variadic, NULL,
@@ -171,11 +163,9 @@ static pn_status factory_create_workload(pn_workload_factory* factory, const pn_
                        layer == NULL ? "layer" : "workload_out");
     }
     *workload_out = NULL;
-#if defined(ACCEL_HAVE_COMPUTE)
     if (layer->kind == PN_LAYER_PRECOMPILED) { /* made by optimize_subgraph: a blocked chain */
         return accel_chain_create(&f->env, layer, workload_out, message_out);
     }
-#endif
     pn_status s = check_layer(layer, message_out); /* never trust the caller */
     if (s != PN_OK) {
         return s;

@@ -79,11 +79,9 @@ void accel_release_optimization(pn_optimization* optimization) {
             free(c->infos);
             free(c->ids);
             free(c->name);
-#if defined(ACCEL_HAVE_COMPUTE)
             if (o->owns_payloads) {
                 accel_chain_release(c->payload);
             }
-#endif
         }
     }
     free(o->chains);
@@ -394,7 +392,6 @@ static void longest_chain(const pn_subgraph* sg, uint32_t h, const unsigned char
 }
 
 /* ---- Blocked chains ---------------------------------------------------------------------- */
-#if defined(ACCEL_HAVE_COMPUTE)
 
 /* One convolution with what fusion gave it (a fusion item, or a convolution left alone), or
  * a pooling layer. */
@@ -640,7 +637,6 @@ done:
     free(item_dropped);
     return s;
 }
-#endif /* ACCEL_HAVE_COMPUTE */
 
 pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int chains, accel_isa isa,
                                   accel_check_fn check, pn_optimization** optimization_out,
@@ -703,14 +699,9 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
             state[c.act] = LAYER_CLAIMED;
         }
     }
-#if defined(ACCEL_HAVE_COMPUTE)
     if (s == PN_OK && chains) {
         s = form_chains(sg, o, state, isa);
     }
-#else
-    (void)chains;
-    (void)isa;
-#endif
     for (uint32_t i = 0; i < sg->num_layers; ++i) {
         if (state[i] == LAYER_KEPT || state[i] == LAYER_CANDIDATE) {
             o->untouched[o->base.num_untouched++] = sg->layers[i].id;
