@@ -1,8 +1,8 @@
 /*
- * CpuAcc private header: the thread pool, CPU feature detection, the workload
- * state shared by the memory-bound kernel families, and the dispatch-table
- * contract every kernel family (including gemm/conv/fc/matmul, declared in
- * accel_compute.h) follows.
+ * CpuAcc private header: the thread pool, CPU feature detection, the vector
+ * kernel tables, what every create function receives (accel_env; the create
+ * functions are declared in families.h), and the workload state shared by the
+ * memory-bound kernel families.
  *
  * How a workload reaches the pool: the backend owns one accel_pool (started
  * with its first workload factory, sized by option num_threads, joined in
@@ -157,7 +157,7 @@ typedef struct accel_kernels {
 /* The kernel table of an ISA (one compiled in: never NULL). */
 const accel_kernels* accel_kernels_for(accel_isa isa);
 
-/* ---- What every create function receives --------------------------------- */
+/* ---- What every create function receives (families.h) ---------------------- */
 
 typedef struct accel_env {
     accel_pool* pool;     /* the backend's pool; never NULL for a live backend */
@@ -166,30 +166,6 @@ typedef struct accel_env {
                            * non-temporally (option nontemporal_bytes; default: the
                            * last-level cache, accel_llc_bytes) */
 } accel_env;
-
-/* A kernel family's workload constructor. Called only after the layer passed
- * pn_validate_common, the float32 check and the kind's validate function. */
-typedef pn_status (*accel_create_fn)(const accel_env* env, const pn_layer* layer,
-                                     pn_workload** workload_out, pn_string_out* message_out);
-
-/* Optional extra refusal check of a family, run after the kind's pn_validate_*
- * in is_layer_supported and create_workload: PN_OK to accept, or
- * PN_ERR_UNSUPPORTED with a reason ("CpuAcc runs ... on CpuRef's fallback: ..."). */
-typedef pn_status (*accel_validate_fn)(const pn_layer* layer, pn_string_out* reason);
-
-/* ---- Memory-bound families (this engineer's files) ------------------------ */
-
-pn_status accel_binary_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_variadic_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_activation_create(const accel_env*, const pn_layer*, pn_workload**,
-                                  pn_string_out*);
-pn_status accel_pooling2d_create(const accel_env*, const pn_layer*, pn_workload**,
-                                 pn_string_out*);
-pn_status accel_softmax_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_concat_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_copy_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_transpose_create(const accel_env*, const pn_layer*, pn_workload**,
-                                 pn_string_out*);
 
 /* ---- Shared helpers (workload.c) ------------------------------------------- */
 

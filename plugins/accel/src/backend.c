@@ -1,7 +1,6 @@
-/* CpuAcc entry points, backend object, options and dispatch table. */
-#include "accel.h"
+/* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
 #include "conv_chain.h"
-#include "accel_compute.h"
+#include "families.h"
 #include "fusion.h"
 
 #include <errno.h>
@@ -22,92 +21,33 @@ typedef struct accel_backend {
     int num_retired;
 } accel_backend;
 
-/* ---- Dispatch table ------------------------------------------------------ */
+/* ---- What CpuAcc runs (the plugin skeleton, pn_plugin.h) ------------------------ */
 
-typedef pn_status (*accel_kind_validate_fn)(const pn_layer* layer, pn_string_out* reason);
+/* CpuAcc computes in float32 only. */
+static pn_status float32_only(const pn_plugin* plugin, const pn_layer* layer,
+                              pn_string_out* reason) {
+    return pn_plugin_check_dtype(plugin, layer, PN_DTYPE_FLOAT32, reason);
+}
 
-typedef struct accel_kind_entry {
-    accel_kind_validate_fn validate; /* the shared pn_validate_* rules of the kind */
-    accel_validate_fn refuse;        /* CpuAcc's own extra limits, or NULL */
-    accel_create_fn create;          /* NULL: CpuAcc leaves the kind to CpuRef */
-} accel_kind_entry;
-
-static const accel_kind_entry kinds[] = {
-    [PN_LAYER_CONVOLUTION_2D] = {pn_validate_convolution_2d, accel_validate_conv2d,
-                                 accel_create_conv2d},
-    [PN_LAYER_FULLY_CONNECTED] = {pn_validate_fully_connected, accel_validate_fully_connected,
-                                  accel_create_fully_connected},
-    [PN_LAYER_MATMUL] = {pn_validate_matmul, accel_validate_matmul, accel_create_matmul},
-    [PN_LAYER_POOLING_2D] = {pn_validate_pooling_2d, NULL, accel_pooling2d_create},
-    [PN_LAYER_ELEMENTWISE_BINARY] = {pn_validate_elementwise_binary, NULL, accel_binary_create},
-    [PN_LAYER_ELEMENTWISE_VARIADIC] = {pn_validate_elementwise_variadic, NULL,
-                                       accel_variadic_create},
-    [PN_LAYER_ACTIVATION] = {pn_validate_activation, NULL, accel_activation_create},
-    [PN_LAYER_SOFTMAX] = {pn_validate_softmax, NULL, accel_softmax_create},
-    [PN_LAYER_BATCH_NORMALIZATION] = {pn_validate_batch_normalization, NULL, NULL},
-    [PN_LAYER_LOCAL_RESPONSE_NORMALIZATION] = {pn_validate_lrn, NULL, NULL},
-    [PN_LAYER_CONCAT] = {pn_validate_concat, NULL, accel_concat_create},
-    [PN_LAYER_RESHAPE] = {pn_validate_reshape, NULL, accel_copy_create},
-    [PN_LAYER_TRANSPOSE] = {pn_validate_transpose, NULL, accel_transpose_create},
-    [PN_LAYER_COPY] = {pn_validate_copy, NULL, accel_copy_create},
-    [PN_LAYER_PRECOMPILED] = {NULL, NULL, NULL},
+static const pn_plugin_kind kinds[] = {
+    {PN_LAYER_CONVOLUTION_2D, float32_only, accel_conv2d_create},
+    {PN_LAYER_POOLING_2D, float32_only, accel_pooling2d_create},
+    {PN_LAYER_ELEMENTWISE_BINARY, float32_only, accel_binary_create},
+    {PN_LAYER_ELEMENTWISE_VARIADIC, float32_only, accel_variadic_create},
+    {PN_LAYER_ACTIVATION, float32_only, accel_activation_create},
+    {PN_LAYER_FULLY_CONNECTED, float32_only, accel_fully_connected_create},
+    {PN_LAYER_MATMUL, float32_only, accel_matmul_create},
+    {PN_LAYER_SOFTMAX, float32_only, accel_softmax_create},
+    {PN_LAYER_CONCAT, float32_only, accel_concat_create},
+    {PN_LAYER_RESHAPE, float32_only, accel_copy_create},
+    {PN_LAYER_TRANSPOSE, float32_only, accel_transpose_create},
+    {PN_LAYER_COPY, float32_only, accel_copy_create},
 };
 
-#define NUM_KINDS (sizeof(kinds) / sizeof(kinds[0]))
-
-static pn_status check_dtypes(const pn_layer* layer, pn_string_out* reason) {
-    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
-        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
-            return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                           "CpuAcc runs %s on CpuRef's fallback: %s input %u is not "
-                           "implemented (CpuAcc computes float32 only)",
-                           pn_layer_kind_name(layer->kind), pn_dtype_name(layer->inputs[i].dtype),
-                           i);
-        }
-    }
-    for (uint32_t i = 0; i < layer->num_outputs; ++i) {
-        if (layer->outputs[i].dtype != PN_DTYPE_FLOAT32) {
-            return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                           "CpuAcc runs %s on CpuRef's fallback: %s output %u is not "
-                           "implemented (CpuAcc computes float32 only)",
-                           pn_layer_kind_name(layer->kind),
-                           pn_dtype_name(layer->outputs[i].dtype), i);
-        }
-    }
-    return PN_OK;
-}
-
-/* PN_ERR_INVALID_ARGUMENT for a malformed layer, PN_ERR_UNSUPPORTED for one CpuAcc leaves to
- * another backend, each with a reason. */
-static pn_status check_layer(const pn_layer* layer, pn_string_out* reason) {
-    pn_status s = pn_validate_common(layer, reason);
-    if (s != PN_OK) {
-        return s;
-    }
-    if ((size_t)layer->kind >= NUM_KINDS || kinds[layer->kind].validate == NULL) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                       "CpuAcc runs %s on CpuRef's fallback: %s layers are not implemented",
-                       pn_layer_kind_name(layer->kind), pn_layer_kind_name(layer->kind));
-    }
-    /* Malformed layers are refused for what is wrong with them, whatever CpuAcc implements. */
-    s = kinds[layer->kind].validate(layer, reason);
-    if (s != PN_OK) {
-        return s;
-    }
-    s = check_dtypes(layer, reason);
-    if (s != PN_OK) {
-        return s;
-    }
-    if (kinds[layer->kind].create == NULL) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                       "CpuAcc runs %s on CpuRef's fallback: %s is not implemented in CpuAcc",
-                       pn_layer_kind_name(layer->kind), pn_layer_kind_name(layer->kind));
-    }
-    if (kinds[layer->kind].refuse != NULL) {
-        return kinds[layer->kind].refuse(layer, reason);
-    }
-    return PN_OK;
-}
+/* PRECOMPILED layers are the blocked chains of optimize_subgraph (conv_chain.h). The factory
+ * context of every create function is the factory's copy of the backend's accel_env. */
+static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
+                                accel_chain_create};
 
 /* ---- Backend and factory ------------------------------------------------- */
 
@@ -124,12 +64,7 @@ static void backend_destroy(pn_backend* backend) {
 static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer* layer,
                                             pn_bool* supported_out, pn_string_out* reason_out) {
     (void)backend;
-    if (supported_out == NULL || layer == NULL) {
-        return pn_fail(reason_out, PN_ERR_INVALID_ARGUMENT, "is_layer_supported: %s is NULL",
-                       layer == NULL ? "layer" : "supported_out");
-    }
-    *supported_out = check_layer(layer, reason_out) == PN_OK ? 1 : 0;
-    return PN_OK;
+    return pn_plugin_is_layer_supported(&accel, layer, supported_out, reason_out);
 }
 
 /* optimize_subgraph: the fusions of fusion.h (none with option fuse=0) and the blocked chains
@@ -139,7 +74,7 @@ static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgrap
                                            pn_optimization** optimization_out,
                                            pn_string_out* message_out) {
     accel_backend* b = (accel_backend*)backend->self;
-    return accel_optimize_subgraph(subgraph, b->fuse, b->chains, b->env.isa, check_layer,
+    return accel_optimize_subgraph(subgraph, b->fuse, b->chains, b->env.isa, &accel,
                                    optimization_out, message_out);
 }
 
@@ -148,31 +83,8 @@ static void backend_release_optimization(pn_backend* backend, pn_optimization* o
     accel_release_optimization(optimization);
 }
 
-typedef struct accel_factory {
-    pn_workload_factory base;
-    accel_env env; /* a copy of the backend's: the pool outlives every workload */
-} accel_factory;
-
-static void factory_destroy(pn_workload_factory* factory) { free(factory->self); }
-
-static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
-                                         pn_workload** workload_out, pn_string_out* message_out) {
-    accel_factory* f = (accel_factory*)factory->self;
-    if (workload_out == NULL || layer == NULL) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "create_workload: %s is NULL",
-                       layer == NULL ? "layer" : "workload_out");
-    }
-    *workload_out = NULL;
-    if (layer->kind == PN_LAYER_PRECOMPILED) { /* made by optimize_subgraph: a blocked chain */
-        return accel_chain_create(&f->env, layer, workload_out, message_out);
-    }
-    pn_status s = check_layer(layer, message_out); /* never trust the caller */
-    if (s != PN_OK) {
-        return s;
-    }
-    return kinds[layer->kind].create(&f->env, layer, workload_out, message_out);
-}
-
+/* A factory with a copy of the backend's accel_env: its pool outlives every workload, and a
+ * later option change does not reach factories made before it. */
 static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_manager* mm,
                                                  pn_workload_factory** factory_out,
                                                  pn_string_out* message_out) {
@@ -188,19 +100,11 @@ static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_
                            "CpuAcc: cannot start a pool of %d threads", b->num_threads);
         }
     }
-    accel_factory* f = (accel_factory*)calloc(1, sizeof(*f));
-    if (f == NULL) {
-        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
-                       "out of memory creating a workload factory");
+    pn_status s = pn_plugin_factory_new(&accel, &b->env, sizeof(b->env), factory_out, message_out);
+    if (s == PN_OK) {
+        b->pool_shared = 1;
     }
-    f->base.struct_size = (uint32_t)sizeof(pn_workload_factory);
-    f->base.self = f;
-    f->base.destroy = factory_destroy;
-    f->base.create_workload = factory_create_workload;
-    f->env = b->env;
-    b->pool_shared = 1;
-    *factory_out = &f->base;
-    return PN_OK;
+    return s;
 }
 
 /* ---- Options -------------------------------------------------------------- */
@@ -341,7 +245,7 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
 
 /* ---- Entry points ----------------------------------------------------------- */
 
-PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) { return "CpuAcc"; }
+PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) { return accel.id; }
 
 PLUGNN_BACKEND_EXPORT void GetVersion(uint32_t* major_out, uint32_t* minor_out) {
     *major_out = PLUGNN_BACKEND_API_VERSION_MAJOR;

@@ -672,8 +672,9 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
     return total;
 }
 
-pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
-                             pn_string_out* message_out) {
+pn_status accel_chain_create(void* context, const pn_layer* layer,
+                             pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
     const accel_chain* ch = d != NULL ? (const accel_chain*)d->payload : NULL;
     if (ch == NULL || ch->magic != CHAIN_MAGIC) {
@@ -752,9 +753,9 @@ pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_wor
 
 #else
 
-pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
-                             pn_string_out* message_out) {
-    (void)env;
+pn_status accel_chain_create(void* context, const pn_layer* layer,
+                             pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     (void)workload_out;
     return pn_fail(message_out, PN_ERR_UNSUPPORTED, "CpuAcc: precompiled layer '%s' needs the avx512 kernels",
                    layer->name);

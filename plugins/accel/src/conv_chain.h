@@ -63,8 +63,9 @@ const char* accel_chain_label(const accel_chain* chain); /* e.g. "blocked chain 
 void accel_chain_release(void* payload);
 
 /* The workload of a PRECOMPILED layer whose payload is a chain made by this build (anything
- * else is refused with PN_ERR_INVALID_ARGUMENT). */
-pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+ * else is refused with PN_ERR_INVALID_ARGUMENT): the create_precompiled of CpuAcc's
+ * pn_plugin, whose context is the factory's accel_env. */
+pn_status accel_chain_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                              pn_string_out* message_out);
 
 #endif /* ACCEL_CONV_CHAIN_H */

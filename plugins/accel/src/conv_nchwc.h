@@ -142,7 +142,8 @@ int accel_nchwc_blocks_pay(int64_t channels);
 /* The direct blocked convolution for an NCHW Convolution2d layer when it is the better path
  * on this CPU: PN_OK with *workload_out set; PN_OK with *workload_out NULL when the layer is
  * not one it runs (no AVX-512, grouped, 1x1, weights not constant, too few output channels
- * for 16-wide blocks to pay); or an error (out of memory). Assumes accel_validate_conv2d passed. */
+ * for 16-wide blocks to pay); or an error (out of memory). Assumes CpuAcc accepted the layer
+ * (float32). */
 pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
                                   pn_workload** workload_out, pn_string_out* message_out);
 

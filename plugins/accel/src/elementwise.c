@@ -1,7 +1,7 @@
 /* ELEMENTWISE_BINARY and ELEMENTWISE_VARIADIC: broadcasting collapsed into rows whose
  * inputs are each either contiguous or one scalar, rows (and long rows' chunks) split
  * over the pool. */
-#include "accel.h"
+#include "families.h"
 
 #include <stdlib.h>
 
@@ -121,8 +121,9 @@ static void binary_kernel(const accel_op* op, const float* const* in, float* con
               op->has_activation ? &op->activation : NULL);
 }
 
-pn_status accel_binary_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_binary_create(void* context, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
     bcast_plan* p = (bcast_plan*)calloc(1, sizeof(*p));
     if (p == NULL) {
@@ -174,8 +175,9 @@ static void variadic_kernel(const accel_op* op, const float* const* in, float* c
     }
 }
 
-pn_status accel_variadic_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_variadic_create(void* context, const pn_layer* layer,
                                 pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     uint32_t n = layer->num_inputs;
     bcast_plan* plans = (bcast_plan*)calloc(n > 1 ? n - 1 : 1, sizeof(*plans));
     if (plans == NULL) {

@@ -240,12 +240,12 @@ static void build_replacement(const pn_subgraph* sg, const fusion_chain* c, fusi
 }
 
 /* 1 when chain `c`, built into `it`/`r`, passes the backend's check. */
-static int chain_accepted(const pn_subgraph* sg, const fusion_chain* c, accel_check_fn check,
+static int chain_accepted(const pn_subgraph* sg, const fusion_chain* c, const pn_plugin* plugin,
                           fusion_item* it, pn_layer* r) {
     char reason[FUSION_REASON_MAX];
     pn_string_out out = {reason, sizeof(reason)};
     build_replacement(sg, c, it, r);
-    return check(r, &out) == PN_OK;
+    return pn_plugin_check_layer(plugin, r, &out) == PN_OK;
 }
 
 /* `other` without the part it shares with `first` up to and including a '.' or '/'
@@ -340,13 +340,13 @@ enum { LAYER_FAILED = 0, LAYER_KEPT = 1, LAYER_CANDIDATE = 2, LAYER_CLAIMED = 3 
 /* Checks every layer: each refused one is recorded as failed with the check's reason
  * (state LAYER_FAILED), an accepted one with one output may join a chain (LAYER_CANDIDATE),
  * any other is kept as it is (LAYER_KEPT). */
-static void sort_layers(const pn_subgraph* sg, accel_check_fn check, accel_optimization* o,
+static void sort_layers(const pn_subgraph* sg, const pn_plugin* plugin, accel_optimization* o,
                         unsigned char* state) {
     for (uint32_t i = 0; i < sg->num_layers; ++i) {
         const pn_layer* l = &sg->layers[i];
         uint32_t f = o->base.num_failed;
         pn_string_out reason = {o->reasons[f], FUSION_REASON_MAX};
-        if (check(l, &reason) != PN_OK) {
+        if (pn_plugin_check_layer(plugin, l, &reason) != PN_OK) {
             o->failed[f].struct_size = (uint32_t)sizeof(pn_failed_layer);
             o->failed[f].layer_id = l->id;
             o->failed[f].reason = o->reasons[f];
@@ -359,10 +359,10 @@ static void sort_layers(const pn_subgraph* sg, accel_check_fn check, accel_optim
 }
 
 /* The longest chain headed by layer `h` whose links are candidates and whose fused layer
- * passes `check` (built into `it`/`r` on the way); c->add and c->act are -1 for the links
+ * passes the backend's check (built into `it`/`r` on the way); c->add and c->act are -1 for the links
  * not taken. */
 static void longest_chain(const pn_subgraph* sg, uint32_t h, const unsigned char* state,
-                          accel_check_fn check, fusion_chain* c, fusion_item* it, pn_layer* r) {
+                          const pn_plugin* plugin, fusion_chain* c, fusion_item* it, pn_layer* r) {
     const pn_layer* head = &sg->layers[h];
     c->head = (int64_t)h;
     c->add = -1;
@@ -376,7 +376,7 @@ static void longest_chain(const pn_subgraph* sg, uint32_t h, const unsigned char
         (flags_of(head) & PN_LAYER_FLAG_HAS_ADDEND) == 0 && head->num_inputs < FUSION_MAX_INPUTS &&
         is_residual_add(head, &sg->layers[next], &c->addend_slot)) {
         c->add = next;
-        if (!chain_accepted(sg, c, check, it, r)) {
+        if (!chain_accepted(sg, c, plugin, it, r)) {
             c->add = -1;
         }
     }
@@ -385,7 +385,7 @@ static void longest_chain(const pn_subgraph* sg, uint32_t h, const unsigned char
     if (next >= 0 && state[next] == LAYER_CANDIDATE &&
         sg->layers[next].kind == PN_LAYER_ACTIVATION) {
         c->act = next;
-        if (!chain_accepted(sg, c, check, it, r)) {
+        if (!chain_accepted(sg, c, plugin, it, r)) {
             c->act = -1;
         }
     }
@@ -639,7 +639,7 @@ done:
 }
 
 pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int chains, accel_isa isa,
-                                  accel_check_fn check, pn_optimization** optimization_out,
+                                  const pn_plugin* plugin, pn_optimization** optimization_out,
                                   pn_string_out* message_out) {
     if (optimization_out == NULL) {
         return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
@@ -659,7 +659,7 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
                        "CpuAcc optimize_subgraph: out of memory");
     }
-    sort_layers(sg, check, o, state);
+    sort_layers(sg, plugin, o, state);
 
     /* Heads in layer order: a producer comes before its consumers, so a conv claims its
      * residual ADD before the ADD could head a chain of its own. */
@@ -674,7 +674,7 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
         fusion_item* it = &o->items[k];
         pn_substitution* sub = &o->substitutions[k];
         fusion_chain c;
-        longest_chain(sg, i, state, check, &c, it, &sub->replacement);
+        longest_chain(sg, i, state, plugin, &c, it, &sub->replacement);
         if (c.add < 0 && c.act < 0) {
             continue;
         }

@@ -10,7 +10,8 @@
  * A link is taken only when
  *   - the tensor between the two layers has exactly one use in the subgraph and is not one of
  *     the subgraph's output_ids (nothing else sees it);
- *   - every layer of the chain passes the backend's own check (so all tensors are float32);
+ *   - every layer of the chain passes the backend's check, pn_plugin_check_layer (so all
+ *     tensors are float32);
  *   - for the ADD: the head has no addend and no fused activation, the ADD has no fused
  *     activation, and its other operand, the addend, has exactly the head output's shape (no
  *     broadcast); it is produced outside the chain, as pn_substitution requires (it cannot be
@@ -28,19 +29,16 @@
 #define ACCEL_FUSION_H
 
 #include "accel.h"
-
-/* The backend's whole acceptance check of one layer (what is_layer_supported answers):
- * PN_OK to run it, else a status with the reason in `reason`. */
-typedef pn_status (*accel_check_fn)(const pn_layer* layer, pn_string_out* reason);
+#include "plugnn/pn_plugin.h"
 
 /* optimize_subgraph: the substitutions above (none when `fuse` is 0), then, when `chains` is
  * 1, every run of two or more consecutive convolutions (each with what it fused) that the
  * blocked kernels run on `isa` replaced by one PRECOMPILED blocked chain (conv_chain.h); the
- * layers `check` refuses as failed, the rest untouched. *optimization_out is the caller's until it passes
- * it to accel_release_optimization. PN_ERR_INVALID_ARGUMENT for a malformed subgraph,
+ * layers pn_plugin_check_layer(plugin, ...) refuses as failed, the rest untouched.
+ * *optimization_out is the caller's until it passes it to accel_release_optimization. PN_ERR_INVALID_ARGUMENT for a malformed subgraph,
  * PN_ERR_OUT_OF_MEMORY; *optimization_out is NULL on failure. */
 pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int chains, accel_isa isa,
-                                  accel_check_fn check, pn_optimization** optimization_out,
+                                  const pn_plugin* plugin, pn_optimization** optimization_out,
                                   pn_string_out* message_out);
 
 /* release_optimization: frees a result of accel_optimize_subgraph and everything it points

@@ -2,7 +2,7 @@
  * the pool. NCHW: the pool_nchw kernel (row buffer of stride phases, vectors of output
  * columns); NHWC vectorizes over channels. Global MAX/AVERAGE (the window is the whole
  * unpadded plane) is a reduction: per plane (NCHW) or per block of channels (NHWC). */
-#include "accel.h"
+#include "families.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -123,8 +123,9 @@ static void pooling2d_kernel(const accel_op* op, const float* const* in, float* 
                              pool_range, &j);
 }
 
-pn_status accel_pooling2d_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_pooling2d_create(void* context, const pn_layer* layer,
                                  pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     const pn_pooling_2d_desc* d = (const pn_pooling_2d_desc*)layer->descriptor;
     accel_pool_params* pp = (accel_pool_params*)calloc(1, sizeof(*pp));
     if (pp == NULL) {

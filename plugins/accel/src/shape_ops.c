@@ -1,5 +1,5 @@
 /* CONCAT, RESHAPE/COPY (memcpy) and TRANSPOSE: data movement split over the pool. */
-#include "accel.h"
+#include "families.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +26,9 @@ static void copy_kernel(const accel_op* op, const float* const* in, float* const
     accel_parallel_for_grain(op->env.pool, (j.n + COPY_CHUNK - 1) / COPY_CHUNK, 4, copy_range, &j);
 }
 
-pn_status accel_copy_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
-                            pn_string_out* message_out) {
+pn_status accel_copy_create(void* context, const pn_layer* layer,
+                            pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     return accel_workload_new(env, layer, 0, NULL, copy_kernel, NULL, workload_out, message_out);
 }
 
@@ -64,8 +65,9 @@ static void concat_kernel(const accel_op* op, const float* const* in, float* con
     accel_parallel_for_grain(op->env.pool, outer, 65536 / (j.out_block + 1) + 1, concat_range, &j);
 }
 
-pn_status accel_concat_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_concat_create(void* context, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     return accel_workload_new(env, layer, sizeof(pn_concat_desc), NULL, concat_kernel, NULL,
                               workload_out, message_out);
 }
@@ -149,8 +151,9 @@ static void transpose_kernel(const accel_op* op, const float* const* in, float* 
                              transpose_range, &j);
 }
 
-pn_status accel_transpose_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_transpose_create(void* context, const pn_layer* layer,
                                  pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     transpose_plan* p = (transpose_plan*)calloc(1, sizeof(*p));
     if (p == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

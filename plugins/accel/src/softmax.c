@@ -1,6 +1,6 @@
 /* SOFTMAX along one axis, stable: exp(x - max) / sum(exp(x - max)). Last axis: one line per
  * row; other axes: the inner dimension is vectorized (column form). */
-#include "accel.h"
+#include "families.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -72,8 +72,9 @@ static void softmax_kernel(const accel_op* op, const float* const* in, float* co
     }
 }
 
-pn_status accel_softmax_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_softmax_create(void* context, const pn_layer* layer,
                                pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     return accel_workload_new(env, layer, sizeof(pn_softmax_desc), NULL, softmax_kernel, NULL,
                               workload_out, message_out);
 }
