@@ -17,7 +17,7 @@ static void act_range(void* raw, int64_t b, int64_t e) {
 
 static void activation_kernel(const accel_op* op, const float* const* in, float* const* out) {
     act_job j = {op, in[0], out[0]};
-    accel_parallel_for_grain(op->env.pool, pn_num_elements(&op->outputs[0]), MIN_PARALLEL,
+    accel_parallel_for_grain(op->env.threads, pn_num_elements(&op->outputs[0]), MIN_PARALLEL,
                              act_range, &j);
 }
 

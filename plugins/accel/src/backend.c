@@ -9,15 +9,15 @@
 
 typedef struct accel_backend {
     pn_backend base;
-    accel_env env;       /* env.pool: the pool of num_threads threads, made with the first
+    accel_env env;       /* env.threads: the pool of num_threads threads, made with the first
                             factory (so a runtime that only lists backends starts none) */
     int num_threads;
     int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
     int chains;          /* option blocked_chains: it runs convolution runs as blocked chains
                             (conv_chain.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
-    int pool_shared;     /* env.pool was handed to a factory (workloads may hold it) */
-    accel_pool** retired;/* pools replaced by a later num_threads, joined in destroy */
+    int threads_shared;     /* env.threads was handed to a factory (workloads may hold it) */
+    accel_threads** retired;/* pools replaced by a later num_threads, joined in destroy */
     int num_retired;
 } accel_backend;
 
@@ -53,9 +53,9 @@ static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]
 
 static void backend_destroy(pn_backend* backend) {
     accel_backend* b = (accel_backend*)backend->self;
-    accel_pool_destroy(b->env.pool);
+    accel_threads_destroy(b->env.threads);
     for (int i = 0; i < b->num_retired; ++i) {
-        accel_pool_destroy(b->retired[i]);
+        accel_threads_destroy(b->retired[i]);
     }
     free(b->retired);
     free(b);
@@ -93,16 +93,16 @@ static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_
     if (factory_out == NULL) {
         return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "factory_out is NULL");
     }
-    if (b->env.pool == NULL) {
-        b->env.pool = accel_pool_create(b->num_threads);
-        if (b->env.pool == NULL) {
+    if (b->env.threads == NULL) {
+        b->env.threads = accel_threads_create(b->num_threads);
+        if (b->env.threads == NULL) {
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
                            "CpuAcc: cannot start a pool of %d threads", b->num_threads);
         }
     }
     pn_status s = pn_plugin_factory_new(&accel, &b->env, sizeof(b->env), factory_out, message_out);
     if (s == PN_OK) {
-        b->pool_shared = 1;
+        b->threads_shared = 1;
     }
     return s;
 }
@@ -203,19 +203,19 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     }
     /* The new size applies to factories created afterwards. Workloads made earlier keep
      * their pool: a pool a factory received is retired (joined in destroy), not freed. */
-    if (b->env.pool != NULL && b->pool_shared) {
-        accel_pool** grown = (accel_pool**)realloc(
+    if (b->env.threads != NULL && b->threads_shared) {
+        accel_threads** grown = (accel_threads**)realloc(
             b->retired, (size_t)(b->num_retired + 1) * sizeof(*grown));
         if (grown == NULL) {
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
         }
         b->retired = grown;
-        b->retired[b->num_retired++] = b->env.pool;
+        b->retired[b->num_retired++] = b->env.threads;
     } else {
-        accel_pool_destroy(b->env.pool);
+        accel_threads_destroy(b->env.threads);
     }
-    b->env.pool = NULL; /* started by the next create_workload_factory */
-    b->pool_shared = 0;
+    b->env.threads = NULL; /* started by the next create_workload_factory */
+    b->threads_shared = 0;
     b->num_threads = (int)n;
     return PN_OK;
 }

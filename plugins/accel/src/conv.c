@@ -411,7 +411,7 @@ pn_status accel_conv2d_create(void* context, const pn_layer* layer,
     s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
     s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
-    int threads = accel_pool_size(env->pool);
+    int threads = accel_threads_count(env->threads);
     size_t ws_bytes = 0;
     int depthwise = s->groups == s->c && s->cg == 1;
     int pointwise = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 &&

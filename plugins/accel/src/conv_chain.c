@@ -22,7 +22,7 @@ typedef struct chain_tensor {
 typedef struct chain_step {
     int64_t rpj;             /* output rows per job (step_rows_per_job) */
     int rows_first;          /* jobs split by rows before output blocks (step_rows_first) */
-    int pool;                /* a pooling step (pp), else a convolution */
+    int pooling;             /* a pooling step (pp), else a convolution */
     nchwc_pool pp;
     int depthwise;
     nchwc_geom g;
@@ -172,7 +172,7 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const chain_step* st) {
-    return st->depthwise || st->pool ? st->g.ocb : (st->g.ocb + 1) / 2;
+    return st->depthwise || st->pooling ? st->g.ocb : (st->g.ocb + 1) / 2;
 }
 
 /* Row groups of a step's jobs: as many rows as leave at least CHAIN_MIN_JOBS jobs over the `n`
@@ -180,7 +180,7 @@ static int64_t step_units(const chain_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const chain_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pool ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
+    int64_t base = st->depthwise || st->pooling ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
     int64_t rows = st->g.oh / groups / base * base;
@@ -199,7 +199,7 @@ static int64_t step_rows_per_job(const chain_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const chain_step* st) {
-    if (st->pool) {
+    if (st->pooling) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
@@ -256,7 +256,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
                              cc->y_info->dims[3], p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
                              p->dilation_h, p->dilation_w, p->pad_top, p->pad_left, p->pad_bottom,
                              p->pad_right};
-            st->pool = 1;
+            st->pooling = 1;
             st->pp = pp;
             st->g.ib = B;
             st->g.cb = st->g.ocb = blocks(l->inputs[0].dims[1]);
@@ -327,11 +327,11 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
             }
         }
     }
-    uint32_t pools = 0;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) pools += (uint32_t)ch->steps[i].pool;
-    if (pools > 0) {
+    uint32_t num_pooling = 0;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
+    if (num_pooling > 0) {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling",
-                 count - pools, pools);
+                 count - num_pooling, num_pooling);
     } else {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions", count);
     }
@@ -394,7 +394,7 @@ static int64_t step_jobs(const chain_step* st, int64_t n) {
 static int64_t step_grain(const chain_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pool || st->depthwise) {
+    if (st->pooling || st->depthwise) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 ? 2 : 1;
@@ -427,8 +427,8 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
     if (r->s->dirty[st->y]) {
-        int64_t b0 = st->pool || st->depthwise ? u : 2 * u;
-        int64_t b1 = st->pool || st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
+        int64_t b0 = st->pooling || st->depthwise ? u : 2 * u;
+        int64_t b1 = st->pooling || st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
         zero_halo(yt, n, b0, b1, oy, rows);
     }
     nchwc_view xv = view_of(xt, n, xt->ht - st->pt, xt->hl - st->pl);
@@ -438,7 +438,7 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         const nchwc_tensor* at = &r->s->storage[st->addend];
         epi.addend = view_of(at, n, at->ht, at->hl);
     }
-    if (st->pool) {
+    if (st->pooling) {
         nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, y);
     } else if (st->depthwise) {
@@ -487,10 +487,10 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
 static void step_parallel(const chain_state* s, const chain_step* st, step_run* r) {
     const int64_t n = s->storage[st->y].n, jobs = step_jobs(st, n), per_image = jobs / n;
     const int64_t rpj = st->rpj, groups = (st->g.oh + rpj - 1) / rpj;
-    const int threads = accel_pool_size(s->env.pool);
+    const int threads = accel_threads_count(s->env.threads);
     if (!st->rows_first || threads < 2 || threads > ACCEL_MAX_THREADS ||
         (n < threads && (n > 1 || groups < threads))) {
-        accel_parallel_for_grain(s->env.pool, jobs, step_grain(st), step_range, r);
+        accel_parallel_for_grain(s->env.threads, jobs, step_grain(st), step_range, r);
         return;
     }
     int64_t cuts[ACCEL_MAX_THREADS + 1];
@@ -504,7 +504,7 @@ static void step_parallel(const chain_state* s, const chain_step* st, step_run* 
         }
     }
     cuts[threads] = jobs;
-    accel_parallel_for_owned(s->env.pool, jobs, step_grain(st), cuts, step_range, r);
+    accel_parallel_for_owned(s->env.threads, jobs, step_grain(st), cuts, step_range, r);
 }
 
 static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
@@ -525,7 +525,7 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
         }
     }
     for (uint32_t i = 0; i < ch->num_inputs; ++i) {
-        accel_nchwc_pack(s->env.pool, (const float*)args->inputs[i].data, &s->storage[ch->inputs[i]]);
+        accel_nchwc_pack(s->env.threads, (const float*)args->inputs[i].data, &s->storage[ch->inputs[i]]);
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const chain_step* st = &ch->steps[i];
@@ -533,7 +533,7 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
         step_parallel(s, st, &r);
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
-        accel_nchwc_unpack(s->env.pool, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
+        accel_nchwc_unpack(s->env.threads, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
                            NULL, NULL);
     }
     return PN_OK;

@@ -110,7 +110,7 @@ static void bcast_run(const accel_op* op, const bcast_plan* p, pn_binary_op bino
     int64_t units = p->rows * p->chunks_per_row;
     int64_t per_unit = p->dims[p->rank - 1] / p->chunks_per_row + 1;
     int64_t grain = MIN_PARALLEL / per_unit;
-    accel_parallel_for_grain(op->env.pool, units, grain, bcast_range, &j);
+    accel_parallel_for_grain(op->env.threads, units, grain, bcast_range, &j);
 }
 
 /* ---- ELEMENTWISE_BINARY ------------------------------------------------------ */
@@ -170,7 +170,7 @@ static void variadic_kernel(const accel_op* op, const float* const* in, float* c
     }
     if (op->desc.variadic.op == PN_VARIADIC_MEAN) {
         scale_job j = {op, out[0], 1.0f / (float)n};
-        accel_parallel_for_grain(op->env.pool, pn_num_elements(&op->outputs[0]), MIN_PARALLEL,
+        accel_parallel_for_grain(op->env.threads, pn_num_elements(&op->outputs[0]), MIN_PARALLEL,
                                  scale_range, &j);
     }
 }

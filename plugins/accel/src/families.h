@@ -33,7 +33,7 @@
  *     broadcasting); packed on the fly.
  *
  * Workloads may request workspace (pn_workload.workspace_bytes) for im2col and
- * packing buffers; they use env->pool for threading and env->isa for kernels.
+ * packing buffers; they use env->threads for threading and env->isa for kernels.
  */
 #ifndef ACCEL_FAMILIES_H
 #define ACCEL_FAMILIES_H

@@ -129,7 +129,7 @@ pn_status accel_fully_connected_create(void* context, const pn_layer* layer,
         gemm_pack_b_full(s->arch, s->k, s->n, bc, s->transpose_b ? 1 : s->n,
                          s->transpose_b ? s->k : 1, s->bpack);
     }
-    s->ws_floats = gemm_workspace_floats(s->arch, accel_pool_size(env->pool), s->m, s->n, s->k, 0,
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), s->m, s->n, s->k, 0,
                                          s->bpack != NULL, 0);
     pn_workload* wl = pn_workload_new(s, fc_execute, fc_release, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) {

@@ -812,7 +812,7 @@ static inline float KSUF(lp_root)(float s, float p) {
 
 /* MAX or AVERAGE over output columns [lo, hi) of one row whose windows lie inside the input
  * along x: the taps are the outer loops, the columns the vectorized inner one. */
-static void KSUF(pool_nchw_interior)(const accel_pool_params* pp, const float* x, float* yrow,
+static void KSUF(pool_nchw_interior)(const accel_pooling_params* pp, const float* x, float* yrow,
                                      int64_t ty0, int64_t ty1, int64_t sy, int64_t ph,
                                      int64_t lo, int64_t hi) {
     const int64_t iw = pp->iw, sw = pp->sw, kw = pp->kw, dw = pp->dw;
@@ -861,7 +861,7 @@ static void KSUF(pool_nchw_interior)(const accel_pool_params* pp, const float* x
 }
 
 /* pool_nchw for every kind and geometry: each output column's window walked directly. */
-static void KSUF(pool_nchw_direct)(const accel_pool_params* pp, const float* x, float* y,
+static void KSUF(pool_nchw_direct)(const accel_pooling_params* pp, const float* x, float* y,
                                    int64_t oy0, int64_t oy1) {
     const int64_t iw = pp->iw, ow = pp->ow, dw = pp->dw, dh = pp->dh;
     /* Columns whose windows lie inside the input along x (all kw taps real). */
@@ -925,7 +925,7 @@ static void KSUF(pool_nchw_direct)(const accel_pool_params* pp, const float* x, 
     }
 }
 
-static void KSUF(pool_nhwc)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+static void KSUF(pool_nhwc)(const accel_pooling_params* pp, const float* x, float* y, int64_t oy0,
                             int64_t oy1) {
     const int64_t iw = pp->iw, ow = pp->ow, c = pp->c, dw = pp->dw, dh = pp->dh;
     const float p = pp->p;
@@ -1031,7 +1031,7 @@ static void KSUF(row_out)(const float* s, const float* r, float* y, int64_t n) {
 /* pool_nchw for MAX and AVERAGE through the sub-plane buffer: rows [oy0, oy1) in blocks.
  * AVERAGE divides by the window's count (padding excluded or included) as a multiply by a
  * per-column reciprocal row, rebuilt when the row count changes. */
-static void KSUF(pool_nchw_sub)(const accel_pool_params* pp, const float* x, float* y,
+static void KSUF(pool_nchw_sub)(const accel_pooling_params* pp, const float* x, float* y,
                                 int64_t oy0, int64_t oy1, int64_t block, int64_t pitch) {
     const int64_t ow = pp->ow, kw = pp->kw, dw = pp->dw;
     const int max = pp->kind == PN_POOLING_MAX;
@@ -1092,14 +1092,14 @@ static void KSUF(pool_nchw_sub)(const accel_pool_params* pp, const float* x, flo
  * not (clipped to the image), for the pooling window of output row oy starting at input row
  * sy: fetched `ahead` rows early, since wide rows start on new pages, where the hardware
  * prefetchers stop. */
-static inline void KSUF(prefetch_rows)(const accel_pool_params* pp, int64_t sy, int64_t ahead, int64_t* pf0,
+static inline void KSUF(prefetch_rows)(const accel_pooling_params* pp, int64_t sy, int64_t ahead, int64_t* pf0,
                                        int64_t* pf1) {
     const int64_t next = sy + ahead * pp->sh; /* first input row of output row oy + ahead */
     const int64_t first = next + pp->kh - pp->sh > sy + pp->kh ? next + pp->kh - pp->sh : sy + pp->kh;
     *pf0 = first > 0 ? first : 0;
     *pf1 = next + pp->kh < pp->ih ? next + pp->kh : pp->ih;
 }
-static void KSUF(pool_nchw_rows)(const accel_pool_params* pp, const float* x, float* y,
+static void KSUF(pool_nchw_rows)(const accel_pooling_params* pp, const float* x, float* y,
                                  int64_t oy0, int64_t oy1) {
     const int max = pp->kind == PN_POOLING_MAX;
     const int64_t iw = pp->iw, ow = pp->ow, kw = pp->kw, sw = pp->sw;
@@ -1333,7 +1333,7 @@ static inline void KSUF(ntw_end)(KSUF(ntw)* w) {
  * prefetched (a plane's wide rows start on new pages, where hardware prefetchers stop);
  * with pp->stream_out, the rows [oy0, oy1) (contiguous) are stored as one non-temporal
  * run (ntw). */
-static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+static void KSUF(pool_nchw_w3s2)(const accel_pooling_params* pp, const float* x, float* y, int64_t oy0,
                                  int64_t oy1) {
     const int max = pp->kind == PN_POOLING_MAX;
     const int64_t iw = pp->iw, ow = pp->ow, pl = pp->pl;
@@ -1424,7 +1424,7 @@ static void KSUF(pool_nchw_w3s2)(const accel_pool_params* pp, const float* x, fl
 }
 #endif
 
-static void KSUF(pool_nchw)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+static void KSUF(pool_nchw)(const accel_pooling_params* pp, const float* x, float* y, int64_t oy0,
                             int64_t oy1) {
 #if defined(__AVX512F__) && defined(__FMA__)
     if ((pp->kind == PN_POOLING_MAX || pp->kind == PN_POOLING_AVERAGE) && pp->kw == 3 && pp->sw == 2 &&

@@ -80,7 +80,7 @@ pn_status accel_matmul_create(void* context, const pn_layer* layer,
     s->brank = yb.rank;
     for (uint32_t i = 0; i < yb.rank; ++i) s->bdims[i] = yb.dims[i];
     s->batches = pn_num_elements(&yb);
-    s->ws_floats = gemm_workspace_floats(s->arch, accel_pool_size(env->pool), s->m, s->n, s->k, 0, 0, 0);
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), s->m, s->n, s->k, 0, 0, 0);
     pn_workload* wl = pn_workload_new(s, matmul_execute, free, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

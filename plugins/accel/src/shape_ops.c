@@ -23,7 +23,7 @@ static void copy_range(void* raw, int64_t b, int64_t e) {
 
 static void copy_kernel(const accel_op* op, const float* const* in, float* const* out) {
     copy_job j = {in[0], out[0], pn_num_elements(&op->outputs[0])};
-    accel_parallel_for_grain(op->env.pool, (j.n + COPY_CHUNK - 1) / COPY_CHUNK, 4, copy_range, &j);
+    accel_parallel_for_grain(op->env.threads, (j.n + COPY_CHUNK - 1) / COPY_CHUNK, 4, copy_range, &j);
 }
 
 pn_status accel_copy_create(void* context, const pn_layer* layer,
@@ -62,7 +62,7 @@ static void concat_kernel(const accel_op* op, const float* const* in, float* con
     concat_job j = {op, in, out[0], axis, accel_span(y, axis + 1, y->rank), 0};
     j.out_block = y->dims[axis] * j.inner;
     int64_t outer = accel_span(y, 0, axis);
-    accel_parallel_for_grain(op->env.pool, outer, 65536 / (j.out_block + 1) + 1, concat_range, &j);
+    accel_parallel_for_grain(op->env.threads, outer, 65536 / (j.out_block + 1) + 1, concat_range, &j);
 }
 
 pn_status accel_concat_create(void* context, const pn_layer* layer,
@@ -147,7 +147,7 @@ static void transpose_kernel(const accel_op* op, const float* const* in, float* 
     for (uint32_t i = 0; i + 1 < p->rank; ++i) {
         rows *= p->dims[i];
     }
-    accel_parallel_for_grain(op->env.pool, rows, 32768 / (p->dims[p->rank - 1] + 1) + 1,
+    accel_parallel_for_grain(op->env.threads, rows, 32768 / (p->dims[p->rank - 1] + 1) + 1,
                              transpose_range, &j);
 }
 

@@ -63,11 +63,11 @@ static void softmax_kernel(const accel_op* op, const float* const* in, float* co
         return;
     }
     if (j.inner == 1) {
-        accel_parallel_for_grain(op->env.pool, outer, 16384 / j.len + 1, rows_range, &j);
+        accel_parallel_for_grain(op->env.threads, outer, 16384 / j.len + 1, rows_range, &j);
     } else {
         j.col_chunks = (j.inner + COLS - 1) / COLS;
         int64_t per_unit = j.len * (j.inner < COLS ? j.inner : COLS);
-        accel_parallel_for_grain(op->env.pool, outer * j.col_chunks, 16384 / per_unit + 1,
+        accel_parallel_for_grain(op->env.threads, outer * j.col_chunks, 16384 / per_unit + 1,
                                  cols_range, &j);
     }
 }
