@@ -1,7 +1,7 @@
 /* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
-#include "conv_chain.h"
+#include "chain_run.h"
 #include "families.h"
-#include "fusion.h"
+#include "optimize.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@ typedef struct accel_backend {
     int num_threads;
     int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
     int chains;          /* option blocked_chains: it runs convolution runs as blocked chains
-                            (conv_chain.h) */
+                            (chain_run.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
     int threads_shared;     /* env.threads was handed to a factory (workloads may hold it) */
     accel_threads** retired;/* pools replaced by a later num_threads, joined in destroy */
@@ -44,7 +44,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_COPY, float32_only, accel_copy_create},
 };
 
-/* PRECOMPILED layers are the blocked chains of optimize_subgraph (conv_chain.h). The factory
+/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory
  * context of every create function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
                                 accel_chain_create};
@@ -67,8 +67,8 @@ static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer*
     return pn_plugin_is_layer_supported(&accel, layer, supported_out, reason_out);
 }
 
-/* optimize_subgraph: the fusions of fusion.h (none with option fuse=0) and the blocked chains
- * of conv_chain.h (none with blocked_chains=0), judged by the same check as
+/* optimize_subgraph (optimize.h): the fusions of fusion.h (none with option fuse=0) and the
+ * blocked chains of chain_plan.h (none with blocked_chains=0), judged by the same check as
  * is_layer_supported. */
 static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgraph* subgraph,
                                            pn_optimization** optimization_out,

@@ -25,7 +25,7 @@
  *     multiplier <= 4) = direct kernel (depthwise.c).
  *     NHWC: GEMM with output positions as rows (1x1 direct, else implicit im2col);
  *     depthwise = direct kernel over channels.
- *     Inside blocked chains (conv_chain.h) convolutions never reach these paths.
+ *     Inside blocked chains (chain_run.h) convolutions never reach these paths.
  *   FULLY_CONNECTED (ONNX Gemm): a, b rank 2; transpose_a/transpose_b;
  *     any alpha/beta; optional c broadcast to [M, N]; optional addend [M, N];
  *     fused activation. A constant b is prepacked once at create time.
