@@ -38,7 +38,7 @@ accel_isa accel_detect_isa(void);
 int64_t accel_llc_bytes(void);
 const char* accel_isa_name(accel_isa isa); /* "portable", "avx2", "avx512" */
 
-/* ---- Vector kernels (kern_impl.h, compiled once per ISA) -------------------- */
+/* ---- Vector kernels (kern_table.h, compiled once per ISA) ------------------- */
 
 /* Pooling parameters of one layer, resolved for the kernels. */
 typedef struct accel_pooling_params {

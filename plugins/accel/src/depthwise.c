@@ -1,5 +1,5 @@
 /* CpuAcc depthwise CONVOLUTION_2D: state, threading, and the NHWC multiplier > 1 loop (see
- * depthwise.h; the vector kernels are dw_nchw / dw_nhwc in kern_impl.h). */
+ * depthwise.h; the vector kernels are dw_nchw / dw_nhwc in kern_depthwise.h). */
 #include "depthwise.h"
 
 #include <stdlib.h>
