@@ -1,4 +1,5 @@
-/* The plugin skeleton (pn_plugin.h): layer judgement, is_layer_supported, the workload factory. */
+/* The plugin skeleton (pn_plugin.h): layer judgement, is_layer_supported, the workload factory,
+ * a stateless backend, the element-type rule. */
 #include "plugnn/pn_plugin.h"
 
 #include "plugnn/plugin_common.h"
@@ -111,6 +112,38 @@ pn_status pn_plugin_factory_new(const pn_plugin* plugin, const void* context,
     return PN_OK;
 }
 
+/* ---- A backend without state of its own ------------------------------------------ */
+
+static void backend_destroy(pn_backend* backend) { free(backend); }
+
+static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer* layer,
+                                            pn_bool* supported_out, pn_string_out* reason_out) {
+    return pn_plugin_is_layer_supported((const pn_plugin*)backend->self, layer, supported_out,
+                                        reason_out);
+}
+
+static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_manager* mm,
+                                                 pn_workload_factory** factory_out,
+                                                 pn_string_out* message_out) {
+    (void)mm;
+    return pn_plugin_factory_new((const pn_plugin*)backend->self, NULL, 0, factory_out,
+                                 message_out);
+}
+
+pn_backend* pn_plugin_backend_new(const pn_plugin* plugin) {
+    pn_backend* b = (pn_backend*)calloc(1, sizeof(*b));
+    if (b == NULL) {
+        return NULL;
+    }
+    b->struct_size = (uint32_t)sizeof(pn_backend);
+    b->flags = PN_BACKEND_HOST_MEMORY;
+    b->self = (void*)plugin; /* only read back as const pn_plugin* */
+    b->destroy = backend_destroy;
+    b->is_layer_supported = backend_is_layer_supported;
+    b->create_workload_factory = backend_create_workload_factory;
+    return b;
+}
+
 /* ---- Element types ------------------------------------------------------------ */
 
 pn_status pn_plugin_check_dtype(const pn_plugin* plugin, const pn_layer* layer,
@@ -138,4 +171,9 @@ pn_status pn_plugin_check_dtype(const pn_plugin* plugin, const pn_layer* layer,
     return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs %s on %s only; %s %u is %s", plugin->id,
                    pn_layer_kind_name(layer->kind), pn_dtype_name(dtype), role, index,
                    pn_dtype_name(found));
+}
+
+pn_status pn_plugin_float32_only(const pn_plugin* plugin, const pn_layer* layer,
+                                 pn_string_out* reason) {
+    return pn_plugin_check_dtype(plugin, layer, PN_DTYPE_FLOAT32, reason);
 }

@@ -101,12 +101,25 @@ pn_status pn_plugin_factory_new(const pn_plugin* plugin, const void* context,
                                 size_t context_size, pn_workload_factory** factory_out,
                                 pn_string_out* message_out);
 
+/* A pn_backend for a plugin that needs no state of its own: host memory
+ * (PN_BACKEND_HOST_MEMORY), is_layer_supported = pn_plugin_is_layer_supported,
+ * create_workload_factory = pn_plugin_factory_new without a context, destroy
+ * frees it; `self` is the plugin (never written through). Every other pointer
+ * is NULL for the caller to fill (set_option, ...) before BackendFactory
+ * returns it. NULL when out of memory. */
+pn_backend* pn_plugin_backend_new(const pn_plugin* plugin);
+
 /* The element-type rule, one wording for every backend: PN_OK when every input
  * and output of `layer` is of `dtype`, else PN_ERR_UNSUPPORTED with
  * "<id> runs <Kind> on <dtype> only; input 0 is float16" (the first tensor
  * that is not). For a plugin's checks (pn_plugin_check_fn). */
 pn_status pn_plugin_check_dtype(const pn_plugin* plugin, const pn_layer* layer,
                                 pn_data_type dtype, pn_string_out* reason);
+
+/* A pn_plugin_check_fn for kinds a backend runs on float32 tensors only:
+ * pn_plugin_check_dtype with PN_DTYPE_FLOAT32. */
+pn_status pn_plugin_float32_only(const pn_plugin* plugin, const pn_layer* layer,
+                                 pn_string_out* reason);
 
 #ifdef __cplusplus
 } /* extern "C" */

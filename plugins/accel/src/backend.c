@@ -23,25 +23,20 @@ typedef struct accel_backend {
 
 /* ---- What CpuAcc runs (the plugin skeleton, pn_plugin.h) ------------------------ */
 
-/* CpuAcc computes in float32 only. */
-static pn_status float32_only(const pn_plugin* plugin, const pn_layer* layer,
-                              pn_string_out* reason) {
-    return pn_plugin_check_dtype(plugin, layer, PN_DTYPE_FLOAT32, reason);
-}
-
+/* Every kind CpuAcc runs, in float32 only. */
 static const pn_plugin_kind kinds[] = {
-    {PN_LAYER_CONVOLUTION_2D, float32_only, accel_conv2d_create},
-    {PN_LAYER_POOLING_2D, float32_only, accel_pooling2d_create},
-    {PN_LAYER_ELEMENTWISE_BINARY, float32_only, accel_binary_create},
-    {PN_LAYER_ELEMENTWISE_VARIADIC, float32_only, accel_variadic_create},
-    {PN_LAYER_ACTIVATION, float32_only, accel_activation_create},
-    {PN_LAYER_FULLY_CONNECTED, float32_only, accel_fully_connected_create},
-    {PN_LAYER_MATMUL, float32_only, accel_matmul_create},
-    {PN_LAYER_SOFTMAX, float32_only, accel_softmax_create},
-    {PN_LAYER_CONCAT, float32_only, accel_concat_create},
-    {PN_LAYER_RESHAPE, float32_only, accel_copy_create},
-    {PN_LAYER_TRANSPOSE, float32_only, accel_transpose_create},
-    {PN_LAYER_COPY, float32_only, accel_copy_create},
+    {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
+    {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
+    {PN_LAYER_ELEMENTWISE_BINARY, pn_plugin_float32_only, accel_binary_create},
+    {PN_LAYER_ELEMENTWISE_VARIADIC, pn_plugin_float32_only, accel_variadic_create},
+    {PN_LAYER_ACTIVATION, pn_plugin_float32_only, accel_activation_create},
+    {PN_LAYER_FULLY_CONNECTED, pn_plugin_float32_only, accel_fully_connected_create},
+    {PN_LAYER_MATMUL, pn_plugin_float32_only, accel_matmul_create},
+    {PN_LAYER_SOFTMAX, pn_plugin_float32_only, accel_softmax_create},
+    {PN_LAYER_CONCAT, pn_plugin_float32_only, accel_concat_create},
+    {PN_LAYER_RESHAPE, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
+    {PN_LAYER_COPY, pn_plugin_float32_only, accel_copy_create},
 };
 
 /* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory

@@ -540,15 +540,7 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
 }
 
 static int same_info(const pn_tensor_info* a, const pn_tensor_info* b) {
-    if (a->rank != b->rank || a->dtype != b->dtype) {
-        return 0;
-    }
-    for (uint32_t i = 0; i < a->rank; ++i) {
-        if (a->dims[i] != b->dims[i]) {
-            return 0;
-        }
-    }
-    return 1;
+    return a->dtype == b->dtype && pn_same_dims(a, b);
 }
 
 /* 1 when two tensors have the same storage geometry (the halo one leaves zero is the other's). */

@@ -935,35 +935,7 @@ pn_backend* mock_new_backend(void) {
 /* Runs no kind: the skeleton refuses every layer ("<tag> has no <Kind> kernel"). */
 static const pn_plugin plugin = {MOCK_TAG, NULL, 0, NULL};
 
-static void backend_destroy(pn_backend* backend) { free(backend->self); }
-
-static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer* layer,
-                                            pn_bool* supported_out, pn_string_out* reason_out) {
-    (void)backend;
-    return pn_plugin_is_layer_supported(&plugin, layer, supported_out, reason_out);
-}
-
-static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_manager* mm,
-                                                 pn_workload_factory** factory_out,
-                                                 pn_string_out* message_out) {
-    (void)backend;
-    (void)mm;
-    return pn_plugin_factory_new(&plugin, NULL, 0, factory_out, message_out);
-}
-
-pn_backend* mock_new_backend(void) {
-    pn_backend* b = (pn_backend*)calloc(1, sizeof(*b));
-    if (b == NULL) {
-        return NULL;
-    }
-    b->struct_size = (uint32_t)sizeof(pn_backend);
-    b->flags = PN_BACKEND_HOST_MEMORY;
-    b->self = b;
-    b->destroy = backend_destroy;
-    b->is_layer_supported = backend_is_layer_supported;
-    b->create_workload_factory = backend_create_workload_factory;
-    return b;
-}
+pn_backend* mock_new_backend(void) { return pn_plugin_backend_new(&plugin); }
 
 #endif /* MOCK_MINIMAL */
 
