@@ -3,6 +3,10 @@
  * Linked into each plugin as plugnn::plugin_common (static); nothing here is
  * part of the ABI between the runtime and a plugin, so it may change freely
  * between plugnn releases without touching the backend API version.
+ *
+ * The other headers of plugin_common: pn_kinds.h (the layer kind table),
+ * pn_validate.h (the shared layer validation) and pn_plugin.h (the plugin
+ * skeleton built on both).
  */
 #ifndef PLUGNN_PLUGIN_COMMON_H
 #define PLUGNN_PLUGIN_COMMON_H

@@ -115,10 +115,10 @@ const accel_kernels* accel_kernels_for(accel_isa isa);
 
 typedef struct accel_env {
     accel_threads* threads; /* the backend's thread pool; never NULL for a live backend */
-    accel_isa isa;        /* the ISA the kernels use */
-    int64_t stream_bytes; /* layers whose inputs + outputs exceed this store their output
-                           * non-temporally (option nontemporal_bytes; default: the
-                           * last-level cache, accel_llc_bytes) */
+    accel_isa isa;          /* the ISA the kernels use */
+    int64_t stream_bytes;   /* layers whose inputs + outputs exceed this store their output
+                             * non-temporally (option nontemporal_bytes; default: the
+                             * last-level cache, accel_llc_bytes) */
 } accel_env;
 
 /* ---- Shared helpers (workload.c) ------------------------------------------- */

@@ -6,18 +6,17 @@
 #include <errno.h>
 #include <stdlib.h>
 
-
 typedef struct accel_backend {
     pn_backend base;
     accel_env env;       /* env.threads: the pool of num_threads threads, made with the first
                             factory (so a runtime that only lists backends starts none) */
     int num_threads;
     int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
-    int chains;          /* option blocked_chains: it runs convolution runs as blocked chains
-                            (chain_run.h) */
+    int chains;          /* option blocked_chains: it runs runs of convolutions as blocked
+                            chains (chain_plan.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
-    int threads_shared;     /* env.threads was handed to a factory (workloads may hold it) */
-    accel_threads** retired;/* pools replaced by a later num_threads, joined in destroy */
+    int threads_shared;  /* env.threads was handed to a factory (workloads may hold it) */
+    accel_threads** retired; /* pools replaced by a later num_threads, joined in destroy */
     int num_retired;
 } accel_backend;
 
@@ -86,7 +85,8 @@ static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_
     accel_backend* b = (accel_backend*)backend->self;
     (void)mm;
     if (factory_out == NULL) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "factory_out is NULL");
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc create_workload_factory: factory_out is NULL");
     }
     if (b->env.threads == NULL) {
         b->env.threads = accel_threads_create(b->num_threads);
