@@ -51,28 +51,6 @@ const char* pn_dtype_name(pn_data_type dtype) {
     return "invalid";
 }
 
-const char* pn_layer_kind_name(pn_layer_kind kind) {
-    switch (kind) {
-    case PN_LAYER_CONVOLUTION_2D: return "Convolution2d";
-    case PN_LAYER_POOLING_2D: return "Pooling2d";
-    case PN_LAYER_ELEMENTWISE_BINARY: return "ElementwiseBinary";
-    case PN_LAYER_ELEMENTWISE_VARIADIC: return "ElementwiseVariadic";
-    case PN_LAYER_ACTIVATION: return "Activation";
-    case PN_LAYER_FULLY_CONNECTED: return "FullyConnected";
-    case PN_LAYER_MATMUL: return "MatMul";
-    case PN_LAYER_SOFTMAX: return "Softmax";
-    case PN_LAYER_BATCH_NORMALIZATION: return "BatchNormalization";
-    case PN_LAYER_LOCAL_RESPONSE_NORMALIZATION: return "LocalResponseNormalization";
-    case PN_LAYER_CONCAT: return "Concat";
-    case PN_LAYER_RESHAPE: return "Reshape";
-    case PN_LAYER_TRANSPOSE: return "Transpose";
-    case PN_LAYER_COPY: return "Copy";
-    case PN_LAYER_PRECOMPILED: return "Precompiled";
-    case PN_LAYER_INVALID: break;
-    }
-    return "Invalid";
-}
-
 const char* pn_status_name(pn_status status) {
     switch (status) {
     case PN_OK: return "PN_OK";

@@ -27,8 +27,8 @@ size_t pn_num_bytes(const pn_tensor_info* info) {
     return (size_t)pn_num_elements(info) * pn_dtype_size(info->dtype);
 }
 
-int pn_same_shape(const pn_tensor_info* a, const pn_tensor_info* b) {
-    if (a->dtype != b->dtype || a->rank != b->rank) {
+int pn_same_dims(const pn_tensor_info* a, const pn_tensor_info* b) {
+    if (a->rank != b->rank) {
         return 0;
     }
     for (uint32_t i = 0; i < a->rank; ++i) {

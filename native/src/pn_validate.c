@@ -1,5 +1,6 @@
-/* Layer validation: common checks, the per-kind dispatch and shape helpers. */
+/* Layer validation: the common checks, the entry that adds the kind's, and shape helpers. */
 #include "plugnn/pn_validate.h"
+#include "plugnn/pn_kinds.h"
 
 #include "pn_validate_internal.h"
 
@@ -23,18 +24,6 @@ const char* pn_format_shape(const pn_tensor_info* info, char* buf, size_t capaci
         snprintf(buf + used, capacity - used, "]");
     }
     return buf;
-}
-
-int pn_same_dims(const pn_tensor_info* a, const pn_tensor_info* b) {
-    if (a->rank != b->rank) {
-        return 0;
-    }
-    for (uint32_t i = 0; i < a->rank; ++i) {
-        if (a->dims[i] != b->dims[i]) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 int pn_broadcast_shape(const pn_tensor_info* a, const pn_tensor_info* b, pn_tensor_info* out) {
@@ -195,35 +184,14 @@ static pn_status check_tensor_info(const pn_tensor_info* info, const char* role,
     return PN_OK;
 }
 
-/* The 1.0 size of each kind's descriptor, 0 for kinds without one. */
-static size_t descriptor_size(pn_layer_kind kind) {
-    switch (kind) {
-    case PN_LAYER_CONVOLUTION_2D: return PNV_END(pn_convolution_2d_desc, fused_activation);
-    case PN_LAYER_POOLING_2D: return PNV_END(pn_pooling_2d_desc, p);
-    case PN_LAYER_ELEMENTWISE_BINARY: return PNV_END(pn_elementwise_binary_desc, fused_activation);
-    case PN_LAYER_ELEMENTWISE_VARIADIC: return PNV_END(pn_elementwise_variadic_desc, op);
-    case PN_LAYER_ACTIVATION: return PNV_END(pn_activation_desc, beta);
-    case PN_LAYER_FULLY_CONNECTED: return PNV_END(pn_fully_connected_desc, fused_activation);
-    case PN_LAYER_SOFTMAX: return PNV_END(pn_softmax_desc, axis);
-    case PN_LAYER_BATCH_NORMALIZATION: return PNV_END(pn_batch_normalization_desc, epsilon);
-    case PN_LAYER_LOCAL_RESPONSE_NORMALIZATION: return PNV_END(pn_lrn_desc, bias);
-    case PN_LAYER_CONCAT: return PNV_END(pn_concat_desc, axis);
-    case PN_LAYER_TRANSPOSE: return PNV_END(pn_transpose_desc, perm);
-    case PN_LAYER_PRECOMPILED: return PNV_END(pn_precompiled_desc, label);
-    case PN_LAYER_MATMUL:
-    case PN_LAYER_RESHAPE:
-    case PN_LAYER_COPY:
-    case PN_LAYER_INVALID: break;
-    }
-    return 0;
-}
-
+/* The descriptor of a kind pn_kind_info_of knows; nothing to check for another. */
 static pn_status check_descriptor(const pn_layer* layer, pn_string_out* reason) {
-    size_t needed = descriptor_size(layer->kind);
-    const char* kind = pn_layer_kind_name(layer->kind);
-    if (needed == 0) {
+    const pn_kind_info* info = pn_kind_info_of(layer->kind);
+    if (info == NULL || info->descriptor_size == 0) {
         return PN_OK; /* a descriptor given to a kind without one is ignored */
     }
+    size_t needed = info->descriptor_size;
+    const char* kind = info->name;
     if (layer->descriptor == NULL) {
         return PNV_FAIL(reason, "%s needs a descriptor, got NULL", kind);
     }
@@ -257,8 +225,8 @@ pn_status pn_validate_common(const pn_layer* layer, pn_string_out* reason) {
     if (!PN_HAS_FIELD(layer, pn_layer, outputs)) {
         return PNV_FAIL(reason, "pn_layer struct_size %u is too small", layer->struct_size);
     }
-    if (layer->kind < PN_LAYER_CONVOLUTION_2D || layer->kind > PN_LAYER_PRECOMPILED) {
-        return PNV_FAIL(reason, "unknown layer kind %d", (int)layer->kind);
+    if ((int)layer->kind <= (int)PN_LAYER_INVALID) {
+        return PNV_FAIL(reason, "invalid layer kind %d", (int)layer->kind);
     }
     pn_status s = check_tensor_array(layer->inputs, layer->num_inputs, "input", reason);
     if (s == PN_OK) {
@@ -270,38 +238,17 @@ pn_status pn_validate_common(const pn_layer* layer, pn_string_out* reason) {
     return s;
 }
 
-/* ---- Dispatch ----------------------------------------------------------- */
-
-typedef pn_status (*validate_fn)(const pn_layer*, pn_string_out*);
-
-static validate_fn kind_validator(pn_layer_kind kind) {
-    switch (kind) {
-    case PN_LAYER_CONVOLUTION_2D: return pn_validate_convolution_2d;
-    case PN_LAYER_POOLING_2D: return pn_validate_pooling_2d;
-    case PN_LAYER_ELEMENTWISE_BINARY: return pn_validate_elementwise_binary;
-    case PN_LAYER_ELEMENTWISE_VARIADIC: return pn_validate_elementwise_variadic;
-    case PN_LAYER_ACTIVATION: return pn_validate_activation;
-    case PN_LAYER_FULLY_CONNECTED: return pn_validate_fully_connected;
-    case PN_LAYER_MATMUL: return pn_validate_matmul;
-    case PN_LAYER_SOFTMAX: return pn_validate_softmax;
-    case PN_LAYER_BATCH_NORMALIZATION: return pn_validate_batch_normalization;
-    case PN_LAYER_LOCAL_RESPONSE_NORMALIZATION: return pn_validate_lrn;
-    case PN_LAYER_CONCAT: return pn_validate_concat;
-    case PN_LAYER_RESHAPE: return pn_validate_reshape;
-    case PN_LAYER_TRANSPOSE: return pn_validate_transpose;
-    case PN_LAYER_COPY: return pn_validate_copy;
-    case PN_LAYER_PRECOMPILED: return pn_validate_precompiled;
-    case PN_LAYER_INVALID: break;
-    }
-    return NULL;
-}
+/* ---- Entry ------------------------------------------------------------ */
 
 pn_status pn_validate_layer(const pn_layer* layer, pn_string_out* reason) {
-    pn_status s = pn_validate_common(layer, reason);
-    if (s != PN_OK) {
-        return s;
+    PNV_TRY(pn_validate_common(layer, reason));
+    const pn_kind_info* info = pn_kind_info_of(layer->kind);
+    if (info == NULL) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                       "layer kind %d is newer than this plugin's backend_api.h",
+                       (int)layer->kind);
     }
-    return kind_validator(layer->kind)(layer, reason);
+    return info->validate(layer, reason);
 }
 
 /* ---- Execute arguments ------------------------------------------------------ */

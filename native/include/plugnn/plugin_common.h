@@ -3,6 +3,10 @@
  * Linked into each plugin as plugnn::plugin_common (static); nothing here is
  * part of the ABI between the runtime and a plugin, so it may change freely
  * between plugnn releases without touching the backend API version.
+ *
+ * The other headers of plugin_common: pn_kinds.h (the layer kind table),
+ * pn_validate.h (the shared layer validation) and pn_plugin.h (the plugin
+ * skeleton built on both).
  */
 #ifndef PLUGNN_PLUGIN_COMMON_H
 #define PLUGNN_PLUGIN_COMMON_H
@@ -38,7 +42,8 @@ pn_status pn_refuse(pn_bool* supported_out, pn_string_out* reason_out, const cha
 /* ---- Names -------------------------------------------------------------- */
 
 const char* pn_dtype_name(pn_data_type dtype);         /* "float32", ..., "invalid" */
-const char* pn_layer_kind_name(pn_layer_kind kind);    /* "Convolution2d", ..., "Invalid" */
+const char* pn_layer_kind_name(pn_layer_kind kind);    /* "Convolution2d", ..., "Invalid"
+                                                          (from the kind table, pn_kinds.h) */
 const char* pn_status_name(pn_status status);          /* "PN_OK", ... */
 
 /* ---- Tensors ------------------------------------------------------------ */
@@ -52,8 +57,9 @@ int64_t pn_num_elements(const pn_tensor_info* info);
 /* Bytes of the tensor's dense storage. */
 size_t pn_num_bytes(const pn_tensor_info* info);
 
-/* 1 when both infos have the same dtype, rank and dims. */
-int pn_same_shape(const pn_tensor_info* a, const pn_tensor_info* b);
+/* 1 when both infos have the same rank and dims, else 0. The dtype is not
+ * compared: a caller that needs it equal too tests it itself. */
+int pn_same_dims(const pn_tensor_info* a, const pn_tensor_info* b);
 
 /* Normalizes a possibly negative axis against `rank`; returns -1 when out of range. */
 int32_t pn_normalize_axis(int32_t axis, uint32_t rank);
@@ -69,9 +75,6 @@ int pn_broadcast_strides(const pn_tensor_info* in, const pn_tensor_info* out,
  * Returns -1 when the window does not fit even once. */
 int64_t pn_window_output_size(int64_t in, uint32_t pad_begin, uint32_t pad_end, uint32_t kernel,
                               uint32_t stride, uint32_t dilation, int ceil_mode);
-
-/* 1 when `desc` is non-NULL and its writer's struct holds at least `size` bytes. */
-#define PN_DESC_HAS(desc, size) ((desc) != NULL && (size_t)(desc)->struct_size >= (size))
 
 /* ---- Options ------------------------------------------------------------ */
 

@@ -17,17 +17,22 @@
 extern "C" {
 #endif
 
-/* Everything below for the layer's kind: the common checks, then the kind's. */
+/* The whole check of a layer: pn_validate_common, then the validator of the
+ * layer's kind from the kind table (pn_kinds.h). One exception to the
+ * PN_ERR_INVALID_ARGUMENT rule: a kind the table does not know (added by a
+ * newer backend_api.h) is PN_ERR_UNSUPPORTED, a valid request this plugin
+ * cannot serve. The plugin skeleton (pn_plugin.h) runs this first. */
 pn_status pn_validate_layer(const pn_layer* layer, pn_string_out* reason);
 
-/* The common checks only: layer struct_size, known kind, input/output arrays
- * present, every tensor info readable with a known dtype, rank <= PN_MAX_DIMS,
- * dims >= 0 and a byte size that fits in size_t, and a descriptor of a large
- * enough struct_size for kinds that have one. */
+/* The common checks only: layer non-NULL with a large enough struct_size, a
+ * kind other than PN_LAYER_INVALID, input/output arrays present, every tensor
+ * info readable with a known dtype, rank <= PN_MAX_DIMS, dims >= 0 and a byte
+ * size that fits in size_t, and, for a kind of the kind table that takes a
+ * descriptor, a descriptor of at least its struct size. */
 pn_status pn_validate_common(const pn_layer* layer, pn_string_out* reason);
 
 /* One kind's checks (counts, descriptor values, shapes); each assumes
- * pn_validate_common passed. */
+ * pn_validate_common passed. The kind table (pn_kinds.h) holds each one. */
 pn_status pn_validate_convolution_2d(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_pooling_2d(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_elementwise_binary(const pn_layer* layer, pn_string_out* reason);
@@ -62,9 +67,6 @@ pn_status pn_check_execute_args(const pn_execute_args* args, uint32_t num_inputs
 /* The NumPy broadcast shape of `a` and `b` into *out (dims and rank only).
  * Returns 0, or -1 when they do not broadcast. */
 int pn_broadcast_shape(const pn_tensor_info* a, const pn_tensor_info* b, pn_tensor_info* out);
-
-/* 1 when rank and dims are equal (dtype ignored). */
-int pn_same_dims(const pn_tensor_info* a, const pn_tensor_info* b);
 
 /* The [N, C, H, W] sizes of a rank-4 tensor stored in `layout` (NCHW or NHWC). */
 void pn_layout_nchw(const pn_tensor_info* info, pn_data_layout layout, int64_t nchw_out[4]);

@@ -1,74 +1,28 @@
 /*
- * CpuAcc private header: the thread pool, CPU feature detection, the workload
- * state shared by the memory-bound kernel families, and the dispatch-table
- * contract every kernel family (including gemm/conv/fc/matmul, declared in
- * accel_compute.h) follows.
+ * CpuAcc private header: CPU feature detection, the vector kernel tables, what
+ * every create function receives (accel_env; the create functions are declared
+ * in families.h), and the workload state shared by the memory-bound kernel
+ * families.
  *
- * How a workload reaches the pool: the backend owns one accel_pool (started
- * with its first workload factory, sized by option num_threads, joined in
- * destroy; a later num_threads starts a new pool for later factories and keeps
- * the old one, which earlier workloads may use, until destroy). Each
- * workload factory copies the backend's accel_env (pool + selected ISA) and
- * hands a pointer to it to every create function; a workload copies the
- * accel_env by value (pool pointer + isa) and uses env.pool in execute(). The
- * runtime destroys every workload before the backend, so the pool outlives
- * every workload that points at it.
+ * How a workload reaches the thread pool (thread_pool.h): the backend owns one
+ * accel_threads (started with its first workload factory, sized by option
+ * num_threads, joined in destroy; a later num_threads starts a new pool for
+ * later factories and keeps the old one, which earlier workloads may use,
+ * until destroy). Each workload factory copies the backend's accel_env (pool +
+ * selected ISA) and hands a pointer to it to every create function; a workload
+ * copies the accel_env by value (pool pointer + isa) and uses env.threads in
+ * execute(). The runtime destroys every workload before the backend, so the
+ * pool outlives every workload that points at it.
  */
 #ifndef ACCEL_H
 #define ACCEL_H
 
 #include "plugnn/plugin_common.h"
 #include "plugnn/pn_validate.h"
+#include "thread_pool.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- Thread pool (pool.c) ------------------------------------------------- */
-
-typedef struct accel_pool accel_pool;
-
-/* The largest pool the backend makes (option num_threads). */
-#define ACCEL_MAX_THREADS 256
-
-/* fn(ctx, begin, end) processes items [begin, end). */
-typedef void (*accel_range_fn)(void* ctx, int64_t begin, int64_t end);
-
-/* A pool of `num_threads` threads in total (the caller of parallel_for counts as
- * one; num_threads == 1 starts no thread and runs everything inline). Returns
- * NULL when out of memory or when a thread cannot be started. */
-accel_pool* accel_pool_create(int num_threads);
-
-/* Joins the threads and frees the pool (NULL is a no-op). */
-void accel_pool_destroy(accel_pool* pool);
-
-/* Threads in the pool, >= 1 (1 for NULL). */
-int accel_pool_size(const accel_pool* pool);
-
-/* Runs fn over [0, n) split into at most 4 * accel_pool_size(pool) contiguous,
- * balanced ranges (the same split whoever runs them), each run once by whichever
- * pool thread claims it first (the caller included: a thread the OS has not
- * scheduled delays nothing), and returns when all are done. Safe to call from
- * several threads at once and from inside fn (a call that finds the pool busy
- * runs inline, serially). pool may be NULL (inline). n <= 0 does nothing. */
-void accel_parallel_for(accel_pool* pool, int64_t n, accel_range_fn fn, void* ctx);
-
-/* Like accel_parallel_for, but never gives a thread fewer than `grain` items
- * (so small n runs inline without waking threads). grain <= 1 means 1. */
-void accel_parallel_for_grain(accel_pool* pool, int64_t n, int64_t grain, accel_range_fn fn,
-                              void* ctx);
-
-/* Like accel_parallel_for_grain, but pool thread t (the caller is 0) owns items
- * [cuts[t], cuts[t + 1]): it runs them first, in order, in 4 ranges, then takes what is left
- * of the others' ranges from their end. Loops given the same cuts run the same items on the
- * same thread as long as the threads keep pace, so a thread reads what it wrote itself.
- * cuts: accel_pool_size(pool) + 1 values, 0 = cuts[0] <= cuts[1] <= ... <= cuts[T] = n,
- * alive until the call returns. Inline (one range) when the pool is NULL, has one thread or
- * is busy, or when n <= grain. */
-void accel_parallel_for_owned(accel_pool* pool, int64_t n, int64_t grain, const int64_t* cuts,
-                              accel_range_fn fn, void* ctx);
-
-/* The number of CPUs this process may run on (sched_getaffinity), >= 1. */
-int accel_available_cpus(void);
 
 /* ---- CPU features (cpu.c) --------------------------------------------------- */
 
@@ -84,10 +38,10 @@ accel_isa accel_detect_isa(void);
 int64_t accel_llc_bytes(void);
 const char* accel_isa_name(accel_isa isa); /* "portable", "avx2", "avx512" */
 
-/* ---- Vector kernels (kern_impl.h, compiled once per ISA) -------------------- */
+/* ---- Vector kernels (kern_table.h, compiled once per ISA) ------------------- */
 
 /* Pooling parameters of one layer, resolved for the kernels. */
-typedef struct accel_pool_params {
+typedef struct accel_pooling_params {
     int kind;                      /* pn_pooling_kind */
     int include_padding;           /* AVERAGE with PN_PADDING_INCLUDE */
     float p;                       /* LP order */
@@ -95,7 +49,7 @@ typedef struct accel_pool_params {
     int64_t kh, kw, sh, sw, dh, dw;
     int64_t pt, pl, pb, pr;        /* padding */
     int stream_out;                /* store the output non-temporally (accel_streams) */
-} accel_pool_params;
+} accel_pooling_params;
 
 /* Depthwise convolution parameters of one layer, resolved for the kernels (weights, bias and
  * addend are passed per call). */
@@ -133,9 +87,9 @@ typedef struct accel_kernels {
     void (*mul_cols)(float* y, const float* r, int64_t n);
     /* Pooling: NCHW output rows [oy0, oy1) of one plane; NHWC output rows [oy0, oy1) of one
      * image (x/y point at the image). */
-    void (*pool_nchw)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+    void (*pool_nchw)(const accel_pooling_params* pp, const float* x, float* y, int64_t oy0,
                       int64_t oy1);
-    void (*pool_nhwc)(const accel_pool_params* pp, const float* x, float* y, int64_t oy0,
+    void (*pool_nhwc)(const accel_pooling_params* pp, const float* x, float* y, int64_t oy0,
                       int64_t oy1);
     /* Sum of x[0..n) (lane-parallel partial sums: a fixed order for a given n). */
     float (*sum_row)(const float* x, int64_t n);
@@ -157,39 +111,15 @@ typedef struct accel_kernels {
 /* The kernel table of an ISA (one compiled in: never NULL). */
 const accel_kernels* accel_kernels_for(accel_isa isa);
 
-/* ---- What every create function receives --------------------------------- */
+/* ---- What every create function receives (families.h) ---------------------- */
 
 typedef struct accel_env {
-    accel_pool* pool;     /* the backend's pool; never NULL for a live backend */
-    accel_isa isa;        /* the ISA the kernels use */
-    int64_t stream_bytes; /* layers whose inputs + outputs exceed this store their output
-                           * non-temporally (option nontemporal_bytes; default: the
-                           * last-level cache, accel_llc_bytes) */
+    accel_threads* threads; /* the backend's thread pool; never NULL for a live backend */
+    accel_isa isa;          /* the ISA the kernels use */
+    int64_t stream_bytes;   /* layers whose inputs + outputs exceed this store their output
+                             * non-temporally (option nontemporal_bytes; default: the
+                             * last-level cache, accel_llc_bytes) */
 } accel_env;
-
-/* A kernel family's workload constructor. Called only after the layer passed
- * pn_validate_common, the float32 check and the kind's validate function. */
-typedef pn_status (*accel_create_fn)(const accel_env* env, const pn_layer* layer,
-                                     pn_workload** workload_out, pn_string_out* message_out);
-
-/* Optional extra refusal check of a family, run after the kind's pn_validate_*
- * in is_layer_supported and create_workload: PN_OK to accept, or
- * PN_ERR_UNSUPPORTED with a reason ("CpuAcc runs ... on CpuRef's fallback: ..."). */
-typedef pn_status (*accel_validate_fn)(const pn_layer* layer, pn_string_out* reason);
-
-/* ---- Memory-bound families (this engineer's files) ------------------------ */
-
-pn_status accel_binary_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_variadic_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_activation_create(const accel_env*, const pn_layer*, pn_workload**,
-                                  pn_string_out*);
-pn_status accel_pooling2d_create(const accel_env*, const pn_layer*, pn_workload**,
-                                 pn_string_out*);
-pn_status accel_softmax_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_concat_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_copy_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
-pn_status accel_transpose_create(const accel_env*, const pn_layer*, pn_workload**,
-                                 pn_string_out*);
 
 /* ---- Shared helpers (workload.c) ------------------------------------------- */
 

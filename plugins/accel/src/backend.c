@@ -1,129 +1,55 @@
-/* CpuAcc entry points, backend object, options and dispatch table. */
-#include "accel.h"
-#include "conv_chain.h"
-#include "fusion.h"
-#if defined(ACCEL_HAVE_COMPUTE)
-#include "accel_compute.h"
-#endif
+/* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
+#include "chain_run.h"
+#include "families.h"
+#include "optimize.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-
 typedef struct accel_backend {
     pn_backend base;
-    accel_env env;       /* env.pool: the pool of num_threads threads, made with the first
+    accel_env env;       /* env.threads: the pool of num_threads threads, made with the first
                             factory (so a runtime that only lists backends starts none) */
     int num_threads;
     int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
-    int chains;          /* option blocked_chains: it runs convolution runs as blocked chains
-                            (conv_chain.h) */
+    int chains;          /* option blocked_chains: it runs runs of convolutions as blocked
+                            chains (chain_plan.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
-    int pool_shared;     /* env.pool was handed to a factory (workloads may hold it) */
-    accel_pool** retired;/* pools replaced by a later num_threads, joined in destroy */
+    int threads_shared;  /* env.threads was handed to a factory (workloads may hold it) */
+    accel_threads** retired; /* pools replaced by a later num_threads, joined in destroy */
     int num_retired;
 } accel_backend;
 
-/* ---- Dispatch table ------------------------------------------------------ */
+/* ---- What CpuAcc runs (the plugin skeleton, pn_plugin.h) ------------------------ */
 
-typedef pn_status (*accel_kind_validate_fn)(const pn_layer* layer, pn_string_out* reason);
-
-typedef struct accel_kind_entry {
-    accel_kind_validate_fn validate; /* the shared pn_validate_* rules of the kind */
-    accel_validate_fn refuse;        /* CpuAcc's own extra limits, or NULL */
-    accel_create_fn create;          /* NULL: CpuAcc leaves the kind to CpuRef */
-} accel_kind_entry;
-
-static const accel_kind_entry kinds[] = {
-#if defined(ACCEL_HAVE_COMPUTE)
-    [PN_LAYER_CONVOLUTION_2D] = {pn_validate_convolution_2d, accel_validate_conv2d,
-                                 accel_create_conv2d},
-    [PN_LAYER_FULLY_CONNECTED] = {pn_validate_fully_connected, accel_validate_fully_connected,
-                                  accel_create_fully_connected},
-    [PN_LAYER_MATMUL] = {pn_validate_matmul, accel_validate_matmul, accel_create_matmul},
-#else
-    [PN_LAYER_CONVOLUTION_2D] = {pn_validate_convolution_2d, NULL, NULL},
-    [PN_LAYER_FULLY_CONNECTED] = {pn_validate_fully_connected, NULL, NULL},
-    [PN_LAYER_MATMUL] = {pn_validate_matmul, NULL, NULL},
-#endif
-    [PN_LAYER_POOLING_2D] = {pn_validate_pooling_2d, NULL, accel_pooling2d_create},
-    [PN_LAYER_ELEMENTWISE_BINARY] = {pn_validate_elementwise_binary, NULL, accel_binary_create},
-    [PN_LAYER_ELEMENTWISE_VARIADIC] = {pn_validate_elementwise_variadic, NULL,
-                                       accel_variadic_create},
-    [PN_LAYER_ACTIVATION] = {pn_validate_activation, NULL, accel_activation_create},
-    [PN_LAYER_SOFTMAX] = {pn_validate_softmax, NULL, accel_softmax_create},
-    [PN_LAYER_BATCH_NORMALIZATION] = {pn_validate_batch_normalization, NULL, NULL},
-    [PN_LAYER_LOCAL_RESPONSE_NORMALIZATION] = {pn_validate_lrn, NULL, NULL},
-    [PN_LAYER_CONCAT] = {pn_validate_concat, NULL, accel_concat_create},
-    [PN_LAYER_RESHAPE] = {pn_validate_reshape, NULL, accel_copy_create},
-    [PN_LAYER_TRANSPOSE] = {pn_validate_transpose, NULL, accel_transpose_create},
-    [PN_LAYER_COPY] = {pn_validate_copy, NULL, accel_copy_create},
-    [PN_LAYER_PRECOMPILED] = {NULL, NULL, NULL},
+/* Every kind CpuAcc runs, in float32 only. */
+static const pn_plugin_kind kinds[] = {
+    {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
+    {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
+    {PN_LAYER_ELEMENTWISE_BINARY, pn_plugin_float32_only, accel_binary_create},
+    {PN_LAYER_ELEMENTWISE_VARIADIC, pn_plugin_float32_only, accel_variadic_create},
+    {PN_LAYER_ACTIVATION, pn_plugin_float32_only, accel_activation_create},
+    {PN_LAYER_FULLY_CONNECTED, pn_plugin_float32_only, accel_fully_connected_create},
+    {PN_LAYER_MATMUL, pn_plugin_float32_only, accel_matmul_create},
+    {PN_LAYER_SOFTMAX, pn_plugin_float32_only, accel_softmax_create},
+    {PN_LAYER_CONCAT, pn_plugin_float32_only, accel_concat_create},
+    {PN_LAYER_RESHAPE, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
+    {PN_LAYER_COPY, pn_plugin_float32_only, accel_copy_create},
 };
 
-#define NUM_KINDS (sizeof(kinds) / sizeof(kinds[0]))
-
-static pn_status check_dtypes(const pn_layer* layer, pn_string_out* reason) {
-    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
-        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
-            return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                           "CpuAcc runs %s on CpuRef's fallback: %s input %u is not "
-                           "implemented (CpuAcc computes float32 only)",
-                           pn_layer_kind_name(layer->kind), pn_dtype_name(layer->inputs[i].dtype),
-                           i);
-        }
-    }
-    for (uint32_t i = 0; i < layer->num_outputs; ++i) {
-        if (layer->outputs[i].dtype != PN_DTYPE_FLOAT32) {
-            return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                           "CpuAcc runs %s on CpuRef's fallback: %s output %u is not "
-                           "implemented (CpuAcc computes float32 only)",
-                           pn_layer_kind_name(layer->kind),
-                           pn_dtype_name(layer->outputs[i].dtype), i);
-        }
-    }
-    return PN_OK;
-}
-
-/* PN_ERR_INVALID_ARGUMENT for a malformed layer, PN_ERR_UNSUPPORTED for one CpuAcc leaves to
- * another backend, each with a reason. */
-static pn_status check_layer(const pn_layer* layer, pn_string_out* reason) {
-    pn_status s = pn_validate_common(layer, reason);
-    if (s != PN_OK) {
-        return s;
-    }
-    if ((size_t)layer->kind >= NUM_KINDS || kinds[layer->kind].validate == NULL) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                       "CpuAcc runs %s on CpuRef's fallback: %s layers are not implemented",
-                       pn_layer_kind_name(layer->kind), pn_layer_kind_name(layer->kind));
-    }
-    /* Malformed layers are refused for what is wrong with them, whatever CpuAcc implements. */
-    s = kinds[layer->kind].validate(layer, reason);
-    if (s != PN_OK) {
-        return s;
-    }
-    s = check_dtypes(layer, reason);
-    if (s != PN_OK) {
-        return s;
-    }
-    if (kinds[layer->kind].create == NULL) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                       "CpuAcc runs %s on CpuRef's fallback: %s is not implemented in CpuAcc",
-                       pn_layer_kind_name(layer->kind), pn_layer_kind_name(layer->kind));
-    }
-    if (kinds[layer->kind].refuse != NULL) {
-        return kinds[layer->kind].refuse(layer, reason);
-    }
-    return PN_OK;
-}
+/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory
+ * context of every create function is the factory's copy of the backend's accel_env. */
+static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
+                                accel_chain_create};
 
 /* ---- Backend and factory ------------------------------------------------- */
 
 static void backend_destroy(pn_backend* backend) {
     accel_backend* b = (accel_backend*)backend->self;
-    accel_pool_destroy(b->env.pool);
+    accel_threads_destroy(b->env.threads);
     for (int i = 0; i < b->num_retired; ++i) {
-        accel_pool_destroy(b->retired[i]);
+        accel_threads_destroy(b->retired[i]);
     }
     free(b->retired);
     free(b);
@@ -132,22 +58,17 @@ static void backend_destroy(pn_backend* backend) {
 static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer* layer,
                                             pn_bool* supported_out, pn_string_out* reason_out) {
     (void)backend;
-    if (supported_out == NULL || layer == NULL) {
-        return pn_fail(reason_out, PN_ERR_INVALID_ARGUMENT, "is_layer_supported: %s is NULL",
-                       layer == NULL ? "layer" : "supported_out");
-    }
-    *supported_out = check_layer(layer, reason_out) == PN_OK ? 1 : 0;
-    return PN_OK;
+    return pn_plugin_is_layer_supported(&accel, layer, supported_out, reason_out);
 }
 
-/* optimize_subgraph: the fusions of fusion.h (none with option fuse=0) and the blocked chains
- * of conv_chain.h (none with blocked_chains=0), judged by the same check as
+/* optimize_subgraph (optimize.h): the fusions of fusion.h (none with option fuse=0) and the
+ * blocked chains of chain_plan.h (none with blocked_chains=0), judged by the same check as
  * is_layer_supported. */
 static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgraph* subgraph,
                                            pn_optimization** optimization_out,
                                            pn_string_out* message_out) {
     accel_backend* b = (accel_backend*)backend->self;
-    return accel_optimize_subgraph(subgraph, b->fuse, b->chains, b->env.isa, check_layer,
+    return accel_optimize_subgraph(subgraph, b->fuse, b->chains, b->env.isa, &accel,
                                    optimization_out, message_out);
 }
 
@@ -156,61 +77,29 @@ static void backend_release_optimization(pn_backend* backend, pn_optimization* o
     accel_release_optimization(optimization);
 }
 
-typedef struct accel_factory {
-    pn_workload_factory base;
-    accel_env env; /* a copy of the backend's: the pool outlives every workload */
-} accel_factory;
-
-static void factory_destroy(pn_workload_factory* factory) { free(factory->self); }
-
-static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
-                                         pn_workload** workload_out, pn_string_out* message_out) {
-    accel_factory* f = (accel_factory*)factory->self;
-    if (workload_out == NULL || layer == NULL) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "create_workload: %s is NULL",
-                       layer == NULL ? "layer" : "workload_out");
-    }
-    *workload_out = NULL;
-#if defined(ACCEL_HAVE_COMPUTE)
-    if (layer->kind == PN_LAYER_PRECOMPILED) { /* made by optimize_subgraph: a blocked chain */
-        return accel_chain_create(&f->env, layer, workload_out, message_out);
-    }
-#endif
-    pn_status s = check_layer(layer, message_out); /* never trust the caller */
-    if (s != PN_OK) {
-        return s;
-    }
-    return kinds[layer->kind].create(&f->env, layer, workload_out, message_out);
-}
-
+/* A factory with a copy of the backend's accel_env: its pool outlives every workload, and a
+ * later option change does not reach factories made before it. */
 static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_manager* mm,
                                                  pn_workload_factory** factory_out,
                                                  pn_string_out* message_out) {
     accel_backend* b = (accel_backend*)backend->self;
     (void)mm;
     if (factory_out == NULL) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "factory_out is NULL");
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc create_workload_factory: factory_out is NULL");
     }
-    if (b->env.pool == NULL) {
-        b->env.pool = accel_pool_create(b->num_threads);
-        if (b->env.pool == NULL) {
+    if (b->env.threads == NULL) {
+        b->env.threads = accel_threads_create(b->num_threads);
+        if (b->env.threads == NULL) {
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
                            "CpuAcc: cannot start a pool of %d threads", b->num_threads);
         }
     }
-    accel_factory* f = (accel_factory*)calloc(1, sizeof(*f));
-    if (f == NULL) {
-        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
-                       "out of memory creating a workload factory");
+    pn_status s = pn_plugin_factory_new(&accel, &b->env, sizeof(b->env), factory_out, message_out);
+    if (s == PN_OK) {
+        b->threads_shared = 1;
     }
-    f->base.struct_size = (uint32_t)sizeof(pn_workload_factory);
-    f->base.self = f;
-    f->base.destroy = factory_destroy;
-    f->base.create_workload = factory_create_workload;
-    f->env = b->env;
-    b->pool_shared = 1;
-    *factory_out = &f->base;
-    return PN_OK;
+    return s;
 }
 
 /* ---- Options -------------------------------------------------------------- */
@@ -309,19 +198,19 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     }
     /* The new size applies to factories created afterwards. Workloads made earlier keep
      * their pool: a pool a factory received is retired (joined in destroy), not freed. */
-    if (b->env.pool != NULL && b->pool_shared) {
-        accel_pool** grown = (accel_pool**)realloc(
+    if (b->env.threads != NULL && b->threads_shared) {
+        accel_threads** grown = (accel_threads**)realloc(
             b->retired, (size_t)(b->num_retired + 1) * sizeof(*grown));
         if (grown == NULL) {
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
         }
         b->retired = grown;
-        b->retired[b->num_retired++] = b->env.pool;
+        b->retired[b->num_retired++] = b->env.threads;
     } else {
-        accel_pool_destroy(b->env.pool);
+        accel_threads_destroy(b->env.threads);
     }
-    b->env.pool = NULL; /* started by the next create_workload_factory */
-    b->pool_shared = 0;
+    b->env.threads = NULL; /* started by the next create_workload_factory */
+    b->threads_shared = 0;
     b->num_threads = (int)n;
     return PN_OK;
 }
@@ -351,7 +240,7 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
 
 /* ---- Entry points ----------------------------------------------------------- */
 
-PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) { return "CpuAcc"; }
+PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) { return accel.id; }
 
 PLUGNN_BACKEND_EXPORT void GetVersion(uint32_t* major_out, uint32_t* minor_out) {
     *major_out = PLUGNN_BACKEND_API_VERSION_MAJOR;

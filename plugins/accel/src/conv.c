@@ -6,7 +6,7 @@
  * columns, written transposed into the NCHW output). In the transposed orientation, when the
  * arch has an indirect-A kernel (AVX2, AVX-512), im2col^T is not packed but read in place
  * from a zero-padded copy of the image (x^T straight from x for 1x1): gemm_indirect. */
-#include "accel_compute.h"
+#include "families.h"
 #include "conv_nchwc.h"
 #include "depthwise.h"
 #include "gemm.h"
@@ -44,24 +44,6 @@ typedef struct conv_state {
     size_t wpack_stride;    /* floats per group */
     size_t gemm_ws_floats;
 } conv_state;
-
-pn_status accel_validate_conv2d(const pn_layer* layer, pn_string_out* reason) {
-    const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
-    if (d->layout != PN_LAYOUT_NCHW && d->layout != PN_LAYOUT_NHWC) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs Convolution2d only in NCHW or NHWC layout");
-    }
-    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
-        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
-            return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs Convolution2d on float32 only, input %u is %s",
-                           i, pn_dtype_name(layer->inputs[i].dtype));
-        }
-    }
-    if (layer->outputs[0].dtype != PN_DTYPE_FLOAT32) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs Convolution2d on float32 only, output is %s",
-                       pn_dtype_name(layer->outputs[0].dtype));
-    }
-    return PN_OK;
-}
 
 static void conv_release(void* vs) {
     conv_state* s = (conv_state*)vs;
@@ -382,14 +364,11 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
     return PN_OK;
 }
 
-pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
+pn_status accel_conv2d_create(void* context, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
-    pn_status st = accel_validate_conv2d(layer, message_out);
-    if (st != PN_OK) {
-        return st;
-    }
+    const accel_env* env = (const accel_env*)context;
     pn_workload* direct = NULL;
-    st = accel_conv_nchwc_create(env, layer, &direct, message_out);
+    pn_status st = accel_conv_nchwc_create(env, layer, &direct, message_out);
     if (st != PN_OK || direct != NULL) {
         *workload_out = direct;
         return st;
@@ -432,7 +411,7 @@ pn_status accel_create_conv2d(const accel_env* env, const pn_layer* layer,
     s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
     s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
-    int threads = accel_pool_size(env->pool);
+    int threads = accel_threads_count(env->threads);
     size_t ws_bytes = 0;
     int depthwise = s->groups == s->c && s->cg == 1;
     int pointwise = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 &&

@@ -88,9 +88,9 @@ static void pack_range(void* vctx, int64_t begin, int64_t end) {
     }
 }
 
-void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t) {
+void accel_nchwc_pack(accel_threads* threads, const float* x, const nchwc_tensor* t) {
     pack_ctx p = {t, x, NULL, NULL, NULL, ACCEL_ISA_AVX512, NULL};
-    accel_parallel_for_grain(pool, t->n * t->cb * t->rows, ACCEL_NCHWC_MIN_PART_FLOATS / (t->cols * t->ib) + 1,
+    accel_parallel_for_grain(threads, t->n * t->cb * t->rows, ACCEL_NCHWC_MIN_PART_FLOATS / (t->cols * t->ib) + 1,
                              pack_range, &p);
 }
 
@@ -117,10 +117,10 @@ static void unpack_range(void* vctx, int64_t begin, int64_t end) {
     }
 }
 
-void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
+void accel_nchwc_unpack(accel_threads* threads, accel_isa isa, const nchwc_tensor* t, float* y,
                         const float* addend, const pn_activation_desc* act) {
     pack_ctx p = {t, NULL, y, addend, act, isa, accel_kernels_for(isa)};
-    accel_parallel_for_grain(pool, t->n * t->cb * t->h, ACCEL_NCHWC_MIN_PART_FLOATS / (t->w * B) + 1,
+    accel_parallel_for_grain(threads, t->n * t->cb * t->h, ACCEL_NCHWC_MIN_PART_FLOATS / (t->w * B) + 1,
                              unpack_range, &p);
 }
 
@@ -203,10 +203,10 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
     pack_ctx unpack = {&r.y, NULL, (float*)args->outputs[0].data, addend, s->has_act ? &s->act : NULL,
                        s->env.isa, accel_kernels_for(s->env.isa)};
     r.unpack = &unpack;
-    accel_nchwc_pack(s->env.pool, (const float*)args->inputs[0].data, &r.x);
+    accel_nchwc_pack(s->env.threads, (const float*)args->inputs[0].data, &r.x);
     int64_t rpj = accel_nchwc_rows_per_job(s->g.ow, s->g.ocb);
     int64_t per_job = 2 * s->g.kh * s->g.kw * s->g.cb * s->g.ib * (s->g.ocb >= 2 ? 2 : 1) * B * s->g.ow * rpj;
-    accel_parallel_for_grain(s->env.pool, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
+    accel_parallel_for_grain(s->env.threads, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
                              ACCEL_NCHWC_MIN_PART_FLOPS / per_job + 1, compute_range, &r);
     return PN_OK;
 }

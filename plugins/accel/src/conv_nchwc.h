@@ -118,11 +118,11 @@ void accel_nchwc_pack_row3_avx512(const float* src, int64_t plane, float* dst, i
 /* Writes NCHW `x` into t (every float of the storage: halo and channel padding zeroed).
  * This and accel_nchwc_unpack exist in builds with the x86 kernels only (their transposes are
  * gemm_store_t_avx512). */
-void accel_nchwc_pack(accel_pool* pool, const float* x, const nchwc_tensor* t);
+void accel_nchwc_pack(accel_threads* threads, const float* x, const nchwc_tensor* t);
 
 /* Writes t's images to NCHW `y`, then adds NCHW `addend` (NULL: none) and applies `act`
  * (NULL: none) with the kernels of `isa`. */
-void accel_nchwc_unpack(accel_pool* pool, accel_isa isa, const nchwc_tensor* t, float* y,
+void accel_nchwc_unpack(accel_threads* threads, accel_isa isa, const nchwc_tensor* t, float* y,
                         const float* addend, const pn_activation_desc* act);
 
 /* Output-stationary weight layouts: [ocb][ceil(c/ib)][kh][kw][ib ci][16 co] for a dense
@@ -142,7 +142,8 @@ int accel_nchwc_blocks_pay(int64_t channels);
 /* The direct blocked convolution for an NCHW Convolution2d layer when it is the better path
  * on this CPU: PN_OK with *workload_out set; PN_OK with *workload_out NULL when the layer is
  * not one it runs (no AVX-512, grouped, 1x1, weights not constant, too few output channels
- * for 16-wide blocks to pay); or an error (out of memory). Assumes accel_validate_conv2d passed. */
+ * for 16-wide blocks to pay); or an error (out of memory). Assumes CpuAcc accepted the layer
+ * (float32). */
 pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
                                   pn_workload** workload_out, pn_string_out* message_out);
 

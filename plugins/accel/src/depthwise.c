@@ -1,5 +1,5 @@
 /* CpuAcc depthwise CONVOLUTION_2D: state, threading, and the NHWC multiplier > 1 loop (see
- * depthwise.h; the vector kernels are dw_nchw / dw_nhwc in kern_impl.h). */
+ * depthwise.h; the vector kernels are dw_nchw / dw_nhwc in kern_depthwise.h). */
 #include "depthwise.h"
 
 #include <stdlib.h>
@@ -69,7 +69,7 @@ pn_status accel_dw_create(const accel_env* env, const pn_layer* layer, accel_dw*
     const int64_t taps = p->kh * p->kw;
     dw->nhwc_kernel = dw->nhwc && dw->mult == 1 && taps <= ACCEL_TAPS_MAX;
     /* NCHW: enough items for every thread (4 per thread), whole planes when there are. */
-    int64_t planes = dw->n * dw->o, want = 4 * (int64_t)accel_pool_size(env->pool);
+    int64_t planes = dw->n * dw->o, want = 4 * (int64_t)accel_threads_count(env->threads);
     dw->blocks = planes >= want || planes == 0 ? 1 : (want + planes - 1) / planes;
     dw->blocks = dw->blocks > p->oh ? (p->oh > 0 ? p->oh : 1) : dw->blocks;
     dw->block_rows = p->oh > 0 ? (p->oh + dw->blocks - 1) / dw->blocks : 1;
@@ -196,7 +196,7 @@ void accel_dw_run(const accel_dw* dw, const float* x, const float* w, const floa
     if (!dw->nhwc) {
         int64_t items = dw->n * dw->o * dw->blocks;
         int64_t work = dw->block_rows * p->ow * (taps + 1);
-        accel_parallel_for_grain(dw->env.pool, items, DW_GRAIN_WORK / (work > 0 ? work : 1),
+        accel_parallel_for_grain(dw->env.threads, items, DW_GRAIN_WORK / (work > 0 ? work : 1),
                                  dw_nchw_range, &j);
         return;
     }
@@ -204,7 +204,7 @@ void accel_dw_run(const accel_dw* dw, const float* x, const float* w, const floa
     int64_t work = p->ow * dw->o * (taps + 1);
     int64_t grain = DW_GRAIN_WORK / (work > 0 ? work : 1);
     if (!dw->nhwc_kernel) {
-        accel_parallel_for_grain(dw->env.pool, items, grain, dw_nhwc_direct_range, &j);
+        accel_parallel_for_grain(dw->env.threads, items, grain, dw_nhwc_direct_range, &j);
         return;
     }
     if (dw->wt != NULL) {
@@ -218,5 +218,5 @@ void accel_dw_run(const accel_dw* dw, const float* x, const float* w, const floa
         }
         j.w = wt;
     }
-    accel_parallel_for_grain(dw->env.pool, items, grain, dw_nhwc_range, &j);
+    accel_parallel_for_grain(dw->env.threads, items, grain, dw_nhwc_range, &j);
 }

@@ -1,7 +1,7 @@
 /*
  * CpuAcc depthwise CONVOLUTION_2D (groups == C, O = m * C for a depth multiplier m), used by
  * conv.c. NCHW: per output plane and block of output rows, the per-ISA dw_nchw kernel
- * (kern_impl.h). NHWC: per output row, the per-ISA dw_nhwc kernel over channels (m == 1),
+ * (kern_depthwise.h). NHWC: per output row, the per-ISA dw_nhwc kernel over channels (m == 1),
  * or a direct loop (m > 1). Bias, addend and the fused activation are applied in the kernels.
  */
 #ifndef ACCEL_DEPTHWISE_H

@@ -1,7 +1,7 @@
 /* ELEMENTWISE_BINARY and ELEMENTWISE_VARIADIC: broadcasting collapsed into rows whose
  * inputs are each either contiguous or one scalar, rows (and long rows' chunks) split
  * over the pool. */
-#include "accel.h"
+#include "families.h"
 
 #include <stdlib.h>
 
@@ -110,7 +110,7 @@ static void bcast_run(const accel_op* op, const bcast_plan* p, pn_binary_op bino
     int64_t units = p->rows * p->chunks_per_row;
     int64_t per_unit = p->dims[p->rank - 1] / p->chunks_per_row + 1;
     int64_t grain = MIN_PARALLEL / per_unit;
-    accel_parallel_for_grain(op->env.pool, units, grain, bcast_range, &j);
+    accel_parallel_for_grain(op->env.threads, units, grain, bcast_range, &j);
 }
 
 /* ---- ELEMENTWISE_BINARY ------------------------------------------------------ */
@@ -121,8 +121,9 @@ static void binary_kernel(const accel_op* op, const float* const* in, float* con
               op->has_activation ? &op->activation : NULL);
 }
 
-pn_status accel_binary_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_binary_create(void* context, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
     bcast_plan* p = (bcast_plan*)calloc(1, sizeof(*p));
     if (p == NULL) {
@@ -169,13 +170,14 @@ static void variadic_kernel(const accel_op* op, const float* const* in, float* c
     }
     if (op->desc.variadic.op == PN_VARIADIC_MEAN) {
         scale_job j = {op, out[0], 1.0f / (float)n};
-        accel_parallel_for_grain(op->env.pool, pn_num_elements(&op->outputs[0]), MIN_PARALLEL,
+        accel_parallel_for_grain(op->env.threads, pn_num_elements(&op->outputs[0]), MIN_PARALLEL,
                                  scale_range, &j);
     }
 }
 
-pn_status accel_variadic_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_variadic_create(void* context, const pn_layer* layer,
                                 pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     uint32_t n = layer->num_inputs;
     bcast_plan* plans = (bcast_plan*)calloc(n > 1 ? n - 1 : 1, sizeof(*plans));
     if (plans == NULL) {

@@ -1,6 +1,6 @@
 /* CpuAcc FULLY_CONNECTED (ONNX Gemm): y = act(alpha * op(a) @ op(b) + beta * c + addend).
  * A constant b is prepacked once; alpha/c/addend/activation run in the GEMM epilogue. */
-#include "accel_compute.h"
+#include "families.h"
 #include "gemm.h"
 
 #include <stdlib.h>
@@ -19,28 +19,6 @@ typedef struct fc_state {
     float* bpack;
     size_t ws_floats;
 } fc_state;
-
-static pn_status check_float32(const pn_layer* layer, const char* what, pn_string_out* reason) {
-    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
-        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
-            return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs %s on float32 only, input %u is %s",
-                           what, i, pn_dtype_name(layer->inputs[i].dtype));
-        }
-    }
-    if (layer->outputs[0].dtype != PN_DTYPE_FLOAT32) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED, "CpuAcc runs %s on float32 only, output is %s", what,
-                       pn_dtype_name(layer->outputs[0].dtype));
-    }
-    return PN_OK;
-}
-
-pn_status accel_validate_fully_connected(const pn_layer* layer, pn_string_out* reason) {
-    return check_float32(layer, "FullyConnected", reason);
-}
-
-pn_status accel_validate_matmul(const pn_layer* layer, pn_string_out* reason) {
-    return check_float32(layer, "MatMul", reason);
-}
 
 static void fc_release(void* vs) {
     fc_state* s = (fc_state*)vs;
@@ -112,12 +90,9 @@ static pn_status fc_execute(void* vs, const pn_execute_args* args, pn_string_out
     return PN_OK;
 }
 
-pn_status accel_create_fully_connected(const accel_env* env, const pn_layer* layer,
+pn_status accel_fully_connected_create(void* context, const pn_layer* layer,
                                        pn_workload** workload_out, pn_string_out* message_out) {
-    pn_status st = accel_validate_fully_connected(layer, message_out);
-    if (st != PN_OK) {
-        return st;
-    }
+    const accel_env* env = (const accel_env*)context;
     const pn_fully_connected_desc* d = (const pn_fully_connected_desc*)layer->descriptor;
     fc_state* s = (fc_state*)calloc(1, sizeof(*s));
     if (s == NULL) {
@@ -154,7 +129,7 @@ pn_status accel_create_fully_connected(const accel_env* env, const pn_layer* lay
         gemm_pack_b_full(s->arch, s->k, s->n, bc, s->transpose_b ? 1 : s->n,
                          s->transpose_b ? s->k : 1, s->bpack);
     }
-    s->ws_floats = gemm_workspace_floats(s->arch, accel_pool_size(env->pool), s->m, s->n, s->k, 0,
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), s->m, s->n, s->k, 0,
                                          s->bpack != NULL, 0);
     pn_workload* wl = pn_workload_new(s, fc_execute, fc_release, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) {

@@ -10,11 +10,11 @@ void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void*
     if (n <= 0) {
         return;
     }
-    if (env == NULL || env->pool == NULL || n == 1) {
+    if (env == NULL || env->threads == NULL || n == 1) {
         fn(ctx, 0, n);
         return;
     }
-    accel_parallel_for(env->pool, n, fn, ctx);
+    accel_parallel_for(env->threads, n, fn, ctx);
 }
 
 /* ---- activation -------------------------------------------------------------- */
@@ -545,7 +545,7 @@ static int gemv_applies(const gemm_ctx* g) {
 
 static void gemv_run(const accel_env* env, const gemm_ctx* g) {
     gemv_ctx v = {g, g->npad / g->arch->nr, 1};
-    int64_t threads = env != NULL ? accel_pool_size(env->pool) : 1;
+    int64_t threads = env != NULL ? accel_threads_count(env->threads) : 1;
     int64_t by_work = g->npad * g->k / GEMM_MIN_JOB_WORK;
     v.parts = threads < by_work ? threads : by_work;
     v.parts = v.parts < v.panels ? v.parts : v.panels;
@@ -586,6 +586,6 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
     g.js = job_scratch(arch, m, n, k, a->packed != NULL || a->ind != NULL, b->packed != NULL, c_trans);
     g.job_floats = g.js.a + g.js.b + g.js.c;
     g.ws = workspace;
-    choose_grid(&g, env != NULL ? accel_pool_size(env->pool) : 1);
+    choose_grid(&g, env != NULL ? accel_threads_count(env->threads) : 1);
     accel_cc_parallel(env, (int64_t)g.tm * g.tn, gemm_job, &g);
 }

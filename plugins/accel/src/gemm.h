@@ -130,7 +130,7 @@ typedef void (*gemm_epilogue_fn)(void* ctx, float* c, int64_t ldc, int64_t m0, i
 
 /* Runs the GEMM (K == 0 gives zeros). C element (i, j) is c[i * ldc + j], or with
  * c_trans c[j * ldc + i]. workspace: gemm_workspace_floats floats for
- * accel_pool_size(env->pool) threads. Threads over env->pool. */
+ * accel_threads_count(env->threads) threads. Threads over env->threads. */
 void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
               const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
               float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx);

@@ -1,4 +1,4 @@
-/* CpuAcc vector kernels, avx2 build (see kern_impl.h). */
+/* CpuAcc vector kernels, avx2 build (see kern_table.h). */
 #define KSUF(name) name##_avx2
 #define KTABLE accel_kernels_avx2
-#include "kern_impl.h"
+#include "kern_table.h"

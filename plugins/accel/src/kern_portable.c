@@ -1,4 +1,4 @@
-/* CpuAcc vector kernels, portable build (see kern_impl.h). */
+/* CpuAcc vector kernels, portable build (see kern_table.h). */
 #define KSUF(name) name##_portable
 #define KTABLE accel_kernels_portable
-#include "kern_impl.h"
+#include "kern_table.h"

@@ -1,5 +1,5 @@
 /* CpuAcc MATMUL (NumPy matmul): rank-1 promotion, batch broadcasting, one GEMM per batch. */
-#include "accel_compute.h"
+#include "families.h"
 #include "gemm.h"
 
 #include <stdlib.h>
@@ -58,12 +58,9 @@ static pn_status matmul_execute(void* vs, const pn_execute_args* args, pn_string
     return PN_OK;
 }
 
-pn_status accel_create_matmul(const accel_env* env, const pn_layer* layer,
+pn_status accel_matmul_create(void* context, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
-    pn_status st = accel_validate_matmul(layer, message_out);
-    if (st != PN_OK) {
-        return st;
-    }
+    const accel_env* env = (const accel_env*)context;
     matmul_state* s = (matmul_state*)calloc(1, sizeof(*s));
     if (s == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
@@ -83,7 +80,7 @@ pn_status accel_create_matmul(const accel_env* env, const pn_layer* layer,
     s->brank = yb.rank;
     for (uint32_t i = 0; i < yb.rank; ++i) s->bdims[i] = yb.dims[i];
     s->batches = pn_num_elements(&yb);
-    s->ws_floats = gemm_workspace_floats(s->arch, accel_pool_size(env->pool), s->m, s->n, s->k, 0, 0, 0);
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), s->m, s->n, s->k, 0, 0, 0);
     pn_workload* wl = pn_workload_new(s, matmul_execute, free, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

@@ -2,7 +2,7 @@
  * the pool. NCHW: the pool_nchw kernel (row buffer of stride phases, vectors of output
  * columns); NHWC vectorizes over channels. Global MAX/AVERAGE (the window is the whole
  * unpadded plane) is a reduction: per plane (NCHW) or per block of channels (NHWC). */
-#include "accel.h"
+#include "families.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 
 typedef struct pool_job {
     const accel_op* op;
-    const accel_pool_params* pp;
+    const accel_pooling_params* pp;
     const float* x;
     float* y;
     int64_t x_image; /* elements per image (NHWC) or per plane (NCHW) */
@@ -81,7 +81,7 @@ static void global_nhwc_range(void* raw, int64_t u0, int64_t u1) {
 }
 
 /* Whether the layer pools MAX or AVERAGE over each whole unpadded plane. */
-static int is_global(const accel_pool_params* pp) {
+static int is_global(const accel_pooling_params* pp) {
     return (pp->kind == PN_POOLING_MAX || pp->kind == PN_POOLING_AVERAGE) && pp->oh == 1 &&
            pp->ow == 1 && pp->kh == pp->ih && pp->kw == pp->iw && pp->pt == 0 && pp->pl == 0 &&
            pp->pb == 0 && pp->pr == 0 && (pp->kh == 1 || pp->dh == 1) &&
@@ -89,7 +89,7 @@ static int is_global(const accel_pool_params* pp) {
 }
 
 static void pooling2d_kernel(const accel_op* op, const float* const* in, float* const* out) {
-    const accel_pool_params* pp = (const accel_pool_params*)op->priv;
+    const accel_pooling_params* pp = (const accel_pooling_params*)op->priv;
     int64_t xn[4], yn[4];
     pn_layout_nchw(&op->inputs[0], op->desc.pool.layout, xn);
     pn_layout_nchw(&op->outputs[0], op->desc.pool.layout, yn);
@@ -102,10 +102,10 @@ static void pooling2d_kernel(const accel_op* op, const float* const* in, float* 
             j.x_image = hw * xn[1];
             int64_t blocks = (xn[1] + GLOBAL_NHWC_BLOCK - 1) / GLOBAL_NHWC_BLOCK;
             grain = POOL_GRAIN_WORK / (hw * GLOBAL_NHWC_BLOCK > 0 ? hw * GLOBAL_NHWC_BLOCK : 1);
-            accel_parallel_for_grain(op->env.pool, xn[0] * blocks, grain, global_nhwc_range, &j);
+            accel_parallel_for_grain(op->env.threads, xn[0] * blocks, grain, global_nhwc_range, &j);
         } else {
             j.x_image = hw;
-            accel_parallel_for_grain(op->env.pool, xn[0] * xn[1], grain, global_nchw_range, &j);
+            accel_parallel_for_grain(op->env.threads, xn[0] * xn[1], grain, global_nchw_range, &j);
         }
         return;
     }
@@ -119,14 +119,15 @@ static void pooling2d_kernel(const accel_op* op, const float* const* in, float* 
         j.y_image = yn[2] * yn[3];
     }
     int64_t work_per_row = (j.y_image / (pp->oh > 0 ? pp->oh : 1)) * pp->kh * pp->kw + 1;
-    accel_parallel_for_grain(op->env.pool, images * pp->oh, POOL_GRAIN_WORK / work_per_row,
+    accel_parallel_for_grain(op->env.threads, images * pp->oh, POOL_GRAIN_WORK / work_per_row,
                              pool_range, &j);
 }
 
-pn_status accel_pooling2d_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_pooling2d_create(void* context, const pn_layer* layer,
                                  pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     const pn_pooling_2d_desc* d = (const pn_pooling_2d_desc*)layer->descriptor;
-    accel_pool_params* pp = (accel_pool_params*)calloc(1, sizeof(*pp));
+    accel_pooling_params* pp = (accel_pooling_params*)calloc(1, sizeof(*pp));
     if (pp == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }

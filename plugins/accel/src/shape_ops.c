@@ -1,5 +1,5 @@
 /* CONCAT, RESHAPE/COPY (memcpy) and TRANSPOSE: data movement split over the pool. */
-#include "accel.h"
+#include "families.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +23,12 @@ static void copy_range(void* raw, int64_t b, int64_t e) {
 
 static void copy_kernel(const accel_op* op, const float* const* in, float* const* out) {
     copy_job j = {in[0], out[0], pn_num_elements(&op->outputs[0])};
-    accel_parallel_for_grain(op->env.pool, (j.n + COPY_CHUNK - 1) / COPY_CHUNK, 4, copy_range, &j);
+    accel_parallel_for_grain(op->env.threads, (j.n + COPY_CHUNK - 1) / COPY_CHUNK, 4, copy_range, &j);
 }
 
-pn_status accel_copy_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
-                            pn_string_out* message_out) {
+pn_status accel_copy_create(void* context, const pn_layer* layer,
+                            pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     return accel_workload_new(env, layer, 0, NULL, copy_kernel, NULL, workload_out, message_out);
 }
 
@@ -61,11 +62,12 @@ static void concat_kernel(const accel_op* op, const float* const* in, float* con
     concat_job j = {op, in, out[0], axis, accel_span(y, axis + 1, y->rank), 0};
     j.out_block = y->dims[axis] * j.inner;
     int64_t outer = accel_span(y, 0, axis);
-    accel_parallel_for_grain(op->env.pool, outer, 65536 / (j.out_block + 1) + 1, concat_range, &j);
+    accel_parallel_for_grain(op->env.threads, outer, 65536 / (j.out_block + 1) + 1, concat_range, &j);
 }
 
-pn_status accel_concat_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_concat_create(void* context, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     return accel_workload_new(env, layer, sizeof(pn_concat_desc), NULL, concat_kernel, NULL,
                               workload_out, message_out);
 }
@@ -145,12 +147,13 @@ static void transpose_kernel(const accel_op* op, const float* const* in, float* 
     for (uint32_t i = 0; i + 1 < p->rank; ++i) {
         rows *= p->dims[i];
     }
-    accel_parallel_for_grain(op->env.pool, rows, 32768 / (p->dims[p->rank - 1] + 1) + 1,
+    accel_parallel_for_grain(op->env.threads, rows, 32768 / (p->dims[p->rank - 1] + 1) + 1,
                              transpose_range, &j);
 }
 
-pn_status accel_transpose_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_transpose_create(void* context, const pn_layer* layer,
                                  pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     transpose_plan* p = (transpose_plan*)calloc(1, sizeof(*p));
     if (p == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

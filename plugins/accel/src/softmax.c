@@ -1,6 +1,6 @@
 /* SOFTMAX along one axis, stable: exp(x - max) / sum(exp(x - max)). Last axis: one line per
  * row; other axes: the inner dimension is vectorized (column form). */
-#include "accel.h"
+#include "families.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -63,17 +63,18 @@ static void softmax_kernel(const accel_op* op, const float* const* in, float* co
         return;
     }
     if (j.inner == 1) {
-        accel_parallel_for_grain(op->env.pool, outer, 16384 / j.len + 1, rows_range, &j);
+        accel_parallel_for_grain(op->env.threads, outer, 16384 / j.len + 1, rows_range, &j);
     } else {
         j.col_chunks = (j.inner + COLS - 1) / COLS;
         int64_t per_unit = j.len * (j.inner < COLS ? j.inner : COLS);
-        accel_parallel_for_grain(op->env.pool, outer * j.col_chunks, 16384 / per_unit + 1,
+        accel_parallel_for_grain(op->env.threads, outer * j.col_chunks, 16384 / per_unit + 1,
                                  cols_range, &j);
     }
 }
 
-pn_status accel_softmax_create(const accel_env* env, const pn_layer* layer,
+pn_status accel_softmax_create(void* context, const pn_layer* layer,
                                pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     return accel_workload_new(env, layer, sizeof(pn_softmax_desc), NULL, softmax_kernel, NULL,
                               workload_out, message_out);
 }

@@ -17,16 +17,19 @@
  *                                that fails with "...lies past struct_size..." so a runtime
  *                                that calls it is caught
  *   MOCK_MINIMAL                 only destroy, is_layer_supported (refuses every layer)
- *                                and create_workload_factory (refuses every workload)
+ *                                and create_workload_factory (refuses every workload), from
+ *                                the plugin skeleton with no kinds
  *   MOCK_DEPENDENCY              BackendFactory calls mock_dep_value() from libmock_dep.so
  *
  * Without MOCK_MINIMAL the backend is complete (see README.md): options "events",
  * "fail", "num_threads", "which"; ACTIVATION RELU, ELEMENTWISE_BINARY ADD and
- * CONVOLUTION_2D NCHW float32 kernels; conv+relu fusion in optimize_subgraph;
+ * CONVOLUTION_2D NCHW float32 kernels, judged and built through the plugin
+ * skeleton (pn_plugin.h); conv+relu fusion in optimize_subgraph;
  * a memory manager; a backend context. Every call (but get_option) is appended to
  * an event log kept in the backend instance. Nothing is printed; no global state.
  */
 #include "plugnn/plugin_common.h"
+#include "plugnn/pn_plugin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,152 +141,65 @@ static const char* layer_name(const pn_layer* layer) {
     return layer != NULL && layer->name != NULL ? layer->name : "?";
 }
 
-/* ---- Layer support -------------------------------------------------------- */
+/* ---- Layer support: the mock's own limits (pn_plugin_check_fn) -------------- */
+/* The plugin skeleton (pn_plugin.h) runs each after the layer passed the shared checks of
+ * its kind (counts, shapes, descriptor values), so only what the mock does not do is left. */
 
 static int info_ok(const pn_tensor_info* info) { return PN_HAS_FIELD(info, pn_tensor_info, dims); }
-
-static int is_f32(const pn_tensor_info* info) {
-    return info_ok(info) && info->dtype == PN_DTYPE_FLOAT32;
-}
-
-#define REFUSE(...)                                    \
-    do {                                               \
-        snprintf(reason, reason_cap, __VA_ARGS__);     \
-        return 0;                                      \
-    } while (0)
-
-/* 1 when the activation descriptor is a RELU one. */
-static int is_relu_desc(const pn_activation_desc* act) {
-    return PN_HAS_FIELD(act, pn_activation_desc, kind) && act->kind == PN_ACTIVATION_RELU;
-}
-
-static int check_activation(const pn_layer* layer, char* reason, size_t reason_cap) {
-    const pn_activation_desc* d = (const pn_activation_desc*)layer->descriptor;
-    if (!PN_HAS_FIELD(d, pn_activation_desc, kind)) {
-        REFUSE(MOCK_TAG ": Activation layer '%s' has no descriptor", layer_name(layer));
-    }
-    if (d->kind != PN_ACTIVATION_RELU) {
-        REFUSE(MOCK_TAG ": only the RELU Activation is supported, not activation kind %d",
-               (int)d->kind);
-    }
-    if (layer->num_inputs != 1 || layer->num_outputs != 1 || layer->inputs == NULL ||
-        layer->outputs == NULL) {
-        REFUSE(MOCK_TAG ": Activation needs one input and one output");
-    }
-    if (!is_f32(&layer->inputs[0]) || !is_f32(&layer->outputs[0])) {
-        REFUSE(MOCK_TAG ": Activation supports float32 only, not %s",
-               pn_dtype_name(layer->inputs[0].dtype));
-    }
-    if (!pn_same_shape(&layer->inputs[0], &layer->outputs[0])) {
-        REFUSE(MOCK_TAG ": Activation output shape differs from its input's");
-    }
-    return 1;
-}
-
-static int check_binary(const pn_layer* layer, char* reason, size_t reason_cap) {
-    const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
-    if (!PN_HAS_FIELD(d, pn_elementwise_binary_desc, op)) {
-        REFUSE(MOCK_TAG ": ElementwiseBinary layer '%s' has no descriptor", layer_name(layer));
-    }
-    if (d->op != PN_BINARY_ADD) {
-        REFUSE(MOCK_TAG ": only the ADD ElementwiseBinary is supported, not op %d", (int)d->op);
-    }
-    if (PN_HAS_FIELD(d, pn_elementwise_binary_desc, fused_activation) &&
-        d->fused_activation != NULL) {
-        REFUSE(MOCK_TAG ": ElementwiseBinary ADD with a fused activation is not supported");
-    }
-    if (layer->num_inputs != 2 || layer->num_outputs != 1 || layer->inputs == NULL ||
-        layer->outputs == NULL) {
-        REFUSE(MOCK_TAG ": ElementwiseBinary needs two inputs and one output");
-    }
-    if (!is_f32(&layer->inputs[0]) || !is_f32(&layer->inputs[1]) || !is_f32(&layer->outputs[0])) {
-        REFUSE(MOCK_TAG ": ElementwiseBinary ADD supports float32 only");
-    }
-    if (!pn_same_shape(&layer->inputs[0], &layer->inputs[1]) ||
-        !pn_same_shape(&layer->inputs[0], &layer->outputs[0])) {
-        REFUSE(MOCK_TAG ": ElementwiseBinary ADD needs identical input shapes (no broadcasting)");
-    }
-    return 1;
-}
 
 /* The fused activation of a convolution descriptor, NULL when none. */
 static const pn_activation_desc* conv_fused(const pn_convolution_2d_desc* d) {
     return PN_HAS_FIELD(d, pn_convolution_2d_desc, fused_activation) ? d->fused_activation : NULL;
 }
 
-static int check_conv(const pn_layer* layer, char* reason, size_t reason_cap) {
+static pn_status check_activation(const pn_plugin* plugin, const pn_layer* layer,
+                                  pn_string_out* reason) {
+    const pn_activation_desc* d = (const pn_activation_desc*)layer->descriptor;
+    if (d->kind != PN_ACTIVATION_RELU) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                       "%s: only the RELU Activation is supported, not activation kind %d",
+                       plugin->id, (int)d->kind);
+    }
+    return pn_plugin_check_dtype(plugin, layer, PN_DTYPE_FLOAT32, reason);
+}
+
+static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer,
+                              pn_string_out* reason) {
+    const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
+    if (d->op != PN_BINARY_ADD) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                       "%s: only the ADD ElementwiseBinary is supported, not op %d", plugin->id,
+                       (int)d->op);
+    }
+    if (d->fused_activation != NULL) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                       "%s: ElementwiseBinary ADD with a fused activation is not supported",
+                       plugin->id);
+    }
+    if (!pn_same_dims(&layer->inputs[0], &layer->inputs[1])) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                       "%s: ElementwiseBinary ADD needs identical input shapes (no broadcasting)",
+                       plugin->id);
+    }
+    return pn_plugin_check_dtype(plugin, layer, PN_DTYPE_FLOAT32, reason);
+}
+
+static pn_status check_conv(const pn_plugin* plugin, const pn_layer* layer,
+                            pn_string_out* reason) {
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
-    if (!PN_HAS_FIELD(d, pn_convolution_2d_desc, flags)) {
-        REFUSE(MOCK_TAG ": Convolution2d layer '%s' has no (complete) descriptor",
-               layer_name(layer));
-    }
-    if (d->layout != PN_LAYOUT_NCHW) {
-        REFUSE(MOCK_TAG ": Convolution2d supports the NCHW layout only");
-    }
-    if (d->groups != 1) {
-        REFUSE(MOCK_TAG ": Convolution2d supports groups=1 only, not %u", d->groups);
-    }
-    if (d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 || d->dilation_w < 1) {
-        REFUSE(MOCK_TAG ": Convolution2d strides and dilations must be >= 1");
-    }
-    if ((d->flags & ~PN_LAYER_FLAG_HAS_BIAS) != 0) {
-        REFUSE(MOCK_TAG ": Convolution2d with an addend is not supported");
-    }
     const pn_activation_desc* act = conv_fused(d);
-    if (act != NULL && !is_relu_desc(act)) {
-        REFUSE(MOCK_TAG ": Convolution2d supports only a fused RELU activation");
+    const char* refused = d->layout != PN_LAYOUT_NCHW ? "supports the NCHW layout only"
+                          : d->groups != 1            ? "supports groups=1 only"
+                          : (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0
+                              ? "with an addend is not supported"
+                          : act != NULL && act->kind != PN_ACTIVATION_RELU
+                              ? "supports only a fused RELU activation"
+                              : NULL;
+    if (refused != NULL) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s: Convolution2d %s", plugin->id, refused);
     }
-    uint32_t has_bias = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
-    if (layer->num_inputs != 2 + has_bias || layer->num_outputs != 1 || layer->inputs == NULL ||
-        layer->outputs == NULL) {
-        REFUSE(MOCK_TAG ": Convolution2d needs %u inputs and one output", 2 + has_bias);
-    }
-    const pn_tensor_info* x = &layer->inputs[0];
-    const pn_tensor_info* w = &layer->inputs[1];
-    const pn_tensor_info* y = &layer->outputs[0];
-    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
-        if (!is_f32(&layer->inputs[i])) {
-            REFUSE(MOCK_TAG ": Convolution2d supports float32 only, not %s",
-                   pn_dtype_name(layer->inputs[i].dtype));
-        }
-    }
-    if (!is_f32(y)) {
-        REFUSE(MOCK_TAG ": Convolution2d supports float32 only");
-    }
-    if (x->rank != 4 || w->rank != 4 || y->rank != 4) {
-        REFUSE(MOCK_TAG ": Convolution2d needs rank-4 input, weights and output");
-    }
-    if (w->dims[1] != x->dims[1] || y->dims[0] != x->dims[0] || y->dims[1] != w->dims[0]) {
-        REFUSE(MOCK_TAG ": Convolution2d tensor shapes do not agree");
-    }
-    if (has_bias && (layer->inputs[2].rank != 1 || layer->inputs[2].dims[0] != w->dims[0])) {
-        REFUSE(MOCK_TAG ": Convolution2d bias must have shape [O]");
-    }
-    int64_t oh = pn_window_output_size(x->dims[2], d->pad_top, d->pad_bottom, (uint32_t)w->dims[2],
-                                       d->stride_h, d->dilation_h, 0);
-    int64_t ow = pn_window_output_size(x->dims[3], d->pad_left, d->pad_right, (uint32_t)w->dims[3],
-                                       d->stride_w, d->dilation_w, 0);
-    if (oh < 0 || ow < 0 || y->dims[2] != oh || y->dims[3] != ow) {
-        REFUSE(MOCK_TAG ": Convolution2d output shape does not match the window formula");
-    }
-    return 1;
+    return pn_plugin_check_dtype(plugin, layer, PN_DTYPE_FLOAT32, reason);
 }
-
-/* 1 when `layer` is supported, else 0 with the reason written. */
-static int check_layer(const pn_layer* layer, char* reason, size_t reason_cap) {
-    if (layer == NULL) {
-        REFUSE(MOCK_TAG ": no layer");
-    }
-    switch (layer->kind) {
-    case PN_LAYER_ACTIVATION: return check_activation(layer, reason, reason_cap);
-    case PN_LAYER_ELEMENTWISE_BINARY: return check_binary(layer, reason, reason_cap);
-    case PN_LAYER_CONVOLUTION_2D: return check_conv(layer, reason, reason_cap);
-    default: break;
-    }
-    REFUSE(MOCK_TAG ": %s layers are not supported", pn_layer_kind_name(layer->kind));
-}
-
-#undef REFUSE
 
 /* ---- Workloads ------------------------------------------------------------ */
 
@@ -418,19 +334,9 @@ static void factory_destroy(pn_workload_factory* factory) {
     free(f);
 }
 
-static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
-                                         pn_workload** workload_out, pn_string_out* message_out) {
-    mock_factory* f = (mock_factory*)factory->self;
-    log_event(f->backend, "create_workload", layer_name(layer));
-    MOCK_INJECT(f->backend, "create_workload", message_out);
-    if (workload_out == NULL) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, MOCK_TAG ": workload_out is NULL");
-    }
-    *workload_out = NULL;
-    char reason[256];
-    if (!check_layer(layer, reason, sizeof(reason))) {
-        return pn_fail(message_out, PN_ERR_UNSUPPORTED, "%s", reason);
-    }
+/* pn_plugin_create_fn of every kind the mock runs: context is the backend. */
+static pn_status create_workload(void* context, const pn_layer* layer,
+                                 pn_workload** workload_out, pn_string_out* message_out) {
     mock_workload* s = (mock_workload*)calloc(1, sizeof(*s));
     char* name = copy_string(layer_name(layer));
     if (s == NULL || name == NULL) {
@@ -438,7 +344,7 @@ static pn_status factory_create_workload(pn_workload_factory* factory, const pn_
         free(name);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, MOCK_TAG ": out of memory");
     }
-    s->backend = f->backend;
+    s->backend = (mock_backend*)context;
     s->name = name;
     s->kind = layer->kind;
     s->num_inputs = layer->num_inputs;
@@ -473,6 +379,23 @@ static pn_status factory_create_workload(pn_workload_factory* factory, const pn_
     }
     *workload_out = workload;
     return PN_OK;
+}
+
+/* What the mock runs, for the plugin skeleton. */
+static const pn_plugin_kind kinds[] = {
+    {PN_LAYER_ACTIVATION, check_activation, create_workload},
+    {PN_LAYER_ELEMENTWISE_BINARY, check_binary, create_workload},
+    {PN_LAYER_CONVOLUTION_2D, check_conv, create_workload},
+};
+static const pn_plugin plugin = {MOCK_TAG, kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};
+
+/* Logged (and failed on request) before the skeleton judges and builds the workload. */
+static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
+                                         pn_workload** workload_out, pn_string_out* message_out) {
+    mock_factory* f = (mock_factory*)factory->self;
+    log_event(f->backend, "create_workload", layer_name(layer));
+    MOCK_INJECT(f->backend, "create_workload", message_out);
+    return pn_plugin_create_workload(&plugin, f->backend, layer, workload_out, message_out);
 }
 
 static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_manager* mm,
@@ -724,9 +647,8 @@ static int id_in(uint32_t id, const uint32_t* ids, uint32_t count) {
 /* The index of the RELU layer that is the only user of conv layer i's output, or -1. */
 static int64_t fusable_relu(const pn_subgraph* sg, uint32_t i) {
     const pn_layer* conv = &sg->layers[i];
-    char reason[MOCK_REASON_MAX];
     if (conv->kind != PN_LAYER_CONVOLUTION_2D || conv->num_outputs != 1 ||
-        conv->output_ids == NULL || !check_layer(conv, reason, sizeof(reason)) ||
+        conv->output_ids == NULL || pn_plugin_check_layer(&plugin, conv, NULL) != PN_OK ||
         conv_fused((const pn_convolution_2d_desc*)conv->descriptor) != NULL) {
         return -1;
     }
@@ -750,7 +672,7 @@ static int64_t fusable_relu(const pn_subgraph* sg, uint32_t i) {
     }
     const pn_layer* relu = &sg->layers[user];
     if (relu->kind != PN_LAYER_ACTIVATION || relu->output_ids == NULL ||
-        !check_layer(relu, reason, sizeof(reason))) {
+        pn_plugin_check_layer(&plugin, relu, NULL) != PN_OK) {
         return -1;
     }
     return user;
@@ -871,7 +793,8 @@ static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgrap
             continue;
         }
         uint32_t f = mo->base.num_failed;
-        if (!check_layer(layer, mo->reasons[f], MOCK_REASON_MAX)) {
+        pn_string_out reason = {mo->reasons[f], MOCK_REASON_MAX};
+        if (pn_plugin_check_layer(&plugin, layer, &reason) != PN_OK) {
             mo->failed[f].struct_size = (uint32_t)sizeof(pn_failed_layer);
             mo->failed[f].layer_id = layer->id;
             mo->failed[f].reason = mo->reasons[f];
@@ -905,15 +828,7 @@ static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer*
     mock_backend* b = as_mock(backend);
     log_event(b, "is_layer_supported", layer_name(layer));
     MOCK_INJECT(b, "is_layer_supported", reason_out);
-    if (supported_out == NULL) {
-        return pn_fail(reason_out, PN_ERR_INVALID_ARGUMENT, MOCK_TAG ": supported_out is NULL");
-    }
-    char reason[MOCK_REASON_MAX];
-    if (!check_layer(layer, reason, sizeof(reason))) {
-        return pn_refuse(supported_out, reason_out, "%s", reason);
-    }
-    *supported_out = 1;
-    return PN_OK;
+    return pn_plugin_is_layer_supported(&plugin, layer, supported_out, reason_out);
 }
 
 static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
@@ -1017,63 +932,10 @@ pn_backend* mock_new_backend(void) {
  * Minimal backend: the three required functions, nothing supported
  * ======================================================================== */
 
-static void backend_destroy(pn_backend* backend) { free(backend->self); }
+/* Runs no kind: the skeleton refuses every layer ("<tag> has no <Kind> kernel"). */
+static const pn_plugin plugin = {MOCK_TAG, NULL, 0, NULL};
 
-static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer* layer,
-                                            pn_bool* supported_out, pn_string_out* reason_out) {
-    (void)backend;
-    if (supported_out == NULL) {
-        return pn_fail(reason_out, PN_ERR_INVALID_ARGUMENT, MOCK_TAG ": supported_out is NULL");
-    }
-    return pn_refuse(supported_out, reason_out, MOCK_TAG " supports no layers (asked about %s)",
-                     layer != NULL ? pn_layer_kind_name(layer->kind) : "nothing");
-}
-
-static void factory_destroy(pn_workload_factory* factory) { free(factory->self); }
-
-static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
-                                         pn_workload** workload_out, pn_string_out* message_out) {
-    (void)factory;
-    if (workload_out != NULL) {
-        *workload_out = NULL;
-    }
-    return pn_fail(message_out, PN_ERR_UNSUPPORTED, MOCK_TAG " supports no layers (asked for %s)",
-                   layer != NULL ? pn_layer_kind_name(layer->kind) : "nothing");
-}
-
-static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_manager* mm,
-                                                 pn_workload_factory** factory_out,
-                                                 pn_string_out* message_out) {
-    (void)backend;
-    (void)mm;
-    if (factory_out == NULL) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, MOCK_TAG ": factory_out is NULL");
-    }
-    pn_workload_factory* f = (pn_workload_factory*)calloc(1, sizeof(*f));
-    if (f == NULL) {
-        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, MOCK_TAG ": out of memory");
-    }
-    f->struct_size = (uint32_t)sizeof(pn_workload_factory);
-    f->self = f;
-    f->destroy = factory_destroy;
-    f->create_workload = factory_create_workload;
-    *factory_out = f;
-    return PN_OK;
-}
-
-pn_backend* mock_new_backend(void) {
-    pn_backend* b = (pn_backend*)calloc(1, sizeof(*b));
-    if (b == NULL) {
-        return NULL;
-    }
-    b->struct_size = (uint32_t)sizeof(pn_backend);
-    b->flags = PN_BACKEND_HOST_MEMORY;
-    b->self = b;
-    b->destroy = backend_destroy;
-    b->is_layer_supported = backend_is_layer_supported;
-    b->create_workload_factory = backend_create_workload_factory;
-    return b;
-}
+pn_backend* mock_new_backend(void) { return pn_plugin_backend_new(&plugin); }
 
 #endif /* MOCK_MINIMAL */
 

@@ -40,8 +40,9 @@ static void activation_kernel(const cpuref_op* op, const float* const* in, float
     }
 }
 
-pn_status cpuref_activation_create(const pn_layer* layer, pn_workload** workload_out,
-                                   pn_string_out* message_out) {
+pn_status cpuref_activation_create(void* context, const pn_layer* layer,
+                                   pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_activation_desc), NULL, activation_kernel,
                                workload_out, message_out);
 }

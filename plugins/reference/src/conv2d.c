@@ -76,8 +76,9 @@ static void conv2d_kernel(const cpuref_op* op, const float* const* in, float* co
     }
 }
 
-pn_status cpuref_conv2d_create(const pn_layer* layer, pn_workload** workload_out,
-                               pn_string_out* message_out) {
+pn_status cpuref_conv2d_create(void* context, const pn_layer* layer,
+                               pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
     return cpuref_workload_new(layer, sizeof(*d), d->fused_activation, conv2d_kernel,
                                workload_out, message_out);

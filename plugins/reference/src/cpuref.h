@@ -2,16 +2,17 @@
  * CpuRef private header: the workload state every kernel family shares, the
  * small helpers they use, and each family's create function.
  *
- * Validation is the shared pn_validate_* of plugin_common (one per kind, held
- * with each family's create function in backend.c's dispatch table) plus
- * CpuRef's own rule that every tensor is float32. A family's create function
- * runs only after both passed, copies what it needs from the layer into a
- * cpuref_op, and picks the kernel that execute() calls.
+ * backend.c describes CpuRef to the plugin skeleton (pn_plugin.h): per kind,
+ * its one limit (every tensor float32) and the family's create function. The
+ * skeleton runs the shared pn_validate_* of the kind and that limit before a
+ * create function; the create function copies what it needs from the layer
+ * into a cpuref_op and picks the kernel that execute() calls.
  */
 #ifndef CPUREF_H
 #define CPUREF_H
 
 #include "plugnn/plugin_common.h"
+#include "plugnn/pn_plugin.h"
 #include "plugnn/pn_validate.h"
 
 typedef struct cpuref_op cpuref_op;
@@ -60,23 +61,21 @@ pn_status cpuref_workload_new(const pn_layer* layer, size_t desc_size,
 
 /* ---- Family create functions (one file each) ---------------------------- */
 
-typedef pn_status (*cpuref_create_fn)(const pn_layer* layer, pn_workload** workload_out,
-                                      pn_string_out* message_out);
-
-pn_status cpuref_conv2d_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_pooling2d_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_binary_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_variadic_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_activation_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_fully_connected_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_matmul_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_softmax_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_batch_norm_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_lrn_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_concat_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_reshape_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_transpose_create(const pn_layer*, pn_workload**, pn_string_out*);
-pn_status cpuref_copy_create(const pn_layer*, pn_workload**, pn_string_out*);
+/* pn_plugin_create_fn: CpuRef's factory has no context (NULL). */
+pn_status cpuref_conv2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_pooling2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_binary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_activation_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_fully_connected_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_softmax_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_batch_norm_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_lrn_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_concat_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_reshape_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_transpose_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_copy_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 

@@ -45,8 +45,9 @@ static void binary_kernel(const cpuref_op* op, const float* const* in, float* co
     }
 }
 
-pn_status cpuref_binary_create(const pn_layer* layer, pn_workload** workload_out,
-                               pn_string_out* message_out) {
+pn_status cpuref_binary_create(void* context, const pn_layer* layer,
+                               pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
     return cpuref_workload_new(layer, sizeof(*d), d->fused_activation, binary_kernel,
                                workload_out, message_out);
@@ -82,8 +83,9 @@ static void variadic_kernel(const cpuref_op* op, const float* const* in, float* 
     }
 }
 
-pn_status cpuref_variadic_create(const pn_layer* layer, pn_workload** workload_out,
-                                 pn_string_out* message_out) {
+pn_status cpuref_variadic_create(void* context, const pn_layer* layer,
+                                 pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_elementwise_variadic_desc), NULL, variadic_kernel,
                                workload_out, message_out);
 }

@@ -53,8 +53,9 @@ static void fully_connected_kernel(const cpuref_op* op, const float* const* in, 
     }
 }
 
-pn_status cpuref_fully_connected_create(const pn_layer* layer, pn_workload** workload_out,
-                                        pn_string_out* message_out) {
+pn_status cpuref_fully_connected_create(void* context, const pn_layer* layer,
+                                        pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     const pn_fully_connected_desc* d = (const pn_fully_connected_desc*)layer->descriptor;
     return cpuref_workload_new(layer, sizeof(*d), d->fused_activation, fully_connected_kernel,
                                workload_out, message_out);
@@ -99,7 +100,8 @@ static void matmul_kernel(const cpuref_op* op, const float* const* in, float* co
     }
 }
 
-pn_status cpuref_matmul_create(const pn_layer* layer, pn_workload** workload_out,
-                               pn_string_out* message_out) {
+pn_status cpuref_matmul_create(void* context, const pn_layer* layer,
+                               pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, 0, NULL, matmul_kernel, workload_out, message_out);
 }

@@ -36,8 +36,9 @@ static void batch_norm_kernel(const cpuref_op* op, const float* const* in, float
     }
 }
 
-pn_status cpuref_batch_norm_create(const pn_layer* layer, pn_workload** workload_out,
-                                   pn_string_out* message_out) {
+pn_status cpuref_batch_norm_create(void* context, const pn_layer* layer,
+                                   pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_batch_normalization_desc), NULL,
                                batch_norm_kernel, workload_out, message_out);
 }
@@ -75,8 +76,9 @@ static void lrn_kernel(const cpuref_op* op, const float* const* in, float* const
     }
 }
 
-pn_status cpuref_lrn_create(const pn_layer* layer, pn_workload** workload_out,
-                            pn_string_out* message_out) {
+pn_status cpuref_lrn_create(void* context, const pn_layer* layer,
+                            pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_lrn_desc), NULL, lrn_kernel, workload_out,
                                message_out);
 }

@@ -103,8 +103,9 @@ static void pooling2d_kernel(const cpuref_op* op, const float* const* in, float*
     }
 }
 
-pn_status cpuref_pooling2d_create(const pn_layer* layer, pn_workload** workload_out,
-                                  pn_string_out* message_out) {
+pn_status cpuref_pooling2d_create(void* context, const pn_layer* layer,
+                                  pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_pooling_2d_desc), NULL, pooling2d_kernel,
                                workload_out, message_out);
 }

@@ -19,8 +19,9 @@ static void concat_kernel(const cpuref_op* op, const float* const* in, float* co
     }
 }
 
-pn_status cpuref_concat_create(const pn_layer* layer, pn_workload** workload_out,
-                               pn_string_out* message_out) {
+pn_status cpuref_concat_create(void* context, const pn_layer* layer,
+                               pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_concat_desc), NULL, concat_kernel, workload_out,
                                message_out);
 }
@@ -31,13 +32,15 @@ static void dense_copy_kernel(const cpuref_op* op, const float* const* in, float
     cpuref_copy_floats(out[0], in[0], pn_num_elements(&op->outputs[0]));
 }
 
-pn_status cpuref_reshape_create(const pn_layer* layer, pn_workload** workload_out,
-                                pn_string_out* message_out) {
+pn_status cpuref_reshape_create(void* context, const pn_layer* layer,
+                                pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, 0, NULL, dense_copy_kernel, workload_out, message_out);
 }
 
-pn_status cpuref_copy_create(const pn_layer* layer, pn_workload** workload_out,
-                             pn_string_out* message_out) {
+pn_status cpuref_copy_create(void* context, const pn_layer* layer,
+                             pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, 0, NULL, dense_copy_kernel, workload_out, message_out);
 }
 
@@ -62,8 +65,9 @@ static void transpose_kernel(const cpuref_op* op, const float* const* in, float*
     }
 }
 
-pn_status cpuref_transpose_create(const pn_layer* layer, pn_workload** workload_out,
-                                  pn_string_out* message_out) {
+pn_status cpuref_transpose_create(void* context, const pn_layer* layer,
+                                  pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_transpose_desc), NULL, transpose_kernel,
                                workload_out, message_out);
 }

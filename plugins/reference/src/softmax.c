@@ -33,8 +33,9 @@ static void softmax_kernel(const cpuref_op* op, const float* const* in, float* c
     }
 }
 
-pn_status cpuref_softmax_create(const pn_layer* layer, pn_workload** workload_out,
-                                pn_string_out* message_out) {
+pn_status cpuref_softmax_create(void* context, const pn_layer* layer,
+                                pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     return cpuref_workload_new(layer, sizeof(pn_softmax_desc), NULL, softmax_kernel, workload_out,
                                message_out);
 }

@@ -1,18 +1,18 @@
 /*
- * CpuAcc blocked chains: consecutive convolutions (and pooling layers between them) of one
- * subgraph that run as one
- * PN_LAYER_PRECOMPILED layer, keeping every tensor between them in the blocked layout
- * NCHW16c (conv_nchwc.h). Only the chain's inputs are converted from NCHW (once, on entry)
- * and only the tensors used outside it are converted back (once, on exit).
+ * CpuAcc blocked chains, the running side (chain_run.c): consecutive steps of one subgraph
+ * (convolutions, and pooling layers between them) that run as one PN_LAYER_PRECOMPILED layer,
+ * keeping every tensor between them in the blocked layout NCHW16c (conv_nchwc.h). Only the
+ * chain's inputs are converted from NCHW (once, on entry) and only the tensors used outside
+ * it are converted back (once, on exit).
  *
- * optimize_subgraph (fusion.c) resolves each convolution with what it absorbed (a following
- * activation, a residual add) into an accel_chain_conv, asks accel_chain_conv_eligible which
- * of them the blocked kernels run, and hands runs of two or more to accel_chain_new. The
+ * Chain planning (chain_plan.h) resolves each convolution with what fusion gave it (a
+ * following activation, a residual add) into an accel_chain_step, asks accel_chain_step_fit
+ * which steps the blocked kernels run, and hands runs of two or more to accel_chain_new. The
  * chain (the payload of the PRECOMPILED layer) owns prepacked copies of the weights, so the
  * replacement layer's inputs are only the activations the chain reads from outside.
  */
-#ifndef ACCEL_CONV_CHAIN_H
-#define ACCEL_CONV_CHAIN_H
+#ifndef ACCEL_CHAIN_RUN_H
+#define ACCEL_CHAIN_RUN_H
 
 #include "accel.h"
 
@@ -20,16 +20,16 @@
 
 /* One step of a chain: a convolution as fusion resolved it, or a pooling layer. Pointers are
  * borrowed for the call. */
-typedef struct accel_chain_conv {
-    const pn_layer* conv;            /* a CONVOLUTION_2D layer with constant weights (and bias),
+typedef struct accel_chain_step {
+    const pn_layer* layer;           /* a CONVOLUTION_2D layer with constant weights (and bias),
                                         or a POOLING_2D layer */
     uint32_t x_id, y_id;             /* its input and its (fused) output tensor ids */
     const pn_tensor_info* y_info;    /* the fused output's info */
     uint32_t addend_id;              /* a residual added before the activation, 0: none */
     const pn_activation_desc* act;   /* a fused activation, NULL: none */
-} accel_chain_conv;
+} accel_chain_step;
 
-/* Whether the blocked kernels run a convolution inside a chain on `isa`. */
+/* Whether the blocked kernels run a step inside a chain on `isa`. */
 typedef enum accel_chain_fit {
     ACCEL_CHAIN_NO = 0,
     ACCEL_CHAIN_YES = 1,   /* anywhere in a chain */
@@ -43,15 +43,15 @@ typedef enum accel_chain_fit {
  * weights and bias, at least 8 output channels (and input channels, but for
  * ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks, an activation that
  * keeps zero at zero (none, relu, bounded relu with alpha <= 0 <= beta). */
-accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* conv);
+accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
 
 typedef struct accel_chain accel_chain;
 
-/* A chain of `count` eligible convolutions in execution order. `export_ids` are the tensors
+/* A chain of `count` steps that fit, in execution order. `export_ids` are the tensors
  * produced by the chain that are used after it. The replacement layer's inputs are
  * accel_chain_num_inputs tensors (ids and infos by accel_chain_input), its outputs
  * accel_chain_num_outputs (accel_chain_output). NULL when out of memory. */
-accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, const uint32_t* export_ids,
+accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, const uint32_t* export_ids,
                              uint32_t num_export);
 uint32_t accel_chain_num_inputs(const accel_chain* chain);
 uint32_t accel_chain_num_outputs(const accel_chain* chain);
@@ -63,8 +63,9 @@ const char* accel_chain_label(const accel_chain* chain); /* e.g. "blocked chain 
 void accel_chain_release(void* payload);
 
 /* The workload of a PRECOMPILED layer whose payload is a chain made by this build (anything
- * else is refused with PN_ERR_INVALID_ARGUMENT). */
-pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+ * else is refused with PN_ERR_INVALID_ARGUMENT): the create_precompiled of CpuAcc's
+ * pn_plugin, whose context is the factory's accel_env. */
+pn_status accel_chain_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                              pn_string_out* message_out);
 
-#endif /* ACCEL_CONV_CHAIN_H */
+#endif /* ACCEL_CHAIN_RUN_H */

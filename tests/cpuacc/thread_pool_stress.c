@@ -1,12 +1,12 @@
-/* Stress driver for CpuAcc's thread pool (plugins/accel/src/pool.c), built and run by
- * test_pool_race.py: usage `pool_stress THREADS ITERATIONS`. Back-to-back parallel loops of
+/* Stress driver for CpuAcc's thread pool (plugins/accel/src/thread_pool.c), built and run by
+ * test_thread_pool_race.py: usage `thread_pool_stress THREADS ITERATIONS`. Back-to-back parallel loops of
  * 1..500 items, alternating between two functions and two contexts on the caller's stack, and
  * between first-come loops (accel_parallel_for) and owned ones (accel_parallel_for_owned, with
  * cuts that leave some threads nothing, give some fewer items than parts, or give one thread
  * everything); every item must run exactly once, with its own loop's function and context,
  * and no part may run after its loop returned. Exit status 0 and "ok" on stdout, else a
  * message on stderr and abort(). */
-#include "accel.h"
+#include "thread_pool.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,16 +41,16 @@ static void run_b(void* ctx, int64_t begin, int64_t end) {
 
 int main(int argc, char** argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: pool_stress THREADS ITERATIONS\n");
+        fprintf(stderr, "usage: thread_pool_stress THREADS ITERATIONS\n");
         return 2;
     }
     int threads = atoi(argv[1]);
     long iterations = atol(argv[2]);
     if (threads < 1 || threads > MAX_THREADS || iterations < 1) {
-        fprintf(stderr, "pool_stress: THREADS in 1..%d, ITERATIONS >= 1\n", MAX_THREADS);
+        fprintf(stderr, "thread_pool_stress: THREADS in 1..%d, ITERATIONS >= 1\n", MAX_THREADS);
         return 2;
     }
-    accel_pool* pool = accel_pool_create(threads);
+    accel_threads* pool = accel_threads_create(threads);
     if (pool == NULL) {
         fprintf(stderr, "cannot create a pool of %d threads\n", threads);
         return 1;
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    accel_pool_destroy(pool);
+    accel_threads_destroy(pool);
     printf("ok: %ld loops on %d threads\n", iterations, threads);
     return 0;
 }

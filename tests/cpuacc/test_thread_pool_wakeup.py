@@ -1,5 +1,5 @@
 """CpuAcc's thread pool after its workers went to sleep: runs spaced further apart than the
-spin bound (1 ms, plugins/accel/src/pool.c) wake the workers, which then move off the caller's
+spin bound (1 ms, plugins/accel/src/thread_pool.c) wake the workers, which then move off the caller's
 CPU when the kernel put them there, and must compute exactly what back-to-back runs compute;
 also when the process may use one CPU only (no CPU to move to). Results are compared bit for
 bit with the first run of the same runtime and within 1e-5 relative with NumPy."""

@@ -1,11 +1,12 @@
-"""CpuAcc's thread pool under stress (plugins/accel/src/pool.c, driven by pool_stress.c): back-to-
-back loops, first come and owned (with cuts that leave threads nothing, fewer items than parts,
-or everything), whose parts must each run exactly once, with their own loop's function and context.
-pool.c is compiled here twice: as shipped, and with ACCEL_POOL_TEST_PREEMPT, which makes workers
-yield their CPU at the points where being descheduled exposes a race (the claim protocol once let
-a worker that read the previous loop's generation run a part of the next loop with a mix of both
-loops' fields: on 2 cores with 7 threads, items ran twice within 10,000 loops). Needs a C
-compiler (the one CMake finds for the mock plugins: CC, else cc or gcc)."""
+"""CpuAcc's thread pool under stress (plugins/accel/src/thread_pool.c, driven by
+thread_pool_stress.c): back-to-back loops, first come and owned (with cuts that leave threads
+nothing, fewer items than parts, or everything), whose parts must each run exactly once, with their
+own loop's function and context. thread_pool.c is compiled here twice: as shipped, and with
+ACCEL_THREADS_TEST_PREEMPT, which makes workers yield their CPU at the points where being
+descheduled exposes a race (the claim protocol once let a worker that read the previous loop's
+generation run a part of the next loop with a mix of both loops' fields: on 2 cores with 7 threads,
+items ran twice within 10,000 loops). Needs a C compiler (the one CMake finds for the mock plugins:
+CC, else cc or gcc)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ACCEL_SRC = REPO / "plugins" / "accel" / "src"
-DRIVER = Path(__file__).resolve().parent / "pool_stress.c"
+DRIVER = Path(__file__).resolve().parent / "thread_pool_stress.c"
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pthreads pool test: Linux")
 
@@ -33,16 +34,16 @@ PLAIN_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASA
 def compiler() -> str:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        pytest.fail("a C compiler is needed to build the pool stress driver (set CC)")
+        pytest.fail("a C compiler is needed to build the thread pool stress driver (set CC)")
     return cc
 
 
 @pytest.fixture(scope="module", params=["shipped", "preempt"])
 def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("pool") / f"pool_stress_{request.param}"
-    defines = ["-DACCEL_POOL_TEST_PREEMPT"] if request.param == "preempt" else []
+    out = tmp_path_factory.mktemp("thread_pool") / f"thread_pool_stress_{request.param}"
+    defines = ["-DACCEL_THREADS_TEST_PREEMPT"] if request.param == "preempt" else []
     command = [compiler(), "-std=c11", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", *defines,
-               f"-I{ACCEL_SRC}", f"-I{REPO / 'native' / 'include'}", str(DRIVER), str(ACCEL_SRC / "pool.c"),
+               f"-I{ACCEL_SRC}", f"-I{REPO / 'native' / 'include'}", str(DRIVER), str(ACCEL_SRC / "thread_pool.c"),
                "-o", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, env=PLAIN_ENV)
     assert result.returncode == 0, f"{' '.join(command)}\n{result.stderr}"

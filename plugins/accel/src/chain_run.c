@@ -1,5 +1,5 @@
-/* CpuAcc blocked chains (see conv_chain.h): building the payload, its workload. */
-#include "conv_chain.h"
+/* CpuAcc blocked chains (see chain_run.h): which steps they run, the payload, its workload. */
+#include "chain_run.h"
 #include "conv_nchwc.h"
 
 #include <math.h>
@@ -19,10 +19,10 @@ typedef struct chain_tensor {
     int produced;            /* written by a step (else an input of the chain) */
 } chain_tensor;
 
-typedef struct chain_step {
+typedef struct packed_step {
     int64_t rpj;             /* output rows per job (step_rows_per_job) */
     int rows_first;          /* jobs split by rows before output blocks (step_rows_first) */
-    int pool;                /* a pooling step (pp), else a convolution */
+    int pooling;             /* a pooling step (pp), else a convolution */
     nchwc_pool pp;
     int depthwise;
     nchwc_geom g;
@@ -33,13 +33,13 @@ typedef struct chain_step {
     float* w;                /* prepacked weights, 64-byte aligned, inside raw */
     float* bias;             /* ocb * 16, inside raw */
     float* raw;
-} chain_step;
+} packed_step;
 
 struct accel_chain {
     uint32_t magic;
     uint32_t num_tensors, num_steps, num_inputs, num_outputs;
     chain_tensor* tensors;
-    chain_step* steps;
+    packed_step* steps;
     uint32_t* inputs;        /* tensor indices of the replacement's inputs */
     uint32_t* outputs;       /* tensor indices of the replacement's outputs */
     char label[64];
@@ -70,9 +70,9 @@ static int clamp_of(const pn_activation_desc* act, float* lo, float* hi) {
     return 0;
 }
 
-static const pn_activation_desc* step_act(const accel_chain_conv* cc) {
-    const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)cc->conv->descriptor;
-    return cc->act != NULL ? cc->act : d->fused_activation;
+static const pn_activation_desc* step_act(const accel_chain_step* cs) {
+    const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)cs->layer->descriptor;
+    return cs->act != NULL ? cs->act : d->fused_activation;
 }
 
 /* Inside a chain no conversion has to be paid for, so a tensor may fill as little as half of
@@ -82,9 +82,9 @@ static int chain_blocks_pay(int64_t channels) {
     return channels >= B / 2 && blocks(channels) * B <= channels * 2;
 }
 
-accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv* cc) {
+accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) {
 #if defined(ACCEL_HAVE_X86_KERNELS)
-    const pn_layer* l = cc->conv;
+    const pn_layer* l = cs->layer;
     if (isa != ACCEL_ISA_AVX512 || l->descriptor == NULL) {
         return ACCEL_CHAIN_NO;
     }
@@ -93,7 +93,7 @@ accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv*
         const pn_tensor_info* pi = &l->inputs[0];
         const pn_tensor_info* po = &l->outputs[0];
         return p->layout == PN_LAYOUT_NCHW && (p->kind == PN_POOLING_MAX || p->kind == PN_POOLING_AVERAGE) &&
-                       cc->act == NULL && cc->addend_id == 0 && pi->rank == 4 && po->rank == 4 &&
+                       cs->act == NULL && cs->addend_id == 0 && pi->rank == 4 && po->rank == 4 &&
                        pi->dtype == PN_DTYPE_FLOAT32 && po->dtype == PN_DTYPE_FLOAT32 && pi->dims[0] >= 1 &&
                        po->dims[2] >= 1 && po->dims[3] >= 1 && chain_blocks_pay(pi->dims[1])
                    ? ACCEL_CHAIN_YES
@@ -107,15 +107,15 @@ accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv*
     const pn_tensor_info* yi = &l->outputs[0];
     float lo, hi;
     if (d->layout != PN_LAYOUT_NCHW || (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0 ||
-        (cc->act != NULL && d->fused_activation != NULL) || !clamp_of(step_act(cc), &lo, &hi) ||
+        (cs->act != NULL && d->fused_activation != NULL) || !clamp_of(step_act(cs), &lo, &hi) ||
         l->constant_data == NULL || l->constant_data[1] == NULL ||
         ((d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 && l->constant_data[2] == NULL) ||
-        xi->rank != 4 || yi->rank != 4 || cc->y_info->rank != 4 ||
+        xi->rank != 4 || yi->rank != 4 || cs->y_info->rank != 4 ||
         xi->dtype != PN_DTYPE_FLOAT32 || yi->dtype != PN_DTYPE_FLOAT32) {
         return ACCEL_CHAIN_NO;
     }
     for (uint32_t i = 0; i < 4; ++i) {
-        if (cc->y_info->dims[i] != yi->dims[i]) {
+        if (cs->y_info->dims[i] != yi->dims[i]) {
             return ACCEL_CHAIN_NO;
         }
     }
@@ -131,7 +131,7 @@ accel_chain_fit accel_chain_conv_eligible(accel_isa isa, const accel_chain_conv*
     return d->groups == c && o == c && chain_blocks_pay(c) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
 #else
     (void)isa;
-    (void)cc;
+    (void)cs;
     return ACCEL_CHAIN_NO;
 #endif
 }
@@ -171,16 +171,16 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 }
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
-static int64_t step_units(const chain_step* st) {
-    return st->depthwise || st->pool ? st->g.ocb : (st->g.ocb + 1) / 2;
+static int64_t step_units(const packed_step* st) {
+    return st->depthwise || st->pooling ? st->g.ocb : (st->g.ocb + 1) / 2;
 }
 
 /* Row groups of a step's jobs: as many rows as leave at least CHAIN_MIN_JOBS jobs over the `n`
  * images (a job is a call with its own setup; tens of rows amortize it), in whole multi-row
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
-static int64_t step_rows_per_job(const chain_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pool ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
+static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
+    int64_t base = st->depthwise || st->pooling ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
     int64_t rows = st->g.oh / groups / base * base;
@@ -198,8 +198,8 @@ static int64_t step_rows_per_job(const chain_step* st, int64_t n) {
  * latency: MobileNetV2 224 6.91 -> 6.29 ms (onnxruntime 6.62) apart, 3.87 -> 3.86 ms
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
-static int step_rows_first(const chain_step* st) {
-    if (st->pool) {
+static int step_rows_first(const packed_step* st) {
+    if (st->pooling) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
@@ -209,7 +209,7 @@ static int step_rows_first(const chain_step* st) {
     return weights < in + out;
 }
 
-accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, const uint32_t* export_ids,
+accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, const uint32_t* export_ids,
                              uint32_t num_export) {
     accel_chain* ch = (accel_chain*)calloc(1, sizeof(*ch));
     if (ch == NULL) {
@@ -217,7 +217,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
     }
     ch->magic = CHAIN_MAGIC;
     ch->tensors = (chain_tensor*)calloc((size_t)count * 3 + 1, sizeof(chain_tensor));
-    ch->steps = (chain_step*)calloc((size_t)count + 1, sizeof(chain_step));
+    ch->steps = (packed_step*)calloc((size_t)count + 1, sizeof(packed_step));
     ch->inputs = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
     ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
     if (ch->tensors == NULL || ch->steps == NULL || ch->inputs == NULL || ch->outputs == NULL) {
@@ -225,11 +225,11 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         return NULL;
     }
     for (uint32_t i = 0; i < count; ++i) {
-        const accel_chain_conv* cc = &convs[i];
-        const pn_layer* l = cc->conv;
+        const accel_chain_step* cs = &steps[i];
+        const pn_layer* l = cs->layer;
         const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
-        chain_step* st = &ch->steps[ch->num_steps++];
-        int32_t x = tensor_index(ch, cc->x_id, &l->inputs[0]);
+        packed_step* st = &ch->steps[ch->num_steps++];
+        int32_t x = tensor_index(ch, cs->x_id, &l->inputs[0]);
         if (!ch->tensors[x].produced) {
             int seen = 0;
             for (uint32_t k = 0; k < ch->num_inputs; ++k) seen |= ch->inputs[k] == (uint32_t)x;
@@ -237,8 +237,8 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         }
         st->x = (uint32_t)x;
         st->addend = -1;
-        if (cc->addend_id != 0) {
-            int32_t a = tensor_index(ch, cc->addend_id, cc->y_info);
+        if (cs->addend_id != 0) {
+            int32_t a = tensor_index(ch, cs->addend_id, cs->y_info);
             if (!ch->tensors[a].produced) {
                 int seen = 0;
                 for (uint32_t k = 0; k < ch->num_inputs; ++k) seen |= ch->inputs[k] == (uint32_t)a;
@@ -246,17 +246,17 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
             }
             st->addend = a;
         }
-        int32_t y = tensor_index(ch, cc->y_id, cc->y_info);
+        int32_t y = tensor_index(ch, cs->y_id, cs->y_info);
         ch->tensors[y].produced = 1;
         st->y = (uint32_t)y;
         if (l->kind == PN_LAYER_POOLING_2D) {
             const pn_pooling_2d_desc* p = (const pn_pooling_2d_desc*)l->descriptor;
             nchwc_pool pp = {p->kind, p->padding_method == PN_PADDING_INCLUDE,
-                             l->inputs[0].dims[2], l->inputs[0].dims[3], cc->y_info->dims[2],
-                             cc->y_info->dims[3], p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
+                             l->inputs[0].dims[2], l->inputs[0].dims[3], cs->y_info->dims[2],
+                             cs->y_info->dims[3], p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
                              p->dilation_h, p->dilation_w, p->pad_top, p->pad_left, p->pad_bottom,
                              p->pad_right};
-            st->pool = 1;
+            st->pooling = 1;
             st->pp = pp;
             st->g.ib = B;
             st->g.cb = st->g.ocb = blocks(l->inputs[0].dims[1]);
@@ -266,7 +266,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         }
         const pn_tensor_info* xi = &l->inputs[0];
         const pn_tensor_info* wi = &l->inputs[1];
-        int64_t c = xi->dims[1], h = xi->dims[2], w = xi->dims[3], o = cc->y_info->dims[1];
+        int64_t c = xi->dims[1], h = xi->dims[2], w = xi->dims[3], o = cs->y_info->dims[1];
         nchwc_geom* g = &st->g;
         st->depthwise = d->groups != 1;
         g->ib = !st->depthwise && !chain_blocks_pay(c) ? c : B; /* a narrow input: one block */
@@ -275,8 +275,8 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         g->ic_last = c - (g->cb - 1) * g->ib;
         g->ocb = blocks(o);
         g->oc_last = o - (g->ocb - 1) * B;
-        g->oh = cc->y_info->dims[2];
-        g->ow = cc->y_info->dims[3];
+        g->oh = cs->y_info->dims[2];
+        g->ow = cs->y_info->dims[3];
         g->kh = wi->dims[2];
         g->kw = wi->dims[3];
         g->sh = d->stride_h;
@@ -285,7 +285,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         g->dw = d->dilation_w;
         st->pt = d->pad_top;
         st->pl = d->pad_left;
-        clamp_of(step_act(cc), &st->lo, &st->hi);
+        clamp_of(step_act(cs), &st->lo, &st->hi);
         /* The input's halo covers this convolution's padding and every tap it reads. */
         chain_tensor* xt = &ch->tensors[x];
         int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
@@ -315,7 +315,7 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
         }
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
-        chain_step* st = &ch->steps[i];
+        packed_step* st = &ch->steps[i];
         st->rpj = step_rows_per_job(st, ch->tensors[st->y].info.dims[0]);
         st->rows_first = step_rows_first(st);
     }
@@ -327,11 +327,11 @@ accel_chain* accel_chain_new(const accel_chain_conv* convs, uint32_t count, cons
             }
         }
     }
-    uint32_t pools = 0;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) pools += (uint32_t)ch->steps[i].pool;
-    if (pools > 0) {
+    uint32_t num_pooling = 0;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
+    if (num_pooling > 0) {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling",
-                 count - pools, pools);
+                 count - num_pooling, num_pooling);
     } else {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions", count);
     }
@@ -382,19 +382,19 @@ static nchwc_view view_of(const nchwc_tensor* t, int64_t n, int64_t dr, int64_t 
 
 typedef struct step_run {
     const chain_state* s;
-    const chain_step* st;
+    const packed_step* st;
 } step_run;
 
-static int64_t step_jobs(const chain_step* st, int64_t n) {
+static int64_t step_jobs(const packed_step* st, int64_t n) {
     return n * step_units(st) * ((st->g.oh + st->rpj - 1) / st->rpj);
 }
 
 /* Jobs per thread at least, so that a part is worth waking a thread for (about 4 us):
  * small layers run on the calling thread alone. */
-static int64_t step_grain(const chain_step* st) {
+static int64_t step_grain(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pool || st->depthwise) {
+    if (st->pooling || st->depthwise) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 ? 2 : 1;
@@ -422,13 +422,13 @@ static void zero_halo(const nchwc_tensor* t, int64_t n, int64_t b0, int64_t b1, 
 /* Output rows [oy, oy + rows) of unit u (a pair of output blocks of a dense step, one block of
  * a depthwise or pooling step) of image n. */
 static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int64_t rows) {
-    const chain_step* st = r->st;
+    const packed_step* st = r->st;
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
     if (r->s->dirty[st->y]) {
-        int64_t b0 = st->pool || st->depthwise ? u : 2 * u;
-        int64_t b1 = st->pool || st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
+        int64_t b0 = st->pooling || st->depthwise ? u : 2 * u;
+        int64_t b1 = st->pooling || st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
         zero_halo(yt, n, b0, b1, oy, rows);
     }
     nchwc_view xv = view_of(xt, n, xt->ht - st->pt, xt->hl - st->pl);
@@ -438,7 +438,7 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         const nchwc_tensor* at = &r->s->storage[st->addend];
         epi.addend = view_of(at, n, at->ht, at->hl);
     }
-    if (st->pool) {
+    if (st->pooling) {
         nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, y);
     } else if (st->depthwise) {
@@ -455,7 +455,7 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
  * across the band). */
 static void step_range(void* vctx, int64_t begin, int64_t end) {
     const step_run* r = (const step_run*)vctx;
-    const chain_step* st = r->st;
+    const packed_step* st = r->st;
     const int64_t units = step_units(st), rpj = st->rpj, oh = st->g.oh;
     const int64_t groups = (oh + rpj - 1) / rpj, per_image = groups * units;
     if (!st->rows_first) {
@@ -484,13 +484,13 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
  * thread), so the band lines up with the one the thread wrote in the step before, whatever
  * the two steps' row groups. A step by output blocks, or with fewer row groups (and images)
  * than threads, is split first come. */
-static void step_parallel(const chain_state* s, const chain_step* st, step_run* r) {
+static void step_parallel(const chain_state* s, const packed_step* st, step_run* r) {
     const int64_t n = s->storage[st->y].n, jobs = step_jobs(st, n), per_image = jobs / n;
     const int64_t rpj = st->rpj, groups = (st->g.oh + rpj - 1) / rpj;
-    const int threads = accel_pool_size(s->env.pool);
+    const int threads = accel_threads_count(s->env.threads);
     if (!st->rows_first || threads < 2 || threads > ACCEL_MAX_THREADS ||
         (n < threads && (n > 1 || groups < threads))) {
-        accel_parallel_for_grain(s->env.pool, jobs, step_grain(st), step_range, r);
+        accel_parallel_for_grain(s->env.threads, jobs, step_grain(st), step_range, r);
         return;
     }
     int64_t cuts[ACCEL_MAX_THREADS + 1];
@@ -504,7 +504,7 @@ static void step_parallel(const chain_state* s, const chain_step* st, step_run* 
         }
     }
     cuts[threads] = jobs;
-    accel_parallel_for_owned(s->env.pool, jobs, step_grain(st), cuts, step_range, r);
+    accel_parallel_for_owned(s->env.threads, jobs, step_grain(st), cuts, step_range, r);
 }
 
 static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
@@ -525,30 +525,22 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
         }
     }
     for (uint32_t i = 0; i < ch->num_inputs; ++i) {
-        accel_nchwc_pack(s->env.pool, (const float*)args->inputs[i].data, &s->storage[ch->inputs[i]]);
+        accel_nchwc_pack(s->env.threads, (const float*)args->inputs[i].data, &s->storage[ch->inputs[i]]);
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
-        const chain_step* st = &ch->steps[i];
+        const packed_step* st = &ch->steps[i];
         step_run r = {s, st};
         step_parallel(s, st, &r);
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
-        accel_nchwc_unpack(s->env.pool, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
+        accel_nchwc_unpack(s->env.threads, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
                            NULL, NULL);
     }
     return PN_OK;
 }
 
 static int same_info(const pn_tensor_info* a, const pn_tensor_info* b) {
-    if (a->rank != b->rank || a->dtype != b->dtype) {
-        return 0;
-    }
-    for (uint32_t i = 0; i < a->rank; ++i) {
-        if (a->dims[i] != b->dims[i]) {
-            return 0;
-        }
-    }
-    return 1;
+    return a->dtype == b->dtype && pn_same_dims(a, b);
 }
 
 /* 1 when two tensors have the same storage geometry (the halo one leaves zero is the other's). */
@@ -672,8 +664,9 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
     return total;
 }
 
-pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
-                             pn_string_out* message_out) {
+pn_status accel_chain_create(void* context, const pn_layer* layer,
+                             pn_workload** workload_out, pn_string_out* message_out) {
+    const accel_env* env = (const accel_env*)context;
     const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
     const accel_chain* ch = d != NULL ? (const accel_chain*)d->payload : NULL;
     if (ch == NULL || ch->magic != CHAIN_MAGIC) {
@@ -752,9 +745,9 @@ pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_wor
 
 #else
 
-pn_status accel_chain_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
-                             pn_string_out* message_out) {
-    (void)env;
+pn_status accel_chain_create(void* context, const pn_layer* layer,
+                             pn_workload** workload_out, pn_string_out* message_out) {
+    (void)context;
     (void)workload_out;
     return pn_fail(message_out, PN_ERR_UNSUPPORTED, "CpuAcc: precompiled layer '%s' needs the avx512 kernels",
                    layer->name);

@@ -13,7 +13,7 @@
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, sched_getcpu, pthread_setaffinity_np, CPU_COUNT */
 #endif
-#include "accel.h"
+#include "thread_pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,16 +47,16 @@ static uint_fast64_t share_word(uint64_t gen, int front, int back) {
     return ((uint_fast64_t)(gen & 0xFFFFFFFFu) << 32) | ((uint_fast64_t)front << 16) | (uint_fast64_t)back;
 }
 
-/* A worker's start argument: its pool and its thread index (1..num_threads-1). */
+/* A worker's start argument: its thread pool and its thread index (1..num_threads-1). */
 typedef struct accel_worker {
-    struct accel_pool* pool;
+    struct accel_threads* pool;
     int index;
 } accel_worker;
 
-/* Test builds only (tests/cpuacc/test_pool_race.py compiles this file with
- * -DACCEL_POOL_TEST_PREEMPT): a worker yields its CPU at the points where being descheduled
+/* Test builds only (tests/cpuacc/test_thread_pool_race.py compiles this file with
+ * -DACCEL_THREADS_TEST_PREEMPT): a worker yields its CPU at the points where being descheduled
  * exposes a race in the protocol below, one time in three, so a stress loop meets them often. */
-#if defined(ACCEL_POOL_TEST_PREEMPT)
+#if defined(ACCEL_THREADS_TEST_PREEMPT)
 static void preempt_point(void) {
     static atomic_uint calls;
     if (atomic_fetch_add(&calls, 1) % 3 == 0) {
@@ -67,7 +67,7 @@ static void preempt_point(void) {
 #define preempt_point() ((void)0)
 #endif
 
-struct accel_pool {
+struct accel_threads {
     int num_threads;           /* total, caller included */
     pthread_t* threads;        /* num_threads - 1 workers */
     int started;               /* workers actually started */
@@ -129,7 +129,7 @@ static int64_t now_ns(void) {
 
 /* Spins up to ACCEL_SPIN_NS while the generation is still `seen` and stop is clear;
  * returns 1 once either changed, 0 on timeout. */
-static int spin_until_generation(accel_pool* p, uint64_t seen) {
+static int spin_until_generation(accel_threads* p, uint64_t seen) {
     int64_t deadline = 0;
     for (unsigned i = 0;; ++i) {
         if (atomic_load(&p->generation) != seen || atomic_load(&p->stop)) {
@@ -149,7 +149,7 @@ static int spin_until_generation(accel_pool* p, uint64_t seen) {
 
 /* Takes one part of share `t` of job `gen`, from its front (its owner) or its back (a thief);
  * returns the part's index, or -1 when the share holds none (or belongs to another job). */
-static int take_part(accel_pool* p, uint64_t gen, int t, int from_front) {
+static int take_part(accel_threads* p, uint64_t gen, int t, int from_front) {
     accel_share* sh = &p->shares[t];
     for (;;) {
         uint_fast64_t w = atomic_load(&sh->word);
@@ -181,7 +181,7 @@ static void part_items(int64_t n, int parts, const int64_t* cuts, int part, int6
 /* Thread `self` runs parts of job `gen` until none is left (or a newer job replaced it). With
  * owned shares, its own from the front, then the others', each from the back; first come,
  * every thread takes the next part of share 0. */
-static void run_parts(accel_pool* p, uint64_t gen, accel_range_fn fn, void* ctx, int64_t n,
+static void run_parts(accel_threads* p, uint64_t gen, accel_range_fn fn, void* ctx, int64_t n,
                       int parts, const int64_t* cuts, int self) {
     for (int k = 0; k < (cuts != NULL ? p->num_threads : 1); ++k) {
         int t = cuts != NULL ? (self + k) % p->num_threads : 0;
@@ -235,7 +235,7 @@ static void leave_cpu(int cpu) {
 /* A worker: waits for each new generation (spinning, then sleeping) and claims parts of
  * that job; after a sleep, it first leaves the caller's CPU (leave_cpu). */
 static void* worker_main(void* raw) {
-    accel_pool* p = ((accel_worker*)raw)->pool;
+    accel_threads* p = ((accel_worker*)raw)->pool;
     const int self = ((accel_worker*)raw)->index;
     uint64_t seen = 0;
     for (;;) {
@@ -286,11 +286,11 @@ int accel_available_cpus(void) {
     return 1;
 }
 
-accel_pool* accel_pool_create(int num_threads) {
+accel_threads* accel_threads_create(int num_threads) {
     if (num_threads < 1) {
         num_threads = 1;
     }
-    accel_pool* p = (accel_pool*)calloc(1, sizeof(*p));
+    accel_threads* p = (accel_threads*)calloc(1, sizeof(*p));
     if (p == NULL) {
         return NULL;
     }
@@ -312,7 +312,7 @@ accel_pool* accel_pool_create(int num_threads) {
     pthread_cond_init(&p->done, NULL);
     p->shares = (accel_share*)aligned_alloc(64, sizeof(accel_share) * (size_t)num_threads);
     if (p->shares == NULL) {
-        accel_pool_destroy(p);
+        accel_threads_destroy(p);
         return NULL;
     }
     for (int t = 0; t < num_threads; ++t) {
@@ -322,13 +322,13 @@ accel_pool* accel_pool_create(int num_threads) {
         p->threads = (pthread_t*)calloc((size_t)num_threads - 1, sizeof(pthread_t));
         p->workers = (accel_worker*)calloc((size_t)num_threads - 1, sizeof(accel_worker));
         if (p->threads == NULL || p->workers == NULL) {
-            accel_pool_destroy(p);
+            accel_threads_destroy(p);
             return NULL;
         }
         for (int i = 1; i < num_threads; ++i) {
             p->workers[i - 1] = (accel_worker){p, i};
             if (pthread_create(&p->threads[i - 1], NULL, worker_main, &p->workers[i - 1]) != 0) {
-                accel_pool_destroy(p);
+                accel_threads_destroy(p);
                 return NULL;
             }
             p->started = i;
@@ -337,7 +337,7 @@ accel_pool* accel_pool_create(int num_threads) {
     return p;
 }
 
-void accel_pool_destroy(accel_pool* p) {
+void accel_threads_destroy(accel_threads* p) {
     if (p == NULL) {
         return;
     }
@@ -358,10 +358,10 @@ void accel_pool_destroy(accel_pool* p) {
     free(p);
 }
 
-int accel_pool_size(const accel_pool* pool) { return pool != NULL ? pool->num_threads : 1; }
+int accel_threads_count(const accel_threads* threads) { return threads != NULL ? threads->num_threads : 1; }
 
 /* The parallel loop of both entry points: cuts NULL (first come) or num_threads + 1 cuts. */
-static void parallel_run(accel_pool* p, int64_t n, int64_t grain, const int64_t* cuts, accel_range_fn fn,
+static void parallel_run(accel_threads* p, int64_t n, int64_t grain, const int64_t* cuts, accel_range_fn fn,
                          void* ctx) {
     if (n <= 0) {
         return;
@@ -422,16 +422,16 @@ static void parallel_run(accel_pool* p, int64_t n, int64_t grain, const int64_t*
     pthread_mutex_unlock(&p->submit);
 }
 
-void accel_parallel_for_grain(accel_pool* p, int64_t n, int64_t grain, accel_range_fn fn,
+void accel_parallel_for_grain(accel_threads* p, int64_t n, int64_t grain, accel_range_fn fn,
                               void* ctx) {
     parallel_run(p, n, grain, NULL, fn, ctx);
 }
 
-void accel_parallel_for_owned(accel_pool* p, int64_t n, int64_t grain, const int64_t* cuts,
+void accel_parallel_for_owned(accel_threads* p, int64_t n, int64_t grain, const int64_t* cuts,
                               accel_range_fn fn, void* ctx) {
     parallel_run(p, n, grain, cuts, fn, ctx);
 }
 
-void accel_parallel_for(accel_pool* pool, int64_t n, accel_range_fn fn, void* ctx) {
-    accel_parallel_for_grain(pool, n, 1, fn, ctx);
+void accel_parallel_for(accel_threads* threads, int64_t n, accel_range_fn fn, void* ctx) {
+    accel_parallel_for_grain(threads, n, 1, fn, ctx);
 }

@@ -1,0 +1,48 @@
+/* The layer kind table (pn_kinds.h) and the kind names read from it. */
+#include "plugnn/pn_kinds.h"
+
+#include "pn_validate_internal.h"
+
+/* Indexed by pn_layer_kind; an entry without a name is a value that is no kind. */
+static const pn_kind_info kinds[] = {
+    [PN_LAYER_CONVOLUTION_2D] = {"Convolution2d", PNV_END(pn_convolution_2d_desc, fused_activation),
+                                 pn_validate_convolution_2d},
+    [PN_LAYER_POOLING_2D] = {"Pooling2d", PNV_END(pn_pooling_2d_desc, p), pn_validate_pooling_2d},
+    [PN_LAYER_ELEMENTWISE_BINARY] = {"ElementwiseBinary",
+                                     PNV_END(pn_elementwise_binary_desc, fused_activation),
+                                     pn_validate_elementwise_binary},
+    [PN_LAYER_ELEMENTWISE_VARIADIC] = {"ElementwiseVariadic",
+                                       PNV_END(pn_elementwise_variadic_desc, op),
+                                       pn_validate_elementwise_variadic},
+    [PN_LAYER_ACTIVATION] = {"Activation", PNV_END(pn_activation_desc, beta),
+                             pn_validate_activation},
+    [PN_LAYER_FULLY_CONNECTED] = {"FullyConnected",
+                                  PNV_END(pn_fully_connected_desc, fused_activation),
+                                  pn_validate_fully_connected},
+    [PN_LAYER_MATMUL] = {"MatMul", 0, pn_validate_matmul},
+    [PN_LAYER_SOFTMAX] = {"Softmax", PNV_END(pn_softmax_desc, axis), pn_validate_softmax},
+    [PN_LAYER_BATCH_NORMALIZATION] = {"BatchNormalization",
+                                      PNV_END(pn_batch_normalization_desc, epsilon),
+                                      pn_validate_batch_normalization},
+    [PN_LAYER_LOCAL_RESPONSE_NORMALIZATION] = {"LocalResponseNormalization",
+                                               PNV_END(pn_lrn_desc, bias), pn_validate_lrn},
+    [PN_LAYER_CONCAT] = {"Concat", PNV_END(pn_concat_desc, axis), pn_validate_concat},
+    [PN_LAYER_RESHAPE] = {"Reshape", 0, pn_validate_reshape},
+    [PN_LAYER_TRANSPOSE] = {"Transpose", PNV_END(pn_transpose_desc, perm), pn_validate_transpose},
+    [PN_LAYER_COPY] = {"Copy", 0, pn_validate_copy},
+    [PN_LAYER_PRECOMPILED] = {"Precompiled", PNV_END(pn_precompiled_desc, label),
+                              pn_validate_precompiled},
+};
+
+const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {
+    if ((int)kind < 0 || (size_t)kind >= sizeof(kinds) / sizeof(kinds[0]) ||
+        kinds[kind].name == NULL) {
+        return NULL;
+    }
+    return &kinds[kind];
+}
+
+const char* pn_layer_kind_name(pn_layer_kind kind) {
+    const pn_kind_info* info = pn_kind_info_of(kind);
+    return info != NULL ? info->name : "Invalid";
+}

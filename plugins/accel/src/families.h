@@ -1,0 +1,55 @@
+/*
+ * CpuAcc kernel families: the create function of each, the entries of
+ * backend.c's table for the plugin skeleton (pn_plugin.h). Each is a
+ * pn_plugin_create_fn whose context is the factory's accel_env, and runs only
+ * after the skeleton accepted the layer: the kind's pn_validate_*, then
+ * CpuAcc's float32 rule. It copies what it keeps from the layer.
+ *
+ * Memory-bound families (accel_op workloads, workload.c): ELEMENTWISE_BINARY,
+ * ELEMENTWISE_VARIADIC, ACTIVATION, POOLING_2D, SOFTMAX, CONCAT, RESHAPE and
+ * COPY (one memcpy), TRANSPOSE.
+ *
+ * What the compute-bound families accept (beyond float32 tensors):
+ *   CONVOLUTION_2D: layout NCHW or NHWC; any stride, dilation, 4-sided padding,
+ *     groups (grouped and depthwise, any depth multiplier); optional bias [O];
+ *     optional addend (output shape); any fused activation that
+ *     pn_validate_fused_activation accepts. Constant weights are prepacked at create
+ *     time; weights supplied only at run time are packed on the fly.
+ *     NCHW, AVX-512, groups 1, kernel larger than 1x1, constant weights, 16+ output
+ *     channels: the direct blocked kernel (conv_nchwc.h), packing the input into
+ *     NCHW16c and unpacking the output. Otherwise a GEMM per group in one of two
+ *     orientations chosen at create time (conv.c): W[OC, K] x im2col[K, P], or
+ *     im2col^T[P, K] x W^T[K, OC] written transposed into the output, with im2col read in
+ *     place from a zero-padded copy of the image (AVX2/AVX-512) or packed into panels;
+ *     a 1x1/stride-1/unpadded convolution reads x directly. Depthwise (groups == C,
+ *     multiplier <= 4) = direct kernel (depthwise.c).
+ *     NHWC: GEMM with output positions as rows (1x1 direct, else implicit im2col);
+ *     depthwise = direct kernel over channels.
+ *     Inside blocked chains (chain_run.h) convolutions never reach these paths.
+ *   FULLY_CONNECTED (ONNX Gemm): a, b rank 2; transpose_a/transpose_b;
+ *     any alpha/beta; optional c broadcast to [M, N]; optional addend [M, N];
+ *     fused activation. A constant b is prepacked once at create time.
+ *   MATMUL (NumPy matmul): any ranks >= 1 (rank-1 promotion, batch
+ *     broadcasting); packed on the fly.
+ *
+ * Workloads may request workspace (pn_workload.workspace_bytes) for im2col and
+ * packing buffers; they use env->threads for threading and env->isa for kernels.
+ */
+#ifndef ACCEL_FAMILIES_H
+#define ACCEL_FAMILIES_H
+
+#include "accel.h"
+
+pn_status accel_binary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_activation_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_pooling2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_softmax_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_concat_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_copy_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_transpose_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_conv2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_fully_connected_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
+#endif /* ACCEL_FAMILIES_H */

@@ -1,0 +1,105 @@
+/*
+ * CpuAcc kernels, reductions: the row and column helpers of softmax (lane arrays in plain C
+ * for the auto-vectorizer) and sum_row (on the vector primitives of kern_vector.h).
+ *
+ * Part of CpuAcc's vector kernels, compiled once per ISA: kern_table.h includes it inside
+ * kern_portable.c, kern_avx2.c and kern_avx512.c, and KSUF(name) appends the ISA's suffix.
+ * Included nowhere else (no include guard: each ISA's file includes it once).
+ */
+#define LANES 16
+
+/* ---- Softmax helpers -------------------------------------------------------- */
+
+static float KSUF(max_row)(const float* x, int64_t n) {
+    float acc[LANES];
+    int64_t i = 0;
+    int nan = 0;
+    for (int j = 0; j < LANES; ++j) {
+        acc[j] = -INFINITY;
+    }
+    for (; i + LANES <= n; i += LANES) {
+        for (int j = 0; j < LANES; ++j) {
+            float v = x[i + j];
+            acc[j] = v > acc[j] ? v : acc[j];
+            nan |= v != v;
+        }
+    }
+    float m = -INFINITY;
+    for (int j = 0; j < LANES; ++j) {
+        m = acc[j] > m ? acc[j] : m;
+    }
+    for (; i < n; ++i) {
+        float v = x[i];
+        m = v > m ? v : m;
+        nan |= v != v;
+    }
+    return nan ? NAN : m;
+}
+
+static float KSUF(exp_sub_sum)(const float* x, float m, float* y, int64_t n) {
+    float acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        for (int j = 0; j < LANES; ++j) {
+            float e = KSUF(exp_fast)(x[i + j] - m);
+            y[i + j] = e;
+            acc[j] += e;
+        }
+    }
+    float s = 0.0f;
+    for (; i < n; ++i) {
+        float e = KSUF(exp_fast)(x[i] - m);
+        y[i] = e;
+        s += e;
+    }
+    for (int j = 0; j < LANES; ++j) {
+        s += acc[j];
+    }
+    return s;
+}
+
+static void KSUF(scale)(float* y, float s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] *= s;
+    }
+}
+
+static void KSUF(max_cols)(float* m, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        float v = x[i], o = m[i];
+        m[i] = (v > o || v != v) ? v : o;
+    }
+}
+
+static void KSUF(exp_sub_cols)(const float* x, const float* m, float* y, float* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        float e = KSUF(exp_fast)(x[i] - m[i]);
+        y[i] = e;
+        s[i] += e;
+    }
+}
+
+static void KSUF(mul_cols)(float* y, const float* r, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] *= r[i];
+    }
+}
+
+/* Sum of x[0..n): four vector accumulators, combined in a fixed order, then the tail. */
+static float KSUF(sum_row)(const float* x, int64_t n) {
+    vf a0 = KSUF(vset1)(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 4 * VW <= n; i += 4 * VW) {
+        a0 = KSUF(vadd)(a0, KSUF(vload)(x + i));
+        a1 = KSUF(vadd)(a1, KSUF(vload)(x + i + VW));
+        a2 = KSUF(vadd)(a2, KSUF(vload)(x + i + 2 * VW));
+        a3 = KSUF(vadd)(a3, KSUF(vload)(x + i + 3 * VW));
+    }
+    for (; i + VW <= n; i += VW) {
+        a0 = KSUF(vadd)(a0, KSUF(vload)(x + i));
+    }
+    if (i < n) {
+        a1 = KSUF(vadd)(a1, KSUF(vload_n)(x + i, n - i));
+    }
+    return KSUF(vsum)(KSUF(vadd)(KSUF(vadd)(a0, a1), KSUF(vadd)(a2, a3)));
+}

@@ -1,0 +1,84 @@
+/*
+ * CpuAcc subgraph optimization (optimize_subgraph / release_optimization of the C ABI), in
+ * two passes over one result: layer fusion (fusion.h), then blocked chains (chain_plan.h).
+ * Every layer is first judged by the backend's check (pn_plugin_check_layer): a refused one
+ * is returned as failed with its reason, every layer neither fused nor chained as untouched.
+ */
+#ifndef ACCEL_OPTIMIZE_H
+#define ACCEL_OPTIMIZE_H
+
+#include "accel.h"
+#include "chain_run.h"
+#include "plugnn/pn_plugin.h"
+
+#define FUSION_MAX_INPUTS 4  /* the head's inputs (at most 3) plus the addend */
+#define FUSION_MAX_LINKS 3   /* head, ADD, activation */
+#define FUSION_REASON_MAX 256
+
+/* The layers one fusion joins: indices into the subgraph's layers, -1 for a missing link. */
+typedef struct fusion_links {
+    int64_t head;
+    int64_t add;
+    uint32_t addend_slot; /* the ADD input that is the addend */
+    int64_t act;
+} fusion_links;
+
+/* Storage behind one substitution: everything its replacement layer points to. */
+typedef struct fusion_item {
+    uint32_t replaced[FUSION_MAX_LINKS];
+    union {
+        pn_convolution_2d_desc conv;
+        pn_fully_connected_desc fc;
+        pn_elementwise_binary_desc binary;
+    } desc;
+    pn_activation_desc act;
+    pn_tensor_info inputs[FUSION_MAX_INPUTS];
+    uint32_t input_ids[FUSION_MAX_INPUTS];
+    pn_tensor_info output;
+    uint32_t output_id;
+    char* name; /* malloc'd, set once the links are final */
+    fusion_links links;     /* the fused layers' indices in the subgraph */
+} fusion_item;
+
+/* Storage behind one blocked-chain substitution (chain_run.h). */
+typedef struct chain_item {
+    uint32_t* replaced;        /* layer ids, in layer order */
+    uint32_t num_replaced;
+    pn_tensor_info* infos;     /* inputs then outputs */
+    uint32_t* ids;             /* input then output tensor ids */
+    pn_precompiled_desc desc;
+    char* name;
+    accel_chain* payload;      /* the runtime's once the result is returned */
+} chain_item;
+
+/* What accel_optimize_subgraph returns; every array has one slot per subgraph layer. */
+typedef struct accel_optimization {
+    pn_optimization base; /* first: accel_release_optimization casts back */
+    pn_substitution* substitutions;
+    fusion_item* items;
+    uint32_t num_items;        /* fusion items made (some may be replaced by a chain) */
+    chain_item* chains;
+    uint32_t num_chains;
+    int owns_payloads;         /* 1 until the result reaches the runtime */
+    pn_failed_layer* failed;
+    char (*reasons)[FUSION_REASON_MAX];
+    uint32_t* untouched;
+} accel_optimization;
+
+/* What optimize_subgraph makes of each layer (one state per subgraph layer). */
+enum { LAYER_FAILED = 0, LAYER_KEPT = 1, LAYER_CANDIDATE = 2, LAYER_CLAIMED = 3 };
+
+/* optimize_subgraph: the fusions of fusion.h (none when `fuse` is 0), then, when `chains` is
+ * 1, the blocked chains of chain_plan.h for `isa`; the layers pn_plugin_check_layer(plugin,
+ * ...) refuses as failed, the rest untouched. *optimization_out is the caller's until it
+ * passes it to accel_release_optimization. PN_ERR_INVALID_ARGUMENT for a malformed subgraph,
+ * PN_ERR_OUT_OF_MEMORY; *optimization_out is NULL on failure. */
+pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int chains, accel_isa isa,
+                                  const pn_plugin* plugin, pn_optimization** optimization_out,
+                                  pn_string_out* message_out);
+
+/* release_optimization: frees a result of accel_optimize_subgraph and everything it points
+ * to (NULL is a no-op). */
+void accel_release_optimization(pn_optimization* optimization);
+
+#endif /* ACCEL_OPTIMIZE_H */

@@ -1,0 +1,64 @@
+"""Refusals through the plugin skeleton (native/include/plugnn/pn_plugin.h): every backend judges a
+layer in the same order, so one malformed layer gets one reason from all of them, and a backend
+says what it does not do in the skeleton's words."""
+
+from __future__ import annotations
+
+import pytest
+
+import plugnn
+from plugnn import _marshal
+from plugnn.descriptors import (
+    ActivationDescriptor,
+    BatchNormalizationDescriptor,
+    Convolution2dDescriptor,
+    LayerKind,
+)
+from plugnn._abi import ffi
+from plugnn.native import NativeBackend
+from plugnn.tensor import DataType
+
+from .conftest import layer_spec
+
+MALFORMED = {
+    "weights of the wrong depth": layer_spec(LayerKind.CONVOLUTION_2D, Convolution2dDescriptor(),
+                                             [(1, 3, 5, 5), (4, 2, 3, 3)], (1, 4, 3, 3)),
+    # malformed comes before the element type (CpuRef once named float32 here, CpuAcc the shapes)
+    "float16 and malformed": layer_spec(LayerKind.CONVOLUTION_2D, Convolution2dDescriptor(),
+                                        [(1, 3, 5, 5), (4, 2, 3, 3)], (1, 4, 3, 3), dtypes=[DataType.FLOAT16] * 2,
+                                        output_dtype=DataType.FLOAT16),
+    # CpuAcc has no BatchNormalization kernel, but a malformed layer is refused for what is wrong
+    "mean of the wrong length": layer_spec(LayerKind.BATCH_NORMALIZATION, BatchNormalizationDescriptor(),
+                                           [(2, 3, 4, 4), (3,), (3,), (4,), (3,)], (2, 3, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_one_malformed_layer_gets_one_reason_from_every_backend(runtime: plugnn.Runtime, name: str) -> None:
+    reasons = {backend_id: runtime.backend(backend_id).is_layer_supported(MALFORMED[name]).reason
+               for backend_id in runtime.backend_ids}
+    assert len(set(reasons.values())) == 1, reasons
+
+
+def test_the_element_type_rule_has_one_wording(backend) -> None:
+    spec = layer_spec(LayerKind.ACTIVATION, ActivationDescriptor("relu"), [(2, 3)], (2, 3),
+                      dtypes=[DataType.FLOAT16])
+    support = backend.is_layer_supported(spec)
+    assert not support.supported
+    assert support.reason == f"{backend.backend_id} runs Activation on float32 only; input 0 is float16"
+
+
+def test_a_kind_newer_than_the_backend_is_refused_not_failed(backend) -> None:
+    """A layer kind appended by a later MINOR version: a valid request the backend cannot serve."""
+    if not isinstance(backend, NativeBackend):
+        pytest.skip("raw C layers: native backends only")
+    keep: list = []
+    c_layer = _marshal.to_c_layer(layer_spec(LayerKind.ACTIVATION, ActivationDescriptor("relu"), [(2, 3)], (2, 3)),
+                                  keep)
+    c_layer.kind = 99
+    supported = ffi.new("pn_bool*", 1)
+    reason = ffi.new("char[]", 256)
+    out = ffi.new("pn_string_out*", {"data": reason, "capacity": 256})
+    status = backend._fn("is_layer_supported")(backend._c, c_layer, supported, out)
+    assert status == 0 and supported[0] == 0
+    assert ffi.string(reason).decode() == f"{backend.backend_id} does not know layer kind 99"
