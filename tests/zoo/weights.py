@@ -7,8 +7,8 @@ values torch initialized it with:
 
     plugnn-zoo: mean=<float> std=<float>
 
-`materialize` fills each such tensor with normal(mean, std) draws (float64 draws cast to the
-tensor's type; std 0 gives the constant mean exactly) from a `numpy.random.Generator` seeded by
+`materialize` fills each such tensor with normal(mean, std) draws (float32 tensors: standard normal
+float32 draws times std plus mean; std 0 gives the constant mean exactly) from a `numpy.random.Generator` seeded by
 (seed, a hash of the tensor's name), so a tensor's values depend on the seed and its name only,
 not on the order of the initializers. Everything else (integer and bool tensors, float tensors of
 at most STRIP_MIN_ELEMENTS elements, and float tensors whose values are all integers, such as
@@ -154,6 +154,11 @@ def fill_values(tensor: TensorProto, seed: int) -> np.ndarray:
     if std == 0.0:
         return np.full(shape, mean, dtype=dtype)
     rng = np.random.default_rng(_tensor_seed(seed, tensor.name))
+    if dtype == np.float32:  # normal(mean, std) drawn in float32: half the time and memory of float64
+        values = rng.standard_normal(shape, dtype=np.float32)
+        values *= np.float32(std)
+        values += np.float32(mean)
+        return values
     return rng.normal(mean, std, size=shape).astype(dtype)
 
 
@@ -172,7 +177,7 @@ def materialize(path_or_proto: str | os.PathLike[str] | bytes | onnx.ModelProto,
         model = onnx.load(os.fspath(path_or_proto))
     for tensor in stripped_tensors(model):
         values = fill_values(tensor, seed)
-        tensor.raw_data = np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<")).tobytes()
+        tensor.raw_data = values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
     return model
 
 
