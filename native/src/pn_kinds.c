@@ -32,6 +32,8 @@ static const pn_kind_info kinds[] = {
     [PN_LAYER_COPY] = {"Copy", 0, pn_validate_copy},
     [PN_LAYER_PRECOMPILED] = {"Precompiled", PNV_END(pn_precompiled_desc, label),
                               pn_validate_precompiled},
+    [PN_LAYER_RECURRENT] = {"Recurrent", PNV_END(pn_recurrent_desc, activation_beta),
+                            pn_validate_recurrent},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

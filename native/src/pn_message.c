@@ -46,6 +46,12 @@ const char* pn_dtype_name(pn_data_type dtype) {
     case PN_DTYPE_INT32: return "int32";
     case PN_DTYPE_INT64: return "int64";
     case PN_DTYPE_BOOL: return "bool";
+    case PN_DTYPE_INT16: return "int16";
+    case PN_DTYPE_UINT16: return "uint16";
+    case PN_DTYPE_UINT32: return "uint32";
+    case PN_DTYPE_UINT64: return "uint64";
+    case PN_DTYPE_FLOAT64: return "float64";
+    case PN_DTYPE_BFLOAT16: return "bfloat16";
     case PN_DTYPE_INVALID: break;
     }
     return "invalid";

@@ -10,6 +10,12 @@ size_t pn_dtype_size(pn_data_type dtype) {
     case PN_DTYPE_INT32: return 4;
     case PN_DTYPE_INT64: return 8;
     case PN_DTYPE_BOOL: return 1;
+    case PN_DTYPE_INT16: return 2;
+    case PN_DTYPE_UINT16: return 2;
+    case PN_DTYPE_UINT32: return 4;
+    case PN_DTYPE_UINT64: return 8;
+    case PN_DTYPE_FLOAT64: return 8;
+    case PN_DTYPE_BFLOAT16: return 2;
     case PN_DTYPE_INVALID: break;
     }
     return 0;

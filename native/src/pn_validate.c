@@ -4,6 +4,8 @@
 
 #include "pn_validate_internal.h"
 
+#include "plugnn/pn_elements.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -143,8 +145,70 @@ pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char
                         what, act->struct_size,
                         (unsigned)(offsetof(pn_activation_desc, beta) + sizeof(float)));
     }
-    if (act->kind < PN_ACTIVATION_RELU || act->kind > PN_ACTIVATION_LINEAR) {
+    if (act->kind < PN_ACTIVATION_RELU || act->kind > PN_ACTIVATION_SCALED_TANH) {
         return PNV_FAIL(reason, "%s: unknown activation kind %d", what, (int)act->kind);
+    }
+    return PN_OK;
+}
+
+/* ---- Element types ----------------------------------------------------- */
+
+static int in_class(pn_data_type t, pnv_class cls) {
+    switch (cls) {
+    case PNV_ANY: return 1;
+    case PNV_FLOAT: return pn_dtype_is_float(t);
+    case PNV_NUMERIC: return t != PN_DTYPE_BOOL;
+    case PNV_INTEGER: return pn_dtype_is_integer(t);
+    case PNV_SIGNED: return pn_dtype_is_signed(t);
+    case PNV_UNSIGNED: return pn_dtype_is_unsigned(t);
+    case PNV_BOOL: return t == PN_DTYPE_BOOL;
+    case PNV_INDEX: return t == PN_DTYPE_INT32 || t == PN_DTYPE_INT64;
+    }
+    return 0;
+}
+
+static const char* class_name(pnv_class cls) {
+    switch (cls) {
+    case PNV_ANY: return "any";
+    case PNV_FLOAT: return "a float type";
+    case PNV_NUMERIC: return "a numeric type";
+    case PNV_INTEGER: return "an integer type";
+    case PNV_SIGNED: return "a signed type";
+    case PNV_UNSIGNED: return "an unsigned integer type";
+    case PNV_BOOL: return "bool";
+    case PNV_INDEX: return "int32 or int64";
+    }
+    return "?";
+}
+
+pn_status pnv_type_class(const pn_layer* layer, const pn_tensor_info* info, const char* what,
+                         pnv_class cls, pn_string_out* reason) {
+    if (!in_class(info->dtype, cls)) {
+        return PNV_FAIL(reason, "%s: %s must be %s, not %s", pn_layer_kind_name(layer->kind),
+                        what, class_name(cls), pn_dtype_name(info->dtype));
+    }
+    return PN_OK;
+}
+
+pn_status pnv_same_type(const pn_layer* layer, uint32_t first, uint32_t last, int with_outputs,
+                        pnv_class cls, pn_string_out* reason) {
+    char what[32];
+    snprintf(what, sizeof(what), "input %u", first);
+    PNV_TRY(pnv_type_class(layer, &layer->inputs[first], what, cls, reason));
+    pn_data_type t = layer->inputs[first].dtype;
+    for (uint32_t i = first + 1; i <= last && i < layer->num_inputs; ++i) {
+        if (layer->inputs[i].dtype != t) {
+            return PNV_FAIL(reason, "%s: input %u is %s but input %u is %s",
+                            pn_layer_kind_name(layer->kind), i, pn_dtype_name(layer->inputs[i].dtype),
+                            first, pn_dtype_name(t));
+        }
+    }
+    for (uint32_t i = 0; with_outputs && i < layer->num_outputs; ++i) {
+        if (layer->outputs[i].dtype != t) {
+            return PNV_FAIL(reason, "%s: output %u is %s but input %u is %s",
+                            pn_layer_kind_name(layer->kind), i,
+                            pn_dtype_name(layer->outputs[i].dtype), first, pn_dtype_name(t));
+        }
     }
     return PN_OK;
 }

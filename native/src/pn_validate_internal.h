@@ -32,6 +32,27 @@ pn_status pnv_rank(const pn_layer* layer, const pn_tensor_info* info, const char
 pn_status pnv_shape_is(const pn_layer* layer, const pn_tensor_info* actual,
                        const pn_tensor_info* expected, const char* what, pn_string_out* reason);
 
+/* The element-type classes of backend_api.h's kind comments. */
+typedef enum pnv_class {
+    PNV_ANY,
+    PNV_FLOAT,
+    PNV_NUMERIC,    /* every type but BOOL */
+    PNV_INTEGER,
+    PNV_SIGNED,     /* signed integers and floats */
+    PNV_UNSIGNED,
+    PNV_BOOL,
+    PNV_INDEX       /* INT32 or INT64 */
+} pnv_class;
+
+/* `info` (named `what`, "input 0") is of class `cls`. */
+pn_status pnv_type_class(const pn_layer* layer, const pn_tensor_info* info, const char* what,
+                         pnv_class cls, pn_string_out* reason);
+
+/* Inputs [first, last] (last clamped to num_inputs - 1) and, with with_outputs, every
+ * output share input first's element type, which is of class `cls`. */
+pn_status pnv_same_type(const pn_layer* layer, uint32_t first, uint32_t last, int with_outputs,
+                        pnv_class cls, pn_string_out* reason);
+
 /* layout is NCHW or NHWC. */
 pn_status pnv_layout(const pn_layer* layer, pn_data_layout layout, pn_string_out* reason);
 

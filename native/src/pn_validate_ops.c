@@ -21,14 +21,45 @@ static pn_status check_broadcast_output(const pn_layer* layer, pn_string_out* re
                         reason);
 }
 
+/* The element types a binary operation takes (backend_api.h, pn_binary_op). */
+static pnv_class binary_class(pn_binary_op op) {
+    switch (op) {
+    case PN_BINARY_PRELU: return PNV_FLOAT;
+    case PN_BINARY_EQUAL: return PNV_ANY;
+    case PN_BINARY_LOGICAL_AND:
+    case PN_BINARY_LOGICAL_OR:
+    case PN_BINARY_LOGICAL_XOR: return PNV_BOOL;
+    case PN_BINARY_BITWISE_AND:
+    case PN_BINARY_BITWISE_OR:
+    case PN_BINARY_BITWISE_XOR: return PNV_INTEGER;
+    case PN_BINARY_SHIFT_LEFT:
+    case PN_BINARY_SHIFT_RIGHT: return PNV_UNSIGNED;
+    default: return PNV_NUMERIC;
+    }
+}
+
+int pn_binary_op_is_comparison(pn_binary_op op) {
+    return op >= PN_BINARY_EQUAL && op <= PN_BINARY_GREATER_EQUAL;
+}
+
 pn_status pn_validate_elementwise_binary(const pn_layer* layer, pn_string_out* reason) {
     const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
-    if (d->op < PN_BINARY_ADD || d->op > PN_BINARY_PRELU) {
+    if (d->op < PN_BINARY_ADD || d->op > PN_BINARY_SHIFT_RIGHT) {
         return PNV_FAIL(reason, "ElementwiseBinary: unknown operation %d", (int)d->op);
     }
     PNV_TRY(pn_validate_fused_activation(d->fused_activation, "ElementwiseBinary fused activation",
                                          reason));
     PNV_TRY(pnv_counts(layer, 2, 2, reason));
+    int comparison = pn_binary_op_is_comparison(d->op);
+    PNV_TRY(pnv_same_type(layer, 0, 1, !comparison, binary_class(d->op), reason));
+    if (comparison) {
+        PNV_TRY(pnv_type_class(layer, &layer->outputs[0], "the output of a comparison", PNV_BOOL,
+                               reason));
+    }
+    if (d->fused_activation != NULL && d->fused_activation->kind != PN_ACTIVATION_INVALID) {
+        PNV_TRY(pnv_type_class(layer, &layer->outputs[0], "the output of a fused activation",
+                               PNV_FLOAT, reason));
+    }
     return check_broadcast_output(layer, reason);
 }
 
@@ -38,6 +69,8 @@ pn_status pn_validate_elementwise_variadic(const pn_layer* layer, pn_string_out*
         return PNV_FAIL(reason, "ElementwiseVariadic: unknown operation %d", (int)d->op);
     }
     PNV_TRY(pnv_counts(layer, 1, UINT32_MAX, reason));
+    PNV_TRY(pnv_same_type(layer, 0, UINT32_MAX, 1,
+                          d->op == PN_VARIADIC_MEAN ? PNV_FLOAT : PNV_NUMERIC, reason));
     return check_broadcast_output(layer, reason);
 }
 
@@ -45,6 +78,7 @@ pn_status pn_validate_activation(const pn_layer* layer, pn_string_out* reason) {
     PNV_TRY(pn_validate_fused_activation((const pn_activation_desc*)layer->descriptor,
                                          "Activation", reason));
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 0, 1, PNV_FLOAT, reason));
     return pnv_shape_is(layer, &layer->outputs[0], &layer->inputs[0], "output", reason);
 }
 
@@ -68,6 +102,7 @@ static pn_status check_fc_counts(const pn_layer* layer, const pn_fully_connected
 pn_status pn_validate_fully_connected(const pn_layer* layer, pn_string_out* reason) {
     const pn_fully_connected_desc* d = (const pn_fully_connected_desc*)layer->descriptor;
     PNV_TRY(check_fc_counts(layer, d, reason));
+    PNV_TRY(pnv_same_type(layer, 0, UINT32_MAX, 1, PNV_FLOAT, reason));
     PNV_TRY(pn_validate_fused_activation(d->fused_activation, "FullyConnected fused activation",
                                          reason));
     const pn_tensor_info* a = &layer->inputs[0];
@@ -117,6 +152,7 @@ static pn_tensor_info batch_dims(const pn_tensor_info* t) {
 
 pn_status pn_validate_matmul(const pn_layer* layer, pn_string_out* reason) {
     PNV_TRY(pnv_counts(layer, 2, 2, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 1, 1, PNV_NUMERIC, reason));
     const pn_tensor_info* a = &layer->inputs[0];
     const pn_tensor_info* b = &layer->inputs[1];
     PNV_TRY(pnv_rank(layer, a, "input a", 1, PN_MAX_DIMS, reason));
@@ -157,6 +193,7 @@ static pn_status check_axis(const pn_layer* layer, int32_t axis, uint32_t rank,
 pn_status pn_validate_softmax(const pn_layer* layer, pn_string_out* reason) {
     const pn_softmax_desc* d = (const pn_softmax_desc*)layer->descriptor;
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 0, 1, PNV_FLOAT, reason));
     PNV_TRY(check_axis(layer, d->axis, layer->inputs[0].rank, reason));
     return pnv_shape_is(layer, &layer->outputs[0], &layer->inputs[0], "output", reason);
 }
@@ -174,6 +211,7 @@ pn_status pn_validate_batch_normalization(const pn_layer* layer, pn_string_out* 
                         (double)d->epsilon);
     }
     PNV_TRY(pnv_counts(layer, 5, 5, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 4, 1, PNV_FLOAT, reason));
     const pn_tensor_info* x = &layer->inputs[0];
     PNV_TRY(pnv_rank(layer, x, "input x", 2, 4, reason));
     pn_tensor_info param = {0};
@@ -198,6 +236,7 @@ pn_status pn_validate_lrn(const pn_layer* layer, pn_string_out* reason) {
                         (double)d->bias);
     }
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 0, 1, PNV_FLOAT, reason));
     PNV_TRY(pnv_rank(layer, &layer->inputs[0], "input", 4, 4, reason));
     return pnv_shape_is(layer, &layer->outputs[0], &layer->inputs[0], "output", reason);
 }
@@ -207,6 +246,7 @@ pn_status pn_validate_lrn(const pn_layer* layer, pn_string_out* reason) {
 pn_status pn_validate_concat(const pn_layer* layer, pn_string_out* reason) {
     const pn_concat_desc* d = (const pn_concat_desc*)layer->descriptor;
     PNV_TRY(pnv_counts(layer, 1, UINT32_MAX, reason));
+    PNV_TRY(pnv_same_type(layer, 0, UINT32_MAX, 1, PNV_ANY, reason));
     const pn_tensor_info* first = &layer->inputs[0];
     PNV_TRY(check_axis(layer, d->axis, first->rank, reason));
     uint32_t axis = (uint32_t)pn_normalize_axis(d->axis, first->rank);
@@ -231,6 +271,7 @@ pn_status pn_validate_concat(const pn_layer* layer, pn_string_out* reason) {
 
 pn_status pn_validate_reshape(const pn_layer* layer, pn_string_out* reason) {
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 0, 1, PNV_ANY, reason));
     int64_t in = pn_num_elements(&layer->inputs[0]);
     int64_t out = pn_num_elements(&layer->outputs[0]);
     if (in != out) {
@@ -243,6 +284,7 @@ pn_status pn_validate_reshape(const pn_layer* layer, pn_string_out* reason) {
 pn_status pn_validate_transpose(const pn_layer* layer, pn_string_out* reason) {
     const pn_transpose_desc* d = (const pn_transpose_desc*)layer->descriptor;
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 0, 1, PNV_ANY, reason));
     const pn_tensor_info* x = &layer->inputs[0];
     if (d->rank != x->rank) {
         return PNV_FAIL(reason, "Transpose: the permutation has %u entries, the input rank is %u",
@@ -265,6 +307,7 @@ pn_status pn_validate_transpose(const pn_layer* layer, pn_string_out* reason) {
 
 pn_status pn_validate_copy(const pn_layer* layer, pn_string_out* reason) {
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 0, 1, PNV_ANY, reason));
     return pnv_shape_is(layer, &layer->outputs[0], &layer->inputs[0], "output", reason);
 }
 

@@ -99,6 +99,7 @@ pn_status pn_validate_convolution_2d(const pn_layer* layer, pn_string_out* reaso
     PNV_TRY(check_conv_counts(layer, d, reason));
     const pn_tensor_info* x = &layer->inputs[0];
     const pn_tensor_info* w = &layer->inputs[1];
+    PNV_TRY(pnv_same_type(layer, 0, UINT32_MAX, 1, PNV_FLOAT, reason));
     PNV_TRY(pnv_rank(layer, x, "input x", 4, 4, reason));
     PNV_TRY(pnv_rank(layer, w, "weights", 4, 4, reason));
     int64_t nchw[4];
@@ -196,6 +197,8 @@ pn_status pn_validate_pooling_2d(const pn_layer* layer, pn_string_out* reason) {
     const pn_pooling_2d_desc* d = (const pn_pooling_2d_desc*)layer->descriptor;
     PNV_TRY(check_pool_desc(d, reason));
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
+    PNV_TRY(pnv_same_type(layer, 0, 0, 1, d->kind == PN_POOLING_MAX ? PNV_NUMERIC : PNV_FLOAT,
+                          reason));
     const pn_tensor_info* x = &layer->inputs[0];
     PNV_TRY(pnv_rank(layer, x, "input", 4, 4, reason));
     int64_t nchw[4];

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 # Bytes per element, by member name (backend_api.h: dense storage, bool one byte).
-_ITEMSIZE = {"FLOAT32": 4, "FLOAT16": 2, "INT8": 1, "UINT8": 1, "INT32": 4, "INT64": 8, "BOOL": 1}
+_ITEMSIZE = {"FLOAT32": 4, "FLOAT16": 2, "INT8": 1, "UINT8": 1, "INT32": 4, "INT64": 8, "BOOL": 1,
+             "INT16": 2, "UINT16": 2, "UINT32": 4, "UINT64": 8, "FLOAT64": 8, "BFLOAT16": 2}
+_FLOATS = frozenset({"FLOAT32", "FLOAT16", "FLOAT64", "BFLOAT16"})
 
 
 class DataTypeBase:
@@ -21,6 +23,25 @@ class DataTypeBase:
     @property
     def numpy_name(self) -> str:
         return self.name.lower()
+
+    @property
+    def numpy_dtype(self) -> Any:
+        """The NumPy dtype (bfloat16 is ml_dtypes', which onnx installs)."""
+        import numpy as np
+
+        if self.name == "BFLOAT16":
+            import ml_dtypes
+
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(self.numpy_name)
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in _FLOATS
+
+    @property
+    def is_integer(self) -> bool:
+        return self.name not in _FLOATS and self.name != "BOOL"
 
     @classmethod
     def from_any(cls, value: Any) -> Any:

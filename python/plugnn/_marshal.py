@@ -81,12 +81,23 @@ def to_c_descriptor(desc: d.Descriptor, keep: list[Any]) -> Any:
             values[mapping.names[0]] = values.get(mapping.names[0], 0) | (mapping.bit if value else 0)
         elif mapping.codec == "array":
             values[mapping.names[0]] = len(value)
-            values[mapping.names[1]] = [int(v) for v in value]
+            values[mapping.names[1]] = [_c_item(v, c_types[mapping.names[1]]) for v in value]
+        elif mapping.codec == "activations":
+            count, kinds, alphas, betas = mapping.names
+            values[count] = len(value)
+            values[kinds] = [int(a.kind) for a in value]
+            values[alphas] = [float(a.alpha) for a in value]
+            values[betas] = [float(a.beta) for a in value]
         else:  # "payload": a PRECOMPILED layer handed back to the backend that made it
             values["payload"] = value.pointer if isinstance(value, NativePayload) else NULL
     c = ffi.new(ctype + "*", values)
     keep.append(c)
     return c
+
+
+def _c_item(value: Any, c_array_type: str) -> Any:
+    """An array element as its C type wants it ("float[8]": a float, else an integer)."""
+    return float(value) if c_array_type.startswith(("float", "double")) else int(value)
 
 
 def _c_value(value: Any, c_type: str, keep: list[Any]) -> Any:
@@ -208,7 +219,13 @@ def _read_descriptor(desc_type: Any, c: Any, what: str, keepalive: Any) -> Any:
             kwargs[f.name] = bool(int(read(names[0]) or 0) & mapping.bit)
         elif mapping.codec == "array":
             count, array = int(read(names[0]) or 0), read(names[1])
-            kwargs[f.name] = tuple(int(array[i]) for i in range(min(count, MAX_DIMS))) if array is not None else ()
+            kwargs[f.name] = () if array is None else tuple(
+                _c_item(array[i], c_types[names[1]]) for i in range(min(count, len(array))))
+        elif mapping.codec == "activations":
+            count, kinds, alphas, betas = (read(n) for n in names)
+            n = min(int(count or 0), len(kinds)) if kinds is not None else 0
+            kwargs[f.name] = tuple(d.ActivationDescriptor(int(kinds[i]), float(alphas[i]), float(betas[i]))
+                                   for i in range(n))
         else:  # "payload"
             payload, release = read("payload"), read("release_payload")
             kwargs[f.name] = NativePayload(payload if payload is not None else NULL,

@@ -16,26 +16,55 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any, NamedTuple, Union
 
 from plugnn._abi_defs import (
+    PN_MAX_DIMS,
     PN_LAYER_FLAG_HAS_ADDEND,
     PN_LAYER_FLAG_HAS_BIAS,
+    PN_RECURRENT_HAS_BIAS,
+    PN_RECURRENT_HAS_INITIAL_C,
+    PN_RECURRENT_HAS_INITIAL_H,
+    PN_RECURRENT_HAS_PEEPHOLES,
+    PN_RECURRENT_HAS_SEQUENCE_LENS,
     ActivationKind,
     BinaryOp,
+    ConvolutionOp,
+    CoordinateTransform,
+    CumulativeOp,
     DataLayout,
+    GatherOp,
     LayerKind,
+    NearestMode,
+    NormalizationOp,
     OutputRounding,
     PaddingMethod,
+    PadMode,
     PoolingKind,
+    RecurrentCell,
+    RecurrentDirection,
+    ReduceOp,
+    ResizeMode,
+    ScatterOp,
+    ScatterReduction,
+    UnaryOp,
     VariadicOp,
 )
 
 __all__ = [
-    "ActivationKind", "BinaryOp", "DataLayout", "LayerKind", "OutputRounding", "PaddingMethod", "PoolingKind",
-    "VariadicOp", "CMapping", "c_mapping", "c_fields", "c_flag", "c_array",
+    "ActivationKind", "BinaryOp", "ConvolutionOp", "CoordinateTransform", "CumulativeOp", "DataLayout", "GatherOp",
+    "LayerKind", "NearestMode", "NormalizationOp", "OutputRounding", "PaddingMethod", "PadMode", "PoolingKind",
+    "RecurrentCell", "RecurrentDirection", "ReduceOp", "ResizeMode", "ScatterOp", "ScatterReduction", "UnaryOp",
+    "VariadicOp", "CMapping", "c_mapping", "c_fields", "c_flag", "c_array", "c_activations",
     "ActivationDescriptor", "Convolution2dDescriptor", "Pooling2dDescriptor", "ElementwiseBinaryDescriptor",
     "ElementwiseVariadicDescriptor", "FullyConnectedDescriptor", "SoftmaxDescriptor",
     "BatchNormalizationDescriptor", "LrnDescriptor", "ConcatDescriptor", "TransposeDescriptor",
-    "PrecompiledDescriptor", "Descriptor", "DESCRIPTOR_TYPES",
+    "PrecompiledDescriptor", "ElementwiseUnaryDescriptor", "ReduceDescriptor", "NormalizationDescriptor",
+    "GatherDescriptor", "ScatterDescriptor", "SliceDescriptor", "SplitDescriptor", "PadDescriptor",
+    "ResizeDescriptor", "CastDescriptor", "ConvolutionDescriptor", "PoolingDescriptor", "RecurrentDescriptor",
+    "TopKDescriptor", "CumulativeDescriptor", "OneHotDescriptor", "TriangularDescriptor",
+    "Descriptor", "DESCRIPTOR_TYPES",
 ]
+
+
+MAX_DIMS = PN_MAX_DIMS
 
 
 # ---- how a dataclass field maps to C fields ------------------------------------------------
@@ -46,8 +75,10 @@ class CMapping(NamedTuple):
 
     codec "value": the one C field `names[0]`; "fields": a tuple, one C field per item;
     "flag": True sets bit `bit` of the C field `names[0]`; "array": a tuple stored as a count
-    (`names[0]`) and the first items of an array (`names[1]`); "payload": a PRECOMPILED layer's
-    payload. `since` is the minor ABI version that appended the C fields (0: in 1.0)."""
+    (`names[0]`, which several arrays may share) and the first items of an array (`names[1]`);
+    "activations": a tuple of ActivationDescriptors stored as a count and arrays of kinds,
+    alphas and betas (`names`); "payload": a PRECOMPILED layer's payload. `since` is the minor
+    ABI version that appended the C fields (0: in 1.0)."""
 
     codec: str
     names: tuple[str, ...]
@@ -74,6 +105,11 @@ def c_flag(name: str, bit: int, default: bool = False) -> Any:
 def c_array(count: str, array: str, default: Any = MISSING) -> Any:
     """A tuple field stored as the C count field `count` and the C array `array`."""
     return _mapped(CMapping("array", (count, array)), default)
+
+
+def c_activations(count: str, kinds: str, alphas: str, betas: str, default: Any = ()) -> Any:
+    """A tuple of ActivationDescriptors stored as a count and parallel arrays."""
+    return _mapped(CMapping("activations", (count, kinds, alphas, betas)), default)
 
 
 def c_mapping(descriptor_field: Any) -> CMapping:
@@ -277,6 +313,293 @@ class PrecompiledDescriptor:
             object.__setattr__(self, "label", "precompiled")
 
 
+# ---- since ABI 1.1 ---------------------------------------------------------------------------
+
+
+def _axes(value: Any, what: str = "axes") -> tuple[int, ...]:
+    axes = tuple(int(a) for a in value)
+    if len(axes) > MAX_DIMS:
+        raise ValueError(f"{what} {axes} list more than {MAX_DIMS} dimensions")
+    return axes
+
+
+def _spatial(value: Any, rank: int, what: str, minimum: int) -> tuple[int, ...]:
+    values = (int(value),) * rank if isinstance(value, int) else tuple(int(v) for v in value)
+    if len(values) != rank or (values and min(values) < minimum):
+        raise ValueError(f"{what} must be {rank} integers >= {minimum}, got {value!r}")
+    return values
+
+
+@c_struct("pn_elementwise_unary_desc")
+@dataclass(frozen=True)
+class ElementwiseUnaryDescriptor:
+    op: UnaryOp
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(UnaryOp, self.op, "unary operation"))
+
+
+@c_struct("pn_reduce_desc")
+@dataclass(frozen=True)
+class ReduceDescriptor:
+    """Reduce over `axes` (resolved: increasing, non-negative; shapes.py checks them)."""
+
+    op: ReduceOp
+    axes: tuple[int, ...] = c_array("num_axes", "axes", default=())
+    keep_dims: bool = True
+    select_last_index: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(ReduceOp, self.op, "reduction"))
+        object.__setattr__(self, "axes", _axes(self.axes))
+
+
+@c_struct("pn_normalization_desc")
+@dataclass(frozen=True)
+class NormalizationDescriptor:
+    op: NormalizationOp
+    axis: int = -1
+    num_groups: int = 0
+    epsilon: float = 1e-5
+    has_bias: bool = c_flag("flags", PN_LAYER_FLAG_HAS_BIAS)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(NormalizationOp, self.op, "normalization"))
+        if int(self.num_groups) < 0:
+            raise ValueError(f"num_groups must be >= 0, got {self.num_groups}")
+
+
+@c_struct("pn_gather_desc")
+@dataclass(frozen=True)
+class GatherDescriptor:
+    op: GatherOp = GatherOp.TAKE
+    axis: int = 0
+    batch_dims: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(GatherOp, self.op, "gather operation"))
+        if int(self.batch_dims) < 0:
+            raise ValueError(f"batch_dims must be >= 0, got {self.batch_dims}")
+
+
+@c_struct("pn_scatter_desc")
+@dataclass(frozen=True)
+class ScatterDescriptor:
+    op: ScatterOp = ScatterOp.ELEMENTS
+    reduction: ScatterReduction = ScatterReduction.NONE
+    axis: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(ScatterOp, self.op, "scatter operation"))
+        object.__setattr__(self, "reduction", _enum(ScatterReduction, self.reduction, "scatter reduction"))
+
+
+@c_struct("pn_slice_desc")
+@dataclass(frozen=True)
+class SliceDescriptor:
+    """Per input dimension: the (resolved) start and the step; the output's dims give the counts."""
+
+    starts: tuple[int, ...] = c_array("rank", "starts")
+    steps: tuple[int, ...] = c_array("rank", "steps")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "starts", _axes(self.starts, "starts"))
+        object.__setattr__(self, "steps", _axes(self.steps, "steps"))
+        if len(self.starts) != len(self.steps):
+            raise ValueError(f"starts {self.starts} and steps {self.steps} differ in length")
+        if 0 in self.steps:
+            raise ValueError(f"a slice step is 0: {self.steps}")
+
+
+@c_struct("pn_split_desc")
+@dataclass(frozen=True)
+class SplitDescriptor:
+    axis: int = 0
+
+
+@c_struct("pn_pad_desc")
+@dataclass(frozen=True)
+class PadDescriptor:
+    mode: PadMode = PadMode.CONSTANT
+    pads_begin: tuple[int, ...] = c_array("rank", "pads_begin", default=())
+    pads_end: tuple[int, ...] = c_array("rank", "pads_end", default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", _enum(PadMode, self.mode, "pad mode"))
+        object.__setattr__(self, "pads_begin", _axes(self.pads_begin, "pads_begin"))
+        object.__setattr__(self, "pads_end", _axes(self.pads_end, "pads_end"))
+        if len(self.pads_begin) != len(self.pads_end):
+            raise ValueError(f"pads_begin {self.pads_begin} and pads_end {self.pads_end} differ in length")
+
+
+@c_struct("pn_resize_desc")
+@dataclass(frozen=True)
+class ResizeDescriptor:
+    mode: ResizeMode = ResizeMode.NEAREST
+    coordinates: CoordinateTransform = CoordinateTransform.HALF_PIXEL
+    nearest_mode: NearestMode = NearestMode.ROUND_PREFER_FLOOR
+    cubic_coeff_a: float = -0.75
+    exclude_outside: bool = False
+    extrapolation_value: float = 0.0
+    antialias: bool = False
+    scales: tuple[float, ...] = c_array("rank", "scales", default=())
+    roi_start: tuple[float, ...] = c_array("rank", "roi_start", default=())
+    roi_end: tuple[float, ...] = c_array("rank", "roi_end", default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", _enum(ResizeMode, self.mode, "resize mode"))
+        object.__setattr__(self, "coordinates", _enum(CoordinateTransform, self.coordinates,
+                                                      "coordinate transformation"))
+        object.__setattr__(self, "nearest_mode", _enum(NearestMode, self.nearest_mode, "nearest mode"))
+        rank = len(self.scales)
+        object.__setattr__(self, "scales", tuple(float(v) for v in self.scales))
+        for name in ("roi_start", "roi_end"):
+            values = tuple(float(v) for v in getattr(self, name)) or (0.0,) * rank if name == "roi_start" \
+                else tuple(float(v) for v in getattr(self, name)) or (1.0,) * rank
+            if len(values) != rank:
+                raise ValueError(f"{name} has {len(values)} values for {rank} scales")
+            object.__setattr__(self, name, values)
+        if rank > MAX_DIMS or any(not v > 0 for v in self.scales):
+            raise ValueError(f"scales must be at most {MAX_DIMS} values > 0, got {self.scales}")
+
+
+@c_struct("pn_cast_desc")
+@dataclass(frozen=True)
+class CastDescriptor:
+    saturate: bool = True
+
+
+@c_struct("pn_convolution_desc")
+@dataclass(frozen=True)
+class ConvolutionDescriptor:
+    """1-, 2- or 3-D convolution (NC[D]HW): forward or transposed; one value per spatial axis."""
+
+    op: ConvolutionOp = ConvolutionOp.FORWARD
+    strides: tuple[int, ...] = c_array("spatial_rank", "strides", default=(1, 1))
+    pads_begin: tuple[int, ...] = c_array("spatial_rank", "pads_begin", default=(0, 0))
+    pads_end: tuple[int, ...] = c_array("spatial_rank", "pads_end", default=(0, 0))
+    dilations: tuple[int, ...] = c_array("spatial_rank", "dilations", default=(1, 1))
+    output_padding: tuple[int, ...] = c_array("spatial_rank", "output_padding", default=(0, 0))
+    groups: int = 1
+    has_bias: bool = c_flag("flags", PN_LAYER_FLAG_HAS_BIAS)
+    fused_activation: ActivationDescriptor | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(ConvolutionOp, self.op, "convolution operation"))
+        rank = len(tuple(self.strides)) if not isinstance(self.strides, int) else 2
+        if not 1 <= rank <= 3:
+            raise ValueError(f"a convolution has 1 to 3 spatial axes, got strides {self.strides}")
+        object.__setattr__(self, "strides", _spatial(self.strides, rank, "strides", 1))
+        object.__setattr__(self, "pads_begin", _spatial(self.pads_begin, rank, "pads_begin", 0))
+        object.__setattr__(self, "pads_end", _spatial(self.pads_end, rank, "pads_end", 0))
+        object.__setattr__(self, "dilations", _spatial(self.dilations, rank, "dilations", 1))
+        object.__setattr__(self, "output_padding", _spatial(self.output_padding, rank, "output_padding", 0))
+        if int(self.groups) < 1:
+            raise ValueError(f"groups must be >= 1, got {self.groups}")
+
+    @property
+    def spatial_rank(self) -> int:
+        return len(self.strides)
+
+
+@c_struct("pn_pooling_desc")
+@dataclass(frozen=True)
+class PoolingDescriptor:
+    """1-, 2- or 3-D pooling (NC[D]HW); one value per spatial axis."""
+
+    kind: PoolingKind = PoolingKind.MAX
+    kernel: tuple[int, ...] = c_array("spatial_rank", "kernel", default=(1, 1))
+    strides: tuple[int, ...] = c_array("spatial_rank", "strides", default=(1, 1))
+    pads_begin: tuple[int, ...] = c_array("spatial_rank", "pads_begin", default=(0, 0))
+    pads_end: tuple[int, ...] = c_array("spatial_rank", "pads_end", default=(0, 0))
+    dilations: tuple[int, ...] = c_array("spatial_rank", "dilations", default=(1, 1))
+    rounding: OutputRounding = OutputRounding.FLOOR
+    padding_method: PaddingMethod = PaddingMethod.EXCLUDE
+    p: float = 2.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _enum(PoolingKind, self.kind, "pooling kind"))
+        rank = len(tuple(self.kernel))
+        if not 1 <= rank <= 3:
+            raise ValueError(f"pooling has 1 to 3 spatial axes, got kernel {self.kernel}")
+        object.__setattr__(self, "kernel", _spatial(self.kernel, rank, "kernel", 1))
+        object.__setattr__(self, "strides", _spatial(self.strides, rank, "strides", 1))
+        object.__setattr__(self, "pads_begin", _spatial(self.pads_begin, rank, "pads_begin", 0))
+        object.__setattr__(self, "pads_end", _spatial(self.pads_end, rank, "pads_end", 0))
+        object.__setattr__(self, "dilations", _spatial(self.dilations, rank, "dilations", 1))
+        object.__setattr__(self, "rounding", _enum(OutputRounding, self.rounding, "rounding"))
+        object.__setattr__(self, "padding_method", _enum(PaddingMethod, self.padding_method, "padding method"))
+        if not self.p > 0:
+            raise ValueError(f"the Lp pooling order p must be > 0, got {self.p}")
+
+    @property
+    def spatial_rank(self) -> int:
+        return len(self.kernel)
+
+
+@c_struct("pn_recurrent_desc")
+@dataclass(frozen=True)
+class RecurrentDescriptor:
+    cell: RecurrentCell
+    hidden_size: int
+    direction: RecurrentDirection = RecurrentDirection.FORWARD
+    activations: tuple[ActivationDescriptor, ...] = c_activations(
+        "num_activations", "activations", "activation_alpha", "activation_beta")
+    has_bias: bool = c_flag("flags", PN_RECURRENT_HAS_BIAS)
+    has_sequence_lens: bool = c_flag("flags", PN_RECURRENT_HAS_SEQUENCE_LENS)
+    has_initial_h: bool = c_flag("flags", PN_RECURRENT_HAS_INITIAL_H)
+    has_initial_c: bool = c_flag("flags", PN_RECURRENT_HAS_INITIAL_C)
+    has_peepholes: bool = c_flag("flags", PN_RECURRENT_HAS_PEEPHOLES)
+    batch_major: bool = False
+    clip: float = 0.0
+    linear_before_reset: bool = False
+    input_forget: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cell", _enum(RecurrentCell, self.cell, "recurrent cell"))
+        object.__setattr__(self, "direction", _enum(RecurrentDirection, self.direction, "direction"))
+        object.__setattr__(self, "activations", tuple(self.activations))
+        if int(self.hidden_size) < 1:
+            raise ValueError(f"hidden_size must be >= 1, got {self.hidden_size}")
+        if len(self.activations) > 6:
+            raise ValueError(f"at most 6 activations, got {len(self.activations)}")
+        if not self.clip >= 0:
+            raise ValueError(f"clip must be >= 0 (0: none), got {self.clip}")
+
+
+@c_struct("pn_top_k_desc")
+@dataclass(frozen=True)
+class TopKDescriptor:
+    axis: int = -1
+    largest: bool = True
+    sorted: bool = True
+
+
+@c_struct("pn_cumulative_desc")
+@dataclass(frozen=True)
+class CumulativeDescriptor:
+    op: CumulativeOp = CumulativeOp.SUM
+    axis: int = 0
+    exclusive: bool = False
+    reverse: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(CumulativeOp, self.op, "cumulative operation"))
+
+
+@c_struct("pn_one_hot_desc")
+@dataclass(frozen=True)
+class OneHotDescriptor:
+    axis: int = -1
+
+
+@c_struct("pn_triangular_desc")
+@dataclass(frozen=True)
+class TriangularDescriptor:
+    upper: bool = True
+    k: int = 0
+
+
 Descriptor = Union[
     ActivationDescriptor,
     Convolution2dDescriptor,
@@ -290,6 +613,23 @@ Descriptor = Union[
     ConcatDescriptor,
     TransposeDescriptor,
     PrecompiledDescriptor,
+    ElementwiseUnaryDescriptor,
+    ReduceDescriptor,
+    NormalizationDescriptor,
+    GatherDescriptor,
+    ScatterDescriptor,
+    SliceDescriptor,
+    SplitDescriptor,
+    PadDescriptor,
+    ResizeDescriptor,
+    CastDescriptor,
+    ConvolutionDescriptor,
+    PoolingDescriptor,
+    RecurrentDescriptor,
+    TopKDescriptor,
+    CumulativeDescriptor,
+    OneHotDescriptor,
+    TriangularDescriptor,
     None,
 ]
 
@@ -310,4 +650,23 @@ DESCRIPTOR_TYPES: dict[LayerKind, type | None] = {
     LayerKind.TRANSPOSE: TransposeDescriptor,
     LayerKind.COPY: None,
     LayerKind.PRECOMPILED: PrecompiledDescriptor,
+    LayerKind.ELEMENTWISE_UNARY: ElementwiseUnaryDescriptor,
+    LayerKind.SELECT: None,
+    LayerKind.REDUCE: ReduceDescriptor,
+    LayerKind.NORMALIZATION: NormalizationDescriptor,
+    LayerKind.GATHER: GatherDescriptor,
+    LayerKind.SCATTER: ScatterDescriptor,
+    LayerKind.SLICE: SliceDescriptor,
+    LayerKind.SPLIT: SplitDescriptor,
+    LayerKind.PAD: PadDescriptor,
+    LayerKind.EXPAND: None,
+    LayerKind.RESIZE: ResizeDescriptor,
+    LayerKind.CAST: CastDescriptor,
+    LayerKind.CONVOLUTION: ConvolutionDescriptor,
+    LayerKind.POOLING: PoolingDescriptor,
+    LayerKind.RECURRENT: RecurrentDescriptor,
+    LayerKind.TOP_K: TopKDescriptor,
+    LayerKind.CUMULATIVE: CumulativeDescriptor,
+    LayerKind.ONE_HOT: OneHotDescriptor,
+    LayerKind.TRIANGULAR: TriangularDescriptor,
 }

@@ -8,6 +8,7 @@ network. Errors are NetworkError naming the layer and what does not fit.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import itertools
 from collections.abc import Iterator, Sequence
@@ -136,27 +137,38 @@ class Network:
             array = np.asarray(value)
         except Exception as exc:  # noqa: BLE001 - anything NumPy cannot take
             raise NetworkError(f"layer {layer_name!r}: {role} is neither a Tensor nor array-like ({exc})") from None
-        if array.dtype.kind == "f":
-            array = array.astype(np.float32, copy=False)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
         constant_name = f"{layer_name}/{role}"
         return self.add_constant(array, name=None if constant_name in self._layers else constant_name)
 
     def _add(self, kind: Kind, descriptor: d.Descriptor, inputs: Sequence[Tensor], name: str | None,
              outputs: list[TensorInfo] | None = None, value: Any = None) -> Layer:
+        """Add a layer: its outputs inferred (shapes.INFER), or stated and checked (shapes.CHECK)."""
         layer_name = self._name(name, kind)
-        if outputs is None:
+        if isinstance(kind, d.LayerKind):
+            infos = [t.info for t in inputs]
             try:
-                outputs = shapes.INFER[kind](descriptor, [t.info for t in inputs])  # type: ignore[index]
+                if kind in shapes.CHECK:
+                    if outputs is None:
+                        raise ValueError("the outputs must be given")
+                    shapes.CHECK[kind](descriptor, infos, outputs)
+                else:
+                    outputs = shapes.INFER[kind](descriptor, infos)
             except ValueError as exc:
                 shapes_text = ", ".join(str(t.info) for t in inputs)
                 raise NetworkError(f"layer {layer_name!r} ({kind_name(kind)}) with inputs ({shapes_text}): {exc}") \
                     from None
+        assert outputs is not None
         layer = Layer(layer_name, kind, descriptor, list(inputs), outputs, value)
         self._layers[layer_name] = layer
         return layer
 
     def _one(self, layer: Layer) -> Tensor:
         return Tensor(self, layer.name, 0, layer.outputs[0])
+
+    def _all(self, layer: Layer) -> tuple[Tensor, ...]:
+        return tuple(Tensor(self, layer.name, i, info) for i, info in enumerate(layer.outputs))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -172,6 +184,12 @@ class Network:
     def _build(self, kind: d.LayerKind, make: Any, inputs: Sequence[TensorLike], roles: Sequence[str],
                name: str | None) -> Tensor:
         """Create the descriptor (errors name the layer) and the layer."""
+        return self._build_layer(kind, make, inputs, roles, name)[0]
+
+    def _build_layer(self, kind: d.LayerKind, make: Any, inputs: Sequence[TensorLike], roles: Sequence[str],
+                     name: str | None, outputs: Any = None) -> tuple[Tensor, ...]:
+        """Create the descriptor (errors name the layer) and the layer; `outputs` (for the kinds
+        whose outputs are stated, shapes.CHECK) is called with the input infos to give them."""
         layer_name = self._name(name, kind)
         try:
             descriptor = make()
@@ -179,7 +197,13 @@ class Network:
             raise NetworkError(f"layer {layer_name!r} ({kind_name(kind)}): {exc}") from None
         with self._transaction():
             tensors = [self._tensor(t, layer_name, role) for t, role in zip(inputs, roles)]
-            return self._one(self._add(kind, descriptor, tensors, layer_name))
+            stated = None
+            if outputs is not None:
+                try:
+                    stated = outputs([t.info for t in tensors])
+                except (TypeError, ValueError) as exc:
+                    raise NetworkError(f"layer {layer_name!r} ({kind_name(kind)}): {exc}") from None
+            return self._all(self._add(kind, descriptor, tensors, layer_name, stated))
 
     # -- graph layers -------------------------------------------------------------------
 
@@ -196,11 +220,17 @@ class Network:
         source = self._tensor(tensor, name, "output")
         self._add(GraphKind.OUTPUT, None, [source], name, [source.info])
 
-    def add_constant(self, value: Any, name: str | None = None) -> Tensor:
-        """A constant tensor (weights, biases, any fixed array), stored as a contiguous copy."""
+    def add_constant(self, value: Any, name: str | None = None, dtype: Any = None) -> Tensor:
+        """A constant tensor (weights, biases, any fixed array), stored as a contiguous copy of
+        element type `dtype` (default: the array's, float64 becoming float32)."""
         array = np.array(value, copy=True, order="C")
-        if array.dtype.kind == "f":
-            array = array.astype(np.float32, copy=False)
+        if dtype is not None:
+            try:
+                array = array.astype(DataType.from_any(dtype).numpy_dtype, copy=False)
+            except ValueError as exc:
+                raise NetworkError(f"constant {name!r}: {exc}") from None
+        elif array.dtype == np.float64:
+            array = array.astype(np.float32)
         try:
             info = TensorInfo(array.shape, DataType.from_any(array.dtype))
         except ValueError as exc:
@@ -357,6 +387,176 @@ class Network:
         for a in normalized:
             shape.insert(a, 1)
         return self.add_reshape(x, shape, name)
+
+    # -- since ABI 1.1 -------------------------------------------------------------------
+
+    def add_layer(self, kind: Any, descriptor: d.Descriptor, inputs: Sequence[TensorLike],
+                  outputs: Sequence[TensorInfo] | None = None, name: str | None = None) -> tuple[Tensor, ...]:
+        """Any layer kind from its descriptor; `outputs` only for the kinds whose outputs are
+        stated (a slice's counts, a cast's type; shapes.CHECK). Returns every output."""
+        kind = d._enum(d.LayerKind, kind, "layer kind")
+        given = None if outputs is None else [TensorInfo(o.shape, o.dtype) for o in outputs]
+        return self._build_layer(kind, lambda: descriptor, list(inputs), [f"input{i}" for i in range(len(inputs))],
+                                 name, None if given is None else (lambda infos: given))
+
+    def add_unary(self, op: Any, x: TensorLike, name: str | None = None) -> Tensor:
+        """abs, neg, sign, reciprocal, sqrt, rsqrt, exp, log, erf, trigonometric and hyperbolic
+        functions and their inverses, floor, ceil, round, is_nan, is_inf, is_pos_inf, is_neg_inf,
+        logical_not, bitwise_not."""
+        return self._build(d.LayerKind.ELEMENTWISE_UNARY, lambda: d.ElementwiseUnaryDescriptor(op), [x], ("input",),
+                           name)
+
+    def add_select(self, condition: TensorLike, a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
+        """condition ? a : b, broadcast (ONNX Where)."""
+        return self._build(d.LayerKind.SELECT, lambda: None, [condition, a, b], ("condition", "a", "b"), name)
+
+    def add_reduce(self, op: Any, x: Tensor, axes: Sequence[int] | None = None, keep_dims: bool = True,
+                   select_last_index: bool = False, name: str | None = None) -> Tensor:
+        """sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square, arg_max, arg_min over
+        `axes` (negative count from the end; None: all)."""
+        rank = x.info.rank if isinstance(x, Tensor) else 0
+        picked = sorted({a % rank for a in axes} if axes is not None and rank else set(range(rank)))
+        if axes is not None and any(not -rank <= a < rank for a in axes):
+            raise NetworkError(f"layer {name!r} (Reduce): axes {tuple(axes)} out of range for rank {rank}")
+        return self._build(d.LayerKind.REDUCE, lambda: d.ReduceDescriptor(op, tuple(picked), bool(keep_dims),
+                                                                           bool(select_last_index)),
+                           [x], ("input",), name)
+
+    def add_normalization(self, op: Any, x: Tensor, scale: TensorLike | None = None, bias: TensorLike | None = None,
+                          *, axis: int = -1, num_groups: int = 0, epsilon: float = 1e-5,
+                          name: str | None = None) -> Tensor:
+        """layer, rms, group (instance: num_groups = C) or lp (num_groups holds p) normalization."""
+        inputs = [x] + ([scale] if scale is not None else []) + ([bias] if bias is not None else [])
+        return self._build(d.LayerKind.NORMALIZATION, lambda: d.NormalizationDescriptor(
+            op, int(axis), int(num_groups), float(epsilon), bias is not None), inputs, ("input", "scale", "bias"), name)
+
+    def add_gather(self, data: TensorLike, indices: TensorLike, axis: int = 0, op: Any = "take", batch_dims: int = 0,
+                   name: str | None = None) -> Tensor:
+        """ONNX Gather (op take), GatherElements (elements) or GatherND (nd)."""
+        return self._build(d.LayerKind.GATHER, lambda: d.GatherDescriptor(op, int(axis), int(batch_dims)),
+                           [data, indices], ("data", "indices"), name)
+
+    def add_scatter(self, data: TensorLike, indices: TensorLike, updates: TensorLike, axis: int = 0,
+                    op: Any = "elements", reduction: Any = "none", name: str | None = None) -> Tensor:
+        """ONNX ScatterElements (op elements) or ScatterND (nd), with a reduction."""
+        return self._build(d.LayerKind.SCATTER, lambda: d.ScatterDescriptor(op, reduction, int(axis)),
+                           [data, indices, updates], ("data", "indices", "updates"), name)
+
+    def add_slice(self, x: Tensor, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None = None,
+                  steps: Sequence[int] | None = None, name: str | None = None) -> Tensor:
+        """NumPy/ONNX slicing: per listed axis x[start:end:step] (clamped as Python does)."""
+        def resolved() -> tuple[d.SliceDescriptor, TensorInfo]:
+            rank = x.info.rank
+            chosen = list(range(len(starts))) if axes is None else [int(a) for a in axes]
+            step_list = [1] * len(starts) if steps is None else [int(v) for v in steps]
+            if not len(starts) == len(ends) == len(chosen) == len(step_list):
+                raise ValueError("starts, ends, axes and steps must have the same length")
+            first, by, shape = [0] * rank, [1] * rank, list(x.shape)
+            for start, end, axis, step in zip(starts, ends, chosen, step_list):
+                if not -rank <= axis < rank or step == 0:
+                    raise ValueError(f"axis {axis} (rank {rank}) or step {step} is invalid")
+                axis %= rank
+                begin, stop, stride = slice(int(start), int(end), step).indices(x.shape[axis])
+                count = len(range(begin, stop, stride))
+                first[axis], by[axis], shape[axis] = (begin if count else 0), stride, count
+            return d.SliceDescriptor(tuple(first), tuple(by)), TensorInfo(tuple(shape), x.dtype)
+
+        layer_name = self._name(name, d.LayerKind.SLICE)
+        try:
+            descriptor, out = resolved()
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise NetworkError(f"layer {layer_name!r} (Slice): {exc}") from None
+        return self._build_layer(d.LayerKind.SLICE, lambda: descriptor, [x], ("input",), layer_name,
+                                 lambda infos: [out])[0]
+
+    def add_split(self, x: Tensor, sizes: Sequence[int], axis: int = 0, name: str | None = None) -> tuple[Tensor, ...]:
+        """Consecutive pieces of `sizes` along `axis`."""
+        def outputs(infos: list[TensorInfo]) -> list[TensorInfo]:
+            rank = infos[0].rank
+            a = axis % rank if -rank <= axis < rank else axis
+            return [TensorInfo(infos[0].shape[:a] + (int(n),) + infos[0].shape[a + 1:], infos[0].dtype) for n in sizes]
+
+        return self._build_layer(d.LayerKind.SPLIT, lambda: d.SplitDescriptor(int(axis)), [x], ("input",), name,
+                                 outputs)
+
+    def add_pad(self, x: Tensor, pads_begin: Sequence[int], pads_end: Sequence[int], mode: Any = "constant",
+                value: TensorLike | None = None, name: str | None = None) -> Tensor:
+        """constant (value, default 0), reflect, edge or wrap padding; negative pads crop."""
+        inputs = [x] + ([value] if value is not None else [])
+        return self._build(d.LayerKind.PAD, lambda: d.PadDescriptor(mode, tuple(pads_begin), tuple(pads_end)),
+                           inputs, ("input", "value"), name)
+
+    def add_expand(self, x: Tensor, shape: Sequence[int], name: str | None = None) -> Tensor:
+        """x broadcast with `shape` (ONNX Expand: the output is their NumPy broadcast)."""
+        return self._build_layer(d.LayerKind.EXPAND, lambda: None, [x], ("input",), name, lambda infos: [
+            TensorInfo(shapes.broadcast_shapes(infos[0].shape, tuple(int(v) for v in shape)), infos[0].dtype)])[0]
+
+    def add_resize(self, x: Tensor, sizes: Sequence[int], descriptor: d.ResizeDescriptor,
+                   name: str | None = None) -> Tensor:
+        """Resize to `sizes` (one per dim) with ONNX Resize's modes (the descriptor)."""
+        return self._build_layer(d.LayerKind.RESIZE, lambda: descriptor, [x], ("input",), name, lambda infos: [
+            TensorInfo(tuple(int(v) for v in sizes), infos[0].dtype)])[0]
+
+    def add_cast(self, x: TensorLike, dtype: Any, saturate: bool = True, name: str | None = None) -> Tensor:
+        """Convert to element type `dtype` (same shape)."""
+        return self._build_layer(d.LayerKind.CAST, lambda: d.CastDescriptor(bool(saturate)), [x], ("input",), name,
+                                 lambda infos: [TensorInfo(infos[0].shape, dtype)])[0]
+
+    def add_convolution(self, x: Tensor, weights: TensorLike, bias: TensorLike | None = None, *,
+                        descriptor: d.ConvolutionDescriptor, name: str | None = None) -> Tensor:
+        """1-, 2- or 3-D convolution, forward or transposed (NC[D]HW)."""
+        desc = dataclasses.replace(descriptor, has_bias=bias is not None)
+        inputs = [x, weights] + ([bias] if bias is not None else [])
+        return self._build(d.LayerKind.CONVOLUTION, lambda: desc, inputs, ("input", "weights", "bias"), name)
+
+    def add_pooling(self, x: Tensor, descriptor: d.PoolingDescriptor, name: str | None = None) -> Tensor:
+        """1-, 2- or 3-D pooling (NC[D]HW)."""
+        return self._build(d.LayerKind.POOLING, lambda: descriptor, [x], ("input",), name)
+
+    def add_recurrent(self, inputs: Sequence[TensorLike], descriptor: d.RecurrentDescriptor,
+                      name: str | None = None) -> tuple[Tensor, ...]:
+        """ONNX RNN, GRU or LSTM: inputs x, w, r, then the optional ones the descriptor's flags
+        name, in order; returns y, y_h (and y_c for LSTM)."""
+        roles = [f"input{i}" for i in range(len(inputs))]
+        return self._build_layer(d.LayerKind.RECURRENT, lambda: descriptor, list(inputs), roles, name)
+
+    def add_top_k(self, x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True,
+                  name: str | None = None) -> tuple[Tensor, Tensor]:
+        """The k largest (or smallest) values along `axis` and their int64 indices."""
+        def outputs(infos: list[TensorInfo]) -> list[TensorInfo]:
+            info = infos[0]
+            a = axis % info.rank if -info.rank <= axis < info.rank else axis
+            shape = info.shape[:a] + (int(k),) + info.shape[a + 1:]
+            return [TensorInfo(shape, info.dtype), TensorInfo(shape, DataType.INT64)]
+
+        values, indices = self._build_layer(d.LayerKind.TOP_K, lambda: d.TopKDescriptor(int(axis), bool(largest),
+                                                                                          bool(sorted)),
+                                            [x], ("input",), name, outputs)
+        return values, indices
+
+    def add_cumulative(self, op: Any, x: Tensor, axis: int, exclusive: bool = False, reverse: bool = False,
+                       name: str | None = None) -> Tensor:
+        """Cumulative sum or product along `axis`."""
+        return self._build(d.LayerKind.CUMULATIVE, lambda: d.CumulativeDescriptor(op, int(axis), bool(exclusive),
+                                                                                   bool(reverse)),
+                           [x], ("input",), name)
+
+    def add_one_hot(self, indices: TensorLike, depth: int, values: TensorLike, axis: int = -1,
+                    name: str | None = None) -> Tensor:
+        """One-hot rows of `depth` at a new axis `axis`, from values [off, on]."""
+        def outputs(infos: list[TensorInfo]) -> list[TensorInfo]:
+            shape = list(infos[0].shape)
+            rank = len(shape) + 1
+            shape.insert(axis % rank if -rank <= axis < rank else axis, int(depth))
+            return [TensorInfo(tuple(shape), infos[1].dtype)]
+
+        return self._build_layer(d.LayerKind.ONE_HOT, lambda: d.OneHotDescriptor(int(axis)), [indices, values],
+                                 ("indices", "values"), name, outputs)[0]
+
+    def add_triangular(self, x: Tensor, upper: bool = True, k: int = 0, name: str | None = None) -> Tensor:
+        """Keep the upper (or lower) triangle of the last two dims from diagonal k (ONNX Trilu)."""
+        return self._build(d.LayerKind.TRIANGULAR, lambda: d.TriangularDescriptor(bool(upper), int(k)), [x],
+                           ("input",), name)
 
     def __repr__(self) -> str:
         return f"<plugnn.Network {self.name!r}: {len(self._layers)} layers>"

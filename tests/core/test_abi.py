@@ -23,7 +23,7 @@ def test_version_is_read_from_the_header() -> None:
     text = REPO_HEADER.read_text()
     major = int(re.search(r"#define PLUGNN_BACKEND_API_VERSION_MAJOR (\d+)", text).group(1))
     minor = int(re.search(r"#define PLUGNN_BACKEND_API_VERSION_MINOR (\d+)", text).group(1))
-    assert plugnn.BACKEND_API_VERSION == (major, minor) == (1, 0)
+    assert plugnn.BACKEND_API_VERSION == (major, minor) == (1, 1)
 
 
 @pytest.mark.parametrize("py_enum, c_enum, prefix", [
@@ -121,7 +121,8 @@ def test_every_c_field_is_mapped_exactly_once(desc_type: type) -> None:
     mapped: list[str] = []
     for f in dataclasses.fields(desc_type):
         mapping = descriptors.c_mapping(f)
-        mapped += [n for n in mapping.names if not (mapping.codec == "flag" and n in mapped)]
+        shared = {"flag": mapping.names[:1], "array": mapping.names[:1]}.get(mapping.codec, ())  # flags, counts
+        mapped += [n for n in mapping.names if not (n in shared and n in mapped)]
     c_fields = [name for name, _ in DESCRIPTOR_FIELDS[desc_type.c_struct] if name != "struct_size"]
     assert sorted(mapped) == sorted(c_fields)
 
@@ -139,6 +140,25 @@ SAMPLES = [
     descriptors.LrnDescriptor(5, 2.0 ** -10, 0.5, 2.0, "nchw"),
     descriptors.ConcatDescriptor(-1),
     descriptors.TransposeDescriptor((0, 2, 3, 1)),
+    descriptors.ElementwiseUnaryDescriptor("erf"),
+    descriptors.ReduceDescriptor("arg_max", (2,), False, True),
+    descriptors.NormalizationDescriptor("group", 1, 4, 2.0 ** -12, True),
+    descriptors.GatherDescriptor("nd", 0, 1),
+    descriptors.ScatterDescriptor("elements", "max", -1),
+    descriptors.SliceDescriptor((0, 3, 1), (1, -1, 2)),
+    descriptors.SplitDescriptor(-2),
+    descriptors.PadDescriptor("wrap", (0, 1, -2), (3, 0, 1)),
+    descriptors.ResizeDescriptor("cubic", "tf_crop_and_resize", "ceil", -0.5, True, 2.5, True, (1.0, 1.0, 0.5, 2.0),
+                                 (0.0, 0.0, 0.25, 0.125), (1.0, 1.0, 0.75, 0.875)),
+    descriptors.CastDescriptor(False),
+    descriptors.ConvolutionDescriptor("transposed", (2, 1, 3), (1, 0, 2), (0, 1, 2), (1, 2, 1), (1, 0, 2), 3, True, ACT),
+    descriptors.PoolingDescriptor("average", (3,), (2,), (1,), (0,), (1,), "ceil", "include", 2.0),
+    descriptors.RecurrentDescriptor("gru", 8, "bidirectional", (ACT, descriptors.ActivationDescriptor("tanh")) * 2,
+                                    True, False, True, False, False, True, 2.5, True, False),
+    descriptors.TopKDescriptor(1, False, True),
+    descriptors.CumulativeDescriptor("prod", -1, True, False),
+    descriptors.OneHotDescriptor(0),
+    descriptors.TriangularDescriptor(False, -3),
 ]
 
 
@@ -153,6 +173,10 @@ def test_descriptors_round_trip_through_c(desc: object) -> None:
     back = (_marshal.from_c_descriptor(kind, c, "test", None) if kind is not None
             else _marshal._read_descriptor(type(desc), c, "test", None))
     assert back == desc
+
+
+def test_every_descriptor_has_a_round_trip_sample() -> None:
+    assert {type(d) for d in SAMPLES} == set(descriptor_types()) - {descriptors.PrecompiledDescriptor}
 
 
 def test_a_descriptor_shorter_than_its_fields_is_refused() -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from plugnn import BACKEND_API_VERSION
+
 pytestmark = pytest.mark.plugins
 
 
@@ -38,7 +40,7 @@ def test_backends_json(plugin_dir: Callable[..., Path]) -> None:
     directory = plugin_dir("valid", "null_id")
     result = plugnn("backends", "--dynamic-backends-path", str(directory), "--json")
     data = json.loads(result.stdout)
-    assert data["backend_api_version"] == "1.0"
+    assert data["backend_api_version"] == "{}.{}".format(*BACKEND_API_VERSION)
     assert data["search_paths"] == [str(directory)]
     assert [b["backend_id"] for b in data["backends"]] == ["MockValid"]
     statuses = {Path(r["path"]).name: (r["status"], r["reason"]) for r in data["load_report"]}

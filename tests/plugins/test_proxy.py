@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import plugnn
+
 from plugnn import BackendError, BackendOptionError, Runtime, RuntimeClosedError
 from plugnn.descriptors import (
     ActivationDescriptor,
@@ -62,7 +64,7 @@ def test_runtime_start_sets_options_then_creates_the_context(plugin_dir: Callabl
         backend = runtime.backend("MockValid")
         assert events(backend) == ["set_option", "create_context"]
         assert backend.get_option("num_threads") == "4"
-        assert backend.host_memory and backend.version == (1, 0)
+        assert backend.host_memory and backend.version == plugnn.BACKEND_API_VERSION
 
 
 @pytest.mark.parametrize("options, match", [

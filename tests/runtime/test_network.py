@@ -73,7 +73,7 @@ def test_generated_names_are_unique_and_weights_become_constants(net: Network) -
     (lambda n, x: n.add_fully_connected(x, np.zeros((3, 2)), name="L"), "must be rank 2"),
     (lambda n, x: n.add_batch_normalization(x, np.ones(2), np.ones(3), np.ones(3), np.ones(3), name="L"),
      "scale must have shape (3,)"),
-    (lambda n, x: n.add_activation(x, "swish", name="L"), "activation 'swish' is not one of"),
+    (lambda n, x: n.add_activation(x, "sparkle", name="L"), "activation 'sparkle' is not one of"),
     (lambda n, x: n.add_squeeze(x, [1], name="L"), "must name dimensions of size 1"),
     (lambda n, x: n.add_input("x", (1,)), "layer name 'x' is already used"),
     (lambda n, x: n.add_input("y", (1, -2)), "input 'y': negative dimension"),

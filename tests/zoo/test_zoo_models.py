@@ -1,6 +1,7 @@
-"""The model zoo's oracle side: every stored graph is small, fills deterministically from a seed, passes
-onnx.checker once filled, and runs on onnxruntime at its CI shape (batch 1 and 4) with finite outputs
-of the manifest's shapes. (plugnn against onnxruntime on these models belongs with the operators.)"""
+"""The model zoo: every stored graph is small, fills deterministically from a seed, passes onnx.checker
+once filled, runs on onnxruntime at its CI shape (batch 1 and 4) with finite outputs of the manifest's
+shapes, and plugnn imports it and matches onnxruntime there, on the default backends (CpuAcc, CpuRef)
+and on CpuRef alone, within the manifest's tolerance (max |diff| / max |onnxruntime| per output)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
+import plugnn  # noqa: E402
+import plugnn.onnx  # noqa: E402
 from zoo import weights  # noqa: E402
 
 MANIFEST = weights.load_manifest()
@@ -56,6 +59,13 @@ class Zoo:
         self.filled_bytes = self.filled.SerializeToString()
         self._session: Any = None
         self._outputs: dict[int, list[np.ndarray]] = {}
+
+    def run_plugnn(self, runtime: Any, batch: int, backends: list[str]) -> list[np.ndarray]:
+        network = plugnn.onnx.load(self.filled, input_shapes=weights.input_shapes(self.entry, "ci", batch))
+        optimized = plugnn.optimize(network, runtime, backends)
+        with runtime.load_network(optimized) as loaded:
+            outputs = loaded.run(weights.make_inputs(self.entry, "ci", batch, seed=0))
+        return [outputs[spec["name"]] for spec in self.entry["outputs"]]
 
     def run(self, batch: int) -> list[np.ndarray]:
         if batch not in self._outputs:
@@ -142,3 +152,21 @@ def test_filled_model_runs_on_onnxruntime(zoo: Zoo, batch: int) -> None:
         for value, single, spec in zip(outputs, zoo.run(1), zoo.entry["outputs"]):
             first = np.take(value, [0], axis=spec["dims"].index("batch"))
             assert weights.relative_difference(first, single) <= BATCH_CONSISTENCY, spec["name"]
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[plugnn.Runtime]:
+    with plugnn.Runtime() as rt:
+        yield rt
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("backends", ["default", "CpuRef"])
+def test_plugnn_matches_onnxruntime(zoo: Zoo, runtime: plugnn.Runtime, batch: int, backends: str) -> None:
+    chosen = runtime.preferred_backends if backends == "default" else ["CpuRef"]
+    tolerance = zoo.entry["tolerance"]["CpuRef" if backends == "CpuRef" else "CpuAcc"]
+    ours = zoo.run_plugnn(runtime, batch, chosen)
+    for value, expected, spec in zip(ours, zoo.run(batch), zoo.entry["outputs"]):
+        assert value.shape == expected.shape and value.dtype == expected.dtype, spec["name"]
+        difference = weights.relative_difference(value, expected)
+        assert difference <= tolerance, f"{spec['name']}: max |diff| / max |onnxruntime| = {difference:.3g}"

@@ -30,6 +30,15 @@
  * `const void* extension` pointer, NULL in every 1.x version, through which a
  * later MINOR version may chain a size-prefixed extension struct.
  *
+ * What a plugin built against an older MINOR version sees of a newer runtime:
+ * new layer kinds, enum values and element types arrive as values it does not
+ * know, and it refuses them (plugin_common's validation does so for every
+ * plugin that uses it). A field appended to an existing descriptor is marked
+ * "since 1.x" below; the runtime never sends a layer whose appended fields are
+ * not zero to a plugin built against an older minor version (it answers for
+ * that plugin that the layer is not supported). Everything marked "since 1.1"
+ * arrived in 1.1; everything unmarked is 1.0.
+ *
  * Reading appended fields: every ABI struct begins with uint32_t struct_size,
  * written by whoever fills the struct, as sizeof() of the struct in the header
  * that party was built with. A reader touches a field only when
@@ -82,7 +91,7 @@ extern "C" {
  * ======================================================================== */
 
 #define PLUGNN_BACKEND_API_VERSION_MAJOR 1
-#define PLUGNN_BACKEND_API_VERSION_MINOR 0
+#define PLUGNN_BACKEND_API_VERSION_MINOR 1
 
 /* Fixed limits. Changing one is a MAJOR change. */
 #define PN_MAX_DIMS 8
@@ -116,15 +125,25 @@ typedef uint32_t pn_bool; /* 0 = false, 1 = true */
  * Tensors
  * ======================================================================== */
 
+/* Element types. Integers are two's complement, floats IEEE 754, all in the
+ * host's byte order. INT8/UINT8 with quant_scale != 0 in their pn_tensor_info
+ * are quantized (real = quant_scale * (q - quant_zero_point)); with
+ * quant_scale == 0 they are plain integers, like every other integer type. */
 typedef enum pn_data_type {
     PN_DTYPE_INVALID = 0,
     PN_DTYPE_FLOAT32 = 1,
-    PN_DTYPE_FLOAT16 = 2,
-    PN_DTYPE_INT8 = 3,   /* quantized: real = quant_scale * (q - quant_zero_point) */
-    PN_DTYPE_UINT8 = 4,  /* quantized, as INT8 */
+    PN_DTYPE_FLOAT16 = 2,    /* IEEE binary16 */
+    PN_DTYPE_INT8 = 3,
+    PN_DTYPE_UINT8 = 4,
     PN_DTYPE_INT32 = 5,
     PN_DTYPE_INT64 = 6,
-    PN_DTYPE_BOOL = 7    /* one byte per element, 0 or 1 */
+    PN_DTYPE_BOOL = 7,       /* one byte per element, 0 or 1 */
+    PN_DTYPE_INT16 = 8,      /* since 1.1 */
+    PN_DTYPE_UINT16 = 9,     /* since 1.1 */
+    PN_DTYPE_UINT32 = 10,    /* since 1.1 */
+    PN_DTYPE_UINT64 = 11,    /* since 1.1 */
+    PN_DTYPE_FLOAT64 = 12,   /* since 1.1 */
+    PN_DTYPE_BFLOAT16 = 13   /* since 1.1: the upper 16 bits of a float32 */
 } pn_data_type;
 
 /* Shape and element type of a tensor. Elements are stored dense, row-major
@@ -135,7 +154,7 @@ typedef struct pn_tensor_info {
     pn_data_type dtype;
     uint32_t rank;                /* 0..PN_MAX_DIMS */
     int64_t dims[PN_MAX_DIMS];    /* dims[rank..] are 0; every dim >= 0 */
-    float quant_scale;            /* INT8/UINT8 only, else 0 */
+    float quant_scale;            /* quantized INT8/UINT8 only, else 0 */
     int32_t quant_zero_point;     /* INT8/UINT8 only, else 0 */
     const void* extension;        /* NULL (array element: never grows; see the top) */
 } pn_tensor_info;
@@ -161,6 +180,21 @@ typedef struct pn_tensor {
  * documents; an input whose contents are known when the network is optimized
  * is a constant and its data is available from pn_layer.constant_data, so a
  * backend may prepack it when it creates the workload.
+ *
+ * Kinds come in families: one kind, one descriptor with an enum that picks the
+ * member (the unary operations, the reductions, the normalizations, ...), so a
+ * backend claims a family at once and refuses, with a reason, the members it
+ * does not run. Element types: unless a kind says otherwise, every input and
+ * the output of a layer have one element type, any pn_data_type; the runtime
+ * only builds layers whose types the kind's comment allows. "Float" means
+ * FLOAT32, FLOAT16, BFLOAT16 or FLOAT64; "integer" the signed and unsigned
+ * integer types; "numeric" both. Backends compute FLOAT16 and BFLOAT16 in
+ * float32 or wider, rounding once when they store.
+ *
+ * Axes: a negative axis counts from the end, except where a field says it is
+ * already resolved (0 <= axis < rank). Indices read from tensors (gather,
+ * scatter) may be negative (counting from the end of their axis); an index out
+ * of range fails execute() with PN_ERR_INVALID_ARGUMENT naming it.
  * ======================================================================== */
 
 typedef enum pn_layer_kind {
@@ -179,7 +213,27 @@ typedef enum pn_layer_kind {
     PN_LAYER_RESHAPE = 12,            /* no descriptor; output info holds the new shape */
     PN_LAYER_TRANSPOSE = 13,          /* pn_transpose_desc; inputs x */
     PN_LAYER_COPY = 14,               /* no descriptor; output = input, same shape */
-    PN_LAYER_PRECOMPILED = 15         /* pn_precompiled_desc; created by optimize_subgraph */
+    PN_LAYER_PRECOMPILED = 15,        /* pn_precompiled_desc; created by optimize_subgraph */
+    /* since 1.1 */
+    PN_LAYER_ELEMENTWISE_UNARY = 16,  /* pn_elementwise_unary_desc; inputs x */
+    PN_LAYER_SELECT = 17,             /* no descriptor; inputs condition, a, b (broadcast) */
+    PN_LAYER_REDUCE = 18,             /* pn_reduce_desc; inputs x */
+    PN_LAYER_NORMALIZATION = 19,      /* pn_normalization_desc; inputs x, scale[, bias] */
+    PN_LAYER_GATHER = 20,             /* pn_gather_desc; inputs data, indices */
+    PN_LAYER_SCATTER = 21,            /* pn_scatter_desc; inputs data, indices, updates */
+    PN_LAYER_SLICE = 22,              /* pn_slice_desc; inputs x */
+    PN_LAYER_SPLIT = 23,              /* pn_split_desc; inputs x; 1..n outputs */
+    PN_LAYER_PAD = 24,                /* pn_pad_desc; inputs x[, constant value] */
+    PN_LAYER_EXPAND = 25,             /* no descriptor; inputs x, broadcast to the output */
+    PN_LAYER_RESIZE = 26,             /* pn_resize_desc; inputs x */
+    PN_LAYER_CAST = 27,               /* pn_cast_desc; inputs x; output type from its info */
+    PN_LAYER_CONVOLUTION = 28,        /* pn_convolution_desc; inputs x, weights[, bias] */
+    PN_LAYER_POOLING = 29,            /* pn_pooling_desc; inputs x */
+    PN_LAYER_RECURRENT = 30,          /* pn_recurrent_desc; inputs x, w, r[, ...]; outputs y, y_h[, y_c] */
+    PN_LAYER_TOP_K = 31,              /* pn_top_k_desc; inputs x; outputs values, indices */
+    PN_LAYER_CUMULATIVE = 32,         /* pn_cumulative_desc; inputs x */
+    PN_LAYER_ONE_HOT = 33,            /* pn_one_hot_desc; inputs indices, values */
+    PN_LAYER_TRIANGULAR = 34          /* pn_triangular_desc; inputs x */
 } pn_layer_kind;
 
 typedef enum pn_data_layout {
@@ -201,10 +255,23 @@ typedef enum pn_activation_kind {
     PN_ACTIVATION_ABS = 9,
     PN_ACTIVATION_SQRT = 10,
     PN_ACTIVATION_SQUARE = 11,
-    PN_ACTIVATION_LINEAR = 12        /* alpha * x + beta */
+    PN_ACTIVATION_LINEAR = 12,       /* alpha * x + beta */
+    /* since 1.1 */
+    PN_ACTIVATION_GELU = 13,         /* x * (1 + erf(x / sqrt(2))) / 2 */
+    PN_ACTIVATION_GELU_TANH = 14,    /* x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) / 2 */
+    PN_ACTIVATION_SWISH = 15,        /* x * sigmoid(alpha * x) (SiLU: alpha = 1) */
+    PN_ACTIVATION_MISH = 16,         /* x * tanh(softplus(x)) */
+    PN_ACTIVATION_SOFTPLUS = 17,     /* log(1 + exp(x)) */
+    PN_ACTIVATION_SOFTSIGN = 18,     /* x / (1 + |x|) */
+    PN_ACTIVATION_SELU = 19,         /* beta * (x > 0 ? x : alpha * (exp(x) - 1)) */
+    PN_ACTIVATION_CELU = 20,         /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), alpha != 0 */
+    PN_ACTIVATION_THRESHOLDED_RELU = 21, /* x > alpha ? x : 0 */
+    PN_ACTIVATION_SHRINK = 22,       /* x < -alpha ? x + beta : (x > alpha ? x - beta : 0) */
+    PN_ACTIVATION_SCALED_TANH = 23   /* alpha * tanh(beta * x) */
 } pn_activation_kind;
 
-/* PN_LAYER_ACTIVATION, and the fused activation of other layers. */
+/* PN_LAYER_ACTIVATION, and the fused activation of other layers. Float types:
+ * an activation is computed in float (backends may use the widest they have). */
 typedef struct pn_activation_desc {
     uint32_t struct_size;
     pn_activation_kind kind;
@@ -280,10 +347,31 @@ typedef enum pn_binary_op {
     PN_BINARY_MAXIMUM = 5,
     PN_BINARY_MINIMUM = 6,
     PN_BINARY_POWER = 7,
-    PN_BINARY_PRELU = 8      /* a >= 0 ? a : a * b */
+    PN_BINARY_PRELU = 8,     /* a >= 0 ? a : a * b */
+    /* since 1.1 */
+    PN_BINARY_MOD = 9,       /* a - floor(a / b) * b: the sign of b (NumPy's %) */
+    PN_BINARY_FMOD = 10,     /* a - trunc(a / b) * b: the sign of a (C's fmod and %) */
+    PN_BINARY_EQUAL = 11,    /* comparisons: numeric or bool a, b; BOOL output */
+    PN_BINARY_LESS = 12,
+    PN_BINARY_LESS_EQUAL = 13,
+    PN_BINARY_GREATER = 14,
+    PN_BINARY_GREATER_EQUAL = 15,
+    PN_BINARY_LOGICAL_AND = 16,  /* logic: BOOL a, b and output */
+    PN_BINARY_LOGICAL_OR = 17,
+    PN_BINARY_LOGICAL_XOR = 18,
+    PN_BINARY_BITWISE_AND = 19,  /* bitwise: integer a, b and output */
+    PN_BINARY_BITWISE_OR = 20,
+    PN_BINARY_BITWISE_XOR = 21,
+    PN_BINARY_SHIFT_LEFT = 22,   /* unsigned integers; a shift by the width or more gives 0 */
+    PN_BINARY_SHIFT_RIGHT = 23
 } pn_binary_op;
 
-/* PN_LAYER_ELEMENTWISE_BINARY: NumPy broadcasting of a and b to the output. */
+/* PN_LAYER_ELEMENTWISE_BINARY: NumPy broadcasting of a and b to the output.
+ * a and b have one element type; the output has it too, except for the
+ * comparisons (BOOL). ADD..POWER, MOD, FMOD: numeric. On integers DIV truncates
+ * toward zero, POWER needs b >= 0, and DIV, MOD and FMOD by zero fail execute()
+ * with PN_ERR_INVALID_ARGUMENT; integer overflow wraps. PRELU: float. A fused
+ * activation needs a float output. */
 typedef struct pn_elementwise_binary_desc {
     uint32_t struct_size;
     pn_binary_op op;
@@ -298,7 +386,8 @@ typedef enum pn_variadic_op {
     PN_VARIADIC_MEAN = 4
 } pn_variadic_op;
 
-/* PN_LAYER_ELEMENTWISE_VARIADIC: all inputs broadcast to the output. */
+/* PN_LAYER_ELEMENTWISE_VARIADIC: all inputs broadcast to the output; numeric
+ * (MEAN: float). */
 typedef struct pn_elementwise_variadic_desc {
     uint32_t struct_size;
     pn_variadic_op op;
@@ -344,7 +433,8 @@ typedef struct pn_lrn_desc {
     float bias;
 } pn_lrn_desc;
 
-/* PN_LAYER_CONCAT along one axis (negative counts from the end). */
+/* PN_LAYER_CONCAT along one axis (negative counts from the end). Any element
+ * type (as RESHAPE, TRANSPOSE and COPY). */
 typedef struct pn_concat_desc {
     uint32_t struct_size;
     int32_t axis;
@@ -356,6 +446,389 @@ typedef struct pn_transpose_desc {
     uint32_t rank;
     uint32_t perm[PN_MAX_DIMS];
 } pn_transpose_desc;
+
+/* ---- Since 1.1 ---------------------------------------------------------- */
+
+typedef enum pn_unary_op {
+    PN_UNARY_INVALID = 0,
+    PN_UNARY_ABS = 1,          /* numeric */
+    PN_UNARY_NEG = 2,          /* signed integers and floats */
+    PN_UNARY_SIGN = 3,         /* numeric: -1, 0 or 1 (NaN stays NaN) */
+    PN_UNARY_RECIPROCAL = 4,   /* float from here to ATANH */
+    PN_UNARY_SQRT = 5,
+    PN_UNARY_RSQRT = 6,        /* 1 / sqrt(x) */
+    PN_UNARY_EXP = 7,
+    PN_UNARY_LOG = 8,          /* natural logarithm */
+    PN_UNARY_ERF = 9,
+    PN_UNARY_SIN = 10,
+    PN_UNARY_COS = 11,
+    PN_UNARY_TAN = 12,
+    PN_UNARY_ASIN = 13,
+    PN_UNARY_ACOS = 14,
+    PN_UNARY_ATAN = 15,
+    PN_UNARY_SINH = 16,
+    PN_UNARY_COSH = 17,
+    PN_UNARY_ASINH = 18,
+    PN_UNARY_ACOSH = 19,
+    PN_UNARY_ATANH = 20,
+    PN_UNARY_FLOOR = 21,       /* float */
+    PN_UNARY_CEIL = 22,
+    PN_UNARY_ROUND = 23,       /* to nearest, halves to even */
+    PN_UNARY_IS_NAN = 24,      /* float x, BOOL output */
+    PN_UNARY_IS_INF = 25,      /* float x, BOOL output: +inf or -inf */
+    PN_UNARY_IS_POS_INF = 26,  /* float x, BOOL output: +inf */
+    PN_UNARY_IS_NEG_INF = 27,  /* float x, BOOL output: -inf */
+    PN_UNARY_LOGICAL_NOT = 28, /* BOOL x and output */
+    PN_UNARY_BITWISE_NOT = 29  /* integer */
+} pn_unary_op;
+
+/* PN_LAYER_ELEMENTWISE_UNARY: y = op(x), same shape; the output has x's type
+ * except where the op says BOOL. */
+typedef struct pn_elementwise_unary_desc {
+    uint32_t struct_size;
+    pn_unary_op op;
+} pn_elementwise_unary_desc;
+
+/* PN_LAYER_SELECT (ONNX Where): output = condition ? a : b, the three
+ * broadcast to the output (NumPy rules); condition is BOOL, a, b and the
+ * output share any one element type. No descriptor. */
+
+typedef enum pn_reduce_op {
+    PN_REDUCE_INVALID = 0,
+    PN_REDUCE_SUM = 1,          /* numeric; empty: 0 */
+    PN_REDUCE_MEAN = 2,         /* float; empty: NaN */
+    PN_REDUCE_MAX = 3,          /* numeric; empty: the type's lowest value (-inf for floats); NaN wins */
+    PN_REDUCE_MIN = 4,          /* numeric; empty: the type's highest value (+inf); NaN wins */
+    PN_REDUCE_PROD = 5,         /* numeric; empty: 1 */
+    PN_REDUCE_L1 = 6,           /* sum |x|; numeric */
+    PN_REDUCE_L2 = 7,           /* sqrt(sum x^2); float */
+    PN_REDUCE_LOG_SUM = 8,      /* log(sum x); float */
+    PN_REDUCE_LOG_SUM_EXP = 9,  /* log(sum exp(x)), computed without overflow; float */
+    PN_REDUCE_SUM_SQUARE = 10,  /* sum x^2; numeric */
+    PN_REDUCE_ARG_MAX = 11,     /* numeric x; INT64 output: the index of the first (or, with
+                                   select_last_index, last) largest value along the one axis */
+    PN_REDUCE_ARG_MIN = 12      /* as ARG_MAX, smallest */
+} pn_reduce_op;
+
+/* PN_LAYER_REDUCE over the listed axes (resolved: 0 <= axes[i] < rank,
+ * increasing, no repeats; ARG_MAX/ARG_MIN take exactly one). The output keeps
+ * each reduced axis as size 1 when keep_dims, else drops it. num_axes == 0
+ * reduces nothing (the output is x, op applied per element where it has a
+ * meaning: L1 |x|, L2 |x|, SUM_SQUARE x^2, LOG_SUM log x, LOG_SUM_EXP x;
+ * ARG_* need one axis). The output has x's type but for ARG_* (INT64). */
+typedef struct pn_reduce_desc {
+    uint32_t struct_size;
+    pn_reduce_op op;
+    uint32_t num_axes;
+    uint32_t axes[PN_MAX_DIMS];
+    pn_bool keep_dims;
+    pn_bool select_last_index;  /* ARG_MAX/ARG_MIN only */
+} pn_reduce_desc;
+
+typedef enum pn_normalization_op {
+    PN_NORMALIZATION_INVALID = 0,
+    PN_NORMALIZATION_LAYER = 1,     /* over dims [axis, rank): (x - mean) / sqrt(var + eps) */
+    PN_NORMALIZATION_RMS = 2,       /* over dims [axis, rank): x / sqrt(mean(x^2) + eps) */
+    PN_NORMALIZATION_GROUP = 3,     /* x [N, C, ...]: over each group of C / num_groups channels
+                                       and all spatial dims; instance normalization is
+                                       num_groups == C */
+    PN_NORMALIZATION_LP = 4         /* along dim `axis`: x / ||x||_p, p = 1 or 2 (num_groups holds p);
+                                       a zero norm gives 0 */
+} pn_normalization_op;
+
+/* PN_LAYER_NORMALIZATION: y = normalized(x) * scale + bias. Float x, scale,
+ * bias and output. LAYER, RMS: scale and bias broadcast to x.shape[axis:];
+ * GROUP: scale and bias of shape [C] (per channel); LP: no scale or bias
+ * (one input). Variances are the biased (population) ones. */
+typedef struct pn_normalization_desc {
+    uint32_t struct_size;
+    pn_normalization_op op;
+    int32_t axis;                /* LAYER, RMS, LP */
+    uint32_t num_groups;         /* GROUP: divides C; LP: the order p (1 or 2) */
+    float epsilon;
+    uint32_t flags;              /* PN_LAYER_FLAG_HAS_BIAS: the bias input is present */
+} pn_normalization_desc;
+
+typedef enum pn_gather_op {
+    PN_GATHER_INVALID = 0,
+    PN_GATHER_TAKE = 1,      /* ONNX Gather: out[i.., j.., k..] = data[i.., idx[j..], k..] along axis */
+    PN_GATHER_ELEMENTS = 2,  /* ONNX GatherElements: indices of data's rank; out has its shape */
+    PN_GATHER_ND = 3         /* ONNX GatherND with batch_dims */
+} pn_gather_op;
+
+/* PN_LAYER_GATHER: data of any type, indices INT32 or INT64; the output has
+ * data's type and the shape ONNX gives. */
+typedef struct pn_gather_desc {
+    uint32_t struct_size;
+    pn_gather_op op;
+    int32_t axis;            /* TAKE, ELEMENTS */
+    uint32_t batch_dims;     /* ND */
+} pn_gather_desc;
+
+typedef enum pn_scatter_op {
+    PN_SCATTER_INVALID = 0,
+    PN_SCATTER_ELEMENTS = 1, /* ONNX ScatterElements along axis */
+    PN_SCATTER_ND = 2        /* ONNX ScatterND */
+} pn_scatter_op;
+
+typedef enum pn_scatter_reduction {
+    PN_SCATTER_REDUCTION_INVALID = 0,
+    PN_SCATTER_REDUCTION_NONE = 1,  /* replace (with repeated indices, the last update wins) */
+    PN_SCATTER_REDUCTION_ADD = 2,
+    PN_SCATTER_REDUCTION_MUL = 3,
+    PN_SCATTER_REDUCTION_MAX = 4,
+    PN_SCATTER_REDUCTION_MIN = 5
+} pn_scatter_reduction;
+
+/* PN_LAYER_SCATTER: output = data with updates written at indices (INT32 or
+ * INT64); data, updates and output share one type. */
+typedef struct pn_scatter_desc {
+    uint32_t struct_size;
+    pn_scatter_op op;
+    pn_scatter_reduction reduction;
+    int32_t axis;            /* ELEMENTS */
+} pn_scatter_desc;
+
+/* PN_LAYER_SLICE: output element [i0, i1, ...] is input element
+ * [starts[0] + i0 * steps[0], ...]; the output's dims give the counts. Every
+ * start is resolved (0 <= start < dim, or 0 for an empty output) and every
+ * step is non-zero (negative steps walk backwards). Any element type. */
+typedef struct pn_slice_desc {
+    uint32_t struct_size;
+    uint32_t rank;               /* the input's rank */
+    int64_t starts[PN_MAX_DIMS];
+    int64_t steps[PN_MAX_DIMS];
+} pn_slice_desc;
+
+/* PN_LAYER_SPLIT: the outputs are consecutive pieces of x along `axis`, their
+ * sizes those of the outputs' dims (which sum to x's). Any element type. */
+typedef struct pn_split_desc {
+    uint32_t struct_size;
+    int32_t axis;
+} pn_split_desc;
+
+typedef enum pn_pad_mode {
+    PN_PAD_INVALID = 0,
+    PN_PAD_CONSTANT = 1,     /* the value: input 1 (a one-element tensor of x's type), or 0 */
+    PN_PAD_REFLECT = 2,      /* mirrored without the edge: pads < dim */
+    PN_PAD_EDGE = 3,         /* the edge repeated */
+    PN_PAD_WRAP = 4          /* the other end continued (periodic) */
+} pn_pad_mode;
+
+/* PN_LAYER_PAD: output dim i = pads_begin[i] + dim i + pads_end[i]; a negative
+ * pad removes elements. Any element type. */
+typedef struct pn_pad_desc {
+    uint32_t struct_size;
+    pn_pad_mode mode;
+    uint32_t rank;
+    int64_t pads_begin[PN_MAX_DIMS];
+    int64_t pads_end[PN_MAX_DIMS];
+} pn_pad_desc;
+
+/* PN_LAYER_EXPAND: x broadcast (NumPy rules) to the output's shape. Any element
+ * type. No descriptor. */
+
+typedef enum pn_resize_mode {
+    PN_RESIZE_INVALID = 0,
+    PN_RESIZE_NEAREST = 1,
+    PN_RESIZE_LINEAR = 2,    /* linear along every resized axis (bilinear, trilinear) */
+    PN_RESIZE_CUBIC = 3      /* cubic convolution with coefficient cubic_coeff_a */
+} pn_resize_mode;
+
+typedef enum pn_coordinate_transform {
+    PN_COORDINATES_INVALID = 0,
+    PN_COORDINATES_HALF_PIXEL = 1,          /* x_in = (x_out + 0.5) / scale - 0.5 */
+    PN_COORDINATES_HALF_PIXEL_SYMMETRIC = 2,
+    PN_COORDINATES_PYTORCH_HALF_PIXEL = 3,  /* as HALF_PIXEL, 0 where the output length is 1 */
+    PN_COORDINATES_ALIGN_CORNERS = 4,       /* x_out * (in - 1) / (out - 1) */
+    PN_COORDINATES_ASYMMETRIC = 5,          /* x_out / scale */
+    PN_COORDINATES_TF_CROP_AND_RESIZE = 6   /* within [roi_start, roi_end) (normalized) */
+} pn_coordinate_transform;
+
+typedef enum pn_nearest_mode {
+    PN_NEAREST_INVALID = 0,
+    PN_NEAREST_ROUND_PREFER_FLOOR = 1,
+    PN_NEAREST_ROUND_PREFER_CEIL = 2,
+    PN_NEAREST_FLOOR = 3,
+    PN_NEAREST_CEIL = 4
+} pn_nearest_mode;
+
+/* PN_LAYER_RESIZE (ONNX Resize semantics): every axis of x may be resized, to the
+ * output's dims; scales[i] is the scale of axis i the coordinate transform
+ * uses (output / input when the model gave sizes). Float x and output; NEAREST
+ * also any other type. */
+typedef struct pn_resize_desc {
+    uint32_t struct_size;
+    pn_resize_mode mode;
+    pn_coordinate_transform coordinates;
+    pn_nearest_mode nearest_mode;    /* NEAREST */
+    float cubic_coeff_a;             /* CUBIC, e.g. -0.75 */
+    pn_bool exclude_outside;         /* CUBIC: weights outside the input are 0, the rest renormalized */
+    float extrapolation_value;       /* TF_CROP_AND_RESIZE: the value outside the input */
+    pn_bool antialias;               /* LINEAR/CUBIC downscaling widens the filter by 1 / scale */
+    uint32_t rank;
+    float scales[PN_MAX_DIMS];
+    float roi_start[PN_MAX_DIMS];    /* TF_CROP_AND_RESIZE */
+    float roi_end[PN_MAX_DIMS];
+} pn_resize_desc;
+
+/* PN_LAYER_CAST: the output (same shape) has the type its info names. Float to
+ * integer truncates toward zero (out of range: unspecified but no failure);
+ * to BOOL: non-zero is 1; from BOOL: 0 or 1; float to narrower float rounds to
+ * nearest even, and with `saturate` out-of-range values become the largest
+ * finite value of their sign instead of infinity. */
+typedef struct pn_cast_desc {
+    uint32_t struct_size;
+    pn_bool saturate;
+} pn_cast_desc;
+
+typedef enum pn_convolution_op {
+    PN_CONVOLUTION_INVALID = 0,
+    PN_CONVOLUTION_FORWARD = 1,     /* weights [O, I / groups, k...] */
+    PN_CONVOLUTION_TRANSPOSED = 2   /* weights [I, O / groups, k...] (ONNX ConvTranspose) */
+} pn_convolution_op;
+
+/* PN_LAYER_CONVOLUTION: 1-, 2- or 3-D convolution, x [N, C, spatial...] (no
+ * other layout), optional bias [O], fused activation. Float tensors.
+ * FORWARD output size per spatial axis as pn_convolution_2d_desc's;
+ * TRANSPOSED: stride * (in - 1) + output_padding + dilation * (k - 1) + 1
+ *             - pad_begin - pad_end. */
+typedef struct pn_convolution_desc {
+    uint32_t struct_size;
+    pn_convolution_op op;
+    uint32_t spatial_rank;              /* 1..3 */
+    uint32_t strides[3];                /* >= 1 */
+    uint32_t pads_begin[3];
+    uint32_t pads_end[3];
+    uint32_t dilations[3];              /* >= 1 */
+    uint32_t output_padding[3];         /* TRANSPOSED: < max(stride, dilation) */
+    uint32_t groups;
+    uint32_t flags;                     /* PN_LAYER_FLAG_HAS_BIAS */
+    const pn_activation_desc* fused_activation; /* NULL: none */
+} pn_convolution_desc;
+
+/* PN_LAYER_POOLING: 1-, 2- or 3-D pooling of x [N, C, spatial...], with the
+ * rules of pn_pooling_2d_desc per axis. Float tensors (MAX also integers). */
+typedef struct pn_pooling_desc {
+    uint32_t struct_size;
+    pn_pooling_kind kind;
+    uint32_t spatial_rank;              /* 1..3 */
+    uint32_t kernel[3];
+    uint32_t strides[3];
+    uint32_t pads_begin[3];
+    uint32_t pads_end[3];
+    uint32_t dilations[3];
+    pn_output_rounding rounding;
+    pn_padding_method padding_method;
+    float p;
+} pn_pooling_desc;
+
+typedef enum pn_recurrent_cell {
+    PN_RECURRENT_INVALID = 0,
+    PN_RECURRENT_RNN = 1,    /* h = f(x W^T + h R^T + b) */
+    PN_RECURRENT_GRU = 2,    /* gates z, r, h (ONNX order) */
+    PN_RECURRENT_LSTM = 3    /* gates i, o, f, c (ONNX order) */
+} pn_recurrent_cell;
+
+typedef enum pn_recurrent_direction {
+    PN_DIRECTION_INVALID = 0,
+    PN_DIRECTION_FORWARD = 1,
+    PN_DIRECTION_REVERSE = 2,
+    PN_DIRECTION_BIDIRECTIONAL = 3
+} pn_recurrent_direction;
+
+/* Flags of pn_recurrent_desc: which optional inputs are present. They follow
+ * x, w, r in this order: bias, sequence_lens, initial_h, initial_c, peepholes. */
+#define PN_RECURRENT_HAS_BIAS 0x1u          /* b [dirs, 2 * gates * hidden] */
+#define PN_RECURRENT_HAS_SEQUENCE_LENS 0x2u /* INT32 [batch] */
+#define PN_RECURRENT_HAS_INITIAL_H 0x4u     /* shaped like y_h */
+#define PN_RECURRENT_HAS_INITIAL_C 0x8u     /* LSTM, shaped like y_h */
+#define PN_RECURRENT_HAS_PEEPHOLES 0x10u    /* LSTM p [dirs, 3 * hidden] */
+
+/* PN_LAYER_RECURRENT (ONNX RNN, GRU, LSTM): x [seq, batch, input] ([batch,
+ * seq, input] when batch_major), w [dirs, gates * hidden, input], r [dirs,
+ * gates * hidden, hidden]. Outputs y [seq, dirs, batch, hidden] ([batch, seq,
+ * dirs, hidden] when batch_major), y_h [dirs, batch, hidden] ([batch, dirs,
+ * hidden]) and, for LSTM, y_c like y_h; initial_h and initial_c are laid out
+ * like y_h (ONNX's layout attribute). Steps past a sequence's length give 0
+ * in y. The cell's functions are activations[0..num_activations) (RNN 1, GRU 2,
+ * LSTM 3 per direction; forward then reverse), each RELU, TANH, SIGMOID,
+ * LINEAR (ONNX's Affine), LEAKY_RELU, THRESHOLDED_RELU, SCALED_TANH,
+ * HARD_SIGMOID, ELU, SOFTSIGN or SOFTPLUS with its alpha and beta. Float
+ * tensors but sequence_lens. ONNX's equations, with the gates in the order of
+ * the rows of w, r and p, and b = [Wb of every gate, Rb of every gate]:
+ * (f(), g(), h() are the direction's activations 0, 1, 2; . multiplies elementwise)
+ *   RNN   h = f(x Wi^T + h Ri^T + Wbi + Rbi)
+ *   GRU   z = f(x Wz^T + h Rz^T + Wbz + Rbz),  r = f(x Wr^T + h Rr^T + Wbr + Rbr),
+ *         n = g(x Wh^T + (r . h) Rh^T + Rbh + Wbh)   (linear_before_reset:
+ *         n = g(x Wh^T + r . (h Rh^T + Rbh) + Wbh)),  h = (1 - z) . n + z . h
+ *   LSTM  i = f(x Wi^T + h Ri^T + Pi . c + Wbi + Rbi),
+ *         fg = f(x Wf^T + h Rf^T + Pf . c + Wbf + Rbf)   (input_forget: 1 - i),
+ *         c = fg . c + i . g(x Wc^T + h Rc^T + Wbc + Rbc),
+ *         o = f(x Wo^T + h Ro^T + Po . c + Wbo + Rbo)  (the new c),  h = o . h(c)
+ * clip bounds the argument of every gate's function (not the c of h(c)). The
+ * reverse direction runs each sequence from its last valid step to step 0;
+ * y_h (y_c) is the state after a direction's last step (step len - 1
+ * forward, step 0 reverse), y at step t the state after step t. sequence_lens
+ * values lie in [0, seq]: a length 0 gives 0 in y, y_h and y_c; a value
+ * outside fails execute() with PN_ERR_INVALID_ARGUMENT. */
+typedef struct pn_recurrent_desc {
+    uint32_t struct_size;
+    pn_recurrent_cell cell;
+    pn_recurrent_direction direction;
+    uint32_t hidden_size;
+    uint32_t flags;                          /* PN_RECURRENT_HAS_* */
+    pn_bool batch_major;
+    float clip;                              /* > 0: gate inputs clipped to [-clip, clip]; 0: none */
+    pn_bool linear_before_reset;             /* GRU */
+    pn_bool input_forget;                    /* LSTM: couple the input and forget gates */
+    uint32_t num_activations;                /* <= 6 */
+    pn_activation_kind activations[6];
+    float activation_alpha[6];
+    float activation_beta[6];
+} pn_recurrent_desc;
+
+/* PN_LAYER_TOP_K: the k = output dim `axis` largest (or smallest) values of x
+ * along `axis` and their INT64 indices; ties keep the lower index first. Numeric
+ * x; values have x's type. */
+typedef struct pn_top_k_desc {
+    uint32_t struct_size;
+    int32_t axis;
+    pn_bool largest;
+    pn_bool sorted;          /* 0: any order (backends may still sort) */
+} pn_top_k_desc;
+
+typedef enum pn_cumulative_op {
+    PN_CUMULATIVE_INVALID = 0,
+    PN_CUMULATIVE_SUM = 1,
+    PN_CUMULATIVE_PROD = 2
+} pn_cumulative_op;
+
+/* PN_LAYER_CUMULATIVE (ONNX CumSum, CumProd) along `axis`; numeric. */
+typedef struct pn_cumulative_desc {
+    uint32_t struct_size;
+    pn_cumulative_op op;
+    int32_t axis;
+    pn_bool exclusive;       /* element i excludes x[i] (the first is the identity) */
+    pn_bool reverse;         /* from the end */
+} pn_cumulative_desc;
+
+/* PN_LAYER_ONE_HOT: indices (numeric, truncated to integers; negative count
+ * from depth) and values [off, on]; the output inserts a new axis `axis` of
+ * size depth (its dim there) and has values' type. Out-of-range indices give
+ * an all-off row. */
+typedef struct pn_one_hot_desc {
+    uint32_t struct_size;
+    int32_t axis;
+} pn_one_hot_desc;
+
+/* PN_LAYER_TRIANGULAR (ONNX Trilu) on the last two dims of x (rank >= 2), any
+ * element type: elements above (upper: below) diagonal k are set to 0. */
+typedef struct pn_triangular_desc {
+    uint32_t struct_size;
+    pn_bool upper;
+    int64_t k;
+} pn_triangular_desc;
 
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused
  * chains, blocked layouts, anything private to it). Only the backend that made

@@ -1,12 +1,13 @@
 /*
- * plugnn layer validation: the descriptor and shape rules of backend_api.h,
- * checked once here so every backend refuses malformed layers the same way.
+ * plugnn layer validation: the descriptor, shape and element-type rules of
+ * backend_api.h, checked once here so every backend refuses malformed layers
+ * the same way.
  *
  * Part of plugnn::plugin_common (not of the ABI). Every function returns
  * PN_OK when the layer is well formed, else PN_ERR_INVALID_ARGUMENT with a
- * human-readable reason in `reason` (may be NULL). Nothing here looks at
- * element types beyond "is it a known pn_data_type": which dtypes a kernel
- * runs is the backend's own decision.
+ * human-readable reason in `reason` (may be NULL). Element types are checked
+ * against what each kind allows (float, numeric, ...); which of those a
+ * backend runs is its own decision (its pn_plugin check).
  */
 #ifndef PLUGNN_PN_VALIDATE_H
 #define PLUGNN_PN_VALIDATE_H
@@ -48,10 +49,14 @@ pn_status pn_validate_reshape(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_transpose(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_copy(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_precompiled(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_recurrent(const pn_layer* layer, pn_string_out* reason);
 
 /* A fused activation (NULL is valid: none). `what` names its owner in messages. */
 pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char* what,
                                        pn_string_out* reason);
+
+/* 1 for the comparisons (EQUAL .. GREATER_EQUAL), whose output is BOOL. */
+int pn_binary_op_is_comparison(pn_binary_op op);
 
 /* Writes "[d0, d1, ...]" into buf (always NUL-terminated); returns buf. */
 const char* pn_format_shape(const pn_tensor_info* info, char* buf, size_t capacity);

@@ -24,6 +24,11 @@ double cpuref_activate(const pn_activation_desc* act, double x) {
     case PN_ACTIVATION_SQRT: return sqrt(x);
     case PN_ACTIVATION_SQUARE: return x * x;
     case PN_ACTIVATION_LINEAR: return alpha * x + beta;
+    /* The 1.1 kinds ONNX's recurrent operators use (softplus without overflow). */
+    case PN_ACTIVATION_SOFTPLUS: return x > 0.0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    case PN_ACTIVATION_SOFTSIGN: return x / (1.0 + fabs(x));
+    case PN_ACTIVATION_THRESHOLDED_RELU: return x > alpha ? x : 0.0;
+    case PN_ACTIVATION_SCALED_TANH: return alpha * tanh(beta * x);
     case PN_ACTIVATION_INVALID: break;
     }
     return x; /* unreachable: validation refuses unknown kinds */

@@ -3,15 +3,23 @@
  * small helpers they use, and each family's create function.
  *
  * backend.c describes CpuRef to the plugin skeleton (pn_plugin.h): per kind,
- * its one limit (every tensor float32) and the family's create function. The
- * skeleton runs the shared pn_validate_* of the kind and that limit before a
- * create function; the create function copies what it needs from the layer
- * into a cpuref_op and picks the kernel that execute() calls.
+ * its element-type limit and the family's create function. The skeleton runs
+ * the shared pn_validate_* of the kind and that limit before a create
+ * function; the create function copies what it needs from the layer into a
+ * cpuref_op and picks the kernel that execute() calls.
+ *
+ * Two kinds of kernel. A float kernel (cpuref_kernel) reads and writes float32;
+ * its workload stages every other float type through float32 buffers (so a
+ * float kind runs on FLOAT16, BFLOAT16 and FLOAT64 too, computed in float32). A
+ * typed kernel (cpuref_typed_kernel) reads and writes the tensors' own types,
+ * usually through pn_elements.h (in double for floats, int64/uint64 for
+ * integers), and may fail for what the data decides.
  */
 #ifndef CPUREF_H
 #define CPUREF_H
 
 #include "plugnn/plugin_common.h"
+#include "plugnn/pn_elements.h"
 #include "plugnn/pn_plugin.h"
 #include "plugnn/pn_validate.h"
 
@@ -21,6 +29,14 @@ typedef struct cpuref_op cpuref_op;
  * (NULL only for a tensor with no elements). Never called when the output is
  * empty. Kernels cannot fail: everything was checked before. */
 typedef void (*cpuref_kernel)(const cpuref_op* op, const float* const* in, float* const* out);
+
+/* Runs one layer on its tensors' own element types: in[i] / out[i] point at the
+ * data of input/output i (an empty input gets a valid pointer it never reads).
+ * Never called when every output is empty. Fails only for what the data
+ * decides (an index out of range, an integer division by zero): then returns
+ * PN_ERR_INVALID_ARGUMENT with a message that names the kind and the value. */
+typedef pn_status (*cpuref_typed_kernel)(const cpuref_op* op, const void* const* in,
+                                         void* const* out, pn_string_out* message_out);
 
 /* What a workload keeps from its layer: copies only, never the layer's pointers. */
 struct cpuref_op {
@@ -32,7 +48,12 @@ struct cpuref_op {
     const float** in_data;           /* execute() scratch: one pointer per input */
     float** out_data;                /* execute() scratch: one pointer per output */
     int64_t (*strides)[PN_MAX_DIMS]; /* kernel scratch: one stride row per input */
-    cpuref_kernel kernel;
+    cpuref_kernel kernel;            /* a float kernel, or NULL */
+    cpuref_typed_kernel typed;       /* a typed kernel, or NULL */
+    float** staged;                  /* float kernels: a float32 buffer per input then output
+                                        of another float type, else NULL entries */
+    void* priv;                      /* family state (typed kernels), freed with free() */
+    void* workspace;                 /* execute() scratch: the workspace the runtime passed */
     int has_activation;              /* the fused activation below applies */
     pn_activation_desc activation;
     union {                          /* the layer's descriptor; pointers inside are NULL */
@@ -47,6 +68,23 @@ struct cpuref_op {
         pn_lrn_desc lrn;
         pn_concat_desc concat;
         pn_transpose_desc transpose;
+        pn_elementwise_unary_desc unary;
+        pn_reduce_desc reduce;
+        pn_normalization_desc norm;
+        pn_gather_desc gather;
+        pn_scatter_desc scatter;
+        pn_slice_desc slice;
+        pn_split_desc split;
+        pn_pad_desc pad;
+        pn_resize_desc resize;
+        pn_cast_desc cast;
+        pn_convolution_desc convnd;
+        pn_pooling_desc poolnd;
+        pn_recurrent_desc recurrent;
+        pn_top_k_desc top_k;
+        pn_cumulative_desc cumulative;
+        pn_one_hot_desc one_hot;
+        pn_triangular_desc triangular;
     } desc;
 };
 
@@ -58,6 +96,27 @@ struct cpuref_op {
 pn_status cpuref_workload_new(const pn_layer* layer, size_t desc_size,
                               const pn_activation_desc* fused, cpuref_kernel kernel,
                               pn_workload** workload_out, pn_string_out* message_out);
+
+/* The same, asking the runtime for `workspace_bytes` of scratch, which the kernel finds in
+ * op->workspace during execute(). */
+pn_status cpuref_workload_new_scratch(const pn_layer* layer, size_t desc_size,
+                                      const pn_activation_desc* fused, cpuref_kernel kernel,
+                                      size_t workspace_bytes, pn_workload** workload_out,
+                                      pn_string_out* message_out);
+
+/* The same with a typed kernel; `priv` (may be NULL) is owned by the workload from
+ * this call on, also when it fails. */
+pn_status cpuref_typed_workload_new(const pn_layer* layer, size_t desc_size,
+                                    const pn_activation_desc* fused, cpuref_typed_kernel kernel,
+                                    void* priv, pn_workload** workload_out,
+                                    pn_string_out* message_out);
+
+/* ---- backend.c: element-type limits (pn_plugin_check_fn) -------------------- */
+
+/* Every tensor of one float type (FLOAT32, FLOAT16, BFLOAT16 or FLOAT64). */
+pn_status cpuref_floats(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
+/* Any element types: the shared validation already checked what the kind allows. */
+pn_status cpuref_any_type(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
 
 /* ---- Family create functions (one file each) ---------------------------- */
 
@@ -76,6 +135,7 @@ pn_status cpuref_concat_create(void*, const pn_layer*, pn_workload**, pn_string_
 pn_status cpuref_reshape_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_transpose_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_copy_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_recurrent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 

@@ -1,55 +1,76 @@
-/* CONCAT, RESHAPE, TRANSPOSE and COPY: data movement only. */
+/* CONCAT, RESHAPE, TRANSPOSE and COPY: data movement only, any element type. */
 #include "cpuref.h"
+
+#include <string.h>
+
+/* memcpy of n bytes that accepts n == 0 with NULL pointers. */
+static void copy_bytes(void* dst, const void* src, int64_t n) {
+    if (n > 0) {
+        memcpy(dst, src, (size_t)n);
+    }
+}
 
 /* ---- CONCAT -------------------------------------------------------------------- */
 
-static void concat_kernel(const cpuref_op* op, const float* const* in, float* const* out) {
+static pn_status concat_kernel(const cpuref_op* op, const void* const* in, void* const* out,
+                               pn_string_out* message_out) {
+    (void)message_out;
     const pn_tensor_info* y = &op->outputs[0];
     uint32_t axis = (uint32_t)pn_normalize_axis(op->desc.concat.axis, y->rank);
+    int64_t size = (int64_t)pn_dtype_size(y->dtype);
     int64_t outer = cpuref_span(y, 0, axis);
-    int64_t inner = cpuref_span(y, axis + 1, y->rank);
-    float* dst = out[0];
+    int64_t inner = cpuref_span(y, axis + 1, y->rank) * size;
+    char* dst = (char*)out[0];
     for (int64_t o = 0; o < outer; ++o) {
         for (uint32_t k = 0; k < op->num_inputs; ++k) {
             /* Input k contributes one block of dims[axis] * inner per outer index. */
             int64_t block = op->inputs[k].dims[axis] * inner;
-            cpuref_copy_floats(dst, in[k] + o * block, block);
+            copy_bytes(dst, (const char*)in[k] + o * block, block);
             dst += block;
         }
     }
+    return PN_OK;
 }
 
 pn_status cpuref_concat_create(void* context, const pn_layer* layer,
                                pn_workload** workload_out, pn_string_out* message_out) {
     (void)context;
-    return cpuref_workload_new(layer, sizeof(pn_concat_desc), NULL, concat_kernel, workload_out,
-                               message_out);
+    return cpuref_typed_workload_new(layer, sizeof(pn_concat_desc), NULL, concat_kernel, NULL,
+                                     workload_out, message_out);
 }
 
 /* ---- RESHAPE and COPY: the same dense bytes ------------------------------------------ */
 
-static void dense_copy_kernel(const cpuref_op* op, const float* const* in, float* const* out) {
-    cpuref_copy_floats(out[0], in[0], pn_num_elements(&op->outputs[0]));
+static pn_status dense_copy_kernel(const cpuref_op* op, const void* const* in, void* const* out,
+                                   pn_string_out* message_out) {
+    (void)message_out;
+    copy_bytes(out[0], in[0], (int64_t)pn_num_bytes(&op->outputs[0]));
+    return PN_OK;
 }
 
 pn_status cpuref_reshape_create(void* context, const pn_layer* layer,
                                 pn_workload** workload_out, pn_string_out* message_out) {
     (void)context;
-    return cpuref_workload_new(layer, 0, NULL, dense_copy_kernel, workload_out, message_out);
+    return cpuref_typed_workload_new(layer, 0, NULL, dense_copy_kernel, NULL, workload_out,
+                                     message_out);
 }
 
 pn_status cpuref_copy_create(void* context, const pn_layer* layer,
                              pn_workload** workload_out, pn_string_out* message_out) {
     (void)context;
-    return cpuref_workload_new(layer, 0, NULL, dense_copy_kernel, workload_out, message_out);
+    return cpuref_typed_workload_new(layer, 0, NULL, dense_copy_kernel, NULL, workload_out,
+                                     message_out);
 }
 
 /* ---- TRANSPOSE ----------------------------------------------------------------------- */
 
-static void transpose_kernel(const cpuref_op* op, const float* const* in, float* const* out) {
+static pn_status transpose_kernel(const cpuref_op* op, const void* const* in, void* const* out,
+                                  pn_string_out* message_out) {
+    (void)message_out;
     const pn_transpose_desc* d = &op->desc.transpose;
     const pn_tensor_info* x = &op->inputs[0];
     const pn_tensor_info* y = &op->outputs[0];
+    size_t size = pn_dtype_size(y->dtype);
     /* Output dim i walks input dim perm[i]: its stride is that dim's input stride. */
     int64_t x_strides[PN_MAX_DIMS], y_strides[PN_MAX_DIMS], index[PN_MAX_DIMS];
     for (uint32_t i = 0; i < x->rank; ++i) {
@@ -61,13 +82,15 @@ static void transpose_kernel(const cpuref_op* op, const float* const* in, float*
     int64_t n = pn_num_elements(y);
     for (int64_t i = 0; i < n; ++i) {
         cpuref_unravel(y, i, index);
-        out[0][i] = in[0][cpuref_dot(index, y_strides, y->rank)];
+        memcpy((char*)out[0] + i * (int64_t)size,
+               (const char*)in[0] + cpuref_dot(index, y_strides, y->rank) * (int64_t)size, size);
     }
+    return PN_OK;
 }
 
 pn_status cpuref_transpose_create(void* context, const pn_layer* layer,
                                   pn_workload** workload_out, pn_string_out* message_out) {
     (void)context;
-    return cpuref_workload_new(layer, sizeof(pn_transpose_desc), NULL, transpose_kernel,
-                               workload_out, message_out);
+    return cpuref_typed_workload_new(layer, sizeof(pn_transpose_desc), NULL, transpose_kernel,
+                                     NULL, workload_out, message_out);
 }

@@ -58,6 +58,13 @@ static void op_release(void* state) {
     if (op == NULL) {
         return;
     }
+    if (op->staged != NULL) {
+        for (uint32_t i = 0; i < op->num_inputs + op->num_outputs; ++i) {
+            free(op->staged[i]);
+        }
+        free(op->staged);
+    }
+    free(op->priv);
     free(op->inputs);
     free(op->outputs);
     free(op->in_data);
@@ -118,6 +125,8 @@ static void op_copy_descriptor(cpuref_op* op, const pn_layer* layer, size_t desc
         op->desc.binary.fused_activation = NULL;
     } else if (op->kind == PN_LAYER_FULLY_CONNECTED) {
         op->desc.fc.fused_activation = NULL;
+    } else if (op->kind == PN_LAYER_CONVOLUTION) {
+        op->desc.convnd.fused_activation = NULL;
     }
     if (fused != NULL) {
         op->has_activation = 1;
@@ -126,6 +135,42 @@ static void op_copy_descriptor(cpuref_op* op, const pn_layer* layer, size_t desc
         op->activation.alpha = fused->alpha;
         op->activation.beta = fused->beta;
     }
+}
+
+/* ---- Float staging ------------------------------------------------------------ */
+
+/* A float32 buffer for each input and output of another float type, for a float kernel. */
+static int op_stage(cpuref_op* op) {
+    uint32_t n = op->num_inputs + op->num_outputs;
+    for (uint32_t i = 0; i < n; ++i) {
+        const pn_tensor_info* info = i < op->num_inputs ? &op->inputs[i] : &op->outputs[i - op->num_inputs];
+        if (!pn_dtype_is_float(info->dtype) || info->dtype == PN_DTYPE_FLOAT32) {
+            continue;
+        }
+        if (op->staged == NULL) {
+            op->staged = (float**)calloc(n, sizeof(float*));
+            if (op->staged == NULL) {
+                return -1;
+            }
+        }
+        int64_t count = pn_num_elements(info);
+        op->staged[i] = (float*)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
+        if (op->staged[i] == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- Execute -------------------------------------------------------------- */
+
+static int outputs_empty(const cpuref_op* op) {
+    for (uint32_t i = 0; i < op->num_outputs; ++i) {
+        if (pn_num_elements(&op->outputs[i]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* ---- Execute -------------------------------------------------------------- */
@@ -137,25 +182,72 @@ static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_
     if (s != PN_OK) {
         return s;
     }
-    if (pn_num_elements(&op->outputs[0]) == 0) {
+    if (outputs_empty(op)) {
         return PN_OK; /* nothing to write */
     }
     /* An empty input may come with NULL data: give kernels a valid pointer they never read. */
-    static const float no_elements = 0.0f;
+    static const double no_elements = 0.0;
     for (uint32_t i = 0; i < op->num_inputs; ++i) {
         const void* data = args->inputs[i].data;
-        op->in_data[i] = data != NULL ? (const float*)data : &no_elements;
+        op->in_data[i] = data != NULL ? (const float*)data : (const float*)&no_elements;
     }
     for (uint32_t i = 0; i < op->num_outputs; ++i) {
         op->out_data[i] = (float*)args->outputs[i].data;
     }
-    op->kernel(op, op->in_data, op->out_data);
+    op->workspace = args->workspace;
+    if (op->typed != NULL) {
+        return op->typed(op, (const void* const*)op->in_data, (void* const*)op->out_data, message_out);
+    }
+    if (op->staged == NULL) {
+        op->kernel(op, op->in_data, op->out_data);
+        return PN_OK;
+    }
+    /* Other float types through float32: inputs converted in, outputs converted out. */
+    const float** in = op->in_data;
+    for (uint32_t i = 0; i < op->num_inputs; ++i) {
+        if (op->staged[i] != NULL) {
+            pn_convert(PN_DTYPE_FLOAT32, op->staged[i], op->inputs[i].dtype, in[i],
+                       pn_num_elements(&op->inputs[i]));
+            in[i] = op->staged[i];
+        }
+    }
+    float** out = op->out_data;
+    for (uint32_t i = 0; i < op->num_outputs; ++i) {
+        if (op->staged[op->num_inputs + i] != NULL) {
+            out[i] = op->staged[op->num_inputs + i];
+        }
+    }
+    op->kernel(op, in, out);
+    for (uint32_t i = 0; i < op->num_outputs; ++i) {
+        if (op->staged[op->num_inputs + i] != NULL) {
+            pn_convert(op->outputs[i].dtype, args->outputs[i].data, PN_DTYPE_FLOAT32, out[i],
+                       pn_num_elements(&op->outputs[i]));
+        }
+    }
+    return PN_OK;
+}
+
+static pn_status op_finish(cpuref_op* op, const pn_layer* layer, size_t workspace_bytes,
+                           pn_workload** workload_out, pn_string_out* message_out) {
+    *workload_out = pn_workload_new(op, op_execute, op_release, workspace_bytes);
+    if (*workload_out == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef: out of memory creating a %s "
+                       "workload", pn_layer_kind_name(layer->kind));
+    }
     return PN_OK;
 }
 
 pn_status cpuref_workload_new(const pn_layer* layer, size_t desc_size,
                               const pn_activation_desc* fused, cpuref_kernel kernel,
                               pn_workload** workload_out, pn_string_out* message_out) {
+    return cpuref_workload_new_scratch(layer, desc_size, fused, kernel, 0, workload_out,
+                                       message_out);
+}
+
+pn_status cpuref_workload_new_scratch(const pn_layer* layer, size_t desc_size,
+                                      const pn_activation_desc* fused, cpuref_kernel kernel,
+                                      size_t workspace_bytes, pn_workload** workload_out,
+                                      pn_string_out* message_out) {
     cpuref_op* op = op_copy_layer(layer);
     if (op == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef: out of memory creating a %s "
@@ -163,10 +255,26 @@ pn_status cpuref_workload_new(const pn_layer* layer, size_t desc_size,
     }
     op_copy_descriptor(op, layer, desc_size, fused);
     op->kernel = kernel;
-    *workload_out = pn_workload_new(op, op_execute, op_release, 0);
-    if (*workload_out == NULL) {
+    if (op_stage(op) != 0) {
+        op_release(op);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef: out of memory creating a %s "
                        "workload", pn_layer_kind_name(layer->kind));
     }
-    return PN_OK;
+    return op_finish(op, layer, workspace_bytes, workload_out, message_out);
+}
+
+pn_status cpuref_typed_workload_new(const pn_layer* layer, size_t desc_size,
+                                    const pn_activation_desc* fused, cpuref_typed_kernel kernel,
+                                    void* priv, pn_workload** workload_out,
+                                    pn_string_out* message_out) {
+    cpuref_op* op = op_copy_layer(layer);
+    if (op == NULL) {
+        free(priv);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef: out of memory creating a %s "
+                       "workload", pn_layer_kind_name(layer->kind));
+    }
+    op_copy_descriptor(op, layer, desc_size, fused);
+    op->typed = kernel;
+    op->priv = priv;
+    return op_finish(op, layer, 0, workload_out, message_out);
 }

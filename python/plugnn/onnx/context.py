@@ -209,7 +209,7 @@ class NodeContext:
                          f"constants and static shapes), but it is computed at run time")
 
     def tensor(self, i: int, what: str = "input") -> Tensor:
-        """Input i as a float32 Tensor of the network (a constant layer when it is known)."""
+        """Input i as a Tensor of the network (a constant layer of its exact type when it is known)."""
         return self.importer_tensor(self.node.input[i], what, i)
 
     def importer_tensor(self, name: str, what: str, i: int | None = None) -> Tensor:
@@ -217,25 +217,27 @@ class NodeContext:
         value = importer.values[name]
         where = f"input {i} ({what})" if i is not None else what
         if isinstance(value, Tensor):
-            if value.dtype is not DataType.FLOAT32:
-                raise self.error(f"{where} {name!r} has element type {value.dtype.numpy_name}; plugnn imports "
-                                 f"float32 tensors only (other types until quantized support exists)")
             return value
-        dtype = value.dtype
-        if dtype != np.float32:
-            kind = "graph input" if isinstance(value, PendingInput) else "tensor"
-            raise self.error(f"{where}: {kind} {name!r} has element type {dtype}; plugnn computes in float32 only "
-                             f"(other types until quantized support exists)")
+        if isinstance(value, PendingInput):
+            raise self.error(f"{where}: graph input {name!r} has element type {value.dtype}, which plugnn "
+                             f"tensors cannot hold")
+        try:
+            dtype = DataType.from_any(value.dtype)
+        except ValueError:
+            raise self.error(f"{where}: tensor {name!r} has element type {value.dtype}, which plugnn tensors "
+                             f"cannot hold") from None
         cached = importer.const_tensors.get(name)
         if cached is None:
-            cached = self.network.add_constant(value, name=importer.free_name(name))
+            cached = self.network.add_constant(value, name=importer.free_name(name), dtype=dtype)
             importer.const_tensors[name] = cached
         return cached
 
-    def array_tensor(self, array: np.ndarray, role: str) -> Tensor:
-        """A constant layer for an array the converter computed (e.g. reshaped weights)."""
-        return self.network.add_constant(np.asarray(array, np.float32), name=self.importer.free_name(
-            f"{self.name()}/{role}"))
+    def array_tensor(self, array: np.ndarray, role: str, dtype: Any = None) -> Tensor:
+        """A constant layer for an array the converter computed (e.g. reshaped weights), of
+        element type `dtype` (default: the array's)."""
+        array = np.asarray(array)
+        return self.network.add_constant(array, name=self.importer.free_name(f"{self.name()}/{role}"),
+                                         dtype=array.dtype if dtype is None else dtype)
 
     # -- layer names -----------------------------------------------------------------------
 

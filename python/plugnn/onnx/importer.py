@@ -44,6 +44,7 @@ def supported_operators() -> list[str]:
 
 def _register_all() -> None:
     from plugnn.onnx import ops_conv, ops_elementwise, ops_linear, ops_shape  # noqa: F401
+    from plugnn.onnx import ops_recurrent  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -209,14 +210,15 @@ class _Importer(ImportState):
                 raise ModelError(f"{self.source}: input {name!r} is not a tensor ({ttype.WhichOneof('value')}); "
                                  f"plugnn imports tensor inputs only")
             shape = self._input_shape(value_info)
-            elem = ttype.tensor_type.elem_type
-            if elem == 1:
-                tensor = self.network.add_input(name, shape)
-                self.used_names.add(name)
-                self.values[name] = tensor
-                self.graph_inputs.add(name)
-            else:
-                self.values[name] = PendingInput(name, np_dtype(elem), shape)
+            dtype = np_dtype(ttype.tensor_type.elem_type)
+            try:
+                plugnn_type = DataType.from_any(dtype)
+            except ValueError:  # strings, complex numbers, ...: usable only if bound as a constant
+                self.values[name] = PendingInput(name, dtype, shape)
+                continue
+            self.values[name] = self.network.add_input(name, shape, plugnn_type)
+            self.used_names.add(name)
+            self.graph_inputs.add(name)
 
     def _input_shape(self, value_info: Any) -> tuple[int, ...]:
         name = value_info.name
@@ -308,7 +310,7 @@ class _Importer(ImportState):
                 value = self.values[name]
             if isinstance(value, PendingInput):
                 raise ModelError(f"{self.source}: graph output {name!r} is the graph input of type "
-                                 f"{value.dtype}; plugnn imports float32 inputs only")
+                                 f"{value.dtype}, which plugnn tensors cannot hold")
             declared = value_info.type.tensor_type if value_info.type.HasField("tensor_type") else None
             dtype = value.dtype.numpy_name if isinstance(value, Tensor) else value.dtype.name
             shape = tuple(value.shape)
@@ -331,5 +333,5 @@ class _Importer(ImportState):
                 except ValueError:
                     raise ModelError(f"{self.source}: graph output {name!r} is a constant of type {value.dtype}, "
                                      f"which plugnn tensors cannot hold") from None
-                value = self.network.add_constant(value, name=self.free_name(f"{name}/constant"))
+                value = self.network.add_constant(value, name=self.free_name(f"{name}/constant"), dtype=value.dtype)
             self.network.add_output(value, name)

@@ -1,0 +1,629 @@
+/*
+ * plugnn backend API: the C ABI between the plugnn runtime and every backend plugin.
+ *
+ * One header, one contract. A backend is a shared object named
+ * <vendor>_<name>_backend.so[.<version>] that exports exactly three C symbols
+ * (GetBackendId, GetVersion, BackendFactory; see "Entry points" at the end).
+ * BackendFactory returns a pn_backend: a table of function pointers plus an
+ * opaque self. Everything else the runtime learns from that table.
+ *
+ * ---------------------------------------------------------------------------
+ * Versioning rules (PLUGNN_BACKEND_API_VERSION_MAJOR / _MINOR)
+ * ---------------------------------------------------------------------------
+ * A plugin reports the version of this header it was built with. The runtime
+ * loads it when plugin.major == runtime.major and plugin.minor <= runtime.minor.
+ *
+ *   MINOR is bumped (and MAJOR kept) for a change an older plugin cannot notice:
+ *     - a field appended at the end of a struct that begins with struct_size;
+ *     - a function pointer appended at the end of a function table;
+ *     - a new value appended to an enum (older plugins refuse what they do not know);
+ *     - a new optional flag bit.
+ *   MAJOR is bumped (and MINOR reset to 0) for any change that breaks a built plugin:
+ *     - removing, renaming the meaning of, retyping or reordering a field, function
+ *       pointer, parameter or enum value;
+ *     - changing a struct that does not begin with struct_size (pn_string_out never
+ *       changes);
+ *     - changing the calling convention, ownership or lifetime of anything below.
+ *
+ * Structs passed in arrays (pn_tensor_info, pn_tensor, pn_layer, pn_substitution,
+ * pn_failed_layer) are indexed with sizeof, so they never grow: each ends with a
+ * `const void* extension` pointer, NULL in every 1.x version, through which a
+ * later MINOR version may chain a size-prefixed extension struct.
+ *
+ * Reading appended fields: every ABI struct begins with uint32_t struct_size,
+ * written by whoever fills the struct, as sizeof() of the struct in the header
+ * that party was built with. A reader touches a field only when
+ * PN_HAS_FIELD(ptr, type, field) holds. The runtime never calls a function
+ * pointer that lies past the struct_size the plugin wrote, and never reads a
+ * descriptor field past the struct_size in the descriptor.
+ *
+ * ---------------------------------------------------------------------------
+ * General rules for every function in this header
+ * ---------------------------------------------------------------------------
+ * - Errors: a fallible function returns pn_status (PN_OK = 0 on success) and,
+ *   on failure, writes a NUL-terminated human-readable message to the
+ *   pn_string_out the caller passed (truncated to its capacity; the pointer may
+ *   be NULL, then no message is written). No function may print, exit, abort,
+ *   raise a signal or let a C++ exception escape.
+ * - Ownership: a pointer passed into a function is borrowed for the duration of
+ *   the call unless the function's comment says otherwise; the callee keeps no
+ *   pointer to it after returning. An object returned through an `_out`
+ *   parameter belongs to the caller, who releases it with the function named
+ *   in its comment.
+ * - Threads: the runtime calls the functions of one backend object (and of the
+ *   objects it creates) from one thread at a time, except where noted.
+ *   Different backend objects (two runtimes) may be used from different
+ *   threads at the same time, so a plugin keeps no unsynchronised global state.
+ * - Enums: every value is numbered explicitly; value 0 of every enum other than
+ *   pn_status means "invalid", so zeroed memory is never a valid request.
+ *
+ * This header is plain C99, usable from C++. The block between the
+ * PLUGNN_CDEF_BEGIN and PLUGNN_CDEF_END markers is also read by cffi when plugnn
+ * is built: it holds no preprocessor conditionals and no function-like macros.
+ */
+#ifndef PLUGNN_BACKEND_API_H
+#define PLUGNN_BACKEND_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Read a field only when the writer's struct was large enough to hold it. */
+#define PN_HAS_FIELD(ptr, type, field) \
+    ((ptr) != NULL && (size_t)(ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+/* PLUGNN_CDEF_BEGIN */
+
+/* ===========================================================================
+ * Version
+ * ======================================================================== */
+
+#define PLUGNN_BACKEND_API_VERSION_MAJOR 1
+#define PLUGNN_BACKEND_API_VERSION_MINOR 0
+
+/* Fixed limits. Changing one is a MAJOR change. */
+#define PN_MAX_DIMS 8
+#define PN_MAX_BACKEND_ID_LENGTH 64
+
+/* ===========================================================================
+ * Status, strings and flags
+ * ======================================================================== */
+
+typedef enum pn_status {
+    PN_OK = 0,
+    PN_ERR_INVALID_ARGUMENT = 1, /* a caller-supplied value is wrong */
+    PN_ERR_UNSUPPORTED = 2,      /* valid request this backend cannot serve */
+    PN_ERR_OUT_OF_MEMORY = 3,
+    PN_ERR_NOT_FOUND = 4,        /* e.g. an unknown option key */
+    PN_ERR_INVALID_STATE = 5,    /* call out of order (e.g. execute before acquire) */
+    PN_ERR_INTERNAL = 6          /* a bug or an unexpected failure inside the backend */
+} pn_status;
+
+/* A caller-owned output buffer for text. The callee writes at most `capacity`
+ * bytes including the terminating NUL; it never allocates or frees `data`.
+ * This struct never changes (so it carries no struct_size). */
+typedef struct pn_string_out {
+    char* data;
+    size_t capacity;
+} pn_string_out;
+
+typedef uint32_t pn_bool; /* 0 = false, 1 = true */
+
+/* ===========================================================================
+ * Tensors
+ * ======================================================================== */
+
+typedef enum pn_data_type {
+    PN_DTYPE_INVALID = 0,
+    PN_DTYPE_FLOAT32 = 1,
+    PN_DTYPE_FLOAT16 = 2,
+    PN_DTYPE_INT8 = 3,   /* quantized: real = quant_scale * (q - quant_zero_point) */
+    PN_DTYPE_UINT8 = 4,  /* quantized, as INT8 */
+    PN_DTYPE_INT32 = 5,
+    PN_DTYPE_INT64 = 6,
+    PN_DTYPE_BOOL = 7    /* one byte per element, 0 or 1 */
+} pn_data_type;
+
+/* Shape and element type of a tensor. Elements are stored dense, row-major
+ * (the last dimension varies fastest), with no padding between rows. A rank-0
+ * tensor holds one element. */
+typedef struct pn_tensor_info {
+    uint32_t struct_size;
+    pn_data_type dtype;
+    uint32_t rank;                /* 0..PN_MAX_DIMS */
+    int64_t dims[PN_MAX_DIMS];    /* dims[rank..] are 0; every dim >= 0 */
+    float quant_scale;            /* INT8/UINT8 only, else 0 */
+    int32_t quant_zero_point;     /* INT8/UINT8 only, else 0 */
+    const void* extension;        /* NULL (array element: never grows; see the top) */
+} pn_tensor_info;
+
+/* A tensor handed to a workload. For a backend whose tensors are host memory
+ * (PN_BACKEND_HOST_MEMORY), `data` is a host pointer aligned to at least 64
+ * bytes for intermediates (inputs supplied by the user are at least
+ * element-aligned). For any other backend, `data` is the handle that backend's
+ * memory manager returned from allocate(). The runtime owns the memory; a
+ * workload keeps no pointer to it after execute() returns. */
+typedef struct pn_tensor {
+    uint32_t struct_size;
+    const pn_tensor_info* info;   /* never NULL; equals the info the layer had at creation */
+    void* data;                   /* may be NULL only for a tensor with zero elements */
+    const void* extension;        /* NULL (array element: never grows) */
+} pn_tensor;
+
+/* ===========================================================================
+ * Layer descriptors
+ *
+ * Each layer kind has one descriptor struct (or none). Weight, bias and
+ * statistics tensors are inputs of the layer, listed in the order each kind
+ * documents; an input whose contents are known when the network is optimized
+ * is a constant and its data is available from pn_layer.constant_data, so a
+ * backend may prepack it when it creates the workload.
+ * ======================================================================== */
+
+typedef enum pn_layer_kind {
+    PN_LAYER_INVALID = 0,
+    PN_LAYER_CONVOLUTION_2D = 1,      /* pn_convolution_2d_desc; inputs x, weights[, bias] */
+    PN_LAYER_POOLING_2D = 2,          /* pn_pooling_2d_desc; inputs x */
+    PN_LAYER_ELEMENTWISE_BINARY = 3,  /* pn_elementwise_binary_desc; inputs a, b (broadcast) */
+    PN_LAYER_ELEMENTWISE_VARIADIC = 4,/* pn_elementwise_variadic_desc; inputs 1..n (broadcast) */
+    PN_LAYER_ACTIVATION = 5,          /* pn_activation_desc; inputs x */
+    PN_LAYER_FULLY_CONNECTED = 6,     /* pn_fully_connected_desc; inputs a, b[, c][, addend] */
+    PN_LAYER_MATMUL = 7,              /* no descriptor; inputs a, b (NumPy matmul rules) */
+    PN_LAYER_SOFTMAX = 8,             /* pn_softmax_desc; inputs x */
+    PN_LAYER_BATCH_NORMALIZATION = 9, /* pn_batch_normalization_desc; x, scale, bias, mean, var */
+    PN_LAYER_LOCAL_RESPONSE_NORMALIZATION = 10, /* pn_lrn_desc; inputs x */
+    PN_LAYER_CONCAT = 11,             /* pn_concat_desc; inputs 1..n */
+    PN_LAYER_RESHAPE = 12,            /* no descriptor; output info holds the new shape */
+    PN_LAYER_TRANSPOSE = 13,          /* pn_transpose_desc; inputs x */
+    PN_LAYER_COPY = 14,               /* no descriptor; output = input, same shape */
+    PN_LAYER_PRECOMPILED = 15         /* pn_precompiled_desc; created by optimize_subgraph */
+} pn_layer_kind;
+
+typedef enum pn_data_layout {
+    PN_LAYOUT_INVALID = 0,
+    PN_LAYOUT_NCHW = 1,
+    PN_LAYOUT_NHWC = 2
+} pn_data_layout;
+
+typedef enum pn_activation_kind {
+    PN_ACTIVATION_INVALID = 0,
+    PN_ACTIVATION_RELU = 1,          /* max(x, 0) */
+    PN_ACTIVATION_BOUNDED_RELU = 2,  /* clip: min(max(x, alpha), beta); alpha=-inf/beta=+inf allowed */
+    PN_ACTIVATION_LEAKY_RELU = 3,    /* x >= 0 ? x : alpha * x */
+    PN_ACTIVATION_SIGMOID = 4,       /* 1 / (1 + exp(-x)) */
+    PN_ACTIVATION_TANH = 5,          /* tanh(x) */
+    PN_ACTIVATION_ELU = 6,           /* x >= 0 ? x : alpha * (exp(x) - 1) */
+    PN_ACTIVATION_HARD_SWISH = 7,    /* x * max(0, min(1, x / 6 + 0.5)) */
+    PN_ACTIVATION_HARD_SIGMOID = 8,  /* max(0, min(1, alpha * x + beta)) */
+    PN_ACTIVATION_ABS = 9,
+    PN_ACTIVATION_SQRT = 10,
+    PN_ACTIVATION_SQUARE = 11,
+    PN_ACTIVATION_LINEAR = 12        /* alpha * x + beta */
+} pn_activation_kind;
+
+/* PN_LAYER_ACTIVATION, and the fused activation of other layers. */
+typedef struct pn_activation_desc {
+    uint32_t struct_size;
+    pn_activation_kind kind;
+    float alpha;
+    float beta;
+} pn_activation_desc;
+
+/* Flags of pn_convolution_2d_desc and pn_fully_connected_desc. */
+#define PN_LAYER_FLAG_HAS_BIAS 0x1u   /* the optional bias/c input is present */
+#define PN_LAYER_FLAG_HAS_ADDEND 0x2u /* a last input of the output's shape is added
+                                         before the fused activation (residual add) */
+
+/* PN_LAYER_CONVOLUTION_2D. Inputs: x (layout), weights [O, I/groups, KH, KW]
+ * (always this order, whatever the data layout), optional bias [O], optional
+ * addend (output shape). Depthwise convolution is groups == input channels.
+ * Output size per spatial axis:
+ *   floor((in + pad_begin + pad_end - dilation * (k - 1) - 1) / stride) + 1. */
+typedef struct pn_convolution_2d_desc {
+    uint32_t struct_size;
+    pn_data_layout layout;
+    uint32_t stride_h, stride_w;      /* >= 1 */
+    uint32_t pad_top, pad_left, pad_bottom, pad_right;
+    uint32_t dilation_h, dilation_w;  /* >= 1 */
+    uint32_t groups;                  /* >= 1, divides input and output channels */
+    uint32_t flags;                   /* PN_LAYER_FLAG_* */
+    const pn_activation_desc* fused_activation; /* NULL: none */
+} pn_convolution_2d_desc;
+
+typedef enum pn_pooling_kind {
+    PN_POOLING_INVALID = 0,
+    PN_POOLING_MAX = 1,
+    PN_POOLING_AVERAGE = 2,
+    PN_POOLING_LP = 3        /* (sum |x|^p)^(1/p); p = 2 is L2 pooling */
+} pn_pooling_kind;
+
+typedef enum pn_output_rounding {
+    PN_ROUNDING_INVALID = 0,
+    PN_ROUNDING_FLOOR = 1,
+    PN_ROUNDING_CEIL = 2     /* a last window that starts in the end padding is dropped */
+} pn_output_rounding;
+
+typedef enum pn_padding_method {
+    PN_PADDING_INVALID = 0,
+    PN_PADDING_EXCLUDE = 1,  /* averages divide by the number of real elements */
+    PN_PADDING_INCLUDE = 2   /* averages divide by the taps inside the padded input
+                                (padding counted; taps past the end padding, which only
+                                CEIL rounding creates, are not) */
+} pn_padding_method;
+
+/* PN_LAYER_POOLING_2D. Global pooling is a kernel equal to the input's
+ * spatial size with no padding and stride 1. A window that covers padding only
+ * has no MAX or EXCLUDE-average value: backends refuse such layers. NaN
+ * propagates (as in NumPy) through MAX, elementwise MAXIMUM/MINIMUM and sums. */
+typedef struct pn_pooling_2d_desc {
+    uint32_t struct_size;
+    pn_pooling_kind kind;
+    pn_data_layout layout;
+    uint32_t kernel_h, kernel_w;      /* >= 1 */
+    uint32_t stride_h, stride_w;      /* >= 1 */
+    uint32_t pad_top, pad_left, pad_bottom, pad_right;
+    uint32_t dilation_h, dilation_w;  /* >= 1 */
+    pn_output_rounding rounding;
+    pn_padding_method padding_method; /* AVERAGE only; padding never counts for MAX/LP */
+    float p;                          /* LP only: the norm's order (> 0) */
+} pn_pooling_2d_desc;
+
+typedef enum pn_binary_op {
+    PN_BINARY_INVALID = 0,
+    PN_BINARY_ADD = 1,
+    PN_BINARY_SUB = 2,
+    PN_BINARY_MUL = 3,
+    PN_BINARY_DIV = 4,
+    PN_BINARY_MAXIMUM = 5,
+    PN_BINARY_MINIMUM = 6,
+    PN_BINARY_POWER = 7,
+    PN_BINARY_PRELU = 8      /* a >= 0 ? a : a * b */
+} pn_binary_op;
+
+/* PN_LAYER_ELEMENTWISE_BINARY: NumPy broadcasting of a and b to the output. */
+typedef struct pn_elementwise_binary_desc {
+    uint32_t struct_size;
+    pn_binary_op op;
+    const pn_activation_desc* fused_activation; /* NULL: none */
+} pn_elementwise_binary_desc;
+
+typedef enum pn_variadic_op {
+    PN_VARIADIC_INVALID = 0,
+    PN_VARIADIC_SUM = 1,
+    PN_VARIADIC_MAXIMUM = 2,
+    PN_VARIADIC_MINIMUM = 3,
+    PN_VARIADIC_MEAN = 4
+} pn_variadic_op;
+
+/* PN_LAYER_ELEMENTWISE_VARIADIC: all inputs broadcast to the output. */
+typedef struct pn_elementwise_variadic_desc {
+    uint32_t struct_size;
+    pn_variadic_op op;
+} pn_elementwise_variadic_desc;
+
+/* PN_LAYER_FULLY_CONNECTED, ONNX Gemm semantics:
+ *   y = act(alpha * op(a) @ op(b) + beta * c + addend),  op(t) = transpose_? ? t^T : t,
+ * a and b rank 2, c (when PN_LAYER_FLAG_HAS_BIAS) broadcast to [M, N], addend (when
+ * PN_LAYER_FLAG_HAS_ADDEND) of shape [M, N]. */
+typedef struct pn_fully_connected_desc {
+    uint32_t struct_size;
+    pn_bool transpose_a;
+    pn_bool transpose_b;
+    float alpha;
+    float beta;
+    uint32_t flags;                             /* PN_LAYER_FLAG_* */
+    const pn_activation_desc* fused_activation; /* NULL: none */
+} pn_fully_connected_desc;
+
+/* PN_LAYER_SOFTMAX along one axis (negative counts from the end). */
+typedef struct pn_softmax_desc {
+    uint32_t struct_size;
+    int32_t axis;
+} pn_softmax_desc;
+
+/* PN_LAYER_BATCH_NORMALIZATION (inference): inputs x, scale, bias, mean, var,
+ * the last four of shape [C]; y = scale * (x - mean) / sqrt(var + eps) + bias. */
+typedef struct pn_batch_normalization_desc {
+    uint32_t struct_size;
+    pn_data_layout layout;   /* where C lies for rank-4 x; rank 2/3 x is channels-second
+                                (layout must still be a valid value) */
+    float epsilon;
+} pn_batch_normalization_desc;
+
+/* PN_LAYER_LOCAL_RESPONSE_NORMALIZATION across channels (ONNX LRN):
+ * y = x / (bias + alpha / size * sum(x^2 over `size` neighbouring channels))^beta */
+typedef struct pn_lrn_desc {
+    uint32_t struct_size;
+    pn_data_layout layout;
+    uint32_t size;           /* odd or even, window [c - (size-1)/2, c + size/2] */
+    float alpha;
+    float beta;
+    float bias;
+} pn_lrn_desc;
+
+/* PN_LAYER_CONCAT along one axis (negative counts from the end). */
+typedef struct pn_concat_desc {
+    uint32_t struct_size;
+    int32_t axis;
+} pn_concat_desc;
+
+/* PN_LAYER_TRANSPOSE: output dim i is input dim perm[i]. */
+typedef struct pn_transpose_desc {
+    uint32_t struct_size;
+    uint32_t rank;
+    uint32_t perm[PN_MAX_DIMS];
+} pn_transpose_desc;
+
+/* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused
+ * chains, blocked layouts, anything private to it). Only the backend that made
+ * it receives it back, in create_workload (with release_payload NULL: the
+ * runtime keeps that pointer). `payload` is the backend's; the runtime calls
+ * release_payload(payload) exactly once, after every workload created from it
+ * has been destroyed: when the optimized network is destroyed, or, if the
+ * backend is destroyed first (its runtime closes), just before destroy. */
+typedef struct pn_precompiled_desc {
+    uint32_t struct_size;
+    void* payload;
+    void (*release_payload)(void* payload); /* may be NULL: nothing to release */
+    const char* label;                      /* shown to users, e.g. "conv+bias+relu" */
+} pn_precompiled_desc;
+
+/* ===========================================================================
+ * Layers
+ * ======================================================================== */
+
+/* One layer, as the runtime describes it to a backend. Every pointer inside is
+ * borrowed for the duration of the call that receives the layer. */
+typedef struct pn_layer {
+    uint32_t struct_size;
+    pn_layer_kind kind;
+    const char* name;             /* unique in the network, NUL-terminated */
+    const void* descriptor;       /* the kind's pn_*_desc, or NULL where the kind has none */
+    uint32_t num_inputs;
+    const pn_tensor_info* inputs; /* array of num_inputs */
+    const void* const* constant_data; /* NULL, or num_inputs entries: input i's data
+                                          when it is a constant, else NULL */
+    uint32_t num_outputs;
+    const pn_tensor_info* outputs;/* array of num_outputs */
+    const uint32_t* input_ids;    /* subgraph tensor ids (in optimize_subgraph), else NULL */
+    const uint32_t* output_ids;   /* subgraph tensor ids (in optimize_subgraph), else NULL */
+    uint32_t id;                  /* layer id (in optimize_subgraph), else 0 */
+    const void* extension;        /* NULL (array element: never grows) */
+} pn_layer;
+
+/* ===========================================================================
+ * Subgraph optimization
+ * ======================================================================== */
+
+/* Consecutive layers the runtime assigned to one backend. Tensor ids name the
+ * edges: an id in a layer's input_ids is either another layer's output or one
+ * of `input_ids` (produced outside the subgraph or constant). `output_ids`
+ * lists the tensors used outside the subgraph; they must keep their ids, shapes
+ * and types in any substitution. */
+typedef struct pn_subgraph {
+    uint32_t struct_size;
+    uint32_t num_layers;
+    const pn_layer* layers;
+    uint32_t num_input_ids;
+    const uint32_t* input_ids;
+    uint32_t num_output_ids;
+    const uint32_t* output_ids;
+} pn_subgraph;
+
+/* The layers `replaced_layer_ids` are replaced by one layer, `replacement`,
+ * whose input_ids/output_ids refer to tensors of the subgraph: its inputs must
+ * be produced outside the replaced set, and every tensor of the replaced set
+ * used outside it must be one of its outputs. replacement.id is ignored. */
+typedef struct pn_substitution {
+    uint32_t struct_size;
+    uint32_t num_replaced_layer_ids;
+    const uint32_t* replaced_layer_ids;
+    pn_layer replacement;
+    const void* extension;        /* NULL (array element: never grows) */
+} pn_substitution;
+
+/* A layer the backend cannot run after all; the runtime tries the next backend. */
+typedef struct pn_failed_layer {
+    uint32_t struct_size;
+    uint32_t layer_id;
+    const char* reason;
+    const void* extension;        /* NULL (array element: never grows) */
+} pn_failed_layer;
+
+/* What optimize_subgraph returns. Every layer of the subgraph appears exactly
+ * once: in one substitution, among the failed layers or among the untouched
+ * ones. The whole struct, and everything it points to, belongs to the backend
+ * until the runtime passes it to release_optimization, except each
+ * pn_precompiled_desc payload, which the runtime owns from the moment it
+ * receives the result (see pn_precompiled_desc). The runtime copies every
+ * descriptor it keeps. */
+typedef struct pn_optimization {
+    uint32_t struct_size;
+    uint32_t num_substitutions;
+    const pn_substitution* substitutions;
+    uint32_t num_failed;
+    const pn_failed_layer* failed;
+    uint32_t num_untouched;
+    const uint32_t* untouched_layer_ids;
+} pn_optimization;
+
+/* ===========================================================================
+ * Memory manager (optional)
+ * ======================================================================== */
+
+/* Owned by the runtime from create_memory_manager until destroy. acquire() is
+ * called once before the first run of a loaded network, release() when it is
+ * unloaded. allocate/free/copy_* are required only for backends without
+ * PN_BACKEND_HOST_MEMORY: the runtime then asks this manager for each tensor the
+ * backend works on and copies across the boundary with copy_from_host and
+ * copy_to_host. */
+typedef struct pn_memory_manager {
+    uint32_t struct_size;
+    void* self;
+    void (*destroy)(struct pn_memory_manager* mm);
+    pn_status (*acquire)(struct pn_memory_manager* mm, pn_string_out* message_out);
+    pn_status (*release)(struct pn_memory_manager* mm, pn_string_out* message_out);
+    /* Non-host backends: a handle for `bytes` bytes, valid until free(). */
+    pn_status (*allocate)(struct pn_memory_manager* mm, size_t bytes, void** handle_out,
+                          pn_string_out* message_out);
+    void (*free)(struct pn_memory_manager* mm, void* handle);
+    pn_status (*copy_from_host)(struct pn_memory_manager* mm, void* dst_handle, const void* src,
+                                size_t bytes, pn_string_out* message_out);
+    pn_status (*copy_to_host)(struct pn_memory_manager* mm, void* dst, const void* src_handle,
+                              size_t bytes, pn_string_out* message_out);
+} pn_memory_manager;
+
+/* ===========================================================================
+ * Workloads
+ * ======================================================================== */
+
+/* Arguments of one execution. Appended fields will carry more (e.g. a profiler). */
+typedef struct pn_execute_args {
+    uint32_t struct_size;
+    uint32_t num_inputs;
+    const pn_tensor* inputs;   /* constants included, in the layer's input order */
+    uint32_t num_outputs;
+    const pn_tensor* outputs;  /* memory the workload writes; never aliases an input */
+    void* workspace;           /* host scratch of the size the workload asked for, or NULL */
+} pn_execute_args;
+
+/* One layer ready to run, owned by the runtime until destroy. The runtime never
+ * calls execute() on one workload from two threads at once, but workloads of
+ * different loaded networks may execute concurrently. execute() may use threads
+ * of its own and must have joined them before it returns. */
+typedef struct pn_workload {
+    uint32_t struct_size;
+    void* self;
+    void (*destroy)(struct pn_workload* workload);
+    pn_status (*execute)(struct pn_workload* workload, const pn_execute_args* args,
+                         pn_string_out* message_out);
+    size_t workspace_bytes;    /* scratch the runtime passes to execute(), 0 for none */
+} pn_workload;
+
+/* Owned by the runtime until destroy. Workloads it created stay valid after the
+ * factory is destroyed (the runtime may destroy the factory first). */
+typedef struct pn_workload_factory {
+    uint32_t struct_size;
+    void* self;
+    void (*destroy)(struct pn_workload_factory* factory);
+    /* `layer` was accepted by is_layer_supported (or made by this backend's
+     * optimize_subgraph). The workload copies what it keeps from `layer`,
+     * including constant data it wants (prepacked or not). */
+    pn_status (*create_workload)(struct pn_workload_factory* factory, const pn_layer* layer,
+                                 pn_workload** workload_out, pn_string_out* message_out);
+} pn_workload_factory;
+
+/* ===========================================================================
+ * Backend context (optional)
+ * ======================================================================== */
+
+/* Created once per runtime, destroyed when the runtime closes. Notified around
+ * each load and unload of a network by that runtime; an error from
+ * before_load_network aborts that load (unload always completes). When a load
+ * fails after a context's before_load_network succeeded, that context hears
+ * after_unload_network for the abandoned network id. */
+typedef struct pn_backend_context {
+    uint32_t struct_size;
+    void* self;
+    void (*destroy)(struct pn_backend_context* context);
+    pn_status (*before_load_network)(struct pn_backend_context* context, uint64_t network_id,
+                                     pn_string_out* message_out);
+    pn_status (*after_load_network)(struct pn_backend_context* context, uint64_t network_id,
+                                    pn_string_out* message_out);
+    pn_status (*before_unload_network)(struct pn_backend_context* context, uint64_t network_id,
+                                       pn_string_out* message_out);
+    pn_status (*after_unload_network)(struct pn_backend_context* context, uint64_t network_id,
+                                      pn_string_out* message_out);
+} pn_backend_context;
+
+/* ===========================================================================
+ * The backend object
+ * ======================================================================== */
+
+/* Flags of pn_backend.flags. */
+#define PN_BACKEND_HOST_MEMORY 0x1u /* tensors are plain host memory: the runtime may
+                                       hand the same buffer to this backend and to any
+                                       other host-memory backend without a copy */
+
+/* What BackendFactory returns: one backend instance, created per runtime.
+ * The runtime calls set_option for each user option, then uses the other
+ * functions, and finally destroy(), after destroying every object the
+ * backend created. Required: destroy, is_layer_supported,
+ * create_workload_factory (the runtime rejects a plugin whose struct_size does
+ * not cover them). Optional: any other pointer may be NULL. */
+typedef struct pn_backend {
+    uint32_t struct_size;
+    uint32_t flags;               /* PN_BACKEND_* */
+    void* self;
+    void (*destroy)(struct pn_backend* backend);
+    /* yes/no plus a reason: *supported_out = 1, or 0 with a reason a person can
+     * read in reason_out ("float16 is not supported"). A non-OK status means
+     * the query itself failed, not that the layer is unsupported. */
+    pn_status (*is_layer_supported)(struct pn_backend* backend, const pn_layer* layer,
+                                    pn_bool* supported_out, pn_string_out* reason_out);
+    /* A new factory. `memory_manager` is this backend's, from
+     * create_memory_manager, or NULL; it outlives the factory and its workloads. */
+    pn_status (*create_workload_factory)(struct pn_backend* backend,
+                                         pn_memory_manager* memory_manager,
+                                         pn_workload_factory** factory_out,
+                                         pn_string_out* message_out);
+    pn_status (*create_memory_manager)(struct pn_backend* backend,
+                                       pn_memory_manager** memory_manager_out,
+                                       pn_string_out* message_out);
+    pn_status (*create_context)(struct pn_backend* backend, pn_backend_context** context_out,
+                                pn_string_out* message_out);
+    /* Fuse, substitute or refuse layers of `subgraph` (see pn_optimization). */
+    pn_status (*optimize_subgraph)(struct pn_backend* backend, const pn_subgraph* subgraph,
+                                   pn_optimization** optimization_out,
+                                   pn_string_out* message_out);
+    void (*release_optimization)(struct pn_backend* backend, pn_optimization* optimization);
+    /* Options are strings; an unknown key is PN_ERR_NOT_FOUND, a bad value
+     * PN_ERR_INVALID_ARGUMENT. The runtime calls it for every user option before
+     * any other function but destroy; it may call it again later, between other
+     * calls (an option then applies to objects created afterwards, unless the
+     * backend documents otherwise). */
+    pn_status (*set_option)(struct pn_backend* backend, const char* key, const char* value,
+                            pn_string_out* message_out);
+    /* The effective value of an option (given or default) into value_out. */
+    pn_status (*get_option)(struct pn_backend* backend, const char* key, pn_string_out* value_out,
+                            pn_string_out* message_out);
+} pn_backend;
+
+/* PLUGNN_CDEF_END */
+
+/* ===========================================================================
+ * Entry points
+ *
+ * A plugin exports exactly these three functions with C linkage (use
+ * PLUGNN_BACKEND_EXPORT; plugnn_add_backend() hides every other symbol).
+ *
+ *   GetBackendId   the backend id: 1..PN_MAX_BACKEND_ID_LENGTH characters of
+ *                  [A-Za-z0-9_], not starting with a digit, and not one of the
+ *                  ids the runtime reserves for itself ("Host", "Runtime",
+ *                  "Unknown", in any case). The string is static: it lives as
+ *                  long as the library is loaded.
+ *   GetVersion     the backend API version the plugin was built with; pass
+ *                  PLUGNN_BACKEND_API_VERSION_MAJOR/_MINOR.
+ *   BackendFactory a new pn_backend (as void*), owned by the caller, who
+ *                  releases it with its destroy(); NULL on failure. Called once
+ *                  per runtime; instances must be independent.
+ * ======================================================================== */
+
+#if defined(_WIN32)
+#define PLUGNN_BACKEND_EXPORT __declspec(dllexport)
+#else
+#define PLUGNN_BACKEND_EXPORT __attribute__((visibility("default")))
+#endif
+
+PLUGNN_BACKEND_EXPORT const char* GetBackendId(void);
+PLUGNN_BACKEND_EXPORT void GetVersion(uint32_t* major_out, uint32_t* minor_out);
+PLUGNN_BACKEND_EXPORT void* BackendFactory(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PLUGNN_BACKEND_API_H */
