@@ -26,14 +26,26 @@ class DataTypeBase:
 
     @property
     def numpy_dtype(self) -> Any:
-        """The NumPy dtype (bfloat16 is ml_dtypes', which onnx installs)."""
+        """The NumPy dtype (bfloat16 is the ml_dtypes package's, which onnx installs)."""
         import numpy as np
 
         if self.name == "BFLOAT16":
-            import ml_dtypes
+            try:
+                import ml_dtypes
+            except ImportError:
+                from plugnn.errors import PlugnnError
 
+                raise PlugnnError("bfloat16 tensors are NumPy arrays of ml_dtypes.bfloat16: "
+                                  "pip install ml_dtypes") from None
             return np.dtype(ml_dtypes.bfloat16)
         return np.dtype(self.numpy_name)
+
+    @property
+    def numpy_spelling(self) -> str:
+        """How Python code names the NumPy type: numpy.float32, ml_dtypes.bfloat16, numpy.bool_."""
+        if self.name == "BFLOAT16":
+            return "ml_dtypes.bfloat16"
+        return "numpy.bool_" if self.name == "BOOL" else f"numpy.{self.numpy_name}"
 
     @property
     def is_float(self) -> bool:

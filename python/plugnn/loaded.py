@@ -162,7 +162,7 @@ class LoadedNetwork:
         buffers: dict[str, Any] = {}
         for key, offset in self.memory_plan.offsets.items():
             info = graph.infos[key]
-            buffers[key] = self._arena[offset:offset + info.num_bytes].view(info.dtype.numpy_name).reshape(info.shape)
+            buffers[key] = self._arena[offset:offset + info.num_bytes].view(info.dtype.numpy_dtype).reshape(info.shape)
         for key in first:
             where = location[key]
             if where != "host" and key not in buffers:
@@ -174,7 +174,7 @@ class LoadedNetwork:
             buffers[key] = value
         for key in externals:  # bound per run; a placeholder until then
             info = graph.infos[key]
-            buffers.setdefault(key, np.zeros(info.shape, info.dtype.numpy_name))
+            buffers.setdefault(key, np.zeros(info.shape, info.dtype.numpy_dtype))
         self._buffers = buffers
         sizes = [w.workspace_bytes for w in self._workloads]
         self._workspace = np.empty(max(sizes, default=0), np.uint8) if any(sizes) else None
@@ -195,7 +195,7 @@ class LoadedNetwork:
         # bound to the caller's array.
         def plan_of(slot: int, name: str, key: str, source: tuple[str, str] | None) -> tuple[Any, ...]:
             info = graph.infos[key]
-            return slot, name, key, np.dtype(info.dtype.numpy_name), info.shape, slots[key], source
+            return slot, name, key, info.dtype.numpy_dtype, info.shape, slots[key], source
 
         self._input_plan = [plan_of(slot, name, key, None) for slot, (name, key) in enumerate(graph.inputs.items())]
         input_of_key = {key: name for name, key in graph.inputs.items()}
@@ -232,7 +232,7 @@ class LoadedNetwork:
             elif target == "host":
                 self._managers[source].copy_to_host(dst, src)
             else:
-                staging = np.empty(dst.info.shape, dst.info.dtype.numpy_name)
+                staging = np.empty(dst.info.shape, dst.info.dtype.numpy_dtype)
                 self._managers[source].copy_to_host(staging, src)
                 self._managers[target].copy_from_host(dst, staging)
 
@@ -397,9 +397,9 @@ class LoadedNetwork:
 def _checked(array: Any, info: Any, what: str, writable: bool) -> np.ndarray:
     if not isinstance(array, np.ndarray):
         raise InputError(f"{what} must be a numpy.ndarray of {info}, got {type(array).__name__}")
-    if array.dtype != np.dtype(info.dtype.numpy_name):
+    if array.dtype != info.dtype.numpy_dtype:
         raise InputError(f"{what} must have dtype {info.dtype.numpy_name}, got {array.dtype} "
-                         f"(convert with .astype(numpy.{info.dtype.numpy_name}))")
+                         f"(convert with .astype({info.dtype.numpy_spelling}))")
     if array.shape != info.shape:
         raise InputError(f"{what} must have shape {info.shape}, got {array.shape}")
     if not array.flags.c_contiguous:

@@ -84,7 +84,7 @@ def fold_constants(graph: Graph, backends: Sequence[Backend]) -> None:
         backend = next((b for b in backends if b.is_layer_supported(spec)), None)
         if backend is None:
             continue  # assignment reports it with every backend's reason
-        outputs = [np.empty(graph.infos[k].shape, graph.infos[k].dtype.numpy_name) for k in node.outputs]
+        outputs = [np.empty(graph.infos[k].shape, graph.infos[k].dtype.numpy_dtype) for k in node.outputs]
         factory = backend.create_workload_factory()
         try:
             workload = factory.create_workload(spec)

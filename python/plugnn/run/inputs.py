@@ -78,7 +78,7 @@ def make_inputs(input_infos: dict[str, TensorInfo], files: dict[str, tuple[np.nd
     arrays: dict[str, np.ndarray] = {}
     described: list[dict[str, Any]] = []
     for name, info in input_infos.items():
-        dtype, shape = np.dtype(info.dtype.numpy_name), tuple(info.shape)
+        dtype, shape = info.dtype.numpy_dtype, tuple(info.shape)
         if name in files:
             array, path = files[name]
             if array.shape != shape:
