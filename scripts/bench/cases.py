@@ -22,11 +22,14 @@ IR_VERSION = 8
 @dataclass(frozen=True)
 class Case:
     name: str
-    kind: str            # "op" or "e2e"
+    kind: str            # "op", "e2e" (synthetic networks) or "zoo" (tests/zoo's real models)
     metric: str          # "flops" (GFLOP/s), "bytes" (GB/s) or "time" (us per run only)
     build: Callable[[bool], Any]   # build(quick) -> onnx.ModelProto
     description: Callable[[bool], str]
     slow_on_cpuref: bool = False   # full size takes seconds per run on CpuRef (skipped unless --include-slow)
+    feeds: Callable[[bool], dict[str, np.ndarray]] | None = None  # feeds(quick); None: standard normal
+                                                                  # float32 for every graph input
+    in_quick: bool = True          # part of --quick (CI)
 
 
 # -- single-layer models -------------------------------------------------------------------
@@ -172,7 +175,7 @@ CASES: list[Case] = [
 def _shapes(model: Any) -> dict[str, tuple[int, ...]]:
     from onnx import numpy_helper, shape_inference
 
-    inferred = shape_inference.infer_shapes(model)
+    inferred = shape_inference.infer_shapes(model, data_prop=True)
     shapes: dict[str, tuple[int, ...]] = {}
     graph = inferred.graph
     for info in [*graph.input, *graph.value_info, *graph.output]:
@@ -183,18 +186,30 @@ def _shapes(model: Any) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+class UncountedWork(Exception):
+    """A Conv, Gemm or MatMul whose shapes ONNX's shape inference does not resolve."""
+
+
 def flops(model: Any) -> int:
-    """FLOPs (multiply and add counted separately) of every Conv, Gemm and MatMul node."""
+    """FLOPs (multiply and add counted separately) of every Conv, Gemm and MatMul node of the main
+    graph (nodes inside subgraphs are not counted)."""
     from onnx import helper
 
-    shapes = _shapes(model)
+    known = _shapes(model)
+
+    def shapes_of(name: str) -> tuple[int, ...]:
+        shape = known.get(name)
+        if not shape or 0 in shape:
+            raise UncountedWork(name)
+        return shape
+
     total = 0
     for node in model.graph.node:
         if node.op_type == "Conv":
-            out, weight = shapes[node.output[0]], shapes[node.input[1]]
+            out, weight = shapes_of(node.output[0]), shapes_of(node.input[1])
             total += 2 * int(np.prod(out)) * int(np.prod(weight[1:]))   # 2*N*OH*OW*OC * IC/g*KH*KW
         elif node.op_type in ("Gemm", "MatMul"):
-            out, a = shapes[node.output[0]], shapes[node.input[0]]
+            out, a = shapes_of(node.output[0]), shapes_of(node.input[0])
             trans_a = any(attr.name == "transA" and helper.get_attribute_value(attr) for attr in node.attribute)
             k = a[-2] if trans_a else a[-1]
             total += 2 * int(np.prod(out)) * int(k)
@@ -209,8 +224,13 @@ def boundary_bytes(model: Any) -> int:
 
 
 def work(case: Case, model: Any) -> float | None:
+    """The row's FLOPs or bytes; None for time-only rows and for models whose compute nodes
+    ONNX's shape inference cannot size (their rate is then not reported)."""
     if case.metric == "flops":
-        return float(flops(model))
+        try:
+            return float(flops(model))
+        except UncountedWork:
+            return None
     if case.metric == "bytes":
         return float(boundary_bytes(model))
     return None

@@ -21,6 +21,7 @@ class Result:
     rate: float | None = None    # GFLOP/s or GB/s
     peak_fraction: float | None = None
     ratio_vs_ort: float | None = None   # plugnn median / onnxruntime median (same row, same threads)
+    ratio_vs_best: float | None = None  # plugnn median / the fastest peer's median (same row, same threads)
     rel_diff: float | None = None       # max|plugnn - ort| / max|ort|
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -43,19 +44,20 @@ def _ms(value: float | None) -> str:
 
 def cells(r: Result) -> list[str]:
     if r.status in ("not available", "skipped", "error"):
-        return [r.row, str(r.threads), r.backend, "-", "-", "-", "-", r.status + (f": {r.note}" if r.note else "")]
+        return [r.row, str(r.threads), r.backend, "-", "-", "-", "-", "-", r.status + (f": {r.note}" if r.note else "")]
     rate = f"{_fmt(r.rate, '.1f')} {UNITS[r.metric]}" if r.rate is not None else "-"
     ratio = "-" if r.ratio_vs_ort is None else f"{r.ratio_vs_ort:.2f}"
+    best = "-" if r.ratio_vs_best is None else f"{r.ratio_vs_best:.2f}"
     check = "ref" if r.backend == "onnxruntime" else ("MISMATCH" if r.status == "mismatch" else "ok")
     if r.rel_diff is not None and r.backend != "onnxruntime":
         check += f" ({r.rel_diff:.0e})"
     if r.note:
         check += f"; {r.note}"
     pct = "-" if r.peak_fraction is None else f"{100 * r.peak_fraction:.0f} %"
-    return [r.row, str(r.threads), r.backend, _ms(r.median_ms), rate, pct, ratio, check]
+    return [r.row, str(r.threads), r.backend, _ms(r.median_ms), rate, pct, ratio, best, check]
 
 
-HEADER = ["row", "thr", "backend", "median ms", "rate", "% peak", "vs ort", "check"]
+HEADER = ["row", "thr", "backend", "median ms", "rate", "% peak", "vs ort", "vs best", "check"]
 
 
 def table(results: list[Result]) -> str:

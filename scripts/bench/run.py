@@ -1,34 +1,40 @@
-"""plugnn against onnxruntime, kernel by kernel and end to end, in one process run.
+"""plugnn against onnxruntime and OpenVINO, kernel by kernel, end to end and on the model zoo, in one
+process run.
 
     python scripts/bench/run.py [--quick] [--threads 1,2] [--backends CpuAcc,CpuRef]
-                                [--rows PATTERN] [--json OUT] [--markdown] [--include-slow]
-                                [--peak-gflops G1,G2] [--peak-gbs G1,G2] [--budget S] [--max-runs N]
-                                [--rounds N]
+                                [--peers onnxruntime,openvino] [--rows PATTERN] [--json OUT] [--markdown]
+                                [--include-slow] [--peak-gflops G1,G2] [--peak-gbs G1,G2] [--budget S]
+                                [--max-runs N] [--rounds N]
 
-Every row is an ONNX model (cases.py): a single layer built with onnx.helper, or a synthetic
-network (plugnn.synthetic_models). For each thread count T it runs in onnxruntime
-(CPUExecutionProvider, intra_op_num_threads=T, inter_op_num_threads=1, sequential) and in
-each requested plugnn backend: CpuAcc through Runtime(backend_options={"CpuAcc":
-{"num_threads": T}}); CpuRef has no threads and is recorded at 1 thread only, and not on the
-224x224 end-to-end rows (seconds per run) unless --include-slow. Both runtimes read the same
-input arrays and write into preallocated outputs (onnxruntime through IO binding, plugnn
-through run(outputs=...)), so what is timed is the run, not output allocation.
+Every row is an ONNX model: a single layer built with onnx.helper or a synthetic network
+(plugnn.synthetic_models) (cases.py), or a model of the zoo, tests/zoo, at its full input size
+(zoo_cases.py). For each thread count T it runs in the peers, onnxruntime (CPUExecutionProvider,
+intra_op_num_threads=T, inter_op_num_threads=1, sequential) and OpenVINO (CPU device, f32
+inference precision, latency hint, one stream, T inference threads; when installed: the bench
+extra), and in each requested plugnn backend: CpuAcc through Runtime(backend_options={"CpuAcc":
+{"num_threads": T}}), with CpuRef for the layers CpuAcc declines on e2e and zoo rows; CpuRef alone
+has no threads and is recorded at 1 thread only, and not on the 224x224 end-to-end and zoo rows
+(seconds per run) unless --include-slow. All read the same input arrays and write into
+preallocated outputs (onnxruntime through IO binding, OpenVINO into its own output tensors,
+plugnn through run(outputs=...)), so what is timed is the run, not output allocation.
 
 Reported per row: median ms (timing.py: warm-up, then samples until the time budget or the
-run limit; onnxruntime and the plugnn backends of a row and thread count are timed in --rounds
-alternating blocks, so a slow phase of the machine falls on all of them), GFLOP/s (conv, gemm: 2*N*OH*OW*OC*IC/groups*KH*KW) or GB/s (memory-bound rows:
-bytes read + written), the fraction of the peak for T threads (GFLOP/s: the FMA peak of T
+run limit; the peers and the plugnn backends of a row and thread count are timed in --rounds
+alternating blocks, so a slow phase of the machine falls on all of them), GFLOP/s (conv, gemm:
+2*N*OH*OW*OC*IC/groups*KH*KW; every Conv, Gemm and MatMul of a network) or GB/s (memory-bound
+rows: bytes read + written), the fraction of the peak for T threads (GFLOP/s: the FMA peak of T
 threads, GB/s: the STREAM-style add bandwidth, both measured at the start of the same run by
-machine.py unless --peak-gflops / --peak-gbs are given), and the ratio
-plugnn median / onnxruntime median (below 1: plugnn is faster). The header (and the JSON's
-"meta") names the CPU model, its ISA extensions (cpu.py) and the FMA probe's figures per thread
-count: GFLOP/s, and the vector width and chain count that reached them. No kernel can beat the
-FMA peak: a GFLOP/s row above 100 % is reported after the table as a wrong peak (a probe bug,
-a busy machine while it was measured, a --peak-gflops figure too low); it does not change the
-exit status. Every plugnn output is checked
-against onnxruntime's: max|plugnn - ort| / max|ort| <= --tolerance (1e-3), else the row is
-marked MISMATCH and the exit status is 1. A backend the runtime does not have, or that
-does not support the row's layer, is reported as "not available", which is not an error.
+machine.py unless --peak-gflops / --peak-gbs are given), and the ratios plugnn median /
+onnxruntime median ("vs ort") and plugnn median / the fastest peer's median ("vs best"; below 1:
+plugnn is faster). The header (and the JSON's "meta") names the CPU model, its ISA extensions
+(cpu.py) and the FMA probe's figures per thread count: GFLOP/s, and the vector width and chain
+count that reached them. No kernel can beat the FMA peak: a GFLOP/s row above 100 % is reported
+after the table as a wrong peak (a probe bug, a busy machine while it was measured, a
+--peak-gflops figure too low); it does not change the exit status. Every plugnn output is
+checked against onnxruntime's: max|plugnn - ort| / max|ort| <= --tolerance (1e-3), else the row
+is marked MISMATCH and the exit status is 1 (OpenVINO's difference is reported, not judged). A
+backend the runtime does not have, or that does not support the row's layer, is reported as
+"not available", which is not an error; a model plugnn cannot import is an error.
 
 --quick runs tiny shapes with 1-2 timed runs (seconds in all): CI runs it so the suite cannot
 rot. It asserts nothing about time.
@@ -45,6 +51,7 @@ import os
 import platform
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -62,11 +69,13 @@ import cpu  # noqa: E402
 import machine  # noqa: E402
 import report  # noqa: E402
 import timing  # noqa: E402
+import zoo_cases  # noqa: E402
 from report import Result  # noqa: E402
 
 import plugnn  # noqa: E402
 
 THREADED_BACKENDS = {"CpuAcc"}   # backends that take a num_threads option
+PEERS = ("onnxruntime", "openvino")  # the reference runtimes, in this order (onnxruntime's outputs are the check)
 
 
 def floats(text: str) -> list[float]:
@@ -82,6 +91,24 @@ def peak_for(peaks: list[float], threads: int) -> float:
     if threads <= len(peaks):
         return peaks[threads - 1]
     return peaks[-1] * threads / len(peaks)
+
+
+def peer_list(text: str) -> list[str]:
+    """The requested peers that can run here: onnxruntime always (its outputs are the check),
+    openvino when it is installed (a note on stderr otherwise)."""
+    requested = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = sorted(set(requested) - set(PEERS))
+    if unknown:
+        raise SystemExit(f"error: --peers names {', '.join(unknown)}; the peers are {', '.join(PEERS)}")
+    chosen = ["onnxruntime"]
+    if "openvino" in requested:
+        try:
+            import openvino  # noqa: F401
+            chosen.append("openvino")
+        except ImportError:
+            print("note: openvino is not installed (pip install openvino, or the bench extra); "
+                  "onnxruntime is the only peer", file=sys.stderr)
+    return chosen
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -104,6 +131,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=None,
                    help="alternating timing blocks per runtime (default 4; 1: one after the other)")
     p.add_argument("--tolerance", type=float, default=1e-3, help="max|plugnn - ort| / max|ort| allowed")
+    p.add_argument("--peers", default="onnxruntime,openvino",
+                   help="reference runtimes (default onnxruntime,openvino; openvino is used when installed, "
+                        "onnxruntime always); plugnn's ratio is to the fastest of them")
     p.add_argument("--list", action="store_true", help="list the rows and exit")
     return p.parse_args(argv)
 
@@ -111,6 +141,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 # -- the two runtimes ------------------------------------------------------------------------
 
 def ort_runner(model: Any, feeds: dict[str, np.ndarray], threads: int) -> tuple[Any, dict[str, np.ndarray]]:
+    """onnxruntime's CPU provider with IO binding into preallocated outputs (shaped and typed by a
+    first plain run, so graphs with symbolic output dims work too)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -119,15 +151,43 @@ def ort_runner(model: Any, feeds: dict[str, np.ndarray], threads: int) -> tuple[
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 3
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [out.name for out in session.get_outputs()]
+    first = session.run(names, feeds)
     binding = session.io_binding()
     for name, array in feeds.items():
         binding.bind_cpu_input(name, array)
     outputs = {}
-    for out in session.get_outputs():
-        array = np.empty(out.shape, np.float32)
-        binding.bind_output(out.name, "cpu", 0, np.float32, list(array.shape), array.ctypes.data)
-        outputs[out.name] = array
-    return (lambda: session.run_with_iobinding(binding)), outputs
+    for name, value in zip(names, first):
+        array = np.empty_like(value)
+        binding.bind_output(name, "cpu", 0, array.dtype, list(array.shape), array.ctypes.data)
+        outputs[name] = array
+    def run() -> None:
+        session.run_with_iobinding(binding)
+
+    run.bound_outputs = outputs  # type: ignore[attr-defined]  # the arrays the binding writes live as long as it
+    return run, outputs
+
+
+def openvino_runner(model: Any, feeds: dict[str, np.ndarray], threads: int, workdir: Path
+                    ) -> tuple[Any, dict[str, np.ndarray]]:
+    """OpenVINO's CPU device: float32 inference precision, the latency hint, one stream and
+    `threads` inference threads; the model is read from a file (large weights included)."""
+    import openvino as ov
+
+    path = workdir / "model.onnx"
+    if not path.exists():
+        path.write_bytes(model.SerializeToString())
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(path)), "CPU", {
+        "INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
+        "INFERENCE_NUM_THREADS": str(threads)})
+    request = compiled.create_infer_request()
+
+    def run() -> None:
+        request.infer(feeds, share_inputs=True, share_outputs=True)
+
+    run()  # the compiled model's outputs are the ONNX graph's, in its order
+    return run, {out.name: request.get_output_tensor(i).data for i, out in enumerate(model.graph.output)}
 
 
 class Plugnn:
@@ -167,15 +227,22 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
     results: list[Result] = []
     model = case.build(args.quick)
     amount = cases_module.work(case, model)
-    rng = np.random.default_rng(1)
-    feeds = {}
-    initializers = {i.name for i in model.graph.initializer}
-    for inp in model.graph.input:
-        if inp.name not in initializers:
-            shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-            feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
-    network = plugnn.onnx.load(model)
+    if case.feeds is not None:
+        feeds = case.feeds(args.quick)
+    else:
+        rng = np.random.default_rng(1)
+        feeds = {}
+        initializers = {i.name for i in model.graph.initializer}
+        for inp in model.graph.input:
+            if inp.name not in initializers:
+                shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+                feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
+    try:
+        network: Any = plugnn.onnx.load(model)
+    except plugnn.PlugnnError as exc:  # reported on every plugnn result of the row; the peers still run
+        network = exc
     peaks = floats(args.peak_gflops) if case.metric == "flops" else floats(args.peak_gbs)
+    peers = [peer for peer in PEERS if peer in args.peer_list]
 
     def finish(result: Result, seconds: timing.Timing, threads: int) -> Result:
         result.median_ms, result.min_ms, result.runs = seconds.median * 1e3, seconds.minimum * 1e3, seconds.samples
@@ -189,15 +256,26 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
     for threads in threads_list:
         with contextlib.ExitStack() as stack:
             timed: list[tuple[Result, Any]] = []  # every runner of this thread count, timed together
-            ort_result = Result(case.name, threads, "onnxruntime", "ok")
-            results.append(ort_result)
-            try:
-                fn, ort_out = ort_runner(model, feeds, threads)
-                fn()
-                reference = {k: v.copy() for k, v in ort_out.items()}
-                timed.append((ort_result, fn))
-            except Exception as exc:  # noqa: BLE001 - a failing row is reported, the others still run
-                ort_result.status, ort_result.note, reference = "error", f"{type(exc).__name__}: {exc}", None
+            peer_results: list[Result] = []
+            reference: dict[str, np.ndarray] | None = None
+            for peer in peers:
+                peer_result = Result(case.name, threads, peer, "ok", metric=case.metric)
+                results.append(peer_result)
+                peer_results.append(peer_result)
+                try:
+                    if peer == "onnxruntime":
+                        fn, peer_out = ort_runner(model, feeds, threads)
+                    else:
+                        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="plugnn-bench-")))
+                        fn, peer_out = openvino_runner(model, feeds, threads, workdir)
+                    fn()
+                    if reference is None:
+                        reference = {k: np.array(v, copy=True) for k, v in peer_out.items()}
+                    else:
+                        peer_result.rel_diff = relative_difference(peer_out, reference)
+                    timed.append((peer_result, fn))
+                except Exception as exc:  # noqa: BLE001 - a failing row is reported, the others still run
+                    peer_result.status, peer_result.note = "error", f"{type(exc).__name__}: {exc}"
 
             for backend in backends:
                 if backend not in THREADED_BACKENDS and threads != threads_list[0]:
@@ -210,6 +288,9 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
                     continue
                 if backend == "CpuRef" and case.slow_on_cpuref and not (args.include_slow or args.quick):
                     result.status, result.note = "skipped", "seconds per run on CpuRef; --include-slow"
+                    continue
+                if isinstance(network, Exception):
+                    result.status, result.note = "error", f"import: {str(network).splitlines()[0][:160]}"
                     continue
                 if backend not in THREADED_BACKENDS and threads != 1:
                     result.note = "single-threaded backend"
@@ -225,8 +306,8 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
                     result.note = f"{len(fallback)} of {len(optimized.assignments())} layers on CpuRef"
                 try:
                     loaded = stack.enter_context(runtime.load_network(optimized))
-                    outputs = {o.name: np.empty([d.dim_value for d in o.type.tensor_type.shape.dim], np.float32)
-                               for o in model.graph.output}
+                    outputs = {name: np.empty(info.shape, info.dtype.numpy_dtype)
+                               for name, info in loaded.output_infos.items()}
                     loaded.run(feeds, outputs=outputs)
                     if reference is not None:
                         result.rel_diff = relative_difference(outputs, reference)
@@ -241,16 +322,23 @@ def run_case(case: cases_module.Case, args: argparse.Namespace, pl: Plugnn, budg
                     result.status, result.note = "error", f"{type(seconds).__name__}: {seconds}"
                 else:
                     finish(result, seconds, threads)
+            ort_ms = next((r.median_ms for r in peer_results if r.backend == "onnxruntime"), None)
+            peer_ms = [r.median_ms for r in peer_results if r.median_ms is not None]
             for result in (r for r in results if r.threads == threads):
-                if result is not ort_result and ort_result.median_ms and result.median_ms is not None:
-                    result.ratio_vs_ort = result.median_ms / ort_result.median_ms
+                if result.median_ms is not None and result not in peer_results:
+                    if ort_ms:
+                        result.ratio_vs_ort = result.median_ms / ort_ms
+                    if peer_ms:
+                        result.ratio_vs_best = result.median_ms / min(peer_ms)
                 log(result)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    selected = [c for c in cases_module.CASES if args.rows is None or re.search(args.rows, c.name, re.IGNORECASE)]
+    every = cases_module.CASES + zoo_cases.zoo_cases()
+    selected = [c for c in every if (c.in_quick or not args.quick)
+                and (args.rows is None or re.search(args.rows, c.name, re.IGNORECASE))]
     if args.list:
         for case in selected:
             print(f"{case.name:26} {case.kind:4} {case.description(args.quick)}")
@@ -266,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         budget = dataclasses.replace(budget, min_runs=min(budget.min_runs, budget.max_runs))
     threads_list = ints(args.threads)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    args.peer_list = peer_list(args.peers)
     with plugnn.Runtime() as probe:
         available = list(probe.backend_ids)
 
@@ -339,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(results))
     print("rate: GFLOP/s for conv and e2e rows (2*N*OH*OW*OC*IC/groups*KH*KW, gemm 2*M*N*K), GB/s (read + write) "
           "for memory-bound rows; vs ort = plugnn median / onnxruntime median at the same thread count "
-          "(< 1: plugnn faster); check = max|plugnn - ort| / max|ort|")
+          "(< 1: plugnn faster); vs best = plugnn median / the fastest peer's (onnxruntime, OpenVINO) at the same "
+          "thread count; check = max|output - ort| / max|ort|")
     print(f"core-to-core round trip at the end: {describe(placement_end)} (at the start: {describe(placement_start)}; "
           "about 100 ns: the two CPUs share a last-level cache, several hundred: they do not, and two-thread "
           "rows whose threads read each other's writes run slower on both runtimes)")
@@ -356,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
             "cpus": os.cpu_count(), "python": platform.python_version(), "onnxruntime": onnxruntime.__version__,
             "available_backends": available, "requested_backends": backends, "threads": threads_list,
-            "quick": args.quick, "peak_gflops": floats(args.peak_gflops), "peak_gbs": floats(args.peak_gbs),
+            "quick": args.quick, "peers": args.peer_list, "peak_gflops": floats(args.peak_gflops), "peak_gbs": floats(args.peak_gbs),
             "elapsed_seconds": elapsed, "failed": len(failed),
             "core_to_core_ns": {"start": placement_start, "end": placement_end},
             "cpu": this_cpu.as_dict(), "fma_peak": [p.as_dict() for p in fma_peaks] or "given",

@@ -9,7 +9,6 @@ every requested backend. Exit 0 also means every plugnn output agreed with onnxr
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -24,10 +23,11 @@ pytest.importorskip("onnxruntime")
 
 REPO = Path(__file__).resolve().parent.parent.parent
 RUN = REPO / "scripts" / "bench" / "run.py"
-_spec = importlib.util.spec_from_file_location("plugnn_bench_cases", RUN.parent / "cases.py")
-assert _spec is not None and _spec.loader is not None
-cases = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)  # dataclasses look it up there
-_spec.loader.exec_module(cases)
+sys.path.insert(0, str(RUN.parent))  # zoo_cases imports cases as run.py does
+import cases  # noqa: E402
+import zoo_cases  # noqa: E402
+
+QUICK_CASES = [c for c in cases.CASES + zoo_cases.zoo_cases() if c.in_quick]
 
 STATUSES = {"ok", "not available", "skipped"}
 
@@ -48,15 +48,18 @@ def test_quick_mode_runs_every_row(tmp_path: Path, backends: str) -> None:
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     records = json.loads(out.read_text())["results"]
     requested = backends.split(",")
-    for case in cases.CASES:
+    peers = set(json.loads(out.read_text())["meta"]["peers"])
+    assert "onnxruntime" in peers
+    assert {r["row"] for r in records} == {c.name for c in QUICK_CASES}
+    for case in QUICK_CASES:
         mine = [r for r in records if r["row"] == case.name]
-        assert {r["backend"] for r in mine} == {"onnxruntime", *requested}, (case.name, mine)
+        assert {r["backend"] for r in mine} == {*peers, *requested}, (case.name, mine)
         for r in mine:
             assert r["status"] in STATUSES, r
             if r["status"] == "ok":
                 assert r["median_ms"] is not None and r["median_ms"] > 0, r
         # the printed table has a line for every (row, backend) too
-        for backend in {"onnxruntime", *requested}:
+        for backend in {*peers, *requested}:
             assert any(line.startswith(case.name) and f" {backend} " in line
                        for line in result.stdout.splitlines()), (case.name, backend)
 
