@@ -21,6 +21,7 @@ from plugnn.errors import (
     PlugnnError,
     RegistryError,
     RuntimeClosedError,
+    SessionError,
     UnknownBackendError,
 )
 
@@ -47,6 +48,8 @@ _LAZY = {
     "OptimizationResult": "plugnn.layers",
     "TensorInfo": "plugnn.tensor",
     "DataType": "plugnn.tensor",
+    "InferenceSession": "plugnn.session",
+    "NodeArg": "plugnn.session",
 }
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "PlugnnError",
     "RegistryError",
     "RuntimeClosedError",
+    "SessionError",
     "UnknownBackendError",
     *_LAZY,
 ]
@@ -86,4 +90,5 @@ if TYPE_CHECKING:
     from plugnn.optimizer import optimize
     from plugnn.registry import BackendRegistry
     from plugnn.runtime import Runtime
+    from plugnn.session import InferenceSession, NodeArg
     from plugnn.tensor import DataType, TensorInfo
