@@ -73,3 +73,7 @@ class ModelError(PlugnnError, ValueError):
 
 class SessionError(PlugnnError, ValueError):
     """An InferenceSession was given arguments that do not fit together (or a model it cannot serve)."""
+
+
+class MissingDependencyError(PlugnnError, RuntimeError):
+    """An optional package or program a feature needs is not installed: names what to install."""
