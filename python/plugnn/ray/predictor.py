@@ -81,10 +81,11 @@ class Predictor:
         return result
 
 
-def predict(dataset: Any, model: str | os.PathLike[str], *, workers: int = 1, cpus_per_worker: float = 1,
+def predict(dataset: Any, model: str | os.PathLike[str] | bytes, *, workers: int = 1, cpus_per_worker: float = 1,
             batch_size: int = 32, **predictor_kwargs: Any) -> Any:
     """`dataset.map_batches` with a Predictor on `workers` Ray actors of `cpus_per_worker` CPUs
     each: a lazy Dataset of the predictions (consume it with take_all(), iter_batches(), write_*)."""
-    return dataset.map_batches(Predictor, fn_constructor_kwargs={"model": str(model), **predictor_kwargs},
+    source = model if isinstance(model, (str, bytes)) else str(model)
+    return dataset.map_batches(Predictor, fn_constructor_kwargs={"model": source, **predictor_kwargs},
                                concurrency=workers, num_cpus=cpus_per_worker, batch_size=batch_size,
                                batch_format="numpy")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 from plugnn.explain import MAX_PATTERNS, WIDTH, placement_lines
@@ -14,9 +15,9 @@ def format_report(report: dict[str, Any]) -> str:
     and the comparison with onnxruntime when the report has them."""
     out: list[str] = []
     b = report["backends"]
-    out.append(f"Model: {report['description']}")
-    out.append(f"Backends: {', '.join(b['preferred'])} "
-               f"(in order of preference; available: {', '.join(b['available'])})")
+    out += textwrap.wrap(f"Model: {report['description']}", WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    out += textwrap.wrap(f"Backends: {', '.join(b['preferred'])} (in order of preference; available: "
+                         f"{', '.join(b['available'])})", WIDTH, subsequent_indent="  ")
     place = report["placement"]
     layers = sum(g["count"] for g in place["groups"])
     out.append("")
