@@ -89,10 +89,14 @@ class SessionModel:
             stripped.CopyFrom(proto)
             proto = stripped
         del proto.graph.initializer[:]
-        self.proto = proto
+        # A fresh copy of the stripped graph: the parsed weights' memory goes with the original
+        # (protobuf keeps removed fields' bytes until the whole message is freed).
+        self.proto = onnx.ModelProto()
+        self.proto.ParseFromString(proto.SerializeToString())
+        del proto
         known = set(self.initializers)
-        self.inputs = [_node_arg(v) for v in proto.graph.input if v.name not in known]
-        self.outputs = [_node_arg(v) for v in proto.graph.output]
+        self.inputs = [_node_arg(v) for v in self.proto.graph.input if v.name not in known]
+        self.outputs = [_node_arg(v) for v in self.proto.graph.output]
         self._check_operators()
 
     def _check_operators(self) -> None:

@@ -24,7 +24,7 @@ from plugnn.errors import SessionError
 from plugnn.runtime import Runtime
 from plugnn.session.feeds import check_feed, check_output_names
 from plugnn.session.model import NodeArg, SessionModel
-from plugnn.session.specializations import Key, Specialization, SpecializationCache
+from plugnn.session.specializations import Specialization, SpecializationCache
 
 DEFAULT_MAX_SPECIALIZATIONS = 8
 
@@ -77,6 +77,8 @@ class InferenceSession:
             self._inputs = list(self._model.inputs)
             self._outputs = list(self._model.outputs)
             self._input_names = [a.name for a in self._inputs]
+            self._input_types = [(a.name, a.dtype) for a in self._inputs]
+            self._output_names = [o.name for o in self._outputs]
             self._label = f"model {self._model.name!r}"
             self._closed = False
             if not self._model.dynamic:
@@ -123,15 +125,35 @@ class InferenceSession:
             raise SessionError("plugnn sessions take no run_options (pass None)")
         if self._closed:
             raise SessionError(f"{self._label}: the session is closed")
-        names = check_output_names(self._outputs, output_names, self._label)
-        arrays = check_feed(self._inputs, input_feed, self._label)
-        key: Key = tuple(a.shape for a in arrays)
-        spec = self._cache.acquire(key)
+        names = self._output_names if output_names is None else \
+            check_output_names(self._outputs, output_names, self._label)
+        key = self._fast_key(input_feed)
+        # Shapes seen before were checked (ranks, fixed dims, symbols) when they were first seen.
+        spec = self._cache.lookup(key) if key is not None else None
+        feed: Mapping[str, np.ndarray] = input_feed
+        if spec is None:  # a new combination of shapes, or anything unusual: every check
+            arrays = check_feed(self._inputs, input_feed, self._label)
+            feed = dict(zip(self._input_names, arrays))
+            spec = self._cache.acquire(tuple(a.shape for a in arrays))
         try:
-            results = spec.loaded.run(dict(zip(self._input_names, arrays)))
+            results = spec.loaded.run(feed)
         finally:
             self._cache.release(spec)
         return [results[n] for n in names]
+
+    def _fast_key(self, feed: Any) -> tuple[tuple[int, ...], ...] | None:
+        """The inputs' shapes, in input order, when the feed is a dict of exactly the inputs'
+        names to C-contiguous arrays of their dtypes (the usual case), else None."""
+        if type(feed) is not dict or len(feed) != len(self._input_types):
+            return None
+        shapes = []
+        for name, dtype in self._input_types:
+            array = feed.get(name)
+            if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
+                    or not array.flags.c_contiguous:
+                return None
+            shapes.append(array.shape)
+        return tuple(shapes)
 
     # -- plugnn's additions ---------------------------------------------------------------
 

@@ -92,6 +92,15 @@ class SpecializationCache:
         self.made = 0
         self.evictions = 0
 
+    def lookup(self, key: Key) -> Specialization | None:
+        """The specialization for `key` with a use counted, or None when there is none yet."""
+        with self._lock:
+            spec = self._entries.get(key)
+            if spec is not None:
+                self._entries.move_to_end(key)
+                spec.users += 1
+            return spec
+
     def acquire(self, key: Key) -> Specialization:
         with self._lock:
             spec = self._entries.get(key)
