@@ -4,7 +4,8 @@ thread). Also, for scale, one process running the same batches through an Infere
 1 and 2 CpuAcc threads, and onnxruntime (1 and 2 intra-op threads).
 
 Wall time of the whole pass (`take_all`), actor start and model load included, and the
-throughput of the pass; printed as a Markdown table (docs/performance.md). Run from the
+throughput of the pass; then the time of a pass over one batch (start-up) and the throughput of
+the whole pass past that start-up; printed as a Markdown table (docs/performance.md). Run from the
 repository root: python scripts/ray_throughput.py [--images N]
 """
 
@@ -44,7 +45,8 @@ def main() -> None:
     work.mkdir(exist_ok=True)
     model = model_path(work)
     images = np.random.default_rng(0).standard_normal((args.images, 3, 224, 224)).astype(np.float32)
-    rows = []
+    rows: list[tuple[str, float]] = []
+    steady: list[tuple[int, float, float]] = []
 
     import onnxruntime as ort
 
@@ -74,13 +76,20 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         dataset = ray.data.from_numpy(images).materialize()  # column "data"
+        one_batch = ray.data.from_numpy(images[: args.batch]).materialize()
         for workers in (1, 2):
+            start = time.perf_counter()
+            predict(one_batch, model, workers=workers, cpus_per_worker=1, batch_size=args.batch,
+                    input_columns={"image": "data"}).take_all()
+            startup = time.perf_counter() - start
             start = time.perf_counter()
             out = predict(dataset, model, workers=workers, cpus_per_worker=1, batch_size=args.batch,
                           input_columns={"image": "data"}).take_all()
             elapsed = time.perf_counter() - start
             assert len(out) == args.images
-            rows.append((f"Ray Data, {workers} worker(s) x 1 CPU (actor start and model load included)", elapsed))
+            rows.append((f"Ray Data, {workers} worker(s) x 1 CPU, whole pass (start and model load included)",
+                         elapsed))
+            steady.append((workers, startup, (args.images - args.batch) / max(elapsed - startup, 1e-9)))
     finally:
         ray.shutdown()
     print(f"ResNet-18 (zoo, seed 0), {args.images} images 3x224x224, batches of {args.batch}; "
@@ -89,6 +98,12 @@ def main() -> None:
     print("| --- | --- | --- |")
     for label, seconds in rows:
         print(f"| {label} | {seconds:.2f} s | {args.images / seconds:.1f} |")
+    print()
+    print("| Ray workers | a one-batch pass (start-up: actors, imports, model load, one batch) | "
+          "images/s past the start-up |")
+    print("| --- | --- | --- |")
+    for workers, startup, rate in steady:
+        print(f"| {workers} | {startup:.2f} s | {rate:.1f} |")
 
 
 if __name__ == "__main__":
