@@ -73,8 +73,8 @@ def format_report(report: dict[str, Any]) -> str:
     if "profile" in report:
         out.append("")
         out.append(f"Profile (median per layer over {runs}):")
-        names = short_names([p["layer"] for p in report["profile"]], width=60)
-        rows = [[clip(names[p["layer"]], 72), p["backend"], f"{p['median_ms']:.3f}", f"{100 * p['share']:.1f}%"]
+        profiled = short_names([p["layer"] for p in report["profile"]], width=60)
+        rows = [[clip(profiled[p["layer"]], 72), p["backend"], f"{p['median_ms']:.3f}", f"{100 * p['share']:.1f}%"]
                 for p in report["profile"]]
         total = sum(p["median_ms"] for p in report["profile"])
         rows.append(["total", "", f"{total:.3f}", "100.0%"])

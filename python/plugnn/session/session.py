@@ -82,7 +82,7 @@ class InferenceSession:
             self._label = f"model {self._model.name!r}"
             self._closed = False
             if not self._model.dynamic:
-                key = tuple(tuple(int(d) for d in a.shape or ()) for a in self._inputs)
+                key = tuple(tuple(d for d in a.shape or () if isinstance(d, int)) for a in self._inputs)
                 self._cache.release(self._cache.acquire(key))
         except BaseException:
             self._finalizer()
