@@ -15,12 +15,14 @@ from plugnn.errors import (
     BackendLoadError,
     BackendOptionError,
     InputError,
+    MissingDependencyError,
     ModelError,
     NetworkError,
     OptimizationError,
     PlugnnError,
     RegistryError,
     RuntimeClosedError,
+    SessionError,
     UnknownBackendError,
 )
 
@@ -47,6 +49,8 @@ _LAZY = {
     "OptimizationResult": "plugnn.layers",
     "TensorInfo": "plugnn.tensor",
     "DataType": "plugnn.tensor",
+    "InferenceSession": "plugnn.session",
+    "NodeArg": "plugnn.session",
 }
 
 __all__ = [
@@ -55,12 +59,14 @@ __all__ = [
     "BackendLoadError",
     "BackendOptionError",
     "InputError",
+    "MissingDependencyError",
     "ModelError",
     "NetworkError",
     "OptimizationError",
     "PlugnnError",
     "RegistryError",
     "RuntimeClosedError",
+    "SessionError",
     "UnknownBackendError",
     *_LAZY,
 ]
@@ -86,4 +92,5 @@ if TYPE_CHECKING:
     from plugnn.optimizer import optimize
     from plugnn.registry import BackendRegistry
     from plugnn.runtime import Runtime
+    from plugnn.session import InferenceSession, NodeArg
     from plugnn.tensor import DataType, TensorInfo

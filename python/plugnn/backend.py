@@ -80,6 +80,15 @@ class Workload(ABC):
         """Bind buffers once for repeated runs (a native workload marshals them here)."""
         return _PreparedCall(self, list(inputs), list(outputs), workspace)
 
+    def reshape(self, layer: LayerSpec) -> Workload | None:
+        """A new workload for this workload's layer at other shapes (`layer` differs from the
+        one it was made for only in the shapes of non-constant inputs and of outputs), sharing
+        whatever immutable state it can (prepacked weights); None when this workload cannot
+        be re-sized (the runtime then asks the factory for a new one). The two are independent:
+        either may be closed first, and they may execute at the same time, so they share
+        nothing that execute writes. The default: None."""
+        return None
+
     def close(self) -> None:
         """Release the workload; it is not used afterwards."""
 

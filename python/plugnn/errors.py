@@ -69,3 +69,11 @@ class InputError(PlugnnError, ValueError):
 
 class ModelError(PlugnnError, ValueError):
     """A model cannot be imported: names the file, node, operator and attribute at fault."""
+
+
+class SessionError(PlugnnError, ValueError):
+    """An InferenceSession was given arguments that do not fit together (or a model it cannot serve)."""
+
+
+class MissingDependencyError(PlugnnError, RuntimeError):
+    """An optional package or program a feature needs is not installed: names what to install."""

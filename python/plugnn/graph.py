@@ -59,6 +59,7 @@ class Graph:
         self.outputs: dict[str, str] = {}  # graph output name -> tensor key
         self.removed: list[tuple[str, str]] = []  # (layer name, why it no longer exists)
         self.copies: dict[str, tuple[str, str]] = {}  # copy layer name -> (source, target) memory
+        self.original_types: dict[str, str] = {}  # layer name in the network -> its type name
 
     def consumers(self, key: str) -> list[Node]:
         return [n for n in self.nodes if key in n.inputs]
@@ -121,6 +122,7 @@ def graph_from_network(network: Network) -> Graph:
         return alias.get(name, name)
 
     for layer in network:
+        graph.original_types[layer.name] = layer.type_name
         out_keys = [layer.name if i == 0 else f"{layer.name}:{i}" for i in range(len(layer.outputs))]
         if layer.kind is GraphKind.INPUT:
             graph.inputs[layer.name] = out_keys[0]

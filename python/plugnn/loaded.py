@@ -66,7 +66,8 @@ class LoadedNetwork:
     backend contexts to notify, and `on_unload`, called once when it is unloaded."""
 
     def __init__(self, optimized: OptimizedNetwork, network_id: int, backends: Mapping[str, Backend],
-                 contexts: Sequence[BackendContext], on_unload: Callable[[LoadedNetwork], None]) -> None:
+                 contexts: Sequence[BackendContext], on_unload: Callable[[LoadedNetwork], None],
+                 reshape_from: Sequence[LoadedNetwork] = ()) -> None:
         self.network_id = network_id
         self.name = optimized.network_name
         self._backends = dict(backends)
@@ -83,7 +84,11 @@ class LoadedNetwork:
         self._acquired = False
         self._loaded = False
         self.last_profile: list[dict[str, Any]] = []
+        self._reshape_from = [n for n in reshape_from if n._loaded]
+        # The layers whose workload was made by reshaping another loaded network's (pn_workload.reshape).
+        self.reshaped_layers: list[str] = []
         self._load()
+        self._reshape_from = []
 
     # -- loading ------------------------------------------------------------------------
 
@@ -121,9 +126,32 @@ class LoadedNetwork:
                 if manager is not None:
                     self._managers[backend_id] = manager
                 self._factories[backend_id] = backend.create_workload_factory(manager)
-            workload = self._factories[backend_id].create_workload(graph.spec(node))
+            spec = graph.spec(node)
+            workload = self._reshaped(node, spec)
+            if workload is None:
+                workload = self._factories[backend_id].create_workload(spec)
+            else:
+                self.reshaped_layers.append(node.name)
             self._workloads.append(workload)
             self._node_workloads[node.name] = workload
+
+    def _reshaped(self, node: Node, spec: Any) -> Workload | None:
+        """The workload of the same layer in a network of `reshape_from`, re-sized to this one's
+        shapes (Workload.reshape), or None: no such layer, or its workload cannot be re-sized."""
+        for source in self._reshape_from:
+            old = source._graph_node(node.name)
+            workload = source._node_workloads.get(node.name)
+            if old is None or workload is None or not _same_layer_but_shapes(source._graph, old, self._graph, node):
+                continue
+            reshaped = workload.reshape(spec)
+            if reshaped is not None:
+                return reshaped
+        return None
+
+    def _graph_node(self, name: str) -> Node | None:
+        if not hasattr(self, "_nodes_by_name"):
+            self._nodes_by_name = {n.name: n for n in self._graph.nodes}
+        return self._nodes_by_name.get(name)
 
     def _locations(self) -> dict[str, str]:
         """For each tensor a layer produces: 'host' or the id of the non-host backend holding it."""
@@ -392,6 +420,25 @@ class LoadedNetwork:
     def __repr__(self) -> str:
         state = "loaded" if self._loaded else "unloaded"
         return f"<plugnn.LoadedNetwork {self.name!r} id={self.network_id} {state}>"
+
+
+def _same_layer_but_shapes(old_graph: Any, old: Node, new_graph: Any, new: Node) -> bool:
+    """True when `new` is `old` at other shapes: the same name, backend, kind, descriptor,
+    element types, and the very same constant arrays (only computed inputs and outputs may
+    change shape), so a workload of `old` may be reshaped into one of `new`."""
+    if (old.name != new.name or old.backend_id != new.backend_id or old.kind is not new.kind
+            or len(old.inputs) != len(new.inputs) or len(old.outputs) != len(new.outputs)):
+        return False
+    try:
+        if old.descriptor != new.descriptor:
+            return False
+    except Exception:  # noqa: BLE001 - a descriptor that cannot be compared is not the same one
+        return False
+    for a, b in zip(old.inputs, new.inputs):
+        ca, cb = old_graph.constants.get(a), new_graph.constants.get(b)
+        if ca is not cb or old_graph.infos[a].dtype is not new_graph.infos[b].dtype:
+            return False
+    return all(old_graph.infos[a].dtype is new_graph.infos[b].dtype for a, b in zip(old.outputs, new.outputs))
 
 
 def _checked(array: Any, info: Any, what: str, writable: bool) -> np.ndarray:

@@ -12,7 +12,7 @@ from collections.abc import MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
-from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY
+from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY, Status
 from plugnn.backend import (
     Backend,
     BackendContext,
@@ -128,6 +128,24 @@ class NativeWorkload(_NativeChild, Workload):
             keep.append(buffer)
             args.workspace = buffer
         return BoundExecution(self, args, inputs, outputs, keep)
+
+    def reshape(self, layer: LayerSpec) -> NativeWorkload | None:
+        """pn_workload.reshape (ABI 1.1): None when the plugin has none (a 1.0 plugin, or NULL) or
+        answers PN_ERR_UNSUPPORTED; any other failure is a BackendError."""
+        fn = function(self._c, "pn_workload", "reshape") if not self.closed else None
+        if fn is None:
+            return None
+        keep: list[Any] = []
+        c_layer = _marshalling().to_c_layer(layer, keep)
+        out = ffi.new("pn_workload**")
+        self._message.clear()
+        status = fn(self._c, c_layer, out, self._message.out)
+        if status == Status.ERR_UNSUPPORTED:
+            return None
+        self._check(status, f"reshape(layer {layer.name!r})")
+        if out[0] == NULL:
+            raise BackendError(self._owner.backend_id, f"reshape(layer {layer.name!r})", "returned PN_OK but no workload")
+        return NativeWorkload(self._owner, out[0], layer.name)
 
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
         """Run once on these arrays; a workspace of workspace_bytes is allocated if none is given."""

@@ -238,6 +238,20 @@ class Network:
         array.setflags(write=False)
         return self._one(self._add(GraphKind.CONSTANT, None, [], name, [info], value=array))
 
+    def add_shared_constant(self, array: np.ndarray, name: str | None = None) -> Tensor:
+        """A constant that references `array` instead of copying it, so several networks (a
+        session's specializations for different input shapes) hold one copy of a model's
+        weights. `array` must be a read-only, C-contiguous NumPy array of an element type
+        plugnn has, and its owner must never change its contents."""
+        if not isinstance(array, np.ndarray) or array.flags.writeable or not array.flags.c_contiguous:
+            raise NetworkError(f"constant {name!r}: a shared constant must be a read-only C-contiguous "
+                               f"numpy.ndarray (add_constant copies anything else)")
+        try:
+            info = TensorInfo(array.shape, DataType.from_any(array.dtype))
+        except ValueError as exc:
+            raise NetworkError(f"constant {name!r}: {exc}") from None
+        return self._one(self._add(GraphKind.CONSTANT, None, [], name, [info], value=array))
+
     def add_identity(self, x: Tensor, name: str | None = None) -> Tensor:
         """Identity (also dropout at inference): removed by optimize()."""
         source = self._tensor(x, name or "identity", "input")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plugnn.backend import BackendProvider
+from plugnn.errors import PlugnnError
 from plugnn.graph import Graph, Node
 
 
@@ -54,22 +55,29 @@ class OptimizedNetwork:
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         return "\n".join(lines)
 
-    def explain(self) -> str:
-        """Why each layer went where it went, in words."""
-        lines = [f"network {self.network_name!r} on preferred backends {self.preferred}:"]
-        for node in self.graph.nodes:
-            where = node.backend_id or "the runtime"
-            lines.append(f"- {node.name} ({node.type_name}) -> {where}")
-            if node.replaces:
-                lines.append(f"    stands for: {', '.join(node.replaces)}")
-            if node.note:
-                lines.append(f"    note: {node.note}")
-            for a in node.attempts:
-                verdict = "yes" if a.accepted else "no"
-                lines.append(f"    {a.stage}: {a.backend_id}: {verdict} ({a.reason})")
-        for name, why in self.graph.removed:
-            lines.append(f"- {name}: {why}")
-        return "\n".join(lines)
+    def explain(self, verbose: bool | None = None, format: str = "text") -> str:
+        """Why each layer went where it went.
+
+        `format="text"`: with `verbose=True`, every layer with every backend's answer and every
+        removed layer; with `verbose=False`, a summary that fits one screen whatever the
+        network's size (placement grouped, fallbacks and fusions by pattern with counts,
+        removals by reason, long generated names shortened); None (the default) is verbose for
+        networks of at most 20 layers, the summary above that.
+        `format="dot"`: Graphviz's dot language, layers coloured by backend, fallbacks and fused
+        layers marked (render it with `dot -Tsvg`, or `plugnn run --graph FILE.svg`)."""
+        from plugnn import explain as text
+
+        if format == "dot":
+            from plugnn.graph_dot import to_dot
+
+            return to_dot(self.network_name, self.preferred, self.graph)
+        if format != "text":
+            raise PlugnnError(f"explain(format=...) takes 'text' or 'dot', not {format!r}")
+        if verbose is None:
+            verbose = len(self.graph.nodes) <= text.SMALL_NETWORK
+        if verbose:
+            return text.verbose(self.network_name, self.preferred, self.graph)
+        return text.summary(self.network_name, self.preferred, self.graph)
 
     def __str__(self) -> str:
         return self.table()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn.backend import Backend, BackendContext
@@ -146,8 +146,15 @@ class Runtime:
 
     # -- networks --------------------------------------------------------------------
 
-    def load_network(self, optimized: OptimizedNetwork) -> LoadedNetwork:
-        """Create the workloads of an OptimizedNetwork and plan its memory: a LoadedNetwork."""
+    def load_network(self, optimized: OptimizedNetwork, reshape_from: Sequence[LoadedNetwork] = ()) -> LoadedNetwork:
+        """Create the workloads of an OptimizedNetwork and plan its memory: a LoadedNetwork.
+
+        `reshape_from`: networks of this runtime loaded from the same model at other input
+        shapes. A layer that matches one of theirs (same name, backend, kind, descriptor and
+        the very same constant arrays; only computed shapes differ) gets that layer's workload
+        re-sized (`Workload.reshape`, pn_workload.reshape), sharing its immutable state; other
+        layers, and backends that cannot re-size, get new workloads. Those networks must stay
+        loaded during the call."""
         from plugnn.loaded import LoadedNetwork
         from plugnn.optimized import OptimizedNetwork
 
@@ -160,8 +167,11 @@ class Runtime:
         network_id = self._next_network_id
         self._next_network_id += 1
         used = {n.backend_id for n in optimized.graph.nodes if n.backend_id is not None}
+        for source in reshape_from:
+            if self._networks.get(source.network_id) is not source:
+                raise PlugnnError(f"reshape_from: network {source.name!r} is not loaded on this runtime")
         loaded = LoadedNetwork(optimized, network_id, {b: self.backend(b) for b in used},
-                               list(self._contexts.values()), self._forget)
+                               list(self._contexts.values()), self._forget, reshape_from)
         self._networks[network_id] = loaded
         return loaded
 

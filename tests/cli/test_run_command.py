@@ -382,12 +382,31 @@ def test_groups_and_fallbacks_across_backends(relu_backend: None, capsys: pytest
     assert alone["outputs"][0]["first"] == pytest.approx(data["outputs"][0]["first"], rel=1e-6)
     assert main(["run", "-c", "PyRelu,CpuRef", "--iterations", "1"]) == 0
     text = capsys.readouterr().out
-    assert "#1      CpuRef    1 layer:  Convolution2d" in text
-    assert "#2      PyRelu    1 layer:  Activation" in text
-    assert "fallback: PyRelu refused 6 layers (Convolution2d x6: stem, block1_conv1, block1_conv2, down, ... " \
-           "(2 more)) -> CpuRef: PyRelu runs relu only, not CONVOLUTION_2D" in text
+    # 13 runs alternate between the two backends: grouped per backend, one screen at any size
+    assert "  CpuRef   13 layers in 7 runs: #1, #3-4, #6-7, #9, #11, #13-14, ... (1 more)" in text
+    assert "  PyRelu   6 layers in 6 runs: #2, #5, #8, #10, #12, #15\n           types: Activation x6" in text
+    assert "  fallback: PyRelu refused 6 layers (Convolution2d x6) -> CpuRef\n" \
+           "    why: PyRelu runs relu only, not CONVOLUTION_2D (e.g. stem)" in text
+    assert max(len(line) for line in text.splitlines()[2:]) <= 100
     # by default the built-in backends come first, so the first of them runs everything
     assert main(["run", "--iterations", "1", "--json"]) == 0
     default = json.loads(capsys.readouterr().out)
     assert default["backends"]["preferred"] == [*BUILT_IN, "PyRelu"]
     assert default["backends"]["used"] == [DEFAULT_BACKEND]
+
+
+def test_details_and_graph(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--details adds every layer's record; --graph FILE.dot writes the drawing (needs nothing),
+    another suffix that is not a rendering format is a one-line error."""
+    from plugnn.cli import main
+
+    graph = tmp_path / "demo.dot"
+    assert main(["run", "-c", "CpuRef", "--iterations", "1", "--details", "--graph", str(graph)]) == 0
+    text = capsys.readouterr().out
+    assert f"  graph: {graph}" in text
+    assert "Details (every layer, every backend's answer):\n  network 'plugnn_demo' on preferred backends" in text
+    assert "    preference: CpuRef: yes (supported)" in text
+    drawing = graph.read_text()
+    assert drawing.startswith('digraph "plugnn_demo" {') and 'label="stem\\nConvolution2d' in drawing
+    assert main(["run", "-c", "CpuRef", "--iterations", "1", "--graph", str(tmp_path / "demo.txt")]) == 2
+    assert "plugnn: error: --graph: " in capsys.readouterr().err

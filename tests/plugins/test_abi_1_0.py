@@ -65,3 +65,28 @@ def test_what_1_1_added_is_refused_by_the_1_0_plugin(plugin_dir: PluginDir, monk
             assert (first["backend"], first["accepted"]) == ("MockAbi10", False)
             assert reason in first["reason"]
             assert records[layer]["backend"] == "CpuRef"
+
+
+def test_a_1_0_plugin_gets_new_workloads_where_a_1_1_one_re_sizes(plugin_dir: PluginDir,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """pn_workload.reshape lies past the struct_size a 1.0 plugin writes: the runtime never calls
+    it and creates the workload instead; CpuRef's layers of the same network are re-sized."""
+    def network(batch: int) -> Network:
+        net = Network("abi10_shapes")
+        x = net.add_input("x", (batch, 5))
+        y = net.add_activation(net.add_add(x, x, name="add"), "relu", name="relu")
+        net.add_output(net.add_softmax(y, name="softmax"), "out")
+        return net
+
+    rng = np.random.default_rng(12)
+    with _runtime(plugin_dir, monkeypatch) as runtime:
+        first = runtime.load_network(optimize(network(1), runtime, ["MockAbi10", "CpuRef"]))
+        second = runtime.load_network(optimize(network(3), runtime, ["MockAbi10", "CpuRef"]), reshape_from=[first])
+        assert second.reshaped_layers == ["softmax"]  # add and relu run on MockAbi10
+        first.unload()
+        x = rng.standard_normal((3, 5)).astype(np.float32)
+        y = np.maximum(2 * x, 0)
+        expected = np.exp(y - y.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(second.run({"x": x})["out"], expected / expected.sum(axis=1, keepdims=True),
+                                   rtol=1e-6)
+        second.unload()

@@ -24,6 +24,13 @@ class SoftmaxWorkload(Workload):
         self.name = layer.name
         self.log = log
 
+    def reshape(self, layer: LayerSpec) -> Workload | None:
+        """The same softmax at other shapes: the axis (its only state) is shared as it is."""
+        if layer.kind is not LayerKind.SOFTMAX or layer.descriptor.axis != self.axis:  # type: ignore[union-attr]
+            raise ValueError(f"reshape: {layer.name!r} is not this softmax at other shapes")
+        self.log.append(f"reshape:{self.name}")
+        return SoftmaxWorkload(layer, self.log)
+
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
         self.log.append(f"execute:{self.name}")
         x = inputs[0].handle if isinstance(inputs[0], DeviceBuffer) else inputs[0]

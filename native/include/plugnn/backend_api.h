@@ -974,6 +974,42 @@ typedef struct pn_workload {
     pn_status (*execute)(struct pn_workload* workload, const pn_execute_args* args,
                          pn_string_out* message_out);
     size_t workspace_bytes;    /* scratch the runtime passes to execute(), 0 for none */
+    /* Since 1.1, optional (NULL, or past the struct_size a 1.0 plugin wrote: the
+     * runtime then calls create_workload). A new workload for the same layer at
+     * other tensor shapes: XNNPACK's create / reshape / setup / run split, for a
+     * network specialized again for new input shapes (a new batch size).
+     *
+     * `layer` is the layer this workload was created from (or reshaped to) with
+     * only the shapes of non-constant inputs and of outputs changed: the same
+     * kind, name, descriptor, element types and number of inputs and outputs,
+     * and the same constant inputs (same shapes, and constant_data pointing at
+     * the same bytes the source was given, which the runtime keeps alive and
+     * unchanged while any workload made from them exists). The backend judges
+     * `layer` as create_workload would (never trusting the caller) and may
+     * check that it is such a layer.
+     *
+     * Ownership: on PN_OK *workload_out is a new workload owned by the runtime
+     * (released with its destroy()), independent of `workload` in lifetime:
+     * either may be destroyed first, and each may be reshaped again. The two may
+     * share immutable state (prepacked weights, tables), reference-counted by the
+     * backend; they never share anything execute() writes, because the runtime
+     * may run them at the same time (they belong to different loaded networks).
+     * `layer` is borrowed for the call, like in create_workload.
+     *
+     * Threads: the general rule (one thread at a time for a backend's objects),
+     * with one exception: `workload` itself may be executing on another thread
+     * during the call, so reshape reads only what execute() does not write. The
+     * runtime never calls reshape or destroy on workloads sharing state from two
+     * threads at once, so a plain (non-atomic) reference count suffices.
+     *
+     * Errors: PN_ERR_UNSUPPORTED when this workload cannot be re-sized to
+     * `layer` (the runtime then calls create_workload on the factory instead,
+     * so this is not an error to the user); PN_ERR_INVALID_ARGUMENT when
+     * `layer` is not this layer at other shapes or is malformed; PN_ERR_OUT_OF_MEMORY.
+     * On failure *workload_out is NULL and the message is written; `workload`
+     * is unchanged and stays usable. */
+    pn_status (*reshape)(struct pn_workload* workload, const pn_layer* layer,
+                         struct pn_workload** workload_out, pn_string_out* message_out);
 } pn_workload;
 
 /* Owned by the runtime until destroy. Workloads it created stay valid after the

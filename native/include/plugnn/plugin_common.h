@@ -93,6 +93,44 @@ typedef pn_status (*pn_execute_fn)(void* state, const pn_execute_args* args,
 pn_workload* pn_workload_new(void* state, pn_execute_fn execute, void (*release_state)(void*),
                              size_t workspace_bytes);
 
+/* pn_workload.reshape for a workload of pn_workload_new_reshapable: `state` is
+ * the source workload's, read-only (it may be executing on another thread). */
+typedef pn_status (*pn_reshape_fn)(const void* state, const pn_layer* layer,
+                                   pn_workload** workload_out, pn_string_out* message_out);
+
+/* pn_workload_new with pn_workload.reshape set: reshape() checks its arguments
+ * (NULL layer or workload_out: PN_ERR_INVALID_ARGUMENT), sets *workload_out to
+ * NULL and calls `reshape(state, ...)`. */
+pn_workload* pn_workload_new_reshapable(void* state, pn_execute_fn execute,
+                                        void (*release_state)(void*), size_t workspace_bytes,
+                                        pn_reshape_fn reshape);
+
+/* The state of a workload made by pn_workload_new or pn_workload_new_reshapable
+ * (undefined for any other workload). */
+void* pn_workload_state(const pn_workload* workload);
+
+/* ---- Shared immutable state --------------------------------------------------- */
+
+/* A reference-counted block of immutable state (prepacked weights, tables) that a
+ * workload and the workloads reshaped from it share (pn_workload.reshape). The
+ * count is plain, not atomic: backend_api.h's rules never let reshape and
+ * destroy of workloads sharing state run on two threads at once. */
+typedef struct pn_shared pn_shared;
+
+/* A block holding `data` with one reference; release(data) (when not NULL) runs
+ * when the last reference goes. NULL when out of memory (data is then released). */
+pn_shared* pn_shared_new(void* data, void (*release)(void* data));
+
+/* One more reference; returns `shared` (NULL stays NULL). */
+pn_shared* pn_shared_ref(pn_shared* shared);
+
+/* One reference less; the last releases the data and the block. NULL: nothing. */
+void pn_shared_unref(pn_shared* shared);
+
+/* The data (NULL for a NULL block) and the number of references (for tests). */
+void* pn_shared_data(const pn_shared* shared);
+unsigned pn_shared_refs(const pn_shared* shared);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -22,6 +22,11 @@ static const pn_plugin_kind kinds[] = {
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};
 
+pn_status cpuref_create_workload(const pn_layer* layer, pn_workload** workload_out,
+                                 pn_string_out* message_out) {
+    return pn_plugin_create_workload(&cpuref, NULL, layer, workload_out, message_out);
+}
+
 /* ---- Element-type limits --------------------------------------------------------- */
 
 pn_status cpuref_floats(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {

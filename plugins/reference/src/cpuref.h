@@ -54,6 +54,8 @@ struct cpuref_op {
                                         of another float type, else NULL entries */
     void* priv;                      /* family state (typed kernels), freed with free() */
     void* workspace;                 /* execute() scratch: the workspace the runtime passed */
+    pn_shared* constants;            /* cpuref_constants: which constant buffers the layer
+                                        reads, shared with the workloads reshaped from it */
     int has_activation;              /* the fused activation below applies */
     pn_activation_desc activation;
     union {                          /* the layer's descriptor; pointers inside are NULL */
@@ -110,6 +112,13 @@ pn_status cpuref_typed_workload_new(const pn_layer* layer, size_t desc_size,
                                     const pn_activation_desc* fused, cpuref_typed_kernel kernel,
                                     void* priv, pn_workload** workload_out,
                                     pn_string_out* message_out);
+
+/* ---- backend.c: the workload factory's create, for pn_workload.reshape ------- */
+
+/* pn_plugin_create_workload for CpuRef's own plugin description: the layer is
+ * judged as the factory judges it, then built by its kind's create function. */
+pn_status cpuref_create_workload(const pn_layer* layer, pn_workload** workload_out,
+                                 pn_string_out* message_out);
 
 /* ---- backend.c: element-type limits (pn_plugin_check_fn) -------------------- */
 

@@ -1,6 +1,7 @@
 /* The one workload type of CpuRef: copies of the layer, argument checks, a kernel. */
 #include "cpuref.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,11 +54,45 @@ void cpuref_copy_floats(float* dst, const float* src, int64_t n) {
 
 /* ---- State ---------------------------------------------------------------- */
 
+/* Which constant buffers a layer reads: per input the address the layer gave for its
+ * constant data (NULL for a computed input). The addresses are only compared (by
+ * reshape), never read: execute() reads constants from its arguments, like any input. */
+typedef struct cpuref_constants {
+    uint32_t num_inputs;
+    const void** data;
+} cpuref_constants;
+
+static void constants_release(void* data) {
+    cpuref_constants* c = (cpuref_constants*)data;
+    if (c != NULL) {
+        free(c->data);
+        free(c);
+    }
+}
+
+static pn_shared* constants_new(const pn_layer* layer) {
+    cpuref_constants* c = (cpuref_constants*)calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    c->num_inputs = layer->num_inputs;
+    c->data = (const void**)calloc(layer->num_inputs > 0 ? layer->num_inputs : 1, sizeof(void*));
+    if (c->data == NULL) {
+        free(c);
+        return NULL;
+    }
+    for (uint32_t i = 0; layer->constant_data != NULL && i < layer->num_inputs; ++i) {
+        c->data[i] = layer->constant_data[i];
+    }
+    return pn_shared_new(c, constants_release);
+}
+
 static void op_release(void* state) {
     cpuref_op* op = (cpuref_op*)state;
     if (op == NULL) {
         return;
     }
+    pn_shared_unref(op->constants);
     if (op->staged != NULL) {
         for (uint32_t i = 0; i < op->num_inputs + op->num_outputs; ++i) {
             free(op->staged[i]);
@@ -91,8 +126,9 @@ static cpuref_op* op_copy_layer(const pn_layer* layer) {
     op->in_data = (const float**)alloc_array(layer->num_inputs, sizeof(float*));
     op->out_data = (float**)alloc_array(layer->num_outputs, sizeof(float*));
     op->strides = (int64_t(*)[PN_MAX_DIMS])alloc_array(layer->num_inputs, sizeof(*op->strides));
+    op->constants = constants_new(layer);
     if (op->inputs == NULL || op->outputs == NULL || op->in_data == NULL || op->out_data == NULL ||
-        op->strides == NULL) {
+        op->strides == NULL || op->constants == NULL) {
         op_release(op);
         return NULL;
     }
@@ -227,9 +263,79 @@ static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_
     return PN_OK;
 }
 
+/* ---- Reshape ------------------------------------------------------------------- */
+
+/* NULL when `op` (just built from `layer`) is the layer of `src` at other shapes: the
+ * same kind, descriptor, fused activation, element types, and the same constants (the
+ * same buffers, of the same shapes); else what differs. */
+static const char* op_differs(const cpuref_op* src, const cpuref_op* op, char* text, size_t size) {
+    if (op->kind != src->kind || op->num_inputs != src->num_inputs ||
+        op->num_outputs != src->num_outputs) {
+        return "its kind or number of inputs or outputs differs";
+    }
+    if (memcmp(&op->desc, &src->desc, sizeof(op->desc)) != 0 ||
+        op->has_activation != src->has_activation ||
+        (op->has_activation && (op->activation.kind != src->activation.kind ||
+                                op->activation.alpha != src->activation.alpha ||
+                                op->activation.beta != src->activation.beta))) {
+        return "its descriptor differs";
+    }
+    const cpuref_constants* a = (const cpuref_constants*)pn_shared_data(src->constants);
+    const cpuref_constants* b = (const cpuref_constants*)pn_shared_data(op->constants);
+    for (uint32_t i = 0; i < op->num_inputs; ++i) {
+        if (op->inputs[i].dtype != src->inputs[i].dtype) {
+            snprintf(text, size, "input %u has another element type", i);
+            return text;
+        }
+        if (a->data[i] != b->data[i]) {
+            snprintf(text, size, "input %u is not the constant buffer the workload was made with", i);
+            return text;
+        }
+        if (a->data[i] != NULL && !pn_same_dims(&op->inputs[i], &src->inputs[i])) {
+            snprintf(text, size, "constant input %u has another shape", i);
+            return text;
+        }
+    }
+    for (uint32_t i = 0; i < op->num_outputs; ++i) {
+        if (op->outputs[i].dtype != src->outputs[i].dtype) {
+            snprintf(text, size, "output %u has another element type", i);
+            return text;
+        }
+    }
+    return NULL;
+}
+
+/* pn_workload.reshape: the layer is judged and built as create_workload would (CpuRef
+ * derives nothing from constants: it reads them at execute), checked to be the source's
+ * layer at other shapes, and the new workload shares the source's record of its constant
+ * buffers. */
+static pn_status op_reshape(const void* state, const pn_layer* layer, pn_workload** workload_out,
+                            pn_string_out* message_out) {
+    const cpuref_op* src = (const cpuref_op*)state;
+    pn_workload* made = NULL;
+    pn_status s = cpuref_create_workload(layer, &made, message_out);
+    if (s != PN_OK) {
+        return s;
+    }
+    cpuref_op* op = (cpuref_op*)pn_workload_state(made);
+    char text[96];
+    const char* why = op_differs(src, op, text, sizeof(text));
+    if (why != NULL) {
+        made->destroy(made);
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuRef reshape(layer '%s'): not the workload's layer at other shapes: %s",
+                       layer->name != NULL ? layer->name : "?", why);
+    }
+    pn_shared_unref(op->constants);
+    op->constants = pn_shared_ref(src->constants);
+    *workload_out = made;
+    return PN_OK;
+}
+
 static pn_status op_finish(cpuref_op* op, const pn_layer* layer, size_t workspace_bytes,
                            pn_workload** workload_out, pn_string_out* message_out) {
-    *workload_out = pn_workload_new(op, op_execute, op_release, workspace_bytes);
+    *workload_out = pn_workload_new_reshapable(op, op_execute, op_release, workspace_bytes,
+                                               op_reshape);
     if (*workload_out == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef: out of memory creating a %s "
                        "workload", pn_layer_kind_name(layer->kind));

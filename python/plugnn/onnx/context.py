@@ -84,6 +84,7 @@ class ImportState:
         self.bound = dict(constants)
         self.values: dict[str, Value] = {}
         self.const_tensors: dict[str, Tensor] = {}  # value name -> constant layer made for it
+        self.shared_ids: set[int] = set()  # ids of the shared initializer arrays (referenced, not copied)
         self.graph_inputs: set[str] = set()
         self.used_names: set[str] = set()
         self.reserved = {i.name for i in self.graph.input} | {o.name for o in self.graph.output}
@@ -227,6 +228,8 @@ class NodeContext:
             raise self.error(f"{where}: tensor {name!r} has element type {value.dtype}, which plugnn tensors "
                              f"cannot hold") from None
         cached = importer.const_tensors.get(name)
+        if cached is None and id(value) in importer.shared_ids:
+            cached = self.network.add_shared_constant(value, name=importer.free_name(name))
         if cached is None:
             cached = self.network.add_constant(value, name=importer.free_name(name), dtype=dtype)
             importer.const_tensors[name] = cached

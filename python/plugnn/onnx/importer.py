@@ -32,7 +32,8 @@ from plugnn.onnx.context import (
 from plugnn.onnx.registry import OPS
 from plugnn.tensor import DataType
 
-__all__ = ["DynamicShapeError", "NeedsConstantError", "import_model", "load", "read_model", "supported_operators"]
+__all__ = ["DynamicShapeError", "NeedsConstantError", "import_model", "load", "read_initializers", "read_model",
+           "supported_operators"]
 
 MIN_OPSET = 7
 
@@ -169,12 +170,37 @@ def opset_of(proto: Any, source: str) -> int:
 
 def import_model(proto: Any, *, source: str = "<model>", name: str | None = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
-                 constants: Mapping[str, np.ndarray] | None = None) -> Network:
+                 constants: Mapping[str, np.ndarray] | None = None,
+                 initializers: Mapping[str, np.ndarray] | None = None) -> Network:
     """Convert a read ModelProto. `constants` binds graph inputs to fixed values (the ONNX
-    backend uses it for shape-like inputs); they are then not network inputs."""
+    backend uses it for shape-like inputs); they are then not network inputs.
+
+    `initializers` (see `read_initializers`) replaces the initializers of `proto`, which are then
+    not read: the network's constants reference these arrays instead of copies, so networks
+    imported from one model at several input shapes share its weights."""
     _register_all()
     opset = opset_of(proto, source)
-    return _Importer(proto, source, opset, name, input_shapes or {}, constants or {}).run()
+    importer = _Importer(proto, source, opset, name, input_shapes or {}, constants or {})
+    importer.shared_initializers = dict(initializers) if initializers is not None else None
+    return importer.run()
+
+
+def read_initializers(proto: Any, source: str = "<model>") -> dict[str, np.ndarray]:
+    """Every initializer of `proto`'s main graph as a read-only, C-contiguous array (read once;
+    pass them to `import_model(initializers=...)`)."""
+    from onnx import numpy_helper
+
+    arrays: dict[str, np.ndarray] = {}
+    for tensor in proto.graph.initializer:
+        try:
+            array = np.ascontiguousarray(numpy_helper.to_array(tensor))
+        except Exception as exc:  # noqa: BLE001 - malformed tensor data
+            raise ModelError(f"{source}: initializer {tensor.name!r} cannot be read: {exc}") from None
+        array.setflags(write=False)
+        arrays[tensor.name] = array
+    for sparse in proto.graph.sparse_initializer:
+        raise ModelError(f"{source}: sparse initializer {sparse.values.name!r} is not supported")
+    return arrays
 
 
 class _Importer(ImportState):
@@ -182,9 +208,15 @@ class _Importer(ImportState):
 
     # -- inputs and initializers --------------------------------------------------------
 
+    shared_initializers: dict[str, np.ndarray] | None = None
+
     def _initializers(self) -> None:
         from onnx import numpy_helper
 
+        if self.shared_initializers is not None:
+            self.values.update(self.shared_initializers)
+            self.shared_ids = {id(array) for array in self.shared_initializers.values()}
+            return
         for tensor in self.graph.initializer:
             try:
                 self.values[tensor.name] = numpy_helper.to_array(tensor)

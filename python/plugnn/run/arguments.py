@@ -36,6 +36,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--output-dir", metavar="DIR", help="write every output to DIR/NAME.npy")
     run.add_argument("--compare", choices=["onnxruntime"],
                      help="run the same inputs in onnxruntime (CPUExecutionProvider) and report the differences")
+    run.add_argument("--details", action="store_true",
+                     help="after the report, every layer with every backend's answer (explain(verbose=True))")
+    run.add_argument("--graph", metavar="FILE",
+                     help="draw the network coloured by backend, fallbacks and fused layers marked: FILE.dot "
+                          "(Graphviz text, needs nothing) or FILE.svg/.png/.pdf (needs Graphviz's dot program)")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     run.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random inputs (default: 0)")
     run.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from plugnn import Runtime, optimize
+from plugnn import PlugnnError, Runtime, optimize
 from plugnn.run.backends import choose_backends, parse_backends
 from plugnn.run.compare import compare_onnxruntime, require_onnxruntime
+from plugnn.run.errors import RunError
 from plugnn.run.inputs import load_input_files, make_inputs, parse_input_shapes
 from plugnn.run.model import load_model
 from plugnn.run.outputs import prepare_output_dir, summarize, write_outputs
@@ -17,6 +18,18 @@ from plugnn.run.timing import profile_table, time_runs
 
 if TYPE_CHECKING:
     import argparse
+
+
+def draw_graph(optimized: Any, path: str) -> str:
+    """--graph: the drawing written (or rendered) to `path`; a RunError when it cannot be."""
+    from plugnn.graph_dot import render
+
+    try:
+        return str(render(optimized.explain(format="dot"), path))
+    except OSError as exc:
+        raise RunError(f"--graph {path}: {exc.strerror or exc}") from None
+    except PlugnnError as exc:
+        raise RunError(f"--graph: {exc}") from None
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -33,6 +46,7 @@ def run_command(args: argparse.Namespace) -> int:
     with Runtime(dynamic_backends_path=args.dynamic_backends_path) as runtime:
         backends = choose_backends(runtime, requested)
         optimized = optimize(model.network, runtime, backends)
+        graph_file = draw_graph(optimized, args.graph) if args.graph else None
         with runtime.load_network(optimized) as loaded:
             inputs, inputs_described = make_inputs(loaded.input_infos, input_files, args.seed)
             outputs, timing, profiles = time_runs(loaded, inputs, args.iterations, args.profile)
@@ -44,6 +58,10 @@ def run_command(args: argparse.Namespace) -> int:
             "outputs": [summarize(name, array) for name, array in outputs.items()],
             "timing": timing,
         }
+    if graph_file is not None:
+        report["graph_file"] = graph_file
+    if args.details:
+        report["details"] = optimized.explain(verbose=True)
     if args.profile:
         report["profile"] = profile_table(profiles)
     if args.output_dir:

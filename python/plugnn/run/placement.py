@@ -28,6 +28,7 @@ def placement(optimized: OptimizedNetwork, network: Network) -> dict[str, Any]:
         group["types"] = dict(group["types"].most_common())
     fallbacks: dict[tuple[str, str, str], dict[str, Any]] = {}
     fused = []
+    original_types = {layer.name: layer.type_name for layer in network}
     for node in nodes:
         refused = [a for a in node.attempts if not a.accepted]
         for attempt in refused:
@@ -37,8 +38,10 @@ def placement(optimized: OptimizedNetwork, network: Network) -> dict[str, Any]:
             entry["layers"].append(node.name)
             entry["types"][node.type_name] += 1
         if node.replaces and any(a.stage == "optimize_subgraph" and a.accepted for a in node.attempts):
+            parts = Counter(original_types.get(r, "?") for r in node.replaces)
+            pattern = f"{node.type_name} <- " + " + ".join(t if n == 1 else f"{t} x{n}" for t, n in parts.items())
             fused.append({"layer": node.name, "type": node.type_name, "backend": node.backend_id,
-                          "replaces": list(node.replaces)})
+                          "replaces": list(node.replaces), "pattern": pattern})
     for entry in fallbacks.values():
         entry["types"] = dict(entry["types"].most_common())
     removed: dict[str, dict[str, Any]] = {}

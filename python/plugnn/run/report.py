@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
+
+from plugnn.explain import MAX_PATTERNS, WIDTH, placement_lines
+from plugnn.naming import clip, short_names
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -11,29 +15,41 @@ def format_report(report: dict[str, Any]) -> str:
     and the comparison with onnxruntime when the report has them."""
     out: list[str] = []
     b = report["backends"]
-    out.append(f"Model: {report['description']}")
-    out.append(f"Backends: {', '.join(b['preferred'])} "
-               f"(in order of preference; available: {', '.join(b['available'])})")
+    out += textwrap.wrap(f"Model: {report['description']}", WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    out += textwrap.wrap(f"Backends: {', '.join(b['preferred'])} (in order of preference; available: "
+                         f"{', '.join(b['available'])})", WIDTH, subsequent_indent="  ")
     place = report["placement"]
     layers = sum(g["count"] for g in place["groups"])
     out.append("")
     out.append(f"Placement ({layers} layers run, in execution order):")
-    rows = []
-    for g in place["groups"]:
-        span = f"#{g['first']}" if g["first"] == g["last"] else f"#{g['first']}-{g['last']}"
-        rows.append([span, g["backend"], f"{g['count']} layer{'s' if g['count'] != 1 else ''}:", _types(g["types"])])
-    out += ["  " + line for line in _table(rows, ["layers", "backend", "count", "types"], right={2})[2:]]
+    out += placement_lines(place["groups"], WIDTH)
+    short = short_names([entry["layer"] for entry in place["layers"]]
+                        + [n for r in place["removed"] for n in r["layers"]])
     if place["fallbacks"]:
-        for f in place["fallbacks"]:
+        for f in place["fallbacks"][:MAX_PATTERNS]:
             n = len(f["layers"])
-            out.append(f"  fallback: {f['refused_by']} refused {n} layer{'s' if n != 1 else ''} "
-                       f"({_types(f['types'])}: {_names(f['layers'])}) -> {f['ran_on']}: {f['reason']}")
+            out.append(clip(f"  fallback: {f['refused_by']} refused {n} layer{'s' if n != 1 else ''} "
+                            f"({_types(f['types'])}) -> {f['ran_on']}", WIDTH))
+            out.append(clip(f"    why: {f['reason']} (e.g. {short.get(f['layers'][0], f['layers'][0])})", WIDTH))
+        if len(place["fallbacks"]) > MAX_PATTERNS:
+            out.append(f"  fallback: {len(place['fallbacks']) - MAX_PATTERNS} more reasons (--details)")
     else:
         out.append("  fallbacks: none (every layer runs on the first backend asked)")
+    patterns: dict[tuple[str, str], list[str]] = {}
     for f in place["fused"]:
-        out.append(f"  fused by {f['backend']}: {f['layer']} ({f['type']}) stands for {_names(f['replaces'])}")
+        patterns.setdefault((f["backend"], f["pattern"]), []).append(f["layer"])
+    ranked = sorted(patterns.items(), key=lambda item: -len(item[1]))
+    for (backend, pattern), names in ranked[:MAX_PATTERNS]:
+        made, _, parts = pattern.partition(" <- ")
+        out.append(clip(f"  fused by {backend}: {len(names):3} x {made}", WIDTH))
+        out.append(clip(f"    from {parts}; e.g. {short.get(names[0], names[0])}", WIDTH))
+    if len(ranked) > MAX_PATTERNS:
+        out.append(f"  fused: {len(ranked) - MAX_PATTERNS} more patterns (--details)")
     for r in place["removed"]:
-        out.append(f"  removed by the optimizer: {_types(r['types'])} {r['why']} ({_names(r['layers'])})")
+        out.append(clip(f"  removed by the optimizer: {_types(r['types'])} {r['why']} "
+                        f"(e.g. {short.get(r['layers'][0], r['layers'][0])})", WIDTH))
+    if "graph_file" in report:
+        out.append(f"  graph: {report['graph_file']}")
     out.append("")
     out.append("Inputs:")
     out += ["  " + line for line in _table(
@@ -57,7 +73,8 @@ def format_report(report: dict[str, Any]) -> str:
     if "profile" in report:
         out.append("")
         out.append(f"Profile (median per layer over {runs}):")
-        rows = [[p["layer"], p["backend"], f"{p['median_ms']:.3f}", f"{100 * p['share']:.1f}%"]
+        profiled = short_names([p["layer"] for p in report["profile"]], width=60)
+        rows = [[clip(profiled[p["layer"]], 72), p["backend"], f"{p['median_ms']:.3f}", f"{100 * p['share']:.1f}%"]
                 for p in report["profile"]]
         total = sum(p["median_ms"] for p in report["profile"])
         rows.append(["total", "", f"{total:.3f}", "100.0%"])
@@ -81,6 +98,10 @@ def format_report(report: dict[str, Any]) -> str:
                 out.append(f"  {r['name']}  max abs diff {r['max_abs_diff']:.3g}  max rel diff {rel_text}  "
                            f"(relative to max|onnxruntime| = {r['reference_max_abs']:.4g})  "
                            f"{'ok' if r['ok'] else 'DIFFERS'}")
+    if "details" in report:
+        out.append("")
+        out.append("Details (every layer, every backend's answer):")
+        out += ["  " + line for line in report["details"].splitlines()]
     return "\n".join(out)
 
 
@@ -92,11 +113,6 @@ def _num(value: Any) -> str:
 
 def _types(types: dict[str, int]) -> str:
     return ", ".join(t if n == 1 else f"{t} x{n}" for t, n in types.items())
-
-
-def _names(names: list[str], limit: int = 4) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
 def _table(rows: list[list[str]], header: list[str], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
