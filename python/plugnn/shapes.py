@@ -572,6 +572,8 @@ def check_slice(desc: d.SliceDescriptor, infos: Infos, outputs: Infos) -> None:
         last = start + (count - 1) * step
         if count and not (0 <= start < dim and 0 <= last < dim):
             raise ValueError(f"axis {axis}: {count} elements from {start} by {step} leave 0..{dim - 1}")
+        if not count and start:
+            raise ValueError(f"axis {axis} is empty in the output, so its start must be 0, got {start}")
 
 
 def check_split(desc: d.SplitDescriptor, infos: Infos, outputs: Infos) -> None:
