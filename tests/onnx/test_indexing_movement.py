@@ -377,3 +377,48 @@ def test_errors_name_node_operator_and_attribute(nodes, inputs, inits, opset, ou
     text = _load_error(nodes, inputs, inits, opset, outputs)
     assert message in text
     assert "node " in text
+
+
+# ---- every element type through one chain of movement operators ---------------------------------
+
+ALL_NUMPY_TYPES = ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                   "int64", "uint64", "bool"]
+
+
+def _chain_oracle(x: np.ndarray) -> np.ndarray:
+    y = x[:, :, 0:2]
+    y = np.take(y, [2, 0], axis=1)
+    y = np.pad(y, [(0, 0), (1, 0), (0, 1)])
+    y = y.transpose(2, 0, 1).reshape(6, 3)
+    y = np.tile(y, (1, 2))
+    a, b = np.split(y, 2, axis=0)
+    y = np.concatenate([b, a], axis=1)
+    y = np.broadcast_to(y, (2, 3, 12))
+    return y.reshape(2, 36)
+
+
+@pytest.mark.parametrize("backends", [["CpuRef"], ["CpuAcc", "CpuRef"]], ids=["CpuRef", "CpuAcc+CpuRef"])
+@pytest.mark.parametrize("type_name", ALL_NUMPY_TYPES)
+def test_every_element_type_flows_through_movement_operators(runtime: Any, type_name: str, backends) -> None:
+    from plugnn.tensor import DataType
+
+    dtype = DataType.from_any(type_name).numpy_dtype
+    x = (RNG.standard_normal((2, 3, 4)) * 5).astype(np.float32).astype(dtype)
+    nodes = [
+        N("Slice", ["x", "s0", "e2", "a2"], ["t1"]), N("Gather", ["t1", "idx"], ["t2"], axis=1),
+        N("Pad", ["t2", "pads"], ["t3"]), N("Transpose", ["t3"], ["t4"], perm=[2, 0, 1]),
+        N("Reshape", ["t4", "shape63"], ["t5"]), N("Tile", ["t5", "reps"], ["t6"]),
+        N("Split", ["t6"], ["p", "q"], axis=0), N("Concat", ["q", "p"], ["t7"], axis=1),
+        N("Expand", ["t7", "shape"], ["t8"]), N("Unsqueeze", ["t8", "a0"], ["t9"]),
+        N("Squeeze", ["t9", "a0"], ["t10"]), N("Flatten", ["t10"], ["t11"], axis=1), N("Identity", ["t11"], ["y"]),
+    ]
+    inits = {"s0": i64(0), "e2": i64(2), "a2": i64(2), "idx": i64(2, 0), "pads": i64(0, 1, 0, 0, 0, 1),
+             "shape63": i64(6, 3), "reps": i64(1, 2), "shape": i64(2, 3, 12), "a0": i64(0)}
+    model = make_model(nodes, {"x": ([2, 3, 4], helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))}, ["y"], inits,
+                       opset=17)
+    network = plugnn.onnx.load(model)
+    with runtime.load_network(plugnn.optimize(network, runtime, backends)) as loaded:
+        y = np.asarray(loaded.run({"x": x})["y"])
+    expected = _chain_oracle(x)
+    assert y.dtype == expected.dtype and y.shape == expected.shape
+    assert y.tobytes() == np.ascontiguousarray(expected).tobytes()
