@@ -144,6 +144,12 @@ CASES = [
          {"p": i64(1, 2, 2, 1), "a": i64(-1, 1)}, opset=18),
     case("pad-wrap-opset19", [N("Pad", ["x", "p"], ["y"], mode="wrap")], {"x": f32(3, 4)}, {"p": i64(1, 3, 2, 2)},
          opset=19),
+    case("pad-reflect-crop-then-pad", [N("Pad", ["x", "p"], ["y"], mode="reflect")], {"x": f32(4, 5)},
+         {"p": i64(-1, 2, 1, -2)}, opset=13),
+    case("pad-edge-crop-then-pad", [N("Pad", ["x", "p"], ["y"], mode="edge")], {"x": ints(4, 5)},
+         {"p": i64(1, -2, -1, 2)}, opset=13),
+    case("pad-wrap-larger-than-dim", [N("Pad", ["x", "p"], ["y"], mode="wrap")], {"x": f32(3, 4)},
+         {"p": i64(5, -1, 4, 9)}, opset=19),
     # -- Expand, Tile, DepthToSpace, SpaceToDepth ------------------------------------------------
     case("expand", [N("Expand", ["x", "s"], ["y"])], {"x": f32(3, 1)}, {"s": i64(2, 1, 4)}, opset=8),
     case("expand-smaller-shape", [N("Expand", ["x", "s"], ["y"])], {"x": ints(2, 3)}, {"s": i64(3)}, opset=13),
