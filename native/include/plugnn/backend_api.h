@@ -651,19 +651,19 @@ typedef enum pn_pad_mode {
  * extend the cropped tensor, whose elements REFLECT, EDGE and WRAP read.
  * REFLECT needs positive pads < the cropped dim; EDGE and WRAP a non-empty
  * cropped dim where they pad (WRAP pads of any size repeat it periodically).
- * rank == x's rank. Inputs x and, for CONSTANT only, an optional value (one
+ * rank == x's rank; every pad lies within +-2^40. Inputs x and, for CONSTANT only, an optional value (one
  * element of x's type; without it the value is 0). Any element type. */
 typedef struct pn_pad_desc {
     uint32_t struct_size;
     pn_pad_mode mode;
-    uint32_t rank;
-    int64_t pads_begin[PN_MAX_DIMS];
-    int64_t pads_end[PN_MAX_DIMS];
+    uint32_t rank;                    /* x's rank */
+    int64_t pads_begin[PN_MAX_DIMS];  /* per dim, before its first element (< 0: removed) */
+    int64_t pads_end[PN_MAX_DIMS];    /* per dim, after its last element (< 0: removed) */
 } pn_pad_desc;
 
-/* PN_LAYER_EXPAND: x broadcast (NumPy rules) to the output's shape, which must
- * be the broadcast of x's shape with itself (rank >= x's; each dim of x is 1
- * or the output's). Any element type (the output's is x's). No descriptor. */
+/* PN_LAYER_EXPAND: x broadcast (NumPy rules) to the output's shape: the output
+ * has rank >= x's, and each dim of x (aligned at the last dim) is 1 or the
+ * output's. Any element type (the output's is x's). No descriptor. */
 
 typedef enum pn_resize_mode {
     PN_RESIZE_INVALID = 0,
