@@ -34,6 +34,14 @@ static const pn_kind_info kinds[] = {
                               pn_validate_precompiled},
     [PN_LAYER_RECURRENT] = {"Recurrent", PNV_END(pn_recurrent_desc, activation_beta),
                             pn_validate_recurrent},
+    [PN_LAYER_GATHER] = {"Gather", PNV_END(pn_gather_desc, batch_dims), pn_validate_gather},
+    [PN_LAYER_SCATTER] = {"Scatter", PNV_END(pn_scatter_desc, axis), pn_validate_scatter},
+    [PN_LAYER_SLICE] = {"Slice", PNV_END(pn_slice_desc, steps), pn_validate_slice},
+    [PN_LAYER_SPLIT] = {"Split", PNV_END(pn_split_desc, axis), pn_validate_split},
+    [PN_LAYER_PAD] = {"Pad", PNV_END(pn_pad_desc, pads_end), pn_validate_pad},
+    [PN_LAYER_EXPAND] = {"Expand", 0, pn_validate_expand},
+    [PN_LAYER_ONE_HOT] = {"OneHot", PNV_END(pn_one_hot_desc, axis), pn_validate_one_hot},
+    [PN_LAYER_TRIANGULAR] = {"Triangular", PNV_END(pn_triangular_desc, k), pn_validate_triangular},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

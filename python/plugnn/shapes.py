@@ -357,6 +357,14 @@ def normalization(desc: d.NormalizationDescriptor, infos: Infos) -> list[TensorI
     return [x]
 
 
+def _elements_shape(data: TensorInfo, indices: TensorInfo, axis: int) -> None:
+    """GatherElements / ScatterElements: indices of data's rank, no larger off the axis."""
+    if indices.rank != data.rank or any(i > s for a, (i, s) in enumerate(zip(indices.shape, data.shape))
+                                        if a != axis):
+        raise ValueError(f"indices {indices.shape} must have the rank of data {data.shape} and no larger dims "
+                         f"except on axis {axis}")
+
+
 def gather(desc: d.GatherDescriptor, infos: Infos) -> list[TensorInfo]:
     _count(infos, 2)
     data, indices = infos
@@ -366,17 +374,16 @@ def gather(desc: d.GatherDescriptor, infos: Infos) -> list[TensorInfo]:
         axis = _axis(desc.axis, data.rank)
         return [TensorInfo(data.shape[:axis] + indices.shape + data.shape[axis + 1:], data.dtype)]
     if desc.op is G.ELEMENTS:
-        _axis(desc.axis, data.rank)
-        if indices.rank != data.rank:
-            raise ValueError(f"indices {indices.shape} must have the rank of data {data.shape}")
+        _elements_shape(data, indices, _axis(desc.axis, data.rank))
         return [TensorInfo(indices.shape, data.dtype)]
     b = desc.batch_dims
     if indices.rank < 1 or b >= min(data.rank, indices.rank) or data.shape[:b] != indices.shape[:b]:
         raise ValueError(f"batch_dims {b}: data {data.shape} and indices {indices.shape} must share their first "
                          f"{b} dims, and both have more")
     k = indices.shape[-1]
-    if k > data.rank - b:
-        raise ValueError(f"indices' last dim {k} exceeds data's rank {data.rank} minus batch_dims {b}")
+    if not 1 <= k <= data.rank - b:
+        raise ValueError(f"indices' last dim {k} must be in 1..{data.rank - b} (data's rank {data.rank} minus "
+                         f"batch_dims {b})")
     return [TensorInfo(indices.shape[:-1] + data.shape[b + k:], data.dtype)]
 
 
@@ -387,13 +394,13 @@ def scatter(desc: d.ScatterDescriptor, infos: Infos) -> list[TensorInfo]:
     if updates.dtype != data.dtype:
         raise ValueError(f"updates are {updates.dtype.numpy_name} but data is {data.dtype.numpy_name}")
     if desc.op is d.ScatterOp.ELEMENTS:
-        _axis(desc.axis, data.rank)
-        if indices.rank != data.rank or updates.shape != indices.shape:
+        _elements_shape(data, indices, _axis(desc.axis, data.rank))
+        if updates.shape != indices.shape:
             raise ValueError(f"indices {indices.shape} and updates {updates.shape} must have one shape of data's "
                              f"rank {data.rank}")
     else:
         k = indices.shape[-1] if indices.rank else 0
-        if indices.rank < 1 or k > data.rank or updates.shape != indices.shape[:-1] + data.shape[k:]:
+        if indices.rank < 1 or not 1 <= k <= data.rank or updates.shape != indices.shape[:-1] + data.shape[k:]:
             raise ValueError(f"updates {updates.shape} must have shape indices[:-1] + data[k:] = "
                              f"{indices.shape[:-1] + data.shape[k:]} (k = {k})")
     if desc.reduction is not d.ScatterReduction.NONE and data.dtype is DataType.BOOL:
@@ -410,15 +417,16 @@ def pad(desc: d.PadDescriptor, infos: Infos) -> list[TensorInfo]:
         if desc.mode is not d.PadMode.CONSTANT or infos[1].num_elements != 1 or infos[1].dtype != x.dtype:
             raise ValueError(f"the pad value must be one {x.dtype.numpy_name} element, for constant padding only")
     shape = tuple(b + s + e for b, s, e in zip(desc.pads_begin, x.shape, desc.pads_end))
-    if min(shape, default=0) < 0:
-        raise ValueError(f"pads {desc.pads_begin} / {desc.pads_end} remove more than {x.shape} holds")
-    if desc.mode is d.PadMode.REFLECT and any(
-            max(b, e) >= s and max(b, e) > 0 for b, s, e in zip(desc.pads_begin, x.shape, desc.pads_end)):
-        raise ValueError(f"reflect padding needs pads smaller than each dim: {desc.pads_begin} / {desc.pads_end} "
-                         f"for {x.shape}")
-    if desc.mode in (d.PadMode.EDGE, d.PadMode.WRAP) and any(
-            s == 0 and (b > 0 or e > 0) for b, s, e in zip(desc.pads_begin, x.shape, desc.pads_end)):
-        raise ValueError(f"{desc.mode.name.lower()} padding of an empty dim of {x.shape}")
+    # Negative pads crop first; the positive ones then extend the cropped tensor (backend_api.h).
+    for axis, (b, s, e) in enumerate(zip(desc.pads_begin, x.shape, desc.pads_end)):
+        kept, grow = s - max(-b, 0) - max(-e, 0), max(b, e, 0)
+        if kept < 0:
+            raise ValueError(f"axis {axis}: pads {b} / {e} remove more than its {s} elements")
+        if desc.mode is d.PadMode.REFLECT and grow >= kept and grow > 0:
+            raise ValueError(f"axis {axis}: reflect pads {b} / {e} must be smaller than its {kept} (cropped) "
+                             f"elements")
+        if desc.mode in (d.PadMode.EDGE, d.PadMode.WRAP) and grow > 0 and kept == 0:
+            raise ValueError(f"axis {axis}: {desc.mode.name.lower()} padding of an empty axis")
     return [TensorInfo(shape, x.dtype)]
 
 
@@ -564,6 +572,8 @@ def check_slice(desc: d.SliceDescriptor, infos: Infos, outputs: Infos) -> None:
         last = start + (count - 1) * step
         if count and not (0 <= start < dim and 0 <= last < dim):
             raise ValueError(f"axis {axis}: {count} elements from {start} by {step} leave 0..{dim - 1}")
+        if not count and start:
+            raise ValueError(f"axis {axis} is empty in the output, so its start must be 0, got {start}")
 
 
 def check_split(desc: d.SplitDescriptor, infos: Infos, outputs: Infos) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from plugnn.descriptors import ConcatDescriptor, LayerKind, TransposeDescriptor
 from plugnn.tensor import DataType
 
 from .conftest import assert_close, assert_refused, layer_spec, run_layer, shape_id
+from .typed import assert_same, values
 
 EXACT = dict(rtol=0.0, atol=0.0)  # moving float32 values must not change them
 
@@ -143,6 +146,45 @@ def test_malformed_shape_op_is_refused(backend, kind: LayerKind, desc, inputs, o
     assert_refused(backend, layer_spec(kind, desc, inputs, output), reason)
 
 
-def test_non_float32_copy_is_refused(backend) -> None:
-    spec = layer_spec(LayerKind.COPY, None, [(4,)], (4,), dtypes=[DataType.BOOL], output_dtype=DataType.BOOL)
-    assert_refused(backend, spec, "bool")
+# ---- every element type -----------------------------------------------------------------------
+# backend_api.h: CONCAT, RESHAPE, TRANSPOSE and COPY take any element type. A backend may run
+# fewer (CpuAcc runs float32 only); then its refusal names the type it does not run.
+
+
+def every_type_cases() -> list[Any]:
+    cases = []
+    for dtype in DataType:
+        cases += [
+            pytest.param(LayerKind.CONCAT, ConcatDescriptor(1), [(2, 3), (2, 1)], lambda xs: np.concatenate(xs, 1),
+                         dtype, id=f"concat-{dtype.numpy_name}"),
+            pytest.param(LayerKind.RESHAPE, None, [(2, 3, 2)], lambda xs: xs[0].reshape(3, 4), dtype,
+                         id=f"reshape-{dtype.numpy_name}"),
+            pytest.param(LayerKind.TRANSPOSE, TransposeDescriptor((2, 0, 1)), [(2, 3, 2)],
+                         lambda xs: xs[0].transpose(2, 0, 1), dtype, id=f"transpose-{dtype.numpy_name}"),
+            pytest.param(LayerKind.COPY, None, [(5,)], lambda xs: xs[0], dtype, id=f"copy-{dtype.numpy_name}"),
+        ]
+    return cases
+
+
+@pytest.mark.parametrize("kind, desc, shapes, oracle, dtype", every_type_cases())
+def test_every_element_type_moves_exactly_or_is_refused_naming_it(backend, kind, desc, shapes, oracle,
+                                                                  dtype: DataType) -> None:
+    xs = [values(dtype, shape, seed=806 + i) for i, shape in enumerate(shapes)]
+    expected = oracle(xs)
+    spec = layer_spec(kind, desc, xs, expected.shape, dtypes=[dtype] * len(xs), output_dtype=dtype,
+                      name=f"{kind.name.lower()}_{dtype.numpy_name}")
+    if dtype is not DataType.FLOAT32 and not backend.is_layer_supported(spec).supported:
+        assert_refused(backend, spec, rf"float32 only.*\b{dtype.numpy_name}\b")
+        return
+    (y,) = run_layer(backend, spec, xs)
+    assert_same(y, expected, spec)
+
+
+def test_cpuref_runs_every_type_of_the_shape_kinds(runtime) -> None:
+    """CpuRef is the oracle: it must take every element type these kinds allow."""
+    cpuref = runtime.backend("CpuRef")
+    for param in every_type_cases():
+        kind, desc, shapes, oracle, dtype = param.values
+        outputs = oracle([np.zeros(s, dtype.numpy_dtype) for s in shapes]).shape
+        spec = layer_spec(kind, desc, shapes, outputs, dtypes=[dtype] * len(shapes), output_dtype=dtype)
+        assert cpuref.is_layer_supported(spec).supported, f"CpuRef refuses {param.id}"

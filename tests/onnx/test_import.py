@@ -382,10 +382,10 @@ def _load_error(nodes: list[Any], inputs: dict[str, Any], inits: dict[str, Any] 
     ([N("Relu", ["x"], ["r"]), N("Reshape", ["x", "r"], ["y"])], {"x": [2]}, {}, 13,
      "input 1 (shape) 'r' must be known at import time (a constant, or computed from constants and static shapes), "
      "but it is computed at run time"),
-    ([N("Gather", ["x", "i"], ["y"])], {"x": [3, 2]}, {"i": np.array([0], np.int64)}, 13,
-     "Gather is imported only when data and indices are known at import time"),
+    ([N("Gather", ["x", "i"], ["y"])], {"x": [3, 2]}, {"i": np.array([0.0], np.float32)}, 13,
+     "input 1 (indices) has element type float32; int32 or int64 expected"),
     ([N("Gather", ["s", "i"], ["y"])], {"x": [3]}, {"s": np.array([1, 2], np.int64), "i": np.array([5], np.int64)}, 13,
-     "indices [5] are out of range for axis 0 of size 2"),
+     "indices 5 is out of range for axis 0 of size 2"),
     ([N("Cast", ["x"], ["y"], to=TensorProto.INT32)], {"x": [2]}, {}, 13,
      "Cast of a tensor computed at run time to int32 is not supported"),
     ([N("Relu", ["x"], ["y"])], {"x": [2]}, {}, 6, "opset 6 is older than 7, the oldest plugnn imports"),

@@ -63,6 +63,23 @@ INCLUDED = {
     "RNN": r"^test_(simple_rnn|rnn_seq_length)_",
     "GRU": r"^test_gru_",
     "LSTM": r"^test_lstm_",
+    "GatherElements": r"^test_gather_elements_",
+    "GatherND": r"^test_gathernd_",
+    "ScatterElements": r"^test_scatter_elements_",
+    "Scatter": r"^test_scatter_(with|without)_axis_",
+    "ScatterND": r"^test_scatternd_",
+    "Split": r"^test_split_",
+    "Pad": r"^test_(constant|edge|reflect|wrap)_pad_",
+    "Expand": r"^test_expand_",
+    "Tile": r"^test_tile_",
+    "DepthToSpace": r"^test_depthtospace_",
+    "SpaceToDepth": r"^test_spacetodepth_",
+    "Trilu": r"^test_tri[lu]_",
+    "OneHot": r"^test_onehot_",
+    "Range": r"^test_range_",
+    "Size": r"^test_size_",
+    "EyeLike": r"^test_eyelike_",
+    "NonZero": r"^test_nonzero_",
 }
 
 # (pattern, reason): every case left out, and why. docs/conformance.md mirrors this list.
@@ -78,14 +95,14 @@ EXCLUDED = [
     (r"^test_batchnorm_.*_training_mode", "training_mode=1: inference only"),
     (r"^test_dropout_default_mask", "Dropout's mask output is used: inference only, no mask"),
     (r"^test_identity_(sequence|opt)", "sequence / optional inputs: plugnn imports tensors only"),
-    (r"^test_gather_", "Gather of run-time data: plugnn folds Gather only over values known at import time "
-     "(Shape -> Gather chains); it has no gather layer"),
     (r"^test_(cast|castlike)_", "Cast/CastLike of run-time data to another type: plugnn folds casts of values known "
      "at import time and imports float32 -> float32 as identity; every node test casts run-time data between "
      "other types"),
-    (r"^test_slice_", "Slice of run-time data: plugnn folds Slice only over values known at import time"),
     (r"^test_(clip_(?!default_inbounds_)|elu_|leakyrelu_|prelu_).*expanded", "the function-expanded form uses Less/Where/Exp, which plugnn "
      "does not import (the plain operator passes)"),
+    (r"^test_range_.*_expanded", "the function-expanded form uses Loop, which plugnn does not import (the plain "
+     "operator passes)"),
+    (r"^test_split_to_sequence_", "SplitToSequence produces a sequence: plugnn imports tensors only"),
     (r"^test_softmax_.*expanded", "the function-expanded form uses ReduceMax/ReduceSum/Exp, which plugnn does not "
      "import (the plain operator passes)"),
 ]

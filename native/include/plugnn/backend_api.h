@@ -556,13 +556,24 @@ typedef enum pn_gather_op {
     PN_GATHER_ND = 3         /* ONNX GatherND with batch_dims */
 } pn_gather_op;
 
-/* PN_LAYER_GATHER: data of any type, indices INT32 or INT64; the output has
- * data's type and the shape ONNX gives. */
+/* PN_LAYER_GATHER: inputs data (any type, rank r >= 1) and indices (INT32 or
+ * INT64, rank q); the output has data's type. Every index may be negative
+ * (counting from the end of the axis it indexes); one out of range fails
+ * execute() with PN_ERR_INVALID_ARGUMENT naming the index and the axis size.
+ *   TAKE:     axis in [-r, r); output dims data[:axis] + indices + data[axis+1:]
+ *             (q may be 0: the axis is removed).
+ *   ELEMENTS: q == r; indices dims <= data dims on every axis but `axis`;
+ *             output dims = indices dims, out[i..] = data[i.. with i_axis
+ *             replaced by indices[i..]].
+ *   ND:       batch_dims b < min(q, r); data and indices share their first b
+ *             dims; k = indices dims[q-1] in 1..r-b; output dims
+ *             indices[:q-1] + data[b+k:]: each k-tuple of indices (within its
+ *             batch) picks the slice data[batch.., i0, .., ik-1, ...]. */
 typedef struct pn_gather_desc {
     uint32_t struct_size;
     pn_gather_op op;
-    int32_t axis;            /* TAKE, ELEMENTS */
-    uint32_t batch_dims;     /* ND */
+    int32_t axis;            /* TAKE, ELEMENTS (negative counts from the end); ND: 0 */
+    uint32_t batch_dims;     /* ND; TAKE, ELEMENTS: 0 */
 } pn_gather_desc;
 
 typedef enum pn_scatter_op {
@@ -573,26 +584,43 @@ typedef enum pn_scatter_op {
 
 typedef enum pn_scatter_reduction {
     PN_SCATTER_REDUCTION_INVALID = 0,
-    PN_SCATTER_REDUCTION_NONE = 1,  /* replace (with repeated indices, the last update wins) */
+    PN_SCATTER_REDUCTION_NONE = 1,  /* replace (repeated indices: the last update in
+                                       row-major order of the updates wins) */
     PN_SCATTER_REDUCTION_ADD = 2,
     PN_SCATTER_REDUCTION_MUL = 3,
     PN_SCATTER_REDUCTION_MAX = 4,
     PN_SCATTER_REDUCTION_MIN = 5
 } pn_scatter_reduction;
 
-/* PN_LAYER_SCATTER: output = data with updates written at indices (INT32 or
- * INT64); data, updates and output share one type. */
+/* PN_LAYER_SCATTER: inputs data (rank r >= 1), indices (INT32 or INT64, rank
+ * q) and updates; the output is a copy of data into which the updates are
+ * written, one after the other in row-major order of the updates, each
+ * combined with the element already there by `reduction` (so repeated indices
+ * accumulate; with NONE the last one wins). data, updates and output share one
+ * type: any type with NONE, numeric with a reduction. Floats combine in double,
+ * rounded once per update; integers exactly (ADD and MUL wrap to the width);
+ * MAX/MIN keep the element when the update is NaN. Indices may be negative
+ * (counting from the end of their axis); one out of range fails execute()
+ * with PN_ERR_INVALID_ARGUMENT naming the index and the axis size.
+ *   ELEMENTS: q == r, updates dims = indices dims, <= data dims on every axis
+ *             but `axis`; update [i..] goes to data [i.. with i_axis replaced
+ *             by indices[i..]].
+ *   ND:       q >= 1, k = indices dims[q-1] in 1..r; updates dims
+ *             indices[:q-1] + data[k:]; each k-tuple of indices names the
+ *             slice data[i0, .., ik-1, ...] its update slice goes to. */
 typedef struct pn_scatter_desc {
     uint32_t struct_size;
     pn_scatter_op op;
     pn_scatter_reduction reduction;
-    int32_t axis;            /* ELEMENTS */
+    int32_t axis;            /* ELEMENTS (negative counts from the end); ND: 0 */
 } pn_scatter_desc;
 
 /* PN_LAYER_SLICE: output element [i0, i1, ...] is input element
- * [starts[0] + i0 * steps[0], ...]; the output's dims give the counts. Every
- * start is resolved (0 <= start < dim, or 0 for an empty output) and every
- * step is non-zero (negative steps walk backwards). Any element type. */
+ * [starts[0] + i0 * steps[0], ...]; the output (same rank and type as x) has
+ * the counts as its dims. Every start is resolved: where the output dim n is
+ * > 0, start and start + (n - 1) * step lie in [0, dim); where it is 0 (an
+ * empty output), start is 0. Every step is non-zero (negative steps walk
+ * backwards). Any element type. */
 typedef struct pn_slice_desc {
     uint32_t struct_size;
     uint32_t rank;               /* the input's rank */
@@ -600,8 +628,10 @@ typedef struct pn_slice_desc {
     int64_t steps[PN_MAX_DIMS];
 } pn_slice_desc;
 
-/* PN_LAYER_SPLIT: the outputs are consecutive pieces of x along `axis`, their
- * sizes those of the outputs' dims (which sum to x's). Any element type. */
+/* PN_LAYER_SPLIT: 1..n outputs, consecutive pieces of x along `axis` (negative
+ * counts from the end), their sizes those of the outputs' dims (which sum to
+ * x's; a piece may be empty); every other dim and the type are x's. Any
+ * element type. */
 typedef struct pn_split_desc {
     uint32_t struct_size;
     int32_t axis;
@@ -615,18 +645,25 @@ typedef enum pn_pad_mode {
     PN_PAD_WRAP = 4          /* the other end continued (periodic) */
 } pn_pad_mode;
 
-/* PN_LAYER_PAD: output dim i = pads_begin[i] + dim i + pads_end[i]; a negative
- * pad removes elements. Any element type. */
+/* PN_LAYER_PAD: output dim i = pads_begin[i] + dim i + pads_end[i]. Negative
+ * pads first remove elements from their end of x (the cropped dim,
+ * dim - max(-begin, 0) - max(-end, 0), must be >= 0); the positive pads then
+ * extend the cropped tensor, whose elements REFLECT, EDGE and WRAP read.
+ * REFLECT needs positive pads < the cropped dim; EDGE and WRAP a non-empty
+ * cropped dim where they pad (WRAP pads of any size repeat it periodically).
+ * rank == x's rank; every pad lies within +-2^40. Inputs x and, for CONSTANT only, an optional value (one
+ * element of x's type; without it the value is 0). Any element type. */
 typedef struct pn_pad_desc {
     uint32_t struct_size;
     pn_pad_mode mode;
-    uint32_t rank;
-    int64_t pads_begin[PN_MAX_DIMS];
-    int64_t pads_end[PN_MAX_DIMS];
+    uint32_t rank;                    /* x's rank */
+    int64_t pads_begin[PN_MAX_DIMS];  /* per dim, before its first element (< 0: removed) */
+    int64_t pads_end[PN_MAX_DIMS];    /* per dim, after its last element (< 0: removed) */
 } pn_pad_desc;
 
-/* PN_LAYER_EXPAND: x broadcast (NumPy rules) to the output's shape. Any element
- * type. No descriptor. */
+/* PN_LAYER_EXPAND: x broadcast (NumPy rules) to the output's shape: the output
+ * has rank >= x's, and each dim of x (aligned at the last dim) is 1 or the
+ * output's. Any element type (the output's is x's). No descriptor. */
 
 typedef enum pn_resize_mode {
     PN_RESIZE_INVALID = 0,
@@ -813,21 +850,24 @@ typedef struct pn_cumulative_desc {
     pn_bool reverse;         /* from the end */
 } pn_cumulative_desc;
 
-/* PN_LAYER_ONE_HOT: indices (numeric, truncated to integers; negative count
- * from depth) and values [off, on]; the output inserts a new axis `axis` of
- * size depth (its dim there) and has values' type. Out-of-range indices give
- * an all-off row. */
+/* PN_LAYER_ONE_HOT: inputs indices (numeric, any rank q; floats truncated
+ * toward zero; negative ones count from depth) and values (rank 1, two
+ * elements [off, on], any type); the output has rank q + 1, values' type and
+ * indices' dims with a new axis `axis` of size depth (its dim there, >= 0)
+ * inserted: out[.., j, ..] = (j == index) ? on : off. An index outside
+ * [-depth, depth) gives an all-off row (no failure). */
 typedef struct pn_one_hot_desc {
     uint32_t struct_size;
-    int32_t axis;
+    int32_t axis;            /* in [-(q + 1), q], negative counts from the end of the output */
 } pn_one_hot_desc;
 
 /* PN_LAYER_TRIANGULAR (ONNX Trilu) on the last two dims of x (rank >= 2), any
- * element type: elements above (upper: below) diagonal k are set to 0. */
+ * element type, output of x's shape and type: element [.., i, j] is kept when
+ * j - i >= k (upper) or j - i <= k (lower), else set to 0 (false for BOOL). */
 typedef struct pn_triangular_desc {
     uint32_t struct_size;
-    pn_bool upper;
-    int64_t k;
+    pn_bool upper;           /* 1: keep the upper triangle, 0: the lower */
+    int64_t k;               /* the diagonal: 0 the main one, > 0 above it, < 0 below */
 } pn_triangular_desc;
 
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused

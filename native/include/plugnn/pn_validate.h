@@ -50,6 +50,14 @@ pn_status pn_validate_transpose(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_copy(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_precompiled(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_recurrent(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_gather(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_scatter(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_one_hot(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_slice(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_split(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_pad(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_expand(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_triangular(const pn_layer* layer, pn_string_out* reason);
 
 /* A fused activation (NULL is valid: none). `what` names its owner in messages. */
 pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char* what,

@@ -18,6 +18,14 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_TRANSPOSE, cpuref_any_type, cpuref_transpose_create},
     {PN_LAYER_COPY, cpuref_any_type, cpuref_copy_create},
     {PN_LAYER_RECURRENT, cpuref_any_type, cpuref_recurrent_create},
+    {PN_LAYER_GATHER, cpuref_any_type, cpuref_gather_create},
+    {PN_LAYER_SCATTER, cpuref_any_type, cpuref_scatter_create},
+    {PN_LAYER_SLICE, cpuref_any_type, cpuref_slice_create},
+    {PN_LAYER_SPLIT, cpuref_any_type, cpuref_split_create},
+    {PN_LAYER_PAD, cpuref_any_type, cpuref_pad_create},
+    {PN_LAYER_EXPAND, cpuref_any_type, cpuref_expand_create},
+    {PN_LAYER_ONE_HOT, cpuref_any_type, cpuref_one_hot_create},
+    {PN_LAYER_TRIANGULAR, cpuref_any_type, cpuref_triangular_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};

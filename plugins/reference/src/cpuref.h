@@ -145,6 +145,14 @@ pn_status cpuref_reshape_create(void*, const pn_layer*, pn_workload**, pn_string
 pn_status cpuref_transpose_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_copy_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_recurrent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_gather_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_scatter_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_one_hot_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_slice_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_split_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_pad_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_expand_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_triangular_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
@@ -170,5 +178,17 @@ int64_t cpuref_span(const pn_tensor_info* info, uint32_t begin, uint32_t end);
 
 /* memcpy of n floats that accepts n == 0 with NULL pointers. */
 void cpuref_copy_floats(float* dst, const float* src, int64_t n);
+
+/* ---- gather.c: shared by the indexing and movement kernels ----------------------- */
+
+/* Row-major element strides of a dense tensor of `info`'s dims. */
+void cpuref_dense_strides(const pn_tensor_info* info, int64_t strides[PN_MAX_DIMS]);
+
+/* Element i of an index tensor of `dtype` for an axis of `size`, negative ones counted from
+ * the end, into *index_out (0 <= index < size); out of range: PN_ERR_INVALID_ARGUMENT with a
+ * message naming op's kind, the index, the axis and its size. */
+pn_status cpuref_load_index(const cpuref_op* op, pn_data_type dtype, const void* indices,
+                            int64_t i, uint32_t axis, int64_t size, int64_t* index_out,
+                            pn_string_out* message_out);
 
 #endif /* CPUREF_H */

@@ -10,7 +10,6 @@ backend).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -85,29 +84,6 @@ def flatten_shape(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[int, int]:
     if axis < 0:
         axis += rank
     return int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
-
-
-def slice_values(ctx: NodeContext, data: np.ndarray) -> np.ndarray:
-    if ctx.opset < 10:
-        starts, ends, axes = ctx.ints("starts"), ctx.ints("ends"), ctx.ints("axes")
-        steps = None
-    else:
-        starts = [int(v) for v in ctx.const(1, "starts").reshape(-1)]
-        ends = [int(v) for v in ctx.const(2, "ends").reshape(-1)]
-        axes = [int(v) for v in ctx.const(3, "axes").reshape(-1)] if ctx.has_input(3) else None
-        steps = [int(v) for v in ctx.const(4, "steps").reshape(-1)] if ctx.has_input(4) else None
-    if starts is None or ends is None:
-        raise ctx.error("starts and ends are required")
-    axes = list(range(len(starts))) if axes is None else axes
-    steps = [1] * len(starts) if steps is None else steps
-    if not len(starts) == len(ends) == len(axes) == len(steps):
-        raise ctx.error("starts, ends, axes and steps must have the same length")
-    index: list[Any] = [slice(None)] * data.ndim
-    for start, end, axis, step in zip(starts, ends, normalize_axes(ctx, axes, data.ndim), steps):
-        if step == 0:
-            raise ctx.error("a slice step is 0")
-        index[axis] = slice(*slice(start, end, step).indices(data.shape[axis]))
-    return np.ascontiguousarray(data[tuple(index)])
 
 
 def integer_binary(ctx: NodeContext, op: str) -> list[np.ndarray] | None:

@@ -1,5 +1,6 @@
 """Shape and data-movement operators: Reshape, Flatten, Transpose, Concat, Squeeze,
-Unsqueeze, Identity, Dropout, Constant, ConstantOfShape, Shape, Gather, Cast, CastLike, Slice."""
+Unsqueeze, Identity, Dropout, Constant, ConstantOfShape, Shape, Cast, CastLike (Gather and
+Slice are in ops_indexing.py and ops_movement.py)."""
 
 from __future__ import annotations
 
@@ -182,6 +183,9 @@ def constant_of_shape(ctx: NodeContext) -> list[Any]:
 
 @op("Shape", ("start", "end"))
 def shape(ctx: NodeContext) -> list[Any]:
+    for name in ("start", "end"):
+        if ctx.has(name) and ctx.opset < 15:
+            raise ctx.error(f"attribute {name!r} is Shape's from opset 15 (the model's opset is {ctx.opset})")
     dims = list(ctx.value(0).shape)
     rank = len(dims)
     start = int(ctx.attr("start", 0))
@@ -191,32 +195,7 @@ def shape(ctx: NodeContext) -> list[Any]:
     return [np.asarray(dims[start:end], np.int64)]
 
 
-# ---- Gather, Slice, Cast, CastLike (metadata only) -----------------------------------------------
-
-
-def _fold_gather(ctx: NodeContext) -> list[Any]:
-    data, indices = ctx.value(0), ctx.value(1)
-    axis = int(ctx.attr("axis", 0))
-    if not -data.ndim <= axis < data.ndim:
-        raise ctx.error(f"axis {axis} is out of range for rank {data.ndim}")
-    if indices.dtype.kind not in "iu":
-        raise ctx.error(f"indices have element type {indices.dtype}; int32 or int64 expected")
-    size = data.shape[axis]
-    if np.any(indices < -size) or np.any(indices >= size):
-        raise ctx.error(f"indices {indices.tolist()} are out of range for axis {axis} of size {size}")
-    return [np.take(data, indices, axis=axis)]
-
-
-@op("Gather", ("axis",), fold=_fold_gather)
-def gather(ctx: NodeContext) -> list[Any]:
-    raise ctx.error("Gather is imported only when data and indices are known at import time (static shape "
-                    "chains such as Shape -> Gather); plugnn has no gather layer for tensors computed at run time")
-
-
-@op("Slice", ("starts", "ends", "axes"), fold=lambda ctx: [folding.slice_values(ctx, ctx.value(0))])
-def slice_(ctx: NodeContext) -> list[Any]:
-    raise ctx.error("Slice is imported only when every input is known at import time (static shape chains); "
-                    "plugnn has no slice layer for tensors computed at run time")
+# ---- Cast, CastLike (metadata only) -------------------------------------------------------------
 
 
 def _cast_target(ctx: NodeContext) -> np.dtype:
