@@ -34,6 +34,10 @@ static const pn_kind_info kinds[] = {
                               pn_validate_precompiled},
     [PN_LAYER_RECURRENT] = {"Recurrent", PNV_END(pn_recurrent_desc, activation_beta),
                             pn_validate_recurrent},
+    [PN_LAYER_CONVOLUTION] = {"Convolution", PNV_END(pn_convolution_desc, fused_activation),
+                              pn_validate_convolution},
+    [PN_LAYER_POOLING] = {"Pooling", PNV_END(pn_pooling_desc, p), pn_validate_pooling},
+    [PN_LAYER_RESIZE] = {"Resize", PNV_END(pn_resize_desc, roi_end), pn_validate_resize},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

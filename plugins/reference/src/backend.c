@@ -18,6 +18,9 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_TRANSPOSE, cpuref_any_type, cpuref_transpose_create},
     {PN_LAYER_COPY, cpuref_any_type, cpuref_copy_create},
     {PN_LAYER_RECURRENT, cpuref_any_type, cpuref_recurrent_create},
+    {PN_LAYER_CONVOLUTION, cpuref_floats, cpuref_convolution_create},
+    {PN_LAYER_POOLING, cpuref_any_type, cpuref_pooling_create},
+    {PN_LAYER_RESIZE, cpuref_any_type, cpuref_resize_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};

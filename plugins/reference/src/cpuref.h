@@ -136,6 +136,9 @@ pn_status cpuref_reshape_create(void*, const pn_layer*, pn_workload**, pn_string
 pn_status cpuref_transpose_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_copy_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_recurrent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_convolution_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_pooling_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_resize_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
