@@ -662,13 +662,15 @@ typedef enum pn_nearest_mode {
 } pn_nearest_mode;
 
 /* PN_LAYER_RESIZE, ONNX Resize (opset 19) semantics: every axis of x may be resized, to the
- * output's dims (any rank 1..PN_MAX_DIMS, output rank = input rank, output dims the model's
- * sizes or floor(in * scale)). Input x; one output of x's type. Element types: float x for
- * LINEAR and CUBIC; NEAREST takes any type and copies elements exactly.
+ * output's dims (rank 1..PN_MAX_DIMS, output rank = input rank; the output dims are the
+ * layer's: ONNX's sizes, or floor(in * scale); an empty input axis resizes only to 0). Input
+ * x; one output of x's type. Element types: float x for LINEAR and CUBIC; NEAREST takes any
+ * type and copies elements exactly.
  *
- * Axes are resized one after another in increasing order (separable), each pass from the
- * previous pass' values in double. An axis with out == in, |scale - 1| <= 1e-9 * max(scale, 1)
- * and (TF_CROP_AND_RESIZE) roi [0, 1] (both within 1e-9) is left as it is. Per output index:
+ * Axes are resized one after another in increasing order (separable), LINEAR and CUBIC each
+ * pass from the previous pass' values in double. An axis with out == in,
+ * |scale - 1| <= 1e-9 * max(scale, 1) and (TF_CROP_AND_RESIZE) roi_start == 0 and roi_end
+ * within 1e-9 of 1 is left as it is. Per output index:
  * x_in from `coordinates`; base = floor(x_in), r = x_in - base, except that an integer x_in
  * has base = x_in - 1, r = 1; the taps are input indices base + t for t in [t0, t0 + n)
  * with weights w(t), and an index outside [0, in) reads the nearest edge element:
