@@ -42,6 +42,10 @@ static const pn_kind_info kinds[] = {
     [PN_LAYER_EXPAND] = {"Expand", 0, pn_validate_expand},
     [PN_LAYER_ONE_HOT] = {"OneHot", PNV_END(pn_one_hot_desc, axis), pn_validate_one_hot},
     [PN_LAYER_TRIANGULAR] = {"Triangular", PNV_END(pn_triangular_desc, k), pn_validate_triangular},
+    [PN_LAYER_CONVOLUTION] = {"Convolution", PNV_END(pn_convolution_desc, fused_activation),
+                              pn_validate_convolution},
+    [PN_LAYER_POOLING] = {"Pooling", PNV_END(pn_pooling_desc, p), pn_validate_pooling},
+    [PN_LAYER_RESIZE] = {"Resize", PNV_END(pn_resize_desc, roi_end), pn_validate_resize},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

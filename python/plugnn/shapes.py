@@ -457,8 +457,8 @@ def convolution(desc: d.ConvolutionDescriptor, infos: Infos) -> list[TensorInfo]
         stride, dil = desc.strides[axis], desc.dilations[axis]
         begin, end, extra = desc.pads_begin[axis], desc.pads_end[axis], desc.output_padding[axis]
         if transposed:
-            if extra >= max(stride, dil):
-                raise ValueError(f"output_padding {extra} must be smaller than stride or dilation (axis {axis})")
+            if size < 1:
+                raise ValueError(f"a transposed convolution's spatial axis {axis} is empty")
             n = stride * (size - 1) + extra + dil * (kern - 1) + 1 - begin - end
             if n < 0:
                 raise ValueError(f"pads {begin}+{end} exceed the transposed output along axis {axis}")

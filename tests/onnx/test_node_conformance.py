@@ -80,6 +80,9 @@ INCLUDED = {
     "Size": r"^test_size_",
     "EyeLike": r"^test_eyelike_",
     "NonZero": r"^test_nonzero_",
+    "ConvTranspose": r"^test_convtranspose",
+    "Resize": r"^test_resize_",
+    "Upsample": r"^test_upsample_",
 }
 
 # (pattern, reason): every case left out, and why. docs/conformance.md mirrors this list.
@@ -88,9 +91,6 @@ EXCLUDED = [
      "non-float32 element types (integers, float16, float64): plugnn computes in float32 only "
      "(other types until quantized support exists)"),
     (r"^test_pow_types_", "mixed or integer element types: float32 only"),
-    (r"^test_maxpool_2d_uint8", "uint8 input: float32 only"),
-    (r"^test_(maxpool|averagepool|lppool)_3d_", "3-D pooling: plugnn has 2-D (and, through a reshape, 1-D) "
-     "pooling layers only"),
     (r"^test_maxpool_with_argmax_", "MaxPool's Indices output is used: plugnn does not produce indices"),
     (r"^test_batchnorm_.*_training_mode", "training_mode=1: inference only"),
     (r"^test_dropout_default_mask", "Dropout's mask output is used: inference only, no mask"),

@@ -667,46 +667,77 @@ typedef struct pn_pad_desc {
 
 typedef enum pn_resize_mode {
     PN_RESIZE_INVALID = 0,
-    PN_RESIZE_NEAREST = 1,
-    PN_RESIZE_LINEAR = 2,    /* linear along every resized axis (bilinear, trilinear) */
+    PN_RESIZE_NEAREST = 1,   /* the input element nearest to x_in (nearest_mode breaks ties) */
+    PN_RESIZE_LINEAR = 2,    /* linear along every resized axis (bilinear, trilinear, ...) */
     PN_RESIZE_CUBIC = 3      /* cubic convolution with coefficient cubic_coeff_a */
 } pn_resize_mode;
 
+/* How an output index x_out of an axis maps to a real input coordinate x_in. `in` and `out`
+ * are the axis' input and output lengths, `scale` its scales[] entry and
+ * length = scale * in (a real number, equal to `out` when the model gave sizes). */
 typedef enum pn_coordinate_transform {
     PN_COORDINATES_INVALID = 0,
     PN_COORDINATES_HALF_PIXEL = 1,          /* x_in = (x_out + 0.5) / scale - 0.5 */
-    PN_COORDINATES_HALF_PIXEL_SYMMETRIC = 2,
-    PN_COORDINATES_PYTORCH_HALF_PIXEL = 3,  /* as HALF_PIXEL, 0 where the output length is 1 */
-    PN_COORDINATES_ALIGN_CORNERS = 4,       /* x_out * (in - 1) / (out - 1) */
+    PN_COORDINATES_HALF_PIXEL_SYMMETRIC = 2,/* as HALF_PIXEL plus in / 2 * (1 - out / length) */
+    PN_COORDINATES_PYTORCH_HALF_PIXEL = 3,  /* as HALF_PIXEL; -0.5 where length == 1 */
+    PN_COORDINATES_ALIGN_CORNERS = 4,       /* x_out * (in - 1) / (length - 1); 0 where length == 1 */
     PN_COORDINATES_ASYMMETRIC = 5,          /* x_out / scale */
-    PN_COORDINATES_TF_CROP_AND_RESIZE = 6   /* within [roi_start, roi_end) (normalized) */
+    PN_COORDINATES_TF_CROP_AND_RESIZE = 6   /* x_out * (roi_end - roi_start) * (in - 1) / (length - 1)
+                                               + roi_start * (in - 1) (length == 1: the middle,
+                                               (roi_end - roi_start) * (in - 1) / 2 + roi_start *
+                                               (in - 1)); x_in outside [0, in - 1] gives
+                                               extrapolation_value */
 } pn_coordinate_transform;
 
+/* NEAREST: which input index x_in picks (x_in an integer picks itself). */
 typedef enum pn_nearest_mode {
     PN_NEAREST_INVALID = 0,
-    PN_NEAREST_ROUND_PREFER_FLOOR = 1,
-    PN_NEAREST_ROUND_PREFER_CEIL = 2,
+    PN_NEAREST_ROUND_PREFER_FLOOR = 1,  /* round, halves down */
+    PN_NEAREST_ROUND_PREFER_CEIL = 2,   /* round, halves up */
     PN_NEAREST_FLOOR = 3,
     PN_NEAREST_CEIL = 4
 } pn_nearest_mode;
 
-/* PN_LAYER_RESIZE (ONNX Resize semantics): every axis of x may be resized, to the
- * output's dims; scales[i] is the scale of axis i the coordinate transform
- * uses (output / input when the model gave sizes). Float x and output; NEAREST
- * also any other type. */
+/* PN_LAYER_RESIZE, ONNX Resize (opset 19) semantics: every axis of x may be resized, to the
+ * output's dims (rank 1..PN_MAX_DIMS, output rank = input rank; the output dims are the
+ * layer's: ONNX's sizes, or floor(in * scale); an empty input axis resizes only to 0). Input
+ * x; one output of x's type. Element types: float x for LINEAR and CUBIC; NEAREST takes any
+ * type and copies elements exactly.
+ *
+ * Axes are resized one after another in increasing order (separable), LINEAR and CUBIC each
+ * pass from the previous pass' values in double. An axis with out == in,
+ * |scale - 1| <= 1e-9 * max(scale, 1) and (TF_CROP_AND_RESIZE) roi_start == 0 and roi_end
+ * within 1e-9 of 1 is left as it is. Per output index:
+ * x_in from `coordinates`; base = floor(x_in), r = x_in - base, except that an integer x_in
+ * has base = x_in - 1, r = 1; the taps are input indices base + t for t in [t0, t0 + n)
+ * with weights w(t), and an index outside [0, in) reads the nearest edge element:
+ *   NEAREST: n = 2, t0 = 0; the tap t = 1 when r == 1, or when r > 0.5 (ROUND_PREFER_FLOOR),
+ *            r >= 0.5 (ROUND_PREFER_CEIL), never (FLOOR), always (CEIL); else t = 0.
+ *   LINEAR:  n = 2, t0 = 0, w = (1 - r, r).
+ *   CUBIC:   n = 4, t0 = -1, w(t) = k(t - r) with Keys' kernel of a = cubic_coeff_a:
+ *            k(s) = (a + 2)|s|^3 - (a + 3)|s|^2 + 1 for |s| <= 1,
+ *                   a|s|^3 - 5a|s|^2 + 8a|s| - 4a for 1 < |s| < 2, else 0.
+ *   antialias (LINEAR, CUBIC) with scale < 1: the kernel is stretched by 1 / scale:
+ *            t0 = floor(-support / scale) + 1 (support 1 for LINEAR, 2 for CUBIC), n = 2 - 2 t0,
+ *            w(t) = k(scale * (t - r)) (LINEAR: k(s) = max(0, 1 - |s|)), divided by their sum.
+ *   exclude_outside: the weights of taps outside [0, in) become 0 and the rest are divided by
+ *            their sum (NEAREST whose chosen tap lies outside then gives 0).
+ * The first tap's index is computed as ONNX's reference does, in double:
+ * floor(x_in + n / 2) - n + 1, or floor(x_in + n / 2) - n where x_in + n / 2 is an integer
+ * (this is base + t0 except for an x_in within one rounding of an integer). */
 typedef struct pn_resize_desc {
     uint32_t struct_size;
     pn_resize_mode mode;
     pn_coordinate_transform coordinates;
-    pn_nearest_mode nearest_mode;    /* NEAREST */
-    float cubic_coeff_a;             /* CUBIC, e.g. -0.75 */
-    pn_bool exclude_outside;         /* CUBIC: weights outside the input are 0, the rest renormalized */
-    float extrapolation_value;       /* TF_CROP_AND_RESIZE: the value outside the input */
-    pn_bool antialias;               /* LINEAR/CUBIC downscaling widens the filter by 1 / scale */
-    uint32_t rank;
-    float scales[PN_MAX_DIMS];
-    float roi_start[PN_MAX_DIMS];    /* TF_CROP_AND_RESIZE */
-    float roi_end[PN_MAX_DIMS];
+    pn_nearest_mode nearest_mode;    /* NEAREST; ignored by the other modes */
+    float cubic_coeff_a;             /* CUBIC: Keys' a, finite (ONNX default -0.75; PyTorch -0.5) */
+    pn_bool exclude_outside;         /* see above */
+    float extrapolation_value;       /* TF_CROP_AND_RESIZE: the value of x_in outside the input */
+    pn_bool antialias;               /* LINEAR / CUBIC only */
+    uint32_t rank;                   /* = the rank of x */
+    double scales[PN_MAX_DIMS];      /* finite, > 0: the scale of axis i the coordinates use */
+    double roi_start[PN_MAX_DIMS];   /* TF_CROP_AND_RESIZE: normalized crop [start, end] per */
+    double roi_end[PN_MAX_DIMS];     /* axis, finite (other transforms ignore them) */
 } pn_resize_desc;
 
 /* PN_LAYER_CAST: the output (same shape) has the type its info names. Float to
@@ -725,39 +756,59 @@ typedef enum pn_convolution_op {
     PN_CONVOLUTION_TRANSPOSED = 2   /* weights [I, O / groups, k...] (ONNX ConvTranspose) */
 } pn_convolution_op;
 
-/* PN_LAYER_CONVOLUTION: 1-, 2- or 3-D convolution, x [N, C, spatial...] (no
- * other layout), optional bias [O], fused activation. Float tensors.
- * FORWARD output size per spatial axis as pn_convolution_2d_desc's;
- * TRANSPOSED: stride * (in - 1) + output_padding + dilation * (k - 1) + 1
- *             - pad_begin - pad_end. */
+/* PN_LAYER_CONVOLUTION: 1-, 2- or 3-D convolution of x [N, C, spatial...] (channels first,
+ * no other layout). Inputs x, weights (FORWARD [O, C / groups, k...], TRANSPOSED
+ * [C, O / groups, k...], k one size >= 1 per spatial axis), optional bias [O]; one output
+ * [N, O, out...]; every tensor of one float type. Groups split C and O into `groups` equal
+ * parts, part g of the output reading part g of the input (depthwise: groups == C).
+ * FORWARD (ONNX Conv):
+ *   y[n, o, i] = bias[o] + sum over c in o's group and taps t of
+ *                x[n, c, i * stride - pad_begin + t * dilation] * w[o, c mod (C / groups), t]
+ *   (x outside the input is 0); output size per axis as pn_convolution_2d_desc's:
+ *   floor((in + pad_begin + pad_end - dilation * (k - 1) - 1) / stride) + 1, which must be >= 0.
+ * TRANSPOSED (ONNX ConvTranspose): every x[n, c, j] adds x * w[c, o mod (O / groups), t] to the
+ *   full output position j * stride + t * dilation, for o in c's group; the output is the full
+ *   output from position pad_begin on, plus bias:
+ *   out = stride * (in - 1) + output_padding + dilation * (k - 1) + 1 - pad_begin - pad_end,
+ *   which must be >= 0 (in >= 1); positions past the full output (output_padding) hold the
+ *   bias only.
+ * Unused entries of the arrays (axes >= spatial_rank) are ignored. */
 typedef struct pn_convolution_desc {
     uint32_t struct_size;
     pn_convolution_op op;
     uint32_t spatial_rank;              /* 1..3 */
     uint32_t strides[3];                /* >= 1 */
-    uint32_t pads_begin[3];
-    uint32_t pads_end[3];
+    uint32_t pads_begin[3];             /* zeros before each spatial axis (TRANSPOSED: cropped) */
+    uint32_t pads_end[3];               /* zeros after (TRANSPOSED: cropped from the end) */
     uint32_t dilations[3];              /* >= 1 */
-    uint32_t output_padding[3];         /* TRANSPOSED: < max(stride, dilation) */
-    uint32_t groups;
-    uint32_t flags;                     /* PN_LAYER_FLAG_HAS_BIAS */
-    const pn_activation_desc* fused_activation; /* NULL: none */
+    uint32_t output_padding[3];         /* TRANSPOSED: outputs added at the end of each axis
+                                           (PyTorch keeps it < max(stride, dilation); any value
+                                           is valid); FORWARD: 0 */
+    uint32_t groups;                    /* >= 1, divides C and O */
+    uint32_t flags;                     /* PN_LAYER_FLAG_HAS_BIAS only */
+    const pn_activation_desc* fused_activation; /* NULL: none; applied after the bias */
 } pn_convolution_desc;
 
-/* PN_LAYER_POOLING: 1-, 2- or 3-D pooling of x [N, C, spatial...], with the
- * rules of pn_pooling_2d_desc per axis. Float tensors (MAX also integers). */
+/* PN_LAYER_POOLING: 1-, 2- or 3-D pooling of x [N, C, spatial...] (channels first), with the
+ * rules of pn_pooling_2d_desc per axis: window i of an axis covers the input indices
+ * i * stride - pad_begin + t * dilation, t in [0, kernel); output size per axis
+ * floor((in + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride) + 1 (CEIL: ceil,
+ * without a last window that starts in the end padding). One input x, one output of x's
+ * type. Element types: MAX any numeric type (integers compared exactly), AVERAGE and LP
+ * float. A window holding no input element has no MAX or EXCLUDE-average value: such layers
+ * are invalid. Unused entries of the arrays (axes >= spatial_rank) are ignored. */
 typedef struct pn_pooling_desc {
     uint32_t struct_size;
     pn_pooling_kind kind;
     uint32_t spatial_rank;              /* 1..3 */
-    uint32_t kernel[3];
-    uint32_t strides[3];
+    uint32_t kernel[3];                 /* >= 1 */
+    uint32_t strides[3];                /* >= 1 */
     uint32_t pads_begin[3];
     uint32_t pads_end[3];
-    uint32_t dilations[3];
+    uint32_t dilations[3];              /* >= 1 */
     pn_output_rounding rounding;
-    pn_padding_method padding_method;
-    float p;
+    pn_padding_method padding_method;   /* AVERAGE only; padding never counts for MAX/LP */
+    float p;                            /* LP only: the norm's order, finite and > 0 */
 } pn_pooling_desc;
 
 typedef enum pn_recurrent_cell {

@@ -26,6 +26,9 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_EXPAND, cpuref_any_type, cpuref_expand_create},
     {PN_LAYER_ONE_HOT, cpuref_any_type, cpuref_one_hot_create},
     {PN_LAYER_TRIANGULAR, cpuref_any_type, cpuref_triangular_create},
+    {PN_LAYER_CONVOLUTION, cpuref_floats, cpuref_convolution_create},
+    {PN_LAYER_POOLING, cpuref_any_type, cpuref_pooling_create},
+    {PN_LAYER_RESIZE, cpuref_any_type, cpuref_resize_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};

@@ -153,6 +153,9 @@ pn_status cpuref_split_create(void*, const pn_layer*, pn_workload**, pn_string_o
 pn_status cpuref_pad_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_expand_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_triangular_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_convolution_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_pooling_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_resize_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 

@@ -47,6 +47,7 @@ def _register_all() -> None:
     from plugnn.onnx import ops_conv, ops_elementwise, ops_linear, ops_shape  # noqa: F401
     from plugnn.onnx import ops_recurrent  # noqa: F401
     from plugnn.onnx import ops_indexing, ops_movement  # noqa: F401
+    from plugnn.onnx import ops_resize  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------

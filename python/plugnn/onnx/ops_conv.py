@@ -1,8 +1,11 @@
-"""Convolution and pooling: Conv, MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
+"""Convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool, LpPool, GlobalAveragePool,
+GlobalMaxPool, GlobalLpPool.
 
-plugnn's layers are 2-D (NCHW). 1-D operators (rank-3 input [N, C, L]) are imported exactly as
-a reshape to [N, C, 1, L], the 2-D layer with a 1-high window, and a reshape back. 3-D and
-higher are refused.
+2-D Conv and 2-D float pooling map onto CONVOLUTION_2D / POOLING_2D (which CpuAcc runs fast).
+1-D float pooling is imported exactly as a reshape to [N, C, 1, L], the 2-D layer with a 1-high
+window, and a reshape back. 1-D and 3-D Conv, every ConvTranspose, 3-D pooling and MaxPool on
+integer types map onto the N-D kinds CONVOLUTION and POOLING. Global pooling of any rank reduces
+the flattened spatial axes with one 2-D pooling layer.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.descriptors import ConvolutionDescriptor, ConvolutionOp, PoolingDescriptor
 from plugnn.onnx.context import NodeContext
 from plugnn.onnx.registry import op
 
@@ -18,9 +22,9 @@ AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
 def _spatial_rank(ctx: NodeContext, rank: int, what: str) -> int:
-    if rank not in (3, 4):
-        raise ctx.error(f"{what} input has rank {rank} ({rank - 2}-D); plugnn imports 1-D and 2-D "
-                        f"{ctx.op_type} only (rank 3 or 4 input)")
+    if rank not in (3, 4, 5):
+        raise ctx.error(f"{what} input has rank {rank}; plugnn imports 1-D, 2-D and 3-D {ctx.op_type} "
+                        f"(rank 3, 4 or 5 input [N, C, spatial...])")
     return rank - 2
 
 
@@ -74,36 +78,105 @@ def _lift(values: list[int], spatial: int, fill: int) -> list[int]:
     return values if spatial == 2 else [fill, *values]
 
 
-@op("Conv", ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
-def conv(ctx: NodeContext) -> list[Any]:
-    x = ctx.tensor(0, "X")
-    spatial = _spatial_rank(ctx, len(x.shape), "X")
-    w_shape = ctx.shape(1)
+def _kernel(ctx: NodeContext, w_shape: tuple[int, ...], spatial: int) -> list[int]:
     if len(w_shape) != spatial + 2:
-        raise ctx.error(f"weights W have shape {list(w_shape)}; expected rank {spatial + 2} for a {spatial}-D Conv")
+        raise ctx.error(f"weights W have shape {list(w_shape)}; expected rank {spatial + 2} for a {spatial}-D "
+                        f"{ctx.op_type}")
     kernel = list(w_shape[2:])
     declared = ctx.ints("kernel_shape")
     if declared is not None and declared != kernel:
         raise ctx.unsupported_value("kernel_shape", declared, f"the weights' spatial shape {kernel}")
+    return kernel
+
+
+def _group(ctx: NodeContext) -> int:
     group = int(ctx.attr("group", 1))
     if group < 1:
         raise ctx.unsupported_value("group", group, "an integer >= 1")
+    return group
+
+
+@op("Conv", ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+def conv(ctx: NodeContext) -> list[Any]:
+    x = ctx.tensor(0, "X")
+    spatial = _spatial_rank(ctx, len(x.shape), "X")
+    kernel = _kernel(ctx, ctx.shape(1), spatial)
+    group = _group(ctx)
     strides, dilations, begins, ends = _window_params(ctx, tuple(x.shape[2:]), kernel)
-    if spatial == 1:
-        if ctx.is_const(1):
-            weights = ctx.array_tensor(ctx.value(1).reshape(w_shape[0], w_shape[1], 1, w_shape[2]), "weights_2d")
-        else:
-            weights = ctx.network.add_reshape(ctx.tensor(1, "W"), (w_shape[0], w_shape[1], 1, w_shape[2]),
-                                              name=ctx.aux("weights_2d"))
-    else:
-        weights = ctx.tensor(1, "W")
+    weights = ctx.tensor(1, "W")
     bias = ctx.tensor(2, "B") if ctx.has_input(2) else None
-    begins, ends = _lift(begins, spatial, 0), _lift(ends, spatial, 0)
-    y = ctx.network.add_convolution2d(
-        _to_2d(ctx, x, spatial), weights, bias, stride=_lift(strides, spatial, 1),
-        padding=(begins[0], begins[1], ends[0], ends[1]), dilation=_lift(dilations, spatial, 1),
-        groups=group, name=ctx.name())
-    return [_from_2d(ctx, y, spatial)]
+    if spatial != 2:
+        desc = ConvolutionDescriptor(ConvolutionOp.FORWARD, tuple(strides), tuple(begins), tuple(ends),
+                                     tuple(dilations), (0,) * spatial, group)
+        return [ctx.network.add_convolution(x, weights, bias, descriptor=desc, name=ctx.name())]
+    return [ctx.network.add_convolution2d(
+        x, weights, bias, stride=strides, padding=(begins[0], begins[1], ends[0], ends[1]), dilation=dilations,
+        groups=group, name=ctx.name())]
+
+
+def _transposed_pads(ctx: NodeContext, in_spatial: tuple[int, ...], kernel: list[int], strides: list[int],
+                     dilations: list[int], extra: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """pads_begin, pads_end and output_padding of a ConvTranspose: from output_shape or SAME_* as
+    ONNX's equations say (total = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out;
+    SAME_UPPER puts total // 2 first, the others total - total // 2), from `pads` otherwise. An
+    output larger than the full output (total < 0) gets its extra positions at the end."""
+    k = len(kernel)
+    auto_pad = str(ctx.attr("auto_pad", "NOTSET"))
+    if auto_pad not in AUTO_PADS:
+        raise ctx.unsupported_value("auto_pad", auto_pad, ", ".join(AUTO_PADS))
+    shape = ctx.ints("output_shape")
+    if shape is None and auto_pad in ("NOTSET", "VALID"):
+        pads = ctx.ints("pads", [0] * (2 * k)) if auto_pad == "NOTSET" else [0] * (2 * k)
+        if auto_pad == "VALID" and ctx.has("pads"):
+            raise ctx.error("attribute 'pads' cannot be combined with auto_pad=VALID")
+        if len(pads) != 2 * k or min(pads, default=0) < 0:
+            raise ctx.unsupported_value("pads", pads, f"{2 * k} integers >= 0 (begins, then ends)")
+        return pads[:k], pads[k:], extra
+    if shape is None:
+        if ctx.has("pads"):
+            raise ctx.error(f"attribute 'pads' cannot be combined with auto_pad={auto_pad}")
+        shape = [size * stride for size, stride in zip(in_spatial, strides)]
+    elif len(shape) == k + 2:
+        shape = shape[2:]
+    if len(shape) != k or min(shape, default=0) < 0:
+        raise ctx.unsupported_value("output_shape", ctx.ints("output_shape"),
+                                    f"{k} sizes >= 0 (one per spatial axis)")
+    begins, ends, padding = [], [], list(extra)
+    for a in range(k):
+        total = strides[a] * (in_spatial[a] - 1) + extra[a] + (kernel[a] - 1) * dilations[a] + 1 - shape[a]
+        if total < 0:
+            begins.append(0)
+            ends.append(0)
+            padding[a] += -total
+            continue
+        small = total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else total - small)
+        ends.append(total - small if auto_pad == "SAME_UPPER" else small)
+    return begins, ends, padding
+
+
+@op("ConvTranspose", ("auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+                      "strides"))
+def conv_transpose(ctx: NodeContext) -> list[Any]:
+    x = ctx.tensor(0, "X")
+    spatial = _spatial_rank(ctx, len(x.shape), "X")
+    w_shape = ctx.shape(1)
+    kernel = _kernel(ctx, w_shape, spatial)
+    group = _group(ctx)
+    strides = ctx.ints("strides", [1] * spatial)
+    dilations = ctx.ints("dilations", [1] * spatial)
+    extra = ctx.ints("output_padding", [0] * spatial)
+    for name, values, low in (("strides", strides, 1), ("dilations", dilations, 1), ("output_padding", extra, 0)):
+        if len(values) != spatial or min(values, default=low) < low:
+            raise ctx.unsupported_value(name, values, f"{spatial} integers >= {low}")
+    if w_shape[0] != x.shape[1]:
+        raise ctx.error(f"weights W have shape {list(w_shape)}; a ConvTranspose's W is [C, M / group, k...] with "
+                        f"C = {x.shape[1]} (X's channels)")
+    begins, ends, padding = _transposed_pads(ctx, tuple(x.shape[2:]), kernel, strides, dilations, extra)
+    desc = ConvolutionDescriptor(ConvolutionOp.TRANSPOSED, tuple(strides), tuple(begins), tuple(ends),
+                                 tuple(dilations), tuple(padding), group)
+    bias = ctx.tensor(2, "B") if ctx.has_input(2) else None
+    return [ctx.network.add_convolution(x, ctx.tensor(1, "W"), bias, descriptor=desc, name=ctx.name())]
 
 
 def _pool(ctx: NodeContext, kind: str, p: float = 2.0) -> list[Any]:
@@ -121,6 +194,10 @@ def _pool(ctx: NodeContext, kind: str, p: float = 2.0) -> list[Any]:
     if include not in (0, 1):
         raise ctx.unsupported_value("count_include_pad", include, "0, 1")
     strides, dilations, begins, ends = _window_params(ctx, tuple(x.shape[2:]), kernel, bool(ceil_mode))
+    if spatial == 3 or not x.dtype.is_float:
+        desc = PoolingDescriptor(kind, tuple(kernel), tuple(strides), tuple(begins), tuple(ends), tuple(dilations),
+                                 "ceil" if ceil_mode else "floor", "include" if include else "exclude", p)
+        return [ctx.network.add_pooling(x, desc, name=ctx.name())]
     begins, ends = _lift(begins, spatial, 0), _lift(ends, spatial, 0)
     y = ctx.network.add_pooling2d(
         _to_2d(ctx, x, spatial), kind, _lift(kernel, spatial, 1), stride=_lift(strides, spatial, 1),
@@ -135,8 +212,9 @@ def max_pool(ctx: NodeContext) -> list[Any]:
     if ctx.output_used(1):
         raise ctx.error("output 1 (Indices) is used; plugnn's max pooling does not produce indices")
     order = int(ctx.attr("storage_order", 0))
-    if order != 0:
-        raise ctx.unsupported_value("storage_order", order, "0 (row major; it only affects the Indices output)")
+    if order not in (0, 1):
+        raise ctx.unsupported_value("storage_order", order, "0, 1 (it only orders the Indices output, which is "
+                                    "not used)")
     return [*_pool(ctx, "max"), None]
 
 
@@ -153,17 +231,17 @@ def lp_pool(ctx: NodeContext) -> list[Any]:
     return _pool(ctx, "lp", float(p))
 
 
-def _global(ctx: NodeContext, kind: str) -> list[Any]:
+def _global(ctx: NodeContext, kind: str, p: float = 2.0) -> list[Any]:
     x = ctx.tensor(0, "X")
     shape = x.shape
     if len(shape) < 3:
         raise ctx.error(f"input has rank {len(shape)}; global pooling needs rank >= 3 ([N, C, spatial...])")
     if len(shape) == 4:
-        return [ctx.network.add_global_pooling2d(x, kind, name=ctx.name())]
+        return [ctx.network.add_global_pooling2d(x, kind, p=p, name=ctx.name())]
     n, c = shape[:2]
     size = int(np.prod(shape[2:], dtype=np.int64))
     flat = ctx.network.add_reshape(x, (n, c, 1, size), name=ctx.aux("to_2d"))
-    y = ctx.network.add_global_pooling2d(flat, kind, name=ctx.name())
+    y = ctx.network.add_global_pooling2d(flat, kind, p=p, name=ctx.name())
     return [ctx.network.add_reshape(y, (n, c, *([1] * (len(shape) - 2))), name=ctx.aux("to_nd"))]
 
 
@@ -175,3 +253,11 @@ def global_average_pool(ctx: NodeContext) -> list[Any]:
 @op("GlobalMaxPool")
 def global_max_pool(ctx: NodeContext) -> list[Any]:
     return _global(ctx, "max")
+
+
+@op("GlobalLpPool", ("p",))
+def global_lp_pool(ctx: NodeContext) -> list[Any]:
+    p = ctx.attr("p", 2)
+    if not float(p) > 0:
+        raise ctx.unsupported_value("p", p, "a number > 0")
+    return _global(ctx, "lp", float(p))
