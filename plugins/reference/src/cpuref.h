@@ -136,6 +136,10 @@ pn_status cpuref_reshape_create(void*, const pn_layer*, pn_workload**, pn_string
 pn_status cpuref_transpose_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_copy_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_recurrent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_reduce_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_normalization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_top_k_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
