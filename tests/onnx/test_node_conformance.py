@@ -109,8 +109,6 @@ EXCLUDED = [
     (r"^test_slice_", "Slice of run-time data: plugnn folds Slice only over values known at import time"),
     (r"^test_(clip_(?!default_inbounds_)|elu_|leakyrelu_|prelu_).*expanded", "the function-expanded form uses Less/Where/Exp, which plugnn "
      "does not import (the plain operator passes)"),
-    (r"^test_softmax_.*expanded", "the function-expanded form uses ReduceMax/ReduceSum/Exp, which plugnn does not "
-     "import (the plain operator passes)"),
 ]
 
 # the function-expanded forms that do pass (they use only imported operators):
