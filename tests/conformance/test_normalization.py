@@ -169,6 +169,8 @@ def normalization_reference(desc: NormalizationDescriptor, x: np.ndarray, scale=
         y = y * scale.astype(np.float64).reshape(per_channel)
         return y + bias.astype(np.float64).reshape(per_channel) if bias is not None else y
     axes = tuple(range(desc.axis % x.ndim, x.ndim))
+    if x.size == 0:  # nothing to normalize
+        return x
     if op is NormalizationOp.LAYER:
         mean = x.mean(axes, keepdims=True)
         y = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axes, keepdims=True) + eps)
