@@ -46,6 +46,12 @@ static const pn_kind_info kinds[] = {
                               pn_validate_convolution},
     [PN_LAYER_POOLING] = {"Pooling", PNV_END(pn_pooling_desc, p), pn_validate_pooling},
     [PN_LAYER_RESIZE] = {"Resize", PNV_END(pn_resize_desc, roi_end), pn_validate_resize},
+    [PN_LAYER_REDUCE] = {"Reduce", PNV_END(pn_reduce_desc, select_last_index), pn_validate_reduce},
+    [PN_LAYER_NORMALIZATION] = {"Normalization", PNV_END(pn_normalization_desc, flags),
+                                pn_validate_normalization},
+    [PN_LAYER_TOP_K] = {"TopK", PNV_END(pn_top_k_desc, sorted), pn_validate_top_k},
+    [PN_LAYER_CUMULATIVE] = {"Cumulative", PNV_END(pn_cumulative_desc, reverse),
+                             pn_validate_cumulative},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

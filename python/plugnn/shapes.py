@@ -303,7 +303,9 @@ def transpose(desc: d.TransposeDescriptor, infos: Infos) -> list[TensorInfo]:
 # ---- since ABI 1.1 ---------------------------------------------------------------------------
 
 R = d.ReduceOp
-_REDUCE_CLASS = {R.L2: "float", R.LOG_SUM: "float", R.LOG_SUM_EXP: "float"}
+# The element types each reduction takes (backend_api.h, pn_reduce_op); the others: numeric.
+_REDUCE_CLASS = {R.LOG_SUM: "float", R.LOG_SUM_EXP: "float", R.MAX: "numeric or bool", R.MIN: "numeric or bool"}
+_ARG_OPS = (R.ARG_MAX, R.ARG_MIN)
 
 
 def _resolved_axes(axes: Sequence[int], rank: int, what: str = "axes") -> None:
@@ -316,11 +318,13 @@ def reduce(desc: d.ReduceDescriptor, infos: Infos) -> list[TensorInfo]:
     dtype = _typed(infos, _REDUCE_CLASS.get(desc.op, "numeric"), f"reduce {desc.op.name.lower()}")
     x = infos[0]
     _resolved_axes(desc.axes, x.rank)
-    arg = desc.op in (R.ARG_MAX, R.ARG_MIN)
+    arg = desc.op in _ARG_OPS
     if arg and len(desc.axes) != 1:
         raise ValueError(f"{desc.op.name.lower()} takes exactly one axis, got {desc.axes}")
     if arg and x.shape[desc.axes[0]] == 0:
         raise ValueError(f"{desc.op.name.lower()} over axis {desc.axes[0]} of size 0 has no answer")
+    if desc.select_last_index and not arg:
+        raise ValueError(f"select_last_index is arg_max's and arg_min's, not {desc.op.name.lower()}'s")
     shape = tuple(1 if i in desc.axes else s for i, s in enumerate(x.shape) if desc.keep_dims or i not in desc.axes)
     return [TensorInfo(shape, DataType.INT64 if arg else dtype)]
 
@@ -335,6 +339,8 @@ def normalization(desc: d.NormalizationDescriptor, infos: Infos) -> list[TensorI
         if desc.num_groups not in (1, 2) or desc.has_bias:
             raise ValueError(f"Lp normalization takes p = 1 or 2 (num_groups) and no bias, got p = {desc.num_groups}")
         return [x]
+    if not (desc.epsilon >= 0 and desc.epsilon != float("inf")):
+        raise ValueError(f"epsilon must be finite and >= 0, got {desc.epsilon}")
     _count(infos, 2 + int(desc.has_bias))
     _float(infos)
     if desc.op is N.GROUP:

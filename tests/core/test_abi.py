@@ -159,6 +159,12 @@ SAMPLES = [
     descriptors.CumulativeDescriptor("prod", -1, True, False),
     descriptors.OneHotDescriptor(0),
     descriptors.TriangularDescriptor(False, -3),
+    descriptors.ReduceDescriptor("sum", (0, 1, 3, 7), True, False),  # several axes, up to PN_MAX_DIMS - 1
+    descriptors.ReduceDescriptor("log_sum_exp", (), False, False),   # no axes
+    descriptors.NormalizationDescriptor("lp", -3, 1, 0.0, False),
+    descriptors.NormalizationDescriptor("rms", 2, 0, 2.0 ** -20, True),
+    descriptors.TopKDescriptor(-2, True, False),
+    descriptors.CumulativeDescriptor("sum", 3, False, True),
 ]
 
 

@@ -320,7 +320,7 @@ def _load_error(nodes: list[Any], inputs: dict[str, Any], inits: dict[str, Any] 
 
 @pytest.mark.parametrize("nodes, inputs, inits, opset, message", [
     ([N("Erf", ["x"], ["y"], name="erf1")], {"x": [2]}, {}, 17,
-     "node 'erf1' (#0, Erf): operator 'Erf' is not supported; plugnn imports: Add, AveragePool"),
+     "node 'erf1' (#0, Erf): operator 'Erf' is not supported; plugnn imports: Add, ArgMax, ArgMin, AveragePool"),
     ([N("Relu", ["x"], ["y"], domain="com.example")], {"x": [2]}, {}, 17,
      "node #0 (Relu, unnamed, output 'y'): operator domain 'com.example' is not supported"),
     ([N("Relu", ["x"], ["y"], foo=1)], {"x": [2]}, {}, 17,

@@ -495,58 +495,91 @@ typedef struct pn_elementwise_unary_desc {
 
 typedef enum pn_reduce_op {
     PN_REDUCE_INVALID = 0,
-    PN_REDUCE_SUM = 1,          /* numeric; empty: 0 */
-    PN_REDUCE_MEAN = 2,         /* float; empty: NaN */
-    PN_REDUCE_MAX = 3,          /* numeric; empty: the type's lowest value (-inf for floats); NaN wins */
-    PN_REDUCE_MIN = 4,          /* numeric; empty: the type's highest value (+inf); NaN wins */
-    PN_REDUCE_PROD = 5,         /* numeric; empty: 1 */
+    PN_REDUCE_SUM = 1,          /* numeric */
+    PN_REDUCE_MEAN = 2,         /* numeric: SUM / count (integers: see below) */
+    PN_REDUCE_MAX = 3,          /* numeric or BOOL (BOOL: any) */
+    PN_REDUCE_MIN = 4,          /* numeric or BOOL (BOOL: all) */
+    PN_REDUCE_PROD = 5,         /* numeric */
     PN_REDUCE_L1 = 6,           /* sum |x|; numeric */
-    PN_REDUCE_L2 = 7,           /* sqrt(sum x^2); float */
+    PN_REDUCE_L2 = 7,           /* sqrt(sum x^2); numeric */
     PN_REDUCE_LOG_SUM = 8,      /* log(sum x); float */
-    PN_REDUCE_LOG_SUM_EXP = 9,  /* log(sum exp(x)), computed without overflow; float */
+    PN_REDUCE_LOG_SUM_EXP = 9,  /* log(sum exp(x)), computed without overflow
+                                   (max + log(sum exp(x - max))); float */
     PN_REDUCE_SUM_SQUARE = 10,  /* sum x^2; numeric */
-    PN_REDUCE_ARG_MAX = 11,     /* numeric x; INT64 output: the index of the first (or, with
-                                   select_last_index, last) largest value along the one axis */
+    PN_REDUCE_ARG_MAX = 11,     /* numeric x; INT64 output: the index along the one axis of
+                                   the first (with select_last_index, the last) largest value */
     PN_REDUCE_ARG_MIN = 12      /* as ARG_MAX, smallest */
 } pn_reduce_op;
 
-/* PN_LAYER_REDUCE over the listed axes (resolved: 0 <= axes[i] < rank,
- * increasing, no repeats; ARG_MAX/ARG_MIN take exactly one). The output keeps
- * each reduced axis as size 1 when keep_dims, else drops it. num_axes == 0
- * reduces nothing (the output is x, op applied per element where it has a
- * meaning: L1 |x|, L2 |x|, SUM_SQUARE x^2, LOG_SUM log x, LOG_SUM_EXP x;
- * ARG_* need one axis). The output has x's type but for ARG_* (INT64). */
+/* PN_LAYER_REDUCE over the listed axes of x. Inputs x; one output.
+ *
+ * Axes: resolved, 0 <= axes[i] < rank, strictly increasing (no repeats),
+ * num_axes <= rank; ARG_MAX and ARG_MIN take exactly one axis, whose size is at
+ * least 1. num_axes == 0 reduces nothing: each output element is the op over
+ * one element (SUM, MEAN, MAX, MIN, PROD, LOG_SUM_EXP give x; L1 and L2 |x|;
+ * SUM_SQUARE x^2; LOG_SUM log x). Reducing every axis of x is listing them all.
+ *
+ * Output: x's shape with each reduced axis kept as size 1 (keep_dims) or
+ * dropped; x's element type, but INT64 for ARG_MAX and ARG_MIN.
+ *
+ * Empty reductions (a reduced axis of size 0): SUM, L1, L2, SUM_SQUARE 0; PROD
+ * 1; MEAN NaN (integers: 0); MAX the type's lowest value (-inf for floats, 0
+ * for BOOL); MIN the type's highest value (+inf for floats, 1 for BOOL);
+ * LOG_SUM and LOG_SUM_EXP -inf.
+ *
+ * Floats: computed in float32 or wider (CpuRef: double), rounded once to the
+ * output type. A NaN among the reduced values gives NaN for every op; for
+ * ARG_MAX and ARG_MIN a NaN counts as more extreme than every number (the
+ * first NaN's index, or the last's with select_last_index), as NumPy's argmax
+ * and argmin. LOG_SUM_EXP of values all -inf is -inf; with a +inf it is +inf.
+ *
+ * Integers: SUM, PROD, L1 and SUM_SQUARE are exact modulo 2^bits of the type
+ * (they wrap, two's complement; |INT_MIN| wraps to INT_MIN); MAX, MIN, ARG_MAX,
+ * ARG_MIN are exact; MEAN and L2 are computed in double and truncated toward
+ * zero (as NumPy's mean of integers cast back to their type), L2 saturating at
+ * the type's highest value. */
 typedef struct pn_reduce_desc {
     uint32_t struct_size;
     pn_reduce_op op;
-    uint32_t num_axes;
-    uint32_t axes[PN_MAX_DIMS];
+    uint32_t num_axes;           /* 0..PN_MAX_DIMS */
+    uint32_t axes[PN_MAX_DIMS];  /* axes[0..num_axes): see above */
     pn_bool keep_dims;
-    pn_bool select_last_index;  /* ARG_MAX/ARG_MIN only */
+    pn_bool select_last_index;   /* ARG_MAX/ARG_MIN: ties give the last index; 0 for the other ops */
 } pn_reduce_desc;
 
 typedef enum pn_normalization_op {
     PN_NORMALIZATION_INVALID = 0,
     PN_NORMALIZATION_LAYER = 1,     /* over dims [axis, rank): (x - mean) / sqrt(var + eps) */
     PN_NORMALIZATION_RMS = 2,       /* over dims [axis, rank): x / sqrt(mean(x^2) + eps) */
-    PN_NORMALIZATION_GROUP = 3,     /* x [N, C, ...]: over each group of C / num_groups channels
-                                       and all spatial dims; instance normalization is
-                                       num_groups == C */
-    PN_NORMALIZATION_LP = 4         /* along dim `axis`: x / ||x||_p, p = 1 or 2 (num_groups holds p);
-                                       a zero norm gives 0 */
+    PN_NORMALIZATION_GROUP = 3,     /* x [N, C, ...] (rank >= 2): over each group of
+                                       C / num_groups consecutive channels and all the dims
+                                       after C: (x - mean) / sqrt(var + eps); instance
+                                       normalization is num_groups == C */
+    PN_NORMALIZATION_LP = 4         /* along dim `axis`: x / ||x||_p, p = 1 (sum |x|) or 2
+                                       (sqrt(sum x^2)) held in num_groups; a zero norm gives 0 */
 } pn_normalization_op;
 
-/* PN_LAYER_NORMALIZATION: y = normalized(x) * scale + bias. Float x, scale,
- * bias and output. LAYER, RMS: scale and bias broadcast to x.shape[axis:];
- * GROUP: scale and bias of shape [C] (per channel); LP: no scale or bias
- * (one input). Variances are the biased (population) ones. */
+/* PN_LAYER_NORMALIZATION: y = normalized(x) * scale + bias, x's shape. Float x,
+ * scale, bias and output, one type. Inputs:
+ *   LAYER, RMS: x (rank >= 1), scale, optional bias; scale and bias broadcast
+ *               (NumPy rules, their rank at most rank - axis) to x.shape[axis:]
+ *               (ONNX LayerNormalization's and RMSNormalization's Scale, B);
+ *   GROUP:      x, scale [C], optional bias [C] (per channel);
+ *   LP:         x only (no scale, no bias, flags 0).
+ * `axis` (LAYER, RMS, LP) may be negative (counts from the end); GROUP ignores
+ * it. num_groups: GROUP >= 1 dividing C; LP the order p, 1 or 2; LAYER and RMS
+ * ignore it. epsilon: finite and >= 0 (LP ignores it). Means and variances are
+ * taken over the normalized elements; variances are the biased (population)
+ * ones: mean((x - mean)^2). A normalized set of size 0 gives an empty output.
+ * CpuRef computes in double, rounding once to the output type. */
 typedef struct pn_normalization_desc {
     uint32_t struct_size;
     pn_normalization_op op;
     int32_t axis;                /* LAYER, RMS, LP */
     uint32_t num_groups;         /* GROUP: divides C; LP: the order p (1 or 2) */
     float epsilon;
-    uint32_t flags;              /* PN_LAYER_FLAG_HAS_BIAS: the bias input is present */
+    uint32_t flags;              /* PN_LAYER_FLAG_HAS_BIAS: the bias input is present
+                                    (LAYER, RMS, GROUP); no other bit */
 } pn_normalization_desc;
 
 typedef enum pn_gather_op {
@@ -876,13 +909,19 @@ typedef struct pn_recurrent_desc {
     float activation_beta[6];
 } pn_recurrent_desc;
 
-/* PN_LAYER_TOP_K: the k = output dim `axis` largest (or smallest) values of x
- * along `axis` and their INT64 indices; ties keep the lower index first. Numeric
- * x; values have x's type. */
+/* PN_LAYER_TOP_K: the k largest (or smallest) values of x along `axis` and
+ * their INT64 indices. Inputs x (numeric, rank >= 1); outputs values (x's type)
+ * and indices (INT64), both of x's shape with dim `axis` replaced by k, where
+ * 0 <= k <= x's dim `axis` (k is the outputs' dim `axis`). Equal values keep
+ * the lower index first. A NaN counts as larger than every number (NaNs are
+ * equal to one another), so NaNs come first when largest and last when not (as
+ * onnxruntime and ONNX's reference). With sorted, values are in order (largest
+ * first, or smallest first); without, the k chosen may come in any order
+ * (backends may still sort). */
 typedef struct pn_top_k_desc {
     uint32_t struct_size;
-    int32_t axis;
-    pn_bool largest;
+    int32_t axis;            /* may be negative (counts from the end) */
+    pn_bool largest;         /* 1: the largest values; 0: the smallest */
     pn_bool sorted;          /* 0: any order (backends may still sort) */
 } pn_top_k_desc;
 
@@ -892,11 +931,16 @@ typedef enum pn_cumulative_op {
     PN_CUMULATIVE_PROD = 2
 } pn_cumulative_op;
 
-/* PN_LAYER_CUMULATIVE (ONNX CumSum, CumProd) along `axis`; numeric. */
+/* PN_LAYER_CUMULATIVE (ONNX CumSum, CumProd) along `axis`: output element i of
+ * each line along the axis is the sum (product) of the line's elements 0..i
+ * (exclusive: 0..i-1; reverse: i..end, exclusive: i+1..end; an empty range
+ * gives 0 for SUM and 1 for PROD). Inputs x (numeric, rank >= 1); output of x's
+ * shape and type. Integers wrap (two's complement, modulo 2^bits); floats are
+ * accumulated in float32 or wider (CpuRef: double), each output rounded once. */
 typedef struct pn_cumulative_desc {
     uint32_t struct_size;
     pn_cumulative_op op;
-    int32_t axis;
+    int32_t axis;            /* may be negative (counts from the end) */
     pn_bool exclusive;       /* element i excludes x[i] (the first is the identity) */
     pn_bool reverse;         /* from the end */
 } pn_cumulative_desc;

@@ -61,6 +61,10 @@ pn_status pn_validate_triangular(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_convolution(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_pooling(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_resize(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_reduce(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_normalization(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_top_k(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_cumulative(const pn_layer* layer, pn_string_out* reason);
 
 /* A fused activation (NULL is valid: none). `what` names its owner in messages. */
 pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char* what,

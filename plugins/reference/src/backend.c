@@ -29,6 +29,10 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION, cpuref_floats, cpuref_convolution_create},
     {PN_LAYER_POOLING, cpuref_any_type, cpuref_pooling_create},
     {PN_LAYER_RESIZE, cpuref_any_type, cpuref_resize_create},
+    {PN_LAYER_REDUCE, cpuref_any_type, cpuref_reduce_create},
+    {PN_LAYER_NORMALIZATION, cpuref_any_type, cpuref_normalization_create},
+    {PN_LAYER_TOP_K, cpuref_any_type, cpuref_top_k_create},
+    {PN_LAYER_CUMULATIVE, cpuref_any_type, cpuref_cumulative_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};

@@ -156,6 +156,10 @@ pn_status cpuref_triangular_create(void*, const pn_layer*, pn_workload**, pn_str
 pn_status cpuref_convolution_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_pooling_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_resize_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_reduce_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_normalization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_top_k_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
