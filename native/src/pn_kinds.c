@@ -34,6 +34,10 @@ static const pn_kind_info kinds[] = {
                               pn_validate_precompiled},
     [PN_LAYER_RECURRENT] = {"Recurrent", PNV_END(pn_recurrent_desc, activation_beta),
                             pn_validate_recurrent},
+    [PN_LAYER_ELEMENTWISE_UNARY] = {"ElementwiseUnary", PNV_END(pn_elementwise_unary_desc, op),
+                                    pn_validate_elementwise_unary},
+    [PN_LAYER_SELECT] = {"Select", 0, pn_validate_select},
+    [PN_LAYER_CAST] = {"Cast", PNV_END(pn_cast_desc, saturate), pn_validate_cast},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

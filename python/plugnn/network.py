@@ -497,8 +497,10 @@ class Network:
         return self._build_layer(d.LayerKind.RESIZE, lambda: descriptor, [x], ("input",), name, lambda infos: [
             TensorInfo(tuple(int(v) for v in sizes), infos[0].dtype)])[0]
 
-    def add_cast(self, x: TensorLike, dtype: Any, saturate: bool = True, name: str | None = None) -> Tensor:
-        """Convert to element type `dtype` (same shape)."""
+    def add_cast(self, x: TensorLike, dtype: Any, saturate: bool = False, name: str | None = None) -> Tensor:
+        """Convert to element type `dtype` (same shape), by ONNX Cast's rules (backend_api.h's
+        pn_cast_desc); `saturate`: out-of-range values become the largest finite value of a float
+        target instead of infinities."""
         return self._build_layer(d.LayerKind.CAST, lambda: d.CastDescriptor(bool(saturate)), [x], ("input",), name,
                                  lambda infos: [TensorInfo(infos[0].shape, dtype)])[0]
 

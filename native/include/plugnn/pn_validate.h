@@ -50,6 +50,12 @@ pn_status pn_validate_transpose(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_copy(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_precompiled(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_recurrent(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_elementwise_unary(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_select(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_cast(const pn_layer* layer, pn_string_out* reason);
+
+/* 1 for the unary operations whose output is BOOL (IS_NAN .. IS_NEG_INF). */
+int pn_unary_op_gives_bool(pn_unary_op op);
 
 /* A fused activation (NULL is valid: none). `what` names its owner in messages. */
 pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char* what,

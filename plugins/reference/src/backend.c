@@ -5,11 +5,11 @@
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, cpuref_floats, cpuref_conv2d_create},
     {PN_LAYER_POOLING_2D, cpuref_floats, cpuref_pooling2d_create},
-    {PN_LAYER_ELEMENTWISE_BINARY, pn_plugin_float32_only, cpuref_binary_create},
-    {PN_LAYER_ELEMENTWISE_VARIADIC, pn_plugin_float32_only, cpuref_variadic_create},
+    {PN_LAYER_ELEMENTWISE_BINARY, cpuref_any_type, cpuref_binary_create},
+    {PN_LAYER_ELEMENTWISE_VARIADIC, cpuref_any_type, cpuref_variadic_create},
     {PN_LAYER_ACTIVATION, cpuref_floats, cpuref_activation_create},
     {PN_LAYER_FULLY_CONNECTED, cpuref_floats, cpuref_fully_connected_create},
-    {PN_LAYER_MATMUL, pn_plugin_float32_only, cpuref_matmul_create},
+    {PN_LAYER_MATMUL, cpuref_any_type, cpuref_matmul_create},
     {PN_LAYER_SOFTMAX, cpuref_floats, cpuref_softmax_create},
     {PN_LAYER_BATCH_NORMALIZATION, cpuref_floats, cpuref_batch_norm_create},
     {PN_LAYER_LOCAL_RESPONSE_NORMALIZATION, cpuref_floats, cpuref_lrn_create},
@@ -18,6 +18,9 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_TRANSPOSE, cpuref_any_type, cpuref_transpose_create},
     {PN_LAYER_COPY, cpuref_any_type, cpuref_copy_create},
     {PN_LAYER_RECURRENT, cpuref_any_type, cpuref_recurrent_create},
+    {PN_LAYER_ELEMENTWISE_UNARY, cpuref_any_type, cpuref_unary_create},
+    {PN_LAYER_SELECT, cpuref_any_type, cpuref_select_create},
+    {PN_LAYER_CAST, cpuref_any_type, cpuref_cast_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};
