@@ -45,6 +45,7 @@ def supported_operators() -> list[str]:
 def _register_all() -> None:
     from plugnn.onnx import ops_conv, ops_elementwise, ops_linear, ops_shape  # noqa: F401
     from plugnn.onnx import ops_recurrent  # noqa: F401
+    from plugnn.onnx import ops_activation, ops_logic, ops_unary  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
