@@ -207,10 +207,15 @@ class Network:
 
     # -- graph layers -------------------------------------------------------------------
 
-    def add_input(self, name: str, shape: Sequence[int], dtype: Any = DataType.FLOAT32) -> Tensor:
-        """A graph input; `name` is the key of `run()`'s input dictionary."""
+    def add_input(self, name: str, shape: Sequence[int], dtype: Any = DataType.FLOAT32, *,
+                  quant_scale: float = 0.0, quant_zero_point: int = 0) -> Tensor:
+        """A graph input; `name` is the key of `run()`'s input dictionary. An int8 or uint8 input
+        with quant_scale != 0 holds quantized values (real = quant_scale * (q - quant_zero_point),
+        backend_api.h); a backend refuses the layers it cannot compute with them."""
         try:
-            info = TensorInfo(tuple(shape), dtype)
+            info = TensorInfo(tuple(shape), dtype, float(quant_scale), int(quant_zero_point))
+            if (info.quant_scale or info.quant_zero_point) and info.dtype not in (DataType.INT8, DataType.UINT8):
+                raise ValueError(f"only int8 and uint8 tensors are quantized, not {info.dtype.numpy_name}")
         except (TypeError, ValueError) as exc:
             raise NetworkError(f"input {name!r}: {exc}") from None
         return self._one(self._add(GraphKind.INPUT, None, [], name, [info]))

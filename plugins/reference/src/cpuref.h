@@ -117,6 +117,9 @@ pn_status cpuref_typed_workload_new(const pn_layer* layer, size_t desc_size,
 pn_status cpuref_floats(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
 /* Any element types: the shared validation already checked what the kind allows. */
 pn_status cpuref_any_type(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
+/* Any element types, but no quantized tensor (quant_scale != 0): the kinds that compute values
+ * (CpuRef's typed kernels read integers as plain integers). */
+pn_status cpuref_unquantized(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
 
 /* ---- Family create functions (one file each) ---------------------------- */
 
