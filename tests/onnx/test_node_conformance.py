@@ -132,13 +132,12 @@ EXCLUDED = [
      "naming the input and its type)"),
     (r"^test_not_", "the models pin opset 1, Not's only version; plugnn imports opset 7 and newer (Not at those "
      "opsets: tests/onnx/test_elementwise.py)"),
-    (r"^test_softmax_.*expanded", "the function-expanded form uses ReduceMax/ReduceSum/Exp, which plugnn does not "
+    (r"^test_softmax_.*expanded", "the function-expanded form uses ReduceMax/ReduceSum, which plugnn does not "
      "import (the plain operator passes)"),
 ]
 
-# the function-expanded forms that do pass (they use only imported operators):
-# test_clip_default_inbounds_expanded (Identity), test_hardswish_expanded (HardSigmoid, Mul),
-# test_relu_expanded_ver18 and test_hardsigmoid_*_expanded_ver18 (Constant, CastLike, Mul, Add, Max, Min).
+# the function-expanded forms of the elementwise operators all pass (they use only imported operators:
+# Constant, CastLike, Less, Where, Exp, Erf, Mul, Add, Max, Min, ...).
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", RuntimeWarning)  # ONNX's test generators overflow casts on purpose
