@@ -352,7 +352,7 @@ typedef enum pn_binary_op {
     /* since 1.1 */
     PN_BINARY_MOD = 9,       /* a - floor(a / b) * b: the sign of b (NumPy's %) */
     PN_BINARY_FMOD = 10,     /* a - trunc(a / b) * b: the sign of a (C's fmod and %) */
-    PN_BINARY_EQUAL = 11,    /* comparisons, BOOL output: EQUAL numeric or bool a, b; the others numeric */
+    PN_BINARY_EQUAL = 11,    /* comparisons (BOOL output): EQUAL numeric or bool, the others numeric */
     PN_BINARY_LESS = 12,
     PN_BINARY_LESS_EQUAL = 13,
     PN_BINARY_GREATER = 14,

@@ -219,8 +219,8 @@ def _clip_bounds(ctx: NodeContext) -> tuple[DataType, Any, Any]:
     """(x's type, min, max) of any opset; a bound is None, an array known at import or a Tensor."""
     if ctx.opset < 11:
         dtype = numeric.check_types(ctx, [(0, "input")], numeric.FLOATS)
-        low = np.asarray(float(ctx.attr("min", float(_FLOAT32.min))), numeric.numpy_dtype(DataType.FLOAT64))
-        high = np.asarray(float(ctx.attr("max", float(_FLOAT32.max))), numeric.numpy_dtype(DataType.FLOAT64))
+        low = np.asarray(float(ctx.attr("min", float(_FLOAT32.min))), np.float64)
+        high = np.asarray(float(ctx.attr("max", float(_FLOAT32.max))), np.float64)
         return dtype, low, high
     dtype = numeric.check_types(ctx, [(0, "input")], numeric.NUMERIC)
     return dtype, _clip_bound(ctx, 1, "min", dtype), _clip_bound(ctx, 2, "max", dtype)
