@@ -89,6 +89,62 @@ uint16_t pn_float_to_bfloat16(float value) {
     return (uint16_t)((bits + rounding) >> 16);
 }
 
+/* ---- Rounding once ------------------------------------------------------------
+ * A value rounded "to odd" (toward zero, the last kept bit set when anything was
+ * dropped) to p bits and then to nearest even at q <= p - 2 bits is the value rounded
+ * to nearest even at q bits directly. Wider sources reach the 16-bit floats that way,
+ * so every conversion rounds once (backend_api.h: "rounding once when they store"). */
+
+/* v as a float32 rounded to odd (NaN and exact values as they are). */
+static float double_to_float_odd(double v) {
+    float f = (float)v;
+    if (v != v || (double)f == v) {
+        return f;
+    }
+    if (fabs((double)f) > fabs(v)) { /* rounded away from zero (possibly to infinity) */
+        f = nextafterf(f, 0.0f);
+    }
+    return bits_float(float_bits(f) | 1u);
+}
+
+/* An integer's magnitude as a double rounded to odd (exact below 2^53). */
+static double magnitude_to_double_odd(uint64_t m) {
+    const uint64_t limit = (uint64_t)1 << 53;
+    if (m < limit) {
+        return (double)m;
+    }
+    int shift = 0;
+    uint64_t kept = m;
+    while (kept >= limit) {
+        kept >>= 1;
+        ++shift;
+    }
+    uint64_t dropped = m & ((((uint64_t)1) << shift) - 1u);
+    return ldexp((double)(kept | (dropped != 0 ? 1u : 0u)), shift);
+}
+
+/* Stores an integer (negative: its magnitude and sign) into a float type, rounding once. */
+static void store_integer_float(pn_data_type dtype, void* data, int64_t i, int negative,
+                                uint64_t magnitude) {
+    switch (dtype) {
+    case PN_DTYPE_FLOAT64: {
+        double d = (double)magnitude; /* correctly rounded by C's conversion */
+        ((double*)data)[i] = negative ? -d : d;
+        return;
+    }
+    case PN_DTYPE_FLOAT32: {
+        float f = (float)magnitude;
+        ((float*)data)[i] = negative ? -f : f;
+        return;
+    }
+    default: {
+        double d = magnitude_to_double_odd(magnitude);
+        pn_store_double(dtype, data, i, negative ? -d : d);
+        return;
+    }
+    }
+}
+
 /* ---- Element access ---------------------------------------------------------- */
 
 double pn_load_double(pn_data_type dtype, const void* data, int64_t i) {
@@ -140,8 +196,10 @@ void pn_store_double(pn_data_type dtype, void* data, int64_t i, double v) {
     switch (dtype) {
     case PN_DTYPE_FLOAT32: ((float*)data)[i] = (float)v; return;
     case PN_DTYPE_FLOAT64: ((double*)data)[i] = v; return;
-    case PN_DTYPE_FLOAT16: ((uint16_t*)data)[i] = pn_float_to_half((float)v); return;
-    case PN_DTYPE_BFLOAT16: ((uint16_t*)data)[i] = pn_float_to_bfloat16((float)v); return;
+    case PN_DTYPE_FLOAT16: ((uint16_t*)data)[i] = pn_float_to_half(double_to_float_odd(v)); return;
+    case PN_DTYPE_BFLOAT16:
+        ((uint16_t*)data)[i] = pn_float_to_bfloat16(double_to_float_odd(v));
+        return;
     case PN_DTYPE_INT8: ((int8_t*)data)[i] = (int8_t)saturate_int64(v, -128.0, 127.0); return;
     case PN_DTYPE_UINT8: ((uint8_t*)data)[i] = (uint8_t)saturate_uint64(v, 255.0); return;
     case PN_DTYPE_INT16: ((int16_t*)data)[i] = (int16_t)saturate_int64(v, -32768.0, 32767.0); return;
@@ -187,10 +245,11 @@ uint64_t pn_load_uint64(pn_data_type dtype, const void* data, int64_t i) {
 }
 
 void pn_store_int64(pn_data_type dtype, void* data, int64_t i, int64_t v) {
-    pn_store_uint64(dtype, data, i, (uint64_t)v);
     if (pn_dtype_is_float(dtype)) { /* from the signed value, not its unsigned pattern */
-        pn_store_double(dtype, data, i, (double)v);
+        store_integer_float(dtype, data, i, v < 0, v < 0 ? 0u - (uint64_t)v : (uint64_t)v);
+        return;
     }
+    pn_store_uint64(dtype, data, i, (uint64_t)v);
 }
 
 void pn_store_uint64(pn_data_type dtype, void* data, int64_t i, uint64_t v) {
@@ -204,7 +263,7 @@ void pn_store_uint64(pn_data_type dtype, void* data, int64_t i, uint64_t v) {
     case PN_DTYPE_INT64: ((int64_t*)data)[i] = (int64_t)v; return;
     case PN_DTYPE_UINT64: ((uint64_t*)data)[i] = v; return;
     case PN_DTYPE_BOOL: ((uint8_t*)data)[i] = v != 0; return;
-    default: pn_store_double(dtype, data, i, (double)v); return;
+    default: store_integer_float(dtype, data, i, 0, v); return;
     }
 }
 
@@ -216,9 +275,9 @@ void pn_convert(pn_data_type dst_dtype, void* dst, pn_data_type src_dtype, const
         }
         return;
     }
-    int float_path = pn_dtype_is_float(dst_dtype) || pn_dtype_is_float(src_dtype);
+    int float_source = pn_dtype_is_float(src_dtype); /* else integers (and BOOL) exactly */
     for (int64_t i = 0; i < n; ++i) {
-        if (float_path) {
+        if (float_source) {
             pn_store_double(dst_dtype, dst, i, pn_load_double(src_dtype, src, i));
         } else if (pn_dtype_is_unsigned(src_dtype)) {
             pn_store_uint64(dst_dtype, dst, i, pn_load_uint64(src_dtype, src, i));

@@ -52,6 +52,10 @@ static const pn_kind_info kinds[] = {
     [PN_LAYER_TOP_K] = {"TopK", PNV_END(pn_top_k_desc, sorted), pn_validate_top_k},
     [PN_LAYER_CUMULATIVE] = {"Cumulative", PNV_END(pn_cumulative_desc, reverse),
                              pn_validate_cumulative},
+    [PN_LAYER_ELEMENTWISE_UNARY] = {"ElementwiseUnary", PNV_END(pn_elementwise_unary_desc, op),
+                                    pn_validate_elementwise_unary},
+    [PN_LAYER_SELECT] = {"Select", 0, pn_validate_select},
+    [PN_LAYER_CAST] = {"Cast", PNV_END(pn_cast_desc, saturate), pn_validate_cast},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

@@ -148,6 +148,9 @@ pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char
     if (act->kind < PN_ACTIVATION_RELU || act->kind > PN_ACTIVATION_SCALED_TANH) {
         return PNV_FAIL(reason, "%s: unknown activation kind %d", what, (int)act->kind);
     }
+    if (act->kind == PN_ACTIVATION_CELU && act->alpha == 0.0f) {
+        return PNV_FAIL(reason, "%s: CELU needs alpha != 0 (it divides by alpha)", what);
+    }
     return PN_OK;
 }
 

@@ -53,6 +53,9 @@ pn_status pnv_type_class(const pn_layer* layer, const pn_tensor_info* info, cons
 pn_status pnv_same_type(const pn_layer* layer, uint32_t first, uint32_t last, int with_outputs,
                         pnv_class cls, pn_string_out* reason);
 
+/* The inputs broadcast (NumPy rules) to exactly the shape of the one output. */
+pn_status pnv_broadcast_output(const pn_layer* layer, pn_string_out* reason);
+
 /* layout is NCHW or NHWC. */
 pn_status pnv_layout(const pn_layer* layer, pn_data_layout layout, pn_string_out* reason);
 

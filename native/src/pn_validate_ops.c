@@ -5,8 +5,7 @@
 
 /* ---- ELEMENTWISE_BINARY / ELEMENTWISE_VARIADIC / ACTIVATION ------------- */
 
-/* The broadcast of all inputs must be exactly the output's shape. */
-static pn_status check_broadcast_output(const pn_layer* layer, pn_string_out* reason) {
+pn_status pnv_broadcast_output(const pn_layer* layer, pn_string_out* reason) {
     pn_tensor_info shape = layer->inputs[0];
     for (uint32_t i = 1; i < layer->num_inputs; ++i) {
         if (pn_broadcast_shape(&shape, &layer->inputs[i], &shape) != 0) {
@@ -31,9 +30,9 @@ static pnv_class binary_class(pn_binary_op op) {
     case PN_BINARY_LOGICAL_XOR: return PNV_BOOL;
     case PN_BINARY_BITWISE_AND:
     case PN_BINARY_BITWISE_OR:
-    case PN_BINARY_BITWISE_XOR: return PNV_INTEGER;
+    case PN_BINARY_BITWISE_XOR:
     case PN_BINARY_SHIFT_LEFT:
-    case PN_BINARY_SHIFT_RIGHT: return PNV_UNSIGNED;
+    case PN_BINARY_SHIFT_RIGHT: return PNV_INTEGER;
     default: return PNV_NUMERIC;
     }
 }
@@ -60,7 +59,7 @@ pn_status pn_validate_elementwise_binary(const pn_layer* layer, pn_string_out* r
         PNV_TRY(pnv_type_class(layer, &layer->outputs[0], "the output of a fused activation",
                                PNV_FLOAT, reason));
     }
-    return check_broadcast_output(layer, reason);
+    return pnv_broadcast_output(layer, reason);
 }
 
 pn_status pn_validate_elementwise_variadic(const pn_layer* layer, pn_string_out* reason) {
@@ -71,7 +70,7 @@ pn_status pn_validate_elementwise_variadic(const pn_layer* layer, pn_string_out*
     PNV_TRY(pnv_counts(layer, 1, UINT32_MAX, reason));
     PNV_TRY(pnv_same_type(layer, 0, UINT32_MAX, 1,
                           d->op == PN_VARIADIC_MEAN ? PNV_FLOAT : PNV_NUMERIC, reason));
-    return check_broadcast_output(layer, reason);
+    return pnv_broadcast_output(layer, reason);
 }
 
 pn_status pn_validate_activation(const pn_layer* layer, pn_string_out* reason) {

@@ -466,7 +466,10 @@ class ResizeDescriptor:
 @c_struct("pn_cast_desc")
 @dataclass(frozen=True)
 class CastDescriptor:
-    saturate: bool = True
+    """saturate: a value beyond a float target's range becomes its largest finite value of that
+    sign instead of an infinity (off by default, as in IEEE and NumPy conversions)."""
+
+    saturate: bool = False
 
 
 @c_struct("pn_convolution_desc")

@@ -207,10 +207,15 @@ class Network:
 
     # -- graph layers -------------------------------------------------------------------
 
-    def add_input(self, name: str, shape: Sequence[int], dtype: Any = DataType.FLOAT32) -> Tensor:
-        """A graph input; `name` is the key of `run()`'s input dictionary."""
+    def add_input(self, name: str, shape: Sequence[int], dtype: Any = DataType.FLOAT32, *,
+                  quant_scale: float = 0.0, quant_zero_point: int = 0) -> Tensor:
+        """A graph input; `name` is the key of `run()`'s input dictionary. An int8 or uint8 input
+        with quant_scale != 0 holds quantized values (real = quant_scale * (q - quant_zero_point),
+        backend_api.h); a backend refuses the layers it cannot compute with them."""
         try:
-            info = TensorInfo(tuple(shape), dtype)
+            info = TensorInfo(tuple(shape), dtype, float(quant_scale), int(quant_zero_point))
+            if (info.quant_scale or info.quant_zero_point) and info.dtype not in (DataType.INT8, DataType.UINT8):
+                raise ValueError(f"only int8 and uint8 tensors are quantized, not {info.dtype.numpy_name}")
         except (TypeError, ValueError) as exc:
             raise NetworkError(f"input {name!r}: {exc}") from None
         return self._one(self._add(GraphKind.INPUT, None, [], name, [info]))
@@ -511,8 +516,10 @@ class Network:
         return self._build_layer(d.LayerKind.RESIZE, lambda: descriptor, [x], ("input",), name, lambda infos: [
             TensorInfo(tuple(int(v) for v in sizes), infos[0].dtype)])[0]
 
-    def add_cast(self, x: TensorLike, dtype: Any, saturate: bool = True, name: str | None = None) -> Tensor:
-        """Convert to element type `dtype` (same shape)."""
+    def add_cast(self, x: TensorLike, dtype: Any, saturate: bool = False, name: str | None = None) -> Tensor:
+        """Convert to element type `dtype` (same shape), by ONNX Cast's rules (backend_api.h's
+        pn_cast_desc); `saturate`: out-of-range values become the largest finite value of a float
+        target instead of infinities."""
         return self._build_layer(d.LayerKind.CAST, lambda: d.CastDescriptor(bool(saturate)), [x], ("input",), name,
                                  lambda infos: [TensorInfo(infos[0].shape, dtype)])[0]
 

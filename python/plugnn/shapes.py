@@ -149,8 +149,7 @@ _BINARY_CLASS = {
     B.EQUAL: "numeric or bool",
     **dict.fromkeys((B.LESS, B.LESS_EQUAL, B.GREATER, B.GREATER_EQUAL), "numeric"),
     **dict.fromkeys((B.LOGICAL_AND, B.LOGICAL_OR, B.LOGICAL_XOR), "bool"),
-    **dict.fromkeys((B.BITWISE_AND, B.BITWISE_OR, B.BITWISE_XOR), "integer"),
-    **dict.fromkeys((B.SHIFT_LEFT, B.SHIFT_RIGHT), "unsigned"),
+    **dict.fromkeys((B.BITWISE_AND, B.BITWISE_OR, B.BITWISE_XOR, B.SHIFT_LEFT, B.SHIFT_RIGHT), "integer"),
 }
 COMPARISONS = frozenset({B.EQUAL, B.LESS, B.LESS_EQUAL, B.GREATER, B.GREATER_EQUAL})
 
@@ -182,6 +181,8 @@ def same_shape(desc: object, infos: Infos) -> list[TensorInfo]:
 def activation(desc: d.ActivationDescriptor, infos: Infos) -> list[TensorInfo]:
     _count(infos, 1)
     _typed(infos, "float", "an activation")
+    if desc.kind is d.ActivationKind.CELU and desc.alpha == 0:
+        raise ValueError("celu needs alpha != 0 (it divides by alpha)")
     return [infos[0]]
 
 

@@ -86,11 +86,10 @@ def run_layer(backend: Backend, spec: LayerSpec, inputs: Sequence[Any]) -> list[
     assert len(inputs) == len(spec.inputs), f"test bug: {len(inputs)} arrays for {describe(spec)}"
     arrays = []
     for x, info in zip(inputs, spec.inputs):
-        array = np.array(x, dtype=info.dtype.numpy_name, order="C")  # a copy; keeps rank 0
+        array = np.array(x, dtype=info.dtype.numpy_dtype, order="C")  # a copy; keeps rank 0
         assert array.shape == info.shape, f"test bug: input of shape {array.shape} for {describe(spec)}"
         arrays.append(array)
-    # NaN-filled outputs expose elements a kernel forgets to write.
-    outputs = [np.full(info.shape, np.nan, dtype=info.dtype.numpy_name) for info in spec.outputs]
+    outputs = [unwritten(info) for info in spec.outputs]
     factory = backend.create_workload_factory()
     try:
         workload = factory.create_workload(spec)
@@ -100,7 +99,22 @@ def run_layer(backend: Backend, spec: LayerSpec, inputs: Sequence[Any]) -> list[
         workload.execute(arrays, outputs)
     finally:
         workload.close()
+    for y, info in zip(outputs, spec.outputs):
+        if info.dtype is DataType.BOOL:  # one byte per element, 0 or 1 (backend_api.h)
+            stored = set(np.unique(y.reshape(-1).view(np.uint8)).tolist())
+            assert stored <= {0, 1}, f"{backend.backend_id}: {describe(spec)} stored bool bytes {sorted(stored)}"
     return outputs
+
+
+def unwritten(info: TensorInfo) -> np.ndarray:
+    """An output buffer that exposes elements a kernel forgets to write: NaN for floats, the byte
+    0xA5 in every byte otherwise (not a valid bool, an unlikely integer)."""
+    array = np.empty(info.shape, dtype=info.dtype.numpy_dtype)
+    if info.dtype.is_float:
+        array[...] = np.nan
+    else:
+        array.reshape(-1).view(np.uint8)[:] = 0xA5
+    return array
 
 
 def assert_close(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,

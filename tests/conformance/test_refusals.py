@@ -4,6 +4,7 @@ says what it does not do in the skeleton's words."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import plugnn
@@ -18,7 +19,7 @@ from plugnn._abi import ffi
 from plugnn.native import NativeBackend
 from plugnn.tensor import DataType
 
-from .conftest import layer_spec
+from .conftest import layer_spec, run_layer
 
 MALFORMED = {
     "weights of the wrong depth": layer_spec(LayerKind.CONVOLUTION_2D, Convolution2dDescriptor(),
@@ -41,11 +42,17 @@ def test_one_malformed_layer_gets_one_reason_from_every_backend(runtime: plugnn.
 
 
 def test_the_element_type_rule_has_one_wording(backend) -> None:
+    """A backend that does not run a float16 activation says so in the skeleton's words; one that
+    says it does (CpuRef runs every float type) computes it."""
     spec = layer_spec(LayerKind.ACTIVATION, ActivationDescriptor("relu"), [(2, 3)], (2, 3),
-                      dtypes=[DataType.FLOAT16])
+                      dtypes=[DataType.FLOAT16], output_dtype=DataType.FLOAT16)
     support = backend.is_layer_supported(spec)
-    assert not support.supported
-    assert support.reason == f"{backend.backend_id} runs Activation on float32 only; input 0 is float16"
+    if support.supported:
+        x = np.array([[-1.5, 0.0, 2.25], [65504.0, -0.0, -7.0]], np.float16)
+        (y,) = run_layer(backend, spec, [x])
+        np.testing.assert_array_equal(y, np.maximum(x, np.float16(0)))
+    else:
+        assert support.reason == f"{backend.backend_id} runs Activation on float32 only; input 0 is float16"
 
 
 def test_a_kind_newer_than_the_backend_is_refused_not_failed(backend) -> None:

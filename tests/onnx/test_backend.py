@@ -25,19 +25,29 @@ def test_prepare_and_run_positional_and_named() -> None:
 
 
 def test_shape_like_graph_inputs_are_bound_at_run_time_and_cached() -> None:
-    model = make_model([N("Reshape", ["x", "s"], ["y"]), N("Clip", ["y", "lo"], ["z"])],
-                       {"x": [2, 6], "s": ([2], TensorProto.INT64), "lo": []}, ["z"], opset=13)
+    model = make_model([N("Reshape", ["x", "s"], ["y"]), N("Unsqueeze", ["y", "a"], ["z"])],
+                       {"x": [2, 6], "s": ([2], TensorProto.INT64), "a": ([1], TensorProto.INT64)}, ["z"], opset=13)
     rep = backend.prepare(model, backends=["CpuRef"])
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
-    lo = np.float32(3)
-    (z,) = rep.run([x, np.array([3, 4], np.int64), lo])
-    np.testing.assert_array_equal(z, np.maximum(x.reshape(3, 4), 3))
-    (z,) = rep.run([x, np.array([4, 3], np.int64), lo])
-    assert z.shape == (4, 3)
-    assert rep.constant_inputs == {"s", "lo"}
+    axes = np.array([0], np.int64)
+    (z,) = rep.run([x, np.array([3, 4], np.int64), axes])
+    np.testing.assert_array_equal(z, x.reshape(1, 3, 4))
+    (z,) = rep.run([x, np.array([4, 3], np.int64), axes])
+    assert z.shape == (1, 4, 3)
+    assert rep.constant_inputs == {"s", "a"}
     assert len(rep._loaded) == 2
-    rep.run([x, np.array([4, 3], np.int64), lo])
+    rep.run([x, np.array([4, 3], np.int64), axes])
     assert len(rep._loaded) == 2  # cached
+
+
+def test_run_time_bounds_are_not_bound() -> None:
+    """Clip's bounds are inputs of its layers: new values need no new import."""
+    model = make_model([N("Clip", ["x", "lo"], ["y"])], {"x": [2, 3], "lo": []}, ["y"], opset=13)
+    rep = backend.prepare(model, backends=["CpuRef"])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for lo in (np.float32(3), np.float32(-1)):
+        np.testing.assert_array_equal(rep.run([x, lo])[0], np.maximum(x, lo))
+    assert rep.constant_inputs == set() and len(rep._loaded) == 1
 
 
 def test_dynamic_dims_are_fixed_from_the_arrays() -> None:
@@ -48,15 +58,24 @@ def test_dynamic_dims_are_fixed_from_the_arrays() -> None:
 
 
 def test_unsupported_model_fails_at_prepare() -> None:
-    model = make_model([N("Erf", ["x"], ["y"])], {"x": [2]}, ["y"])
-    with pytest.raises(ModelError, match="operator 'Erf' is not supported"):
+    model = make_model([N("Frobnicate", ["x"], ["y"])], {"x": [2]}, ["y"])
+    with pytest.raises(ModelError, match="operator 'Frobnicate' is not supported"):
         backend.prepare(model, backends=["CpuRef"])
 
 
 def test_non_float_compute_input_is_refused_at_run() -> None:
-    model = make_model([N("Add", ["a", "b"], ["y"])], {"a": ([2], TensorProto.INT32), "b": ([2], TensorProto.INT32)},
+    """Every plugnn element type runs (an int32 Add wraps like ONNX's); an input of a type no plugnn
+    tensor holds (complex64) that flows into a layer is refused when the model is prepared."""
+    model = make_model([N("Add", ["a", "b"], ["y"])], {"a": ([3], TensorProto.INT32), "b": ([3], TensorProto.INT32)},
                        ["y"])
-    with pytest.raises(ModelError, match="graph input 'a' has element type int32"):
+    a = np.array([1, 2**31 - 1, -5], np.int32)
+    b = np.array([2, 1, -7], np.int32)
+    (y,) = backend.prepare(model, backends=["CpuRef"]).run([a, b])
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, np.array([3, -2**31, -12], np.int32))
+    model = make_model([N("Add", ["a", "b"], ["y"])],
+                       {"a": ([2], TensorProto.COMPLEX64), "b": ([2], TensorProto.COMPLEX64)}, ["y"])
+    with pytest.raises(ModelError, match="graph input 'a' has element type complex64, which plugnn tensors cannot hold"):
         backend.prepare(model, backends=["CpuRef"])
 
 

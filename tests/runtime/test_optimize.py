@@ -3,11 +3,17 @@ subgraph substitution and refusal, copies between memories."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pytest
 
 from plugnn import Network, NetworkError, OptimizationError, Runtime, UnknownBackendError, optimize
+from plugnn.backend import Backend, MemoryManager, Workload, WorkloadFactory
 from plugnn.descriptors import LayerKind
+from plugnn.layers import LayerSpec, SupportResult
+from plugnn.registry import BackendRegistry
 
 RNG = np.random.default_rng(7)
 
@@ -45,11 +51,55 @@ def test_without_a_preference_the_runtime_order_is_used(runtime: Runtime) -> Non
     assert {r["backend"] for r in optimized.assignments()} == {bundled[0]}
 
 
-def test_fallback_from_cpuref_to_a_python_backend(runtime: Runtime) -> None:
-    optimized = optimize(small_net("float16"), runtime, ["CpuRef", "PySoftmax"])
-    (record,) = optimized.assignments()
-    assert record["backend"] == "PySoftmax"
-    assert record["attempts"][0]["backend"] == "CpuRef" and "float32 only" in record["attempts"][0]["reason"]
+class PyDequantize(Backend):
+    """Casts quantized int8 inputs to float32 (real = scale * (q - zero point)): what CpuRef does
+    not compute."""
+
+    def is_layer_supported(self, layer: LayerSpec) -> SupportResult:
+        if layer.kind is not LayerKind.CAST or not layer.inputs[0].quant_scale:
+            return SupportResult(False, f"{self.backend_id} dequantizes only")
+        return SupportResult(True)
+
+    def create_workload_factory(self, memory_manager: MemoryManager | None = None) -> WorkloadFactory:
+        return _DequantizeFactory()
+
+
+class _DequantizeFactory(WorkloadFactory):
+    def create_workload(self, layer: LayerSpec) -> Workload:
+        info = layer.inputs[0]
+        return _Dequantize(info.quant_scale, info.quant_zero_point)
+
+
+class _Dequantize(Workload):
+    def __init__(self, scale: float, zero_point: int) -> None:
+        self.scale, self.zero_point = scale, zero_point
+
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
+        outputs[0][...] = self.scale * (inputs[0].astype(np.float32) - self.zero_point)
+
+
+def test_fallback_from_cpuref_to_a_python_backend(no_static_backends: None) -> None:
+    """CpuRef computes with plain integers only: a cast of a quantized input goes to the next backend."""
+    BackendRegistry.register("PyDequantize", PyDequantize)
+    net = Network("dequantize")
+    q = net.add_input("q", (4,), "int8", quant_scale=0.5, quant_zero_point=3)
+    net.add_output(net.add_cast(q, "float32", name="dequantize"), "y")
+    with Runtime() as runtime:
+        optimized = optimize(net, runtime, ["CpuRef", "PyDequantize"])
+        (record,) = optimized.assignments()
+        assert record["backend"] == "PyDequantize"
+        first = record["attempts"][0]
+        assert first["backend"] == "CpuRef" and not first["accepted"]
+        assert first["reason"] == ("CpuRef runs Cast on plain tensors only; input 0 is quantized int8 (quant_scale "
+                                   "0.5, zero point 3), which it does not compute with")
+        with runtime.load_network(optimized) as loaded:
+            y = loaded.run({"q": np.array([3, 5, -1, 127], np.int8)})["y"]
+    np.testing.assert_array_equal(y, np.array([0.0, 1.0, -2.0, 62.0], np.float32))
+
+
+def test_only_int8_and_uint8_inputs_are_quantized() -> None:
+    with pytest.raises(NetworkError, match="input 'x': only int8 and uint8 tensors are quantized, not int32"):
+        Network("n").add_input("x", (2,), "int32", quant_scale=0.5)
 
 
 def test_explain_and_table(runtime: Runtime) -> None:

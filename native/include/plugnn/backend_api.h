@@ -264,7 +264,8 @@ typedef enum pn_activation_kind {
     PN_ACTIVATION_SOFTPLUS = 17,     /* log(1 + exp(x)) */
     PN_ACTIVATION_SOFTSIGN = 18,     /* x / (1 + |x|) */
     PN_ACTIVATION_SELU = 19,         /* beta * (x > 0 ? x : alpha * (exp(x) - 1)) */
-    PN_ACTIVATION_CELU = 20,         /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), alpha != 0 */
+    PN_ACTIVATION_CELU = 20,         /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1));
+                                        alpha == 0 is malformed */
     PN_ACTIVATION_THRESHOLDED_RELU = 21, /* x > alpha ? x : 0 */
     PN_ACTIVATION_SHRINK = 22,       /* x < -alpha ? x + beta : (x > alpha ? x - beta : 0) */
     PN_ACTIVATION_SCALED_TANH = 23   /* alpha * tanh(beta * x) */
@@ -351,7 +352,7 @@ typedef enum pn_binary_op {
     /* since 1.1 */
     PN_BINARY_MOD = 9,       /* a - floor(a / b) * b: the sign of b (NumPy's %) */
     PN_BINARY_FMOD = 10,     /* a - trunc(a / b) * b: the sign of a (C's fmod and %) */
-    PN_BINARY_EQUAL = 11,    /* comparisons: numeric or bool a, b; BOOL output */
+    PN_BINARY_EQUAL = 11,    /* comparisons (BOOL output): EQUAL numeric or bool, the others numeric */
     PN_BINARY_LESS = 12,
     PN_BINARY_LESS_EQUAL = 13,
     PN_BINARY_GREATER = 14,
@@ -362,8 +363,10 @@ typedef enum pn_binary_op {
     PN_BINARY_BITWISE_AND = 19,  /* bitwise: integer a, b and output */
     PN_BINARY_BITWISE_OR = 20,
     PN_BINARY_BITWISE_XOR = 21,
-    PN_BINARY_SHIFT_LEFT = 22,   /* unsigned integers; a shift by the width or more gives 0 */
-    PN_BINARY_SHIFT_RIGHT = 23
+    PN_BINARY_SHIFT_LEFT = 22,   /* integers: a's bits moved b places; bits moved out are lost */
+    PN_BINARY_SHIFT_RIGHT = 23   /* integers: arithmetic (sign-extending) for signed a, logical
+                                    for unsigned a. For both shifts, b < 0 or b >= the width of
+                                    the type gives 0 (-1 for SHIFT_RIGHT of a negative a) */
 } pn_binary_op;
 
 /* PN_LAYER_ELEMENTWISE_BINARY: NumPy broadcasting of a and b to the output.
@@ -371,7 +374,17 @@ typedef enum pn_binary_op {
  * comparisons (BOOL). ADD..POWER, MOD, FMOD: numeric. On integers DIV truncates
  * toward zero, POWER needs b >= 0, and DIV, MOD and FMOD by zero fail execute()
  * with PN_ERR_INVALID_ARGUMENT; integer overflow wraps. PRELU: float. A fused
- * activation needs a float output. */
+ * activation needs a float output.
+ * In detail (since 1.1): integer results are exact modulo the width of the type
+ * (two's complement): ADD, SUB, MUL and POWER (repeated multiplication) wrap, the
+ * lowest signed value divided by -1 gives itself and its MOD/FMOD gives 0; a
+ * negative POWER exponent fails execute() like a zero divisor (the message names
+ * the kind and the value). MAXIMUM, MINIMUM and the comparisons compare exactly.
+ * On floats: IEEE arithmetic (x / 0 is an infinity or NaN), MAXIMUM/MINIMUM
+ * propagate NaN, a comparison with NaN is false (EQUAL too), FMOD is C's fmod
+ * and MOD is NumPy's: fmod(a, b), plus b when that is non-zero and of the other
+ * sign than b, a zero result taking the sign of b (so a finite a MOD an infinite
+ * b of the other sign is b; an infinite a or a zero b gives NaN). */
 typedef struct pn_elementwise_binary_desc {
     uint32_t struct_size;
     pn_binary_op op;
@@ -387,7 +400,8 @@ typedef enum pn_variadic_op {
 } pn_variadic_op;
 
 /* PN_LAYER_ELEMENTWISE_VARIADIC: all inputs broadcast to the output; numeric
- * (MEAN: float). */
+ * (MEAN: float). Integer SUM wraps (since 1.1: as pn_binary_op's ADD); MAXIMUM and
+ * MINIMUM propagate NaN. */
 typedef struct pn_elementwise_variadic_desc {
     uint32_t struct_size;
     pn_variadic_op op;
@@ -406,6 +420,11 @@ typedef struct pn_fully_connected_desc {
     uint32_t flags;                             /* PN_LAYER_FLAG_* */
     const pn_activation_desc* fused_activation; /* NULL: none */
 } pn_fully_connected_desc;
+
+/* PN_LAYER_MATMUL (no descriptor): NumPy matmul of a and b (a [..., M, K] or [K],
+ * b [..., K, N] or [K], the batch dims broadcast; a rank-1 operand's added dim is
+ * not in the output). Numeric; a, b and the output have one type (since 1.1: any
+ * numeric type; integer products and sums wrap as pn_binary_op's MUL and ADD). */
 
 /* PN_LAYER_SOFTMAX along one axis (negative counts from the end). */
 typedef struct pn_softmax_desc {
@@ -451,9 +470,9 @@ typedef struct pn_transpose_desc {
 
 typedef enum pn_unary_op {
     PN_UNARY_INVALID = 0,
-    PN_UNARY_ABS = 1,          /* numeric */
-    PN_UNARY_NEG = 2,          /* signed integers and floats */
-    PN_UNARY_SIGN = 3,         /* numeric: -1, 0 or 1 (NaN stays NaN) */
+    PN_UNARY_ABS = 1,          /* numeric (the lowest signed value stays itself: it wraps) */
+    PN_UNARY_NEG = 2,          /* signed integers and floats (wraps as ABS) */
+    PN_UNARY_SIGN = 3,         /* numeric: -1, 0 or 1 (NaN stays NaN, -0.0 gives 0) */
     PN_UNARY_RECIPROCAL = 4,   /* float from here to ATANH */
     PN_UNARY_SQRT = 5,
     PN_UNARY_RSQRT = 6,        /* 1 / sqrt(x) */
@@ -483,7 +502,8 @@ typedef enum pn_unary_op {
 } pn_unary_op;
 
 /* PN_LAYER_ELEMENTWISE_UNARY: y = op(x), same shape; the output has x's type
- * except where the op says BOOL. */
+ * except where the op says BOOL. Float ops follow C99's <math.h> (a domain
+ * error gives NaN, a pole an infinity: LOG(0) = -inf, RECIPROCAL(0) = inf). */
 typedef struct pn_elementwise_unary_desc {
     uint32_t struct_size;
     pn_unary_op op;
@@ -773,14 +793,20 @@ typedef struct pn_resize_desc {
     double roi_end[PN_MAX_DIMS];     /* axis, finite (other transforms ignore them) */
 } pn_resize_desc;
 
-/* PN_LAYER_CAST: the output (same shape) has the type its info names. Float to
- * integer truncates toward zero (out of range: unspecified but no failure);
- * to BOOL: non-zero is 1; from BOOL: 0 or 1; float to narrower float rounds to
- * nearest even, and with `saturate` out-of-range values become the largest
- * finite value of their sign instead of infinity. */
+/* PN_LAYER_CAST: x of any type, the output (same shape) of the type its info
+ * names (any type; the same type copies). ONNX Cast's rules:
+ *   float to integer truncates toward zero (NaN and values out of the target's
+ *     range: unspecified, but never a failure);
+ *   integer to integer keeps the low bits (two's complement: int16 200 -> int8 -56);
+ *   anything to BOOL: non-zero (NaN included) is 1, zero (and -0.0) is 0;
+ *   BOOL to anything: 0 or 1;
+ *   to a float type: the nearest value, ties to even, rounded once from the exact
+ *     source value (float64 -> float16 never goes through float32); a value
+ *     beyond the target's range becomes an infinity, or with `saturate` the
+ *     largest finite value of its sign (infinities and NaN stay as they are). */
 typedef struct pn_cast_desc {
     uint32_t struct_size;
-    pn_bool saturate;
+    pn_bool saturate;  /* 0 or 1 */
 } pn_cast_desc;
 
 typedef enum pn_convolution_op {

@@ -31,14 +31,14 @@ uint16_t pn_float_to_bfloat16(float value); /* round to nearest even; NaN stays 
 
 /* ---- Element access ---------------------------------------------------------
  * As double: floats exactly (FLOAT64 as is), integers exactly up to 2^53, BOOL as
- * 0 or 1. Storing a double rounds to the nearest value of a float type (once, from
- * double for FLOAT32 and FLOAT64, through float32 for the 16-bit floats),
- * truncates toward zero for an integer type (NaN gives 0; values beyond the type
- * saturate) and stores v != 0 for BOOL.
+ * 0 or 1. Storing a double rounds to the nearest value of a float type, ties to
+ * even, once (the 16-bit floats too: never through a rounded float32), truncates
+ * toward zero for an integer type (NaN gives 0; values beyond the type saturate)
+ * and stores v != 0 for BOOL.
  * As integers: exact for every integer type; a float is truncated toward zero
  * (saturating, NaN gives 0); storing an integer wraps to the width of an integer
- * type (two's complement), converts to the nearest value of a float type and
- * stores v != 0 for BOOL. */
+ * type (two's complement), converts to the nearest value of a float type (rounded
+ * once from the exact integer) and stores v != 0 for BOOL. */
 
 double pn_load_double(pn_data_type dtype, const void* data, int64_t index);
 void pn_store_double(pn_data_type dtype, void* data, int64_t index, double value);
@@ -47,8 +47,10 @@ uint64_t pn_load_uint64(pn_data_type dtype, const void* data, int64_t index);
 void pn_store_int64(pn_data_type dtype, void* data, int64_t index, int64_t value);
 void pn_store_uint64(pn_data_type dtype, void* data, int64_t index, uint64_t value);
 
-/* Converts n elements of `src_dtype` at src to `dst_dtype` at dst (the rules of
- * pn_store_double / pn_store_int64, integer to integer exact modulo the width). */
+/* Converts n elements of `src_dtype` at src to `dst_dtype` at dst: a float source
+ * by pn_store_double, an integer or BOOL source by pn_store_int64 / pn_store_uint64
+ * (so integer to integer is exact modulo the width and integer to float rounds
+ * once). */
 void pn_convert(pn_data_type dst_dtype, void* dst, pn_data_type src_dtype, const void* src,
                 int64_t n);
 

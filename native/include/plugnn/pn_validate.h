@@ -65,6 +65,12 @@ pn_status pn_validate_reduce(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_normalization(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_top_k(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_cumulative(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_elementwise_unary(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_select(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_cast(const pn_layer* layer, pn_string_out* reason);
+
+/* 1 for the unary operations whose output is BOOL (IS_NAN .. IS_NEG_INF). */
+int pn_unary_op_gives_bool(pn_unary_op op);
 
 /* A fused activation (NULL is valid: none). `what` names its owner in messages. */
 pn_status pn_validate_fused_activation(const pn_activation_desc* act, const char* what,

@@ -5,11 +5,11 @@
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, cpuref_floats, cpuref_conv2d_create},
     {PN_LAYER_POOLING_2D, cpuref_floats, cpuref_pooling2d_create},
-    {PN_LAYER_ELEMENTWISE_BINARY, pn_plugin_float32_only, cpuref_binary_create},
-    {PN_LAYER_ELEMENTWISE_VARIADIC, pn_plugin_float32_only, cpuref_variadic_create},
+    {PN_LAYER_ELEMENTWISE_BINARY, cpuref_unquantized, cpuref_binary_create},
+    {PN_LAYER_ELEMENTWISE_VARIADIC, cpuref_unquantized, cpuref_variadic_create},
     {PN_LAYER_ACTIVATION, cpuref_floats, cpuref_activation_create},
     {PN_LAYER_FULLY_CONNECTED, cpuref_floats, cpuref_fully_connected_create},
-    {PN_LAYER_MATMUL, pn_plugin_float32_only, cpuref_matmul_create},
+    {PN_LAYER_MATMUL, cpuref_unquantized, cpuref_matmul_create},
     {PN_LAYER_SOFTMAX, cpuref_floats, cpuref_softmax_create},
     {PN_LAYER_BATCH_NORMALIZATION, cpuref_floats, cpuref_batch_norm_create},
     {PN_LAYER_LOCAL_RESPONSE_NORMALIZATION, cpuref_floats, cpuref_lrn_create},
@@ -33,6 +33,9 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_NORMALIZATION, cpuref_any_type, cpuref_normalization_create},
     {PN_LAYER_TOP_K, cpuref_any_type, cpuref_top_k_create},
     {PN_LAYER_CUMULATIVE, cpuref_any_type, cpuref_cumulative_create},
+    {PN_LAYER_ELEMENTWISE_UNARY, cpuref_unquantized, cpuref_unary_create},
+    {PN_LAYER_SELECT, cpuref_unquantized, cpuref_select_create},
+    {PN_LAYER_CAST, cpuref_unquantized, cpuref_cast_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};
@@ -51,6 +54,32 @@ pn_status cpuref_floats(const pn_plugin* plugin, const pn_layer* layer, pn_strin
                        plugin->id, pn_layer_kind_name(layer->kind), pn_dtype_name(dtype));
     }
     return pn_plugin_check_dtype(plugin, layer, dtype, reason);
+}
+
+/* A quantized tensor's value is quant_scale * (q - zero point): the one that holds it is named. */
+static pn_status refuse_quantized(const pn_plugin* plugin, const pn_layer* layer,
+                                  const pn_tensor_info* info, const char* role, uint32_t index,
+                                  pn_string_out* reason) {
+    if (!PN_HAS_FIELD(info, pn_tensor_info, quant_zero_point) || info->quant_scale == 0.0f) {
+        return PN_OK;
+    }
+    return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                   "%s runs %s on plain tensors only; %s %u is quantized %s (quant_scale %g, "
+                   "zero point %d), which it does not compute with", plugin->id,
+                   pn_layer_kind_name(layer->kind), role, index, pn_dtype_name(info->dtype),
+                   (double)info->quant_scale, (int)info->quant_zero_point);
+}
+
+pn_status cpuref_unquantized(const pn_plugin* plugin, const pn_layer* layer,
+                             pn_string_out* reason) {
+    pn_status s = PN_OK;
+    for (uint32_t i = 0; s == PN_OK && i < layer->num_inputs; ++i) {
+        s = refuse_quantized(plugin, layer, &layer->inputs[i], "input", i, reason);
+    }
+    for (uint32_t i = 0; s == PN_OK && i < layer->num_outputs; ++i) {
+        s = refuse_quantized(plugin, layer, &layer->outputs[i], "output", i, reason);
+    }
+    return s;
 }
 
 pn_status cpuref_any_type(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {

@@ -126,6 +126,9 @@ pn_status cpuref_create_workload(const pn_layer* layer, pn_workload** workload_o
 pn_status cpuref_floats(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
 /* Any element types: the shared validation already checked what the kind allows. */
 pn_status cpuref_any_type(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
+/* Any element types, but no quantized tensor (quant_scale != 0): the kinds that compute values
+ * (CpuRef's typed kernels read integers as plain integers). */
+pn_status cpuref_unquantized(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
 
 /* ---- Family create functions (one file each) ---------------------------- */
 
@@ -160,6 +163,9 @@ pn_status cpuref_reduce_create(void*, const pn_layer*, pn_workload**, pn_string_
 pn_status cpuref_normalization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_top_k_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_cast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
@@ -168,6 +174,24 @@ double cpuref_activate(const pn_activation_desc* act, double x);
 
 /* The op's fused activation applied to v (v itself when it has none). */
 double cpuref_fused(const cpuref_op* op, double v);
+
+/* ---- elementwise.c: what the elementwise families share ---------------------- */
+
+/* How a typed kernel computes on an element type: floats in double, signed integers in
+ * int64, unsigned integers and BOOL in uint64 (pn_elements.h loads each exactly). */
+typedef enum cpuref_domain { CPUREF_FLOAT, CPUREF_SIGNED, CPUREF_UNSIGNED } cpuref_domain;
+cpuref_domain cpuref_domain_of(pn_data_type dtype);
+
+/* The width of an element type in bits. */
+uint32_t cpuref_bits(pn_data_type dtype);
+
+/* A walk over the output (outputs[0]) in order, with each input's element offset under NumPy
+ * broadcasting: begin fills strides[k] (one row per input) and sets offsets[k] (one per input)
+ * and index to element 0; next moves them to the following output element. */
+void cpuref_broadcast_begin(const cpuref_op* op, int64_t (*strides)[PN_MAX_DIMS],
+                            int64_t* offsets, int64_t index[PN_MAX_DIMS]);
+void cpuref_broadcast_next(const cpuref_op* op, int64_t (*strides)[PN_MAX_DIMS], int64_t* offsets,
+                           int64_t index[PN_MAX_DIMS]);
 
 /* ---- Index helpers (workload.c) ------------------------------------------- */
 

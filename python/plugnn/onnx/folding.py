@@ -1,10 +1,9 @@
 """NumPy evaluation of metadata nodes whose inputs are all known at import time.
 
 These are the static shape computations exporters emit (Shape -> Gather -> Unsqueeze ->
-Concat -> Reshape, ConstantOfShape, Cast, integer arithmetic on dims) and pure data movement
-of constants (Reshape/Transpose/Concat of an initializer). Nothing here is heavy compute:
-float arithmetic always goes through Network layers (which optimize() constant-folds on a
-backend).
+Concat -> Reshape, ConstantOfShape) and pure data movement of constants (Reshape/Transpose/
+Concat of an initializer). The elementwise operators' folds (arithmetic, comparisons, Where,
+Cast, ...) follow ONNX's semantics in numeric.py.
 """
 
 from __future__ import annotations
@@ -86,18 +85,3 @@ def flatten_shape(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[int, int]:
     return int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
 
 
-def integer_binary(ctx: NodeContext, op: str) -> list[np.ndarray] | None:
-    """Add/Sub/Mul/Div of integer constants (dims arithmetic); float goes through the network."""
-    a, b = ctx.value(0), ctx.value(1)
-    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
-        return None
-    if a.dtype != b.dtype:
-        raise ctx.error(f"inputs have different element types {a.dtype} and {b.dtype}")
-    if op == "Div":
-        if np.any(b == 0):
-            raise ctx.error("integer division by zero in a constant computation")
-        q = np.abs(a) // np.abs(b)
-        result = np.where((a < 0) ^ (b < 0), -q, q)  # ONNX integer Div truncates toward zero
-    else:
-        result = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](a, b)
-    return [np.asarray(result, a.dtype)]

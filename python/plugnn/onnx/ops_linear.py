@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.onnx import numeric
 from plugnn.onnx.context import NodeContext
 from plugnn.onnx.registry import op
 
@@ -24,8 +25,22 @@ def gemm(ctx: NodeContext) -> list[Any]:
         transpose_a=bool(flags["transA"]), transpose_b=bool(flags["transB"]), name=ctx.name())]
 
 
-@op("MatMul")
+def _fold_matmul(ctx: NodeContext) -> list[Any]:
+    dtype = numeric.check_types(ctx, [(0, "A"), (1, "B")], numeric.NUMERIC)
+    a, b = np.asarray(ctx.value(0)), np.asarray(ctx.value(1))
+    if a.ndim == 0 or b.ndim == 0:
+        raise ctx.error(f"MatMul inputs must have rank >= 1, got shapes {list(a.shape)} and {list(b.shape)}")
+    try:
+        if dtype in numeric.FLOATS:
+            return [numeric.float_fold(np.matmul, [a, b], dtype)]
+        return [numeric.same_dtype(numeric.wrapping(np.matmul, a, b), a)]  # integers wrap
+    except ValueError as exc:
+        raise ctx.error(f"cannot multiply {list(a.shape)} by {list(b.shape)}: {exc}") from None
+
+
+@op("MatMul", fold=_fold_matmul)
 def matmul(ctx: NodeContext) -> list[Any]:
+    numeric.check_types(ctx, [(0, "A"), (1, "B")], numeric.NUMERIC)
     return [ctx.network.add_matmul(ctx.tensor(0, "A"), ctx.tensor(1, "B"), name=ctx.name())]
 
 

@@ -1,6 +1,10 @@
 """Shape and data-movement operators: Reshape, Flatten, Transpose, Concat, Squeeze,
 Unsqueeze, Identity, Dropout, Constant, ConstantOfShape, Shape, Cast, CastLike (Gather and
-Slice are in ops_indexing.py and ops_movement.py)."""
+Slice are in ops_indexing.py and ops_movement.py).
+
+Cast and CastLike take every pair of plugnn's element types: a CAST layer for tensors computed
+at run time (ONNX Cast's rules, backend_api.h's pn_cast_desc), a NumPy fold for values known at
+import; the float8/float6/float4, int4/int2 and string types are refused with the reason."""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from plugnn.network import Tensor
-from plugnn.onnx import folding
+from plugnn.onnx import folding, numeric
 from plugnn.onnx.context import NodeContext, np_dtype, type_name
 from plugnn.onnx.registry import op
+from plugnn.tensor import DataType
 
 
 def _dtype_of(value: Any) -> np.dtype:
@@ -195,41 +200,80 @@ def shape(ctx: NodeContext) -> list[Any]:
     return [np.asarray(dims[start:end], np.int64)]
 
 
-# ---- Cast, CastLike (metadata only) -------------------------------------------------------------
+# ---- Cast, CastLike -------------------------------------------------------------------------------
 
 
-def _cast_target(ctx: NodeContext) -> np.dtype:
+def _target(ctx: NodeContext, elem_type: int, where: str) -> DataType:
+    """The plugnn element type of an ONNX element type, or an error naming why there is none."""
+    name = type_name(elem_type)
+    try:
+        return DataType.from_any(np_dtype(elem_type))
+    except ValueError:
+        pass
+    if name.startswith(("float8", "float4", "float6")):
+        why = "the 8-, 6- and 4-bit float types are out of plugnn's scope (no plugnn element type holds them)"
+    elif name in ("int4", "uint4", "int2", "uint2"):
+        why = "4- and 2-bit integers are out of plugnn's scope (no plugnn element type holds them)"
+    else:
+        why = "plugnn tensors hold numeric and bool element types only"
+    raise ctx.error(f"{where} is {name}: {why}")
+
+
+def _cast_attributes(ctx: NodeContext) -> None:
+    saturate = int(ctx.attr("saturate", 1))
+    if saturate not in (0, 1):
+        raise ctx.unsupported_value("saturate", saturate, "0, 1")
+    round_mode = ctx.attr("round_mode", "up")
+    if round_mode not in ("up", "down", "nearest"):
+        raise ctx.unsupported_value("round_mode", round_mode, "'up', 'down', 'nearest'")
+    # Both apply to float8 targets only (ONNX), which plugnn has none of.
+
+
+def _cast_target(ctx: NodeContext) -> DataType:
+    _cast_attributes(ctx)
     to = ctx.attr("to")
     if to is None:
         raise ctx.error("attribute 'to' is required")
-    dtype = np_dtype(int(to))
-    if dtype.kind not in "biuf":
-        raise ctx.unsupported_value("to", type_name(int(to)), "numeric and bool element types")
-    return dtype
+    return _target(ctx, int(to), f"attribute 'to' = {int(to)}")
 
 
-def _cast(ctx: NodeContext, dtype: np.dtype, what: str) -> list[Any]:
-    value = ctx.value(0)
+def _like_target(ctx: NodeContext) -> DataType:
+    _cast_attributes(ctx)
+    value = ctx.value(1)
+    if isinstance(value, Tensor):
+        return value.dtype
     if isinstance(value, np.ndarray):
-        if value.dtype.kind == "f" and dtype.kind in "iu":
-            with np.errstate(invalid="ignore"):
-                return [np.trunc(value).astype(dtype)]
-        return [value.astype(dtype)]
-    if isinstance(value, Tensor) and dtype == np.float32 and _dtype_of(value) == np.float32:
-        return [ctx.network.add_identity(value, name=ctx.name())]
-    raise ctx.error(f"{what} of a tensor computed at run time to {dtype} is not supported (plugnn computes in "
-                    f"float32; Cast is imported for constants and float32 -> float32)")
+        try:
+            return DataType.from_any(value.dtype)
+        except ValueError:
+            raise ctx.error(f"input 1 (target_type) {ctx.input_name(1)!r} has element type {value.dtype}, which "
+                            f"plugnn tensors cannot hold") from None
+    raise ctx.error(f"input 1 (target_type) {ctx.input_name(1)!r} is a graph input of element type {value.dtype}, "
+                    f"which plugnn tensors cannot hold")
 
 
-@op("Cast", ("to", "saturate"), fold=lambda ctx: _cast(ctx, _cast_target(ctx), "Cast"))
+def _fold_cast(ctx: NodeContext, target: DataType) -> list[Any]:
+    value = np.asarray(ctx.value(0))
+    try:
+        DataType.from_any(value.dtype)
+    except ValueError:
+        raise ctx.error(f"input 0 (input) {ctx.input_name(0)!r} has element type {value.dtype}; plugnn casts "
+                        f"numeric and bool values only") from None
+    return [numeric.cast(value, target.numpy_dtype)]
+
+
+def _cast(ctx: NodeContext, target: DataType) -> list[Any]:
+    x = ctx.tensor(0, "input")
+    if x.dtype == target:
+        return [ctx.network.add_identity(x, name=ctx.name())]
+    return [ctx.network.add_cast(x, target, name=ctx.name())]
+
+
+@op("Cast", ("to", "saturate", "round_mode"), fold=lambda ctx: _fold_cast(ctx, _cast_target(ctx)))
 def cast(ctx: NodeContext) -> list[Any]:
-    return _cast(ctx, _cast_target(ctx), "Cast")
+    return _cast(ctx, _cast_target(ctx))
 
 
-def _cast_like(ctx: NodeContext) -> list[Any]:
-    return _cast(ctx, _dtype_of(ctx.value(1)), "CastLike")
-
-
-@op("CastLike", ("saturate",), fold=_cast_like)
+@op("CastLike", ("saturate", "round_mode"), fold=lambda ctx: _fold_cast(ctx, _like_target(ctx)))
 def cast_like(ctx: NodeContext) -> list[Any]:
-    return _cast_like(ctx)
+    return _cast(ctx, _like_target(ctx))
