@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     backends.add_argument("--dynamic-backends-path", metavar="DIR",
                           help="search only this directory for dynamic backends")
     backends.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    backends.add_argument("--reprobe", action="store_true",
+                          help="forget the cached probe verdicts and probe every plugin again")
     backends.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="log what the loader does")
     add_run_parser(commands)  # plugnn run: python/plugnn/run/, docs/run.md
@@ -42,10 +44,20 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _searched(path: str) -> str:
+    from plugnn.loader import ENTRY_POINT_GROUP, INSTALLED_TOKEN
+
+    return f"installed distributions (entry points {ENTRY_POINT_GROUP})" if path == INSTALLED_TOKEN else path
+
+
 def _backends_command(args: argparse.Namespace) -> int:
+    from plugnn import probe
     from plugnn.runtime import Runtime
 
-    with Runtime(dynamic_backends_path=args.dynamic_backends_path) as runtime:
+    if args.reprobe:
+        probe.clear_cache()
+    # Always probed, whatever PLUGNN_PROBE says: this is the command that tells what is wrong.
+    with Runtime(dynamic_backends_path=args.dynamic_backends_path, probe="process") as runtime:
         usable = runtime.describe()
         problems = [r for r in runtime.load_report if r.status != "loaded"]
         if args.json:
@@ -56,13 +68,14 @@ def _backends_command(args: argparse.Namespace) -> int:
                 "load_report": [r.as_dict() for r in runtime.load_report],
             }, indent=2))
             return 0
-        searched = ", ".join(runtime.backend_paths) or (
+        searched = ", ".join(map(_searched, runtime.backend_paths)) or (
             "nothing (no valid directory, see below)" if problems else "nothing (dynamic loading disabled)")
         print(f"Backend API {BACKEND_API_VERSION[0]}.{BACKEND_API_VERSION[1]}; searched: {searched}")
         print()
         if usable:
-            print(_table([[b["backend_id"], b["version"], b["origin"]] for b in usable],
-                         ["backend", "version", "origin"]))
+            sources = any(b["source"] for b in usable)
+            print(_table([[b["backend_id"], b["version"], b["origin"], *([b["source"] or "-"] if sources else [])]
+                          for b in usable], ["backend", "version", "origin", *(["distribution"] if sources else [])]))
         else:
             print("No usable backends.")
         if problems:
