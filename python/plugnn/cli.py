@@ -33,6 +33,16 @@ def _parser() -> argparse.ArgumentParser:
                           help="forget the cached probe verdicts and probe every plugin again")
     backends.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="log what the loader does")
+    check = commands.add_parser("check-backend", help="check that a backend plugin is right (every call in a "
+                                                       "child process; exit status 0 only when all holds)")
+    check.add_argument("path", help="the plugin file (<vendor>_<name>_backend.so[.<version>])")
+    check.add_argument("--layers", metavar="KIND[,KIND...]",
+                       help="sweep only these layer kinds (Convolution2d, Activation, ...)")
+    check.add_argument("--option", metavar="KEY=VALUE", action="append", default=[],
+                       help="an option to round-trip through set_option and get_option (repeatable)")
+    check.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="time limit of one step (default 30)")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
     add_run_parser(commands)  # plugnn run: python/plugnn/run/, docs/run.md
     return parser
 
@@ -85,6 +95,24 @@ def _backends_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_backend_command(args: argparse.Namespace) -> int:
+    from plugnn.check import check_backend
+    from plugnn.sweep import parse_kinds
+
+    layers = [k.strip() for k in args.layers.split(",") if k.strip()] if args.layers else None
+    try:
+        if layers:
+            parse_kinds(layers)
+        options = dict(option.split("=", 1) for option in args.option)
+    except ValueError as exc:
+        print(f"plugnn: error: {exc}" if "=" in str(exc) or "kind" in str(exc) else
+              f"plugnn: error: --option takes KEY=VALUE", file=sys.stderr)
+        return 2
+    report = check_backend(args.path, layers, options, args.timeout)
+    print(json.dumps(report.as_dict(), indent=2) if args.json else report.text())
+    return 0 if report.passed else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -99,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "backends":
             return _backends_command(args)
+        if args.command == "check-backend":
+            return _check_backend_command(args)
         if args.command == "run":
             try:
                 from plugnn.run.command import run_command

@@ -26,6 +26,8 @@
  *                                BACKENDFACTORY; DESTROY: pn_backend.destroy): n = 1 a NULL
  *                                dereference (SIGSEGV), 2 abort(), 3 exit(3), 4 it hangs
  *                                (sleeps forever)
+ *   MOCK_LEAK                    every backend leaks 64 bytes (BackendFactory allocates them and
+ *                                nothing frees them): plugnn check-backend's growth check finds it
  *   MOCK_WRONG_KERNEL            the RELU kernel forgets the last element of a tensor of
  *                                more than 8 elements (it copies x): a tail-loop bug that
  *                                only comparing with CpuRef finds
@@ -122,6 +124,11 @@ __attribute__((constructor)) static void mock_constructor(void) { MOCK_CRASH_POI
 #endif
 #else
 #define MOCK_CRASH_POINT(step) ((void)0)
+#endif
+
+#ifdef MOCK_LEAK
+/* Not static, so the compiler must keep every store (the version script hides it). */
+void* mock_leaked_block;
 #endif
 
 #ifdef MOCK_DEPENDENCY
@@ -1136,6 +1143,9 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     }
 #endif
     pn_backend* b = mock_new_backend();
+#ifdef MOCK_LEAK
+    mock_leaked_block = malloc(64); /* the deliberate leak: the previous block is lost */
+#endif
 #ifdef MOCK_STRUCT_SIZE
     if (b != NULL) {
         truncate_backend(b);
