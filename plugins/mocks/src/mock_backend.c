@@ -23,7 +23,8 @@
  *   MOCK_CRASH_HOW=<n>, MOCK_CRASH_IN_<step>
  *                                the plugin dies in <step> (CONSTRUCTOR: a library
  *                                constructor, run by dlopen; GETBACKENDID, GETVERSION,
- *                                BACKENDFACTORY; DESTROY: pn_backend.destroy): n = 1 a NULL
+ *                                BACKENDFACTORY; DESTROY: pn_backend.destroy; EXECUTE: the RELU
+ *                                kernel, on a tensor of exactly 17 elements): n = 1 a NULL
  *                                dereference (SIGSEGV), 2 abort(), 3 exit(3), 4 it hangs
  *                                (sleeps forever)
  *   MOCK_LEAK                    every backend leaks 64 bytes (BackendFactory allocates them and
@@ -102,6 +103,7 @@ static void mock_crash(void) {
 #define mock_crash_at_GETVERSION() ((void)0)
 #define mock_crash_at_BACKENDFACTORY() ((void)0)
 #define mock_crash_at_DESTROY() ((void)0)
+#define mock_crash_at_EXECUTE() ((void)0)
 #if defined(MOCK_CRASH_IN_CONSTRUCTOR)
 #undef mock_crash_at_CONSTRUCTOR
 #define mock_crash_at_CONSTRUCTOR() mock_crash()
@@ -119,6 +121,9 @@ __attribute__((constructor)) static void mock_constructor(void) { MOCK_CRASH_POI
 #elif defined(MOCK_CRASH_IN_DESTROY)
 #undef mock_crash_at_DESTROY
 #define mock_crash_at_DESTROY() mock_crash()
+#elif defined(MOCK_CRASH_IN_EXECUTE)
+#undef mock_crash_at_EXECUTE
+#define mock_crash_at_EXECUTE() mock_crash()
 #else
 #error "MOCK_CRASH_HOW needs one MOCK_CRASH_IN_<step>"
 #endif
@@ -358,6 +363,9 @@ static pn_status workload_execute(void* state, const pn_execute_args* args,
     switch (s->kind) {
     case PN_LAYER_ACTIVATION: {
         const float* x = (const float*)args->inputs[0].data;
+        if (s->count == 17) {
+            MOCK_CRASH_POINT(EXECUTE);
+        }
         for (int64_t i = 0; i < s->count; ++i) {
             y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         }
