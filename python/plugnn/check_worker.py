@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import os
 import sys
@@ -125,9 +126,9 @@ class Worker:
         for kind in self.kinds:
             name = sweep.kind_name(kind)
             steps.append(("layers", f"{name} {self.cases(kind)[0].name} with a wrong output shape",
-                          lambda k=kind: self.malformed(k)))
+                          functools.partial(self.malformed, kind)))
             for index, case in enumerate(self.cases(kind)):
-                steps.append(("layers", f"{name} {case.name}", lambda k=kind, i=index: self.layer(k, i)))
+                steps.append(("layers", f"{name} {case.name}", functools.partial(self.layer, kind, index)))
         return steps
 
     def entry_points(self) -> list[Result]:

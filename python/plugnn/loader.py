@@ -396,12 +396,12 @@ def _python_backend(candidate: Candidate, taken: set[str], records: list[LoadRec
     backend_id, path, source = candidate.backend_id, candidate.path, candidate.source
     problem = backend_id_problem(backend_id) or (
         f"a backend with id {backend_id!r} is already loaded" if backend_id in taken else "")
-    if not problem:
+    backend_class = candidate.backend_class
+    if not problem and backend_class is not None:
         try:
-            assert candidate.backend_class is not None
-            backend = candidate.backend_class()
+            backend = backend_class()
         except Exception as exc:  # a broken Python backend is skipped like a broken plugin
-            problem = f"{candidate.backend_class.__name__}() failed: {type(exc).__name__}: {exc}"
+            problem = f"{backend_class.__name__}() failed: {type(exc).__name__}: {exc}"
     if problem:
         _report(records, LoadRecord(path, "file", "rejected", backend_id, reason=problem, source=source))
         return None

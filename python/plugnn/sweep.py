@@ -268,7 +268,9 @@ ANY_TYPES = (DataType.INT8, DataType.UINT8, DataType.INT32, DataType.INT64, Data
 
 
 def concat(rng: np.random.Generator) -> Iterator[Case | None]:
-    for shapes, axis in [([(2, 3), (2, 4)], 1), ([(1, 2, 3), (2, 2, 3), (3, 2, 3)], 0), ([(2, 3, 1)] * 2, -1)]:
+    layouts: list[tuple[list[tuple[int, ...]], int]] = [
+        ([(2, 3), (2, 4)], 1), ([(1, 2, 3), (2, 2, 3), (3, 2, 3)], 0), ([(2, 3, 1)] * 2, -1)]
+    for shapes, axis in layouts:
         arrays = [_data(rng, s, F32) for s in shapes]
         yield _case(d.LayerKind.CONCAT, "concat" + "".join(_shape_text(s) for s in shapes) + f" axis {axis}",
                     d.ConcatDescriptor(axis), arrays)
