@@ -200,10 +200,12 @@ def installed_backends(records: list[LoadRecord] | None = None,
     A distribution whose entry point fails to load, or names something else, is reported
     and skipped.
     """
-    from importlib.metadata import entry_points
-
     seen = {} if seen is None else seen
     found: list[Candidate] = []
+    if not _group_named_on_path():
+        return found
+    from importlib.metadata import entry_points
+
     points = sorted(entry_points(group=ENTRY_POINT_GROUP),
                     key=lambda ep: (getattr(getattr(ep, "dist", None), "name", "") or "", ep.name))
     for point in points:
@@ -239,6 +241,31 @@ def installed_backends(records: list[LoadRecord] | None = None,
                 if candidate is not None:
                     found.append(Candidate(candidate, source))
     return found
+
+
+def _group_named_on_path() -> bool:
+    """Whether any distribution on sys.path declares the group: a look at the entry_points.txt
+    of each *.dist-info / *.egg-info directory, so that a runtime without installed backends
+    does not pay for importing importlib.metadata (several times the rest of its start-up)."""
+    import sys
+
+    marker = f"[{ENTRY_POINT_GROUP}]"
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as listing:
+                infos = [e.path for e in listing if e.name.endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            if os.path.isfile(entry):  # a zip on sys.path: let importlib.metadata look inside
+                return True
+            continue
+        for info in infos:
+            try:
+                with open(os.path.join(info, "entry_points.txt"), encoding="utf-8") as f:
+                    if marker in f.read():
+                        return True
+            except OSError:
+                continue
+    return False
 
 
 def _entry_point_paths(point: Any) -> list[str] | type[Backend]:
