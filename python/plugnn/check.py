@@ -243,7 +243,7 @@ class _Outcome:
 
 def _run_worker(command: list[str], step_timeout: float) -> _Outcome:
     outcome = _Outcome([])
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(probe._environment(), PYTHONUNBUFFERED="1")  # a sanitizer's signal handlers off, as in the probe
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env=env, start_new_session=True)
     assert process.stdout is not None and process.stderr is not None

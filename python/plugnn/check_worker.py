@@ -51,7 +51,15 @@ def _relu_layer() -> LayerSpec:
 
 
 def _heap_in_use() -> int | None:
-    """Bytes malloc has handed out (glibc's mallinfo2), or None where there is no such call."""
+    """Bytes malloc has handed out: the sanitizer allocator's count when one is loaded (it
+    replaces malloc), else glibc's mallinfo2; None where there is neither."""
+    try:
+        allocated = ctypes.CDLL(None).__sanitizer_get_current_allocated_bytes
+    except (AttributeError, OSError):
+        allocated = None
+    if allocated is not None:
+        allocated.restype = ctypes.c_size_t
+        return int(allocated())
 
     class Mallinfo2(ctypes.Structure):
         _fields_ = [(name, ctypes.c_size_t) for name in (

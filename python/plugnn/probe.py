@@ -48,11 +48,11 @@ _STEPS = {
     "destroy": "pn_backend.destroy",
     "dlclose": "dlclose (unloading the library: its destructors)",
 }
-# A sanitizer runtime inherited through LD_PRELOAD must not turn the plugin's signal into
-# an exit of its own (the probe reports signals as they are), nor fail the probe for what
-# the plugin leaks (plugnn check-backend's lifecycle check measures that).
-_ASAN_SIGNALS = ("handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:"
-                 "detect_leaks=0")
+# A sanitizer runtime inherited through LD_PRELOAD (ASan, UBSan) must not turn the plugin's
+# signal into an exit of its own (the probe reports signals as they are), nor fail the probe
+# for what the plugin leaks (plugnn check-backend's lifecycle check measures that).
+_SANITIZER_SIGNALS = "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0"
+_SANITIZER_OPTIONS = {"ASAN_OPTIONS": _SANITIZER_SIGNALS + ":detect_leaks=0", "UBSAN_OPTIONS": _SANITIZER_SIGNALS}
 
 
 class ProbeResult(NamedTuple):
@@ -262,9 +262,11 @@ def _last_line(data: bytes | bytearray, limit: int = 200) -> str:
 
 
 def _environment() -> dict[str, str]:
+    """This process's environment for a child that runs plugin code (the probe, check-backend's
+    worker): with a preloaded sanitizer's own signal handling and leak check off."""
     env = dict(os.environ)
-    asan = env.get("ASAN_OPTIONS", "")
-    env["ASAN_OPTIONS"] = f"{asan}:{_ASAN_SIGNALS}" if asan else _ASAN_SIGNALS
+    for name, options in _SANITIZER_OPTIONS.items():
+        env[name] = f"{env[name]}:{options}" if env.get(name) else options
     return env
 
 

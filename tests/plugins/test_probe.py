@@ -36,7 +36,6 @@ CRASHES = {
 def short_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLUGNN_PROBE_TIMEOUT", "1")
     monkeypatch.delenv("PLUGNN_PROBE", raising=False)
-    monkeypatch.delenv("PLUGNN_PROBE_HELPER", raising=False)
     probe.forget()
 
 
@@ -95,12 +94,12 @@ def test_a_verdict_is_cached_per_file_and_a_changed_file_is_probed_again(plugin_
     # A new process (the memory forgotten) finds both verdicts on disk and runs no probe:
     # with the helper gone, the crash is still known.
     probe.forget()
-    monkeypatch.setenv("PLUGNN_PROBE_HELPER", str(directory / "no-such-helper"))
-    with Runtime(dynamic_backends_path=directory) as runtime:
-        found = records(runtime)
-        assert found["Mock_Valid_backend.so"].probe == "passed (cached)"
-        assert found["Mock_SegvFactory_backend.so"].reason.startswith("SIGSEGV in BackendFactory")
-    monkeypatch.delenv("PLUGNN_PROBE_HELPER")
+    with monkeypatch.context() as patch:
+        patch.setenv("PLUGNN_PROBE_HELPER", str(directory / "no-such-helper"))
+        with Runtime(dynamic_backends_path=directory) as runtime:
+            found = records(runtime)
+            assert found["Mock_Valid_backend.so"].probe == "passed (cached)"
+            assert found["Mock_SegvFactory_backend.so"].reason.startswith("SIGSEGV in BackendFactory")
 
     # The same file, changed on disk (size and mtime): probed again.
     valid = directory / "Mock_Valid_backend.so"
@@ -169,6 +168,7 @@ def test_a_bad_time_limit_is_a_configuration_error(plugin_dir: PluginDir, monkey
 
 def test_the_probe_helper_is_installed_with_the_package() -> None:
     assert os.access(probe.HELPER, os.X_OK), probe.HELPER
-    out = subprocess.run([probe.HELPER, "/no/such/plugin.so"], capture_output=True, text=True, timeout=30).stdout
+    out = subprocess.run([probe.HELPER, "/no/such/plugin.so"], capture_output=True, text=True, timeout=30,
+                         env=probe._environment()).stdout
     assert out.splitlines()[0] == f"plugnn-probe {probe.PROTOCOL}"
     assert out.splitlines()[-1] == "done"
