@@ -142,6 +142,14 @@ def check_backend(path: str | os.PathLike[str], layers: list[str] | None = None,
     _probe(report)
     _exports(report)
     _worker(report, layers, options or {}, step_timeout)
+    if not layers and report.checks["layers"].ran:
+        from plugnn.descriptors import LayerKind
+        from plugnn.sweep import GENERATORS, NOT_SWEPT, kind_name
+
+        missing = [kind_name(k) for k in LayerKind if k not in GENERATORS and k not in NOT_SWEPT]
+        if missing:
+            report.checks["layers"].notes.append(f"kinds without a generator in plugnn.sweep, not swept: "
+                                                 f"{', '.join(missing)}")
     return report
 
 
