@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the tests that execute plugin code with all of it built with AddressSanitizer and
-# UndefinedBehaviorSanitizer (the common plugin library, CpuRef and every mock plugin), the
-# sanitizer runtime preloaded into the Python interpreter. The sanitized CpuRef is found
-# through PLUGNN_DYNAMIC_BACKEND_PATHS.
+# UndefinedBehaviorSanitizer (the common plugin library, CpuRef, the probe helper and every
+# mock plugin), the sanitizer runtime preloaded into the Python interpreter. The sanitized
+# CpuRef is found through PLUGNN_DYNAMIC_BACKEND_PATHS, the sanitized plugnn-probe through
+# PLUGNN_PROBE_HELPER.
 #   bash scripts/sanitize.sh [pytest args...]
 # Default tests: the plugin, runtime and conformance tests (every test that runs C code).
 # Needs the package installed (pip install '.[test]') and gcc's libasan/libubsan.
@@ -25,11 +26,13 @@ cmake --build "$work/mocks" --parallel >> "$work/build.log"
 
 if [ $# -eq 0 ]; then
   set -- tests/plugins/test_loading.py tests/plugins/test_proxy.py tests/plugins/test_network_lifecycle.py \
+         tests/plugins/test_probe.py tests/plugins/test_entry_points.py tests/plugins/test_check_backend.py \
          tests/runtime tests/conformance tests/onnx tests/e2e tests/cpuacc
 fi
 cd "$repo"
 env PLUGNN_TEST_MOCKS_DIR="$work/mocks/out" \
     PLUGNN_DYNAMIC_BACKEND_PATHS="$work/prefix/backends" \
+    PLUGNN_PROBE_HELPER="$work/prefix/libexec/plugnn-probe" \
     ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" \
     LSAN_OPTIONS="suppressions=$repo/scripts/lsan_python.supp:print_suppressions=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \

@@ -19,6 +19,20 @@ REPO = Path(__file__).resolve().parent.parent
 MOCKS_SOURCE = REPO / "plugins" / "mocks"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Probe verdicts go to a cache directory of the session's own, never the user's
+    (child processes inherit it through the environment)."""
+    directory = tmp_path_factory.mktemp("xdg_cache")
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(directory)
+    yield directory
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
+
+
 @pytest.fixture(scope="session")
 def mock_out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build every mock plugin; returns the directory holding one folder per mock.

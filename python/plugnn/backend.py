@@ -170,13 +170,16 @@ class BackendContext(ABC):
 class Backend(ABC):
     """One backend instance, owned by one runtime.
 
-    `backend_id` names it; `origin` is "static" or the plugin's file path;
-    `version` is the backend API version it was built for; `host_memory` says its
+    `backend_id` names it; `origin` is "static" or the plugin's file path; `source` the
+    installed distribution that provided it through the plugnn.backends entry-point group
+    ("acme-plugnn 0.1.0"), else ""; `version` is the backend API version it was built for;
+    `host_memory` says its
     tensors are plain host memory that other host-memory backends may share.
     """
 
     backend_id: str = ""
     origin: str = "static"
+    source: str = ""
     version: tuple[int, int] = (0, 0)
     host_memory: bool = True
 

@@ -29,8 +29,20 @@ def _parser() -> argparse.ArgumentParser:
     backends.add_argument("--dynamic-backends-path", metavar="DIR",
                           help="search only this directory for dynamic backends")
     backends.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    backends.add_argument("--reprobe", action="store_true",
+                          help="forget the cached probe verdicts and probe every plugin again")
     backends.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="log what the loader does")
+    check = commands.add_parser("check-backend", help="check that a backend plugin is right (every call in a "
+                                                       "child process; exit status 0 only when all holds)")
+    check.add_argument("path", help="the plugin file (<vendor>_<name>_backend.so[.<version>])")
+    check.add_argument("--layers", metavar="KIND[,KIND...]",
+                       help="sweep only these layer kinds (Convolution2d, Activation, ...)")
+    check.add_argument("--option", metavar="KEY=VALUE", action="append", default=[],
+                       help="an option to round-trip through set_option and get_option (repeatable)")
+    check.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="time limit of one step (default 30)")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
     add_run_parser(commands)  # plugnn run: python/plugnn/run/, docs/run.md
     return parser
 
@@ -42,10 +54,20 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _searched(path: str) -> str:
+    from plugnn.loader import ENTRY_POINT_GROUP, INSTALLED_TOKEN
+
+    return f"installed distributions (entry points {ENTRY_POINT_GROUP})" if path == INSTALLED_TOKEN else path
+
+
 def _backends_command(args: argparse.Namespace) -> int:
+    from plugnn import probe
     from plugnn.runtime import Runtime
 
-    with Runtime(dynamic_backends_path=args.dynamic_backends_path) as runtime:
+    if args.reprobe:
+        probe.clear_cache()
+    # Always probed, whatever PLUGNN_PROBE says: this is the command that tells what is wrong.
+    with Runtime(dynamic_backends_path=args.dynamic_backends_path, probe="process") as runtime:
         usable = runtime.describe()
         problems = [r for r in runtime.load_report if r.status != "loaded"]
         if args.json:
@@ -56,13 +78,14 @@ def _backends_command(args: argparse.Namespace) -> int:
                 "load_report": [r.as_dict() for r in runtime.load_report],
             }, indent=2))
             return 0
-        searched = ", ".join(runtime.backend_paths) or (
+        searched = ", ".join(map(_searched, runtime.backend_paths)) or (
             "nothing (no valid directory, see below)" if problems else "nothing (dynamic loading disabled)")
         print(f"Backend API {BACKEND_API_VERSION[0]}.{BACKEND_API_VERSION[1]}; searched: {searched}")
         print()
         if usable:
-            print(_table([[b["backend_id"], b["version"], b["origin"]] for b in usable],
-                         ["backend", "version", "origin"]))
+            sources = any(b["source"] for b in usable)
+            print(_table([[b["backend_id"], b["version"], b["origin"], *([b["source"] or "-"] if sources else [])]
+                          for b in usable], ["backend", "version", "origin", *(["distribution"] if sources else [])]))
         else:
             print("No usable backends.")
         if problems:
@@ -70,6 +93,24 @@ def _backends_command(args: argparse.Namespace) -> int:
             print(_table([[r.status, r.path, r.backend_id or "-", r.reason] for r in problems],
                          ["status", "path", "backend", "reason"]))
     return 0
+
+
+def _check_backend_command(args: argparse.Namespace) -> int:
+    from plugnn.check import check_backend
+    from plugnn.sweep import parse_kinds
+
+    layers = [k.strip() for k in args.layers.split(",") if k.strip()] if args.layers else None
+    try:
+        if layers:
+            parse_kinds(layers)
+        options = dict(option.split("=", 1) for option in args.option)
+    except ValueError as exc:
+        print(f"plugnn: error: {exc}" if "=" in str(exc) or "kind" in str(exc) else
+              f"plugnn: error: --option takes KEY=VALUE", file=sys.stderr)
+        return 2
+    report = check_backend(args.path, layers, options, args.timeout)
+    print(json.dumps(report.as_dict(), indent=2) if args.json else report.text())
+    return 0 if report.passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "backends":
             return _backends_command(args)
+        if args.command == "check-backend":
+            return _check_backend_command(args)
         if args.command == "run":
             try:
                 from plugnn.run.command import run_command

@@ -17,6 +17,14 @@ class BackendLoadError(PlugnnError):
         super().__init__(f"cannot load backend {path}: {reason}")
 
 
+class ConfigurationError(PlugnnError, ValueError):
+    """A bad setting of the runtime: an argument or environment variable (probe mode, time limit)."""
+
+
+class ProbeUnavailableError(PlugnnError):
+    """The plugin probe (plugnn-probe) cannot be run: missing, not executable, or broken."""
+
+
 class BackendError(PlugnnError):
     """A call into a backend failed; names the backend, the call and the C status."""
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from plugnn.backend import Backend, BackendContext
 from plugnn.errors import PlugnnError, RuntimeClosedError, UnknownBackendError
 from plugnn.loader import LoadRecord, backend_paths, load_dynamic_backends
+from plugnn.probe import probe_mode
 from plugnn.registry import BackendRegistry
 
 if TYPE_CHECKING:  # the network stages (and NumPy) load with the first network, not at start-up
@@ -31,13 +32,19 @@ class Runtime:
 
     `dynamic_backends_path` replaces the search list with one directory;
     `dynamic_backends=False` loads no plugin; `backend_options` maps a backend id to its
-    string options, applied before the backend is used. Close it (or use `with`) to
-    destroy the backend instances and unload their libraries.
+    string options, applied before the backend is used. `probe` is "process" (the
+    default, or the environment variable PLUGNN_PROBE): a plugin file this process has
+    not loaded yet is first run in a child process (plugnn-probe), and one that crashes,
+    exits or hangs there is rejected without being loaded; "none" loads plugins
+    unprobed. Close the runtime (or use `with`) to destroy the backend instances and
+    unload their libraries.
     """
 
     def __init__(self, dynamic_backends_path: str | os.PathLike[str] | None = None,
                  dynamic_backends: bool = True,
-                 backend_options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 backend_options: Mapping[str, Mapping[str, Any]] | None = None,
+                 probe: str | None = None) -> None:
+        mode = probe_mode(probe)
         self._records: list[LoadRecord] = []
         self._backends: dict[str, Backend] = {}
         self._contexts: dict[str, BackendContext] = {}
@@ -49,7 +56,7 @@ class Runtime:
             self._create_static_backends()
             if dynamic_backends:
                 self._paths = backend_paths(dynamic_backends_path, self._records)
-                for backend in load_dynamic_backends(self._paths, self._backends, self._records):
+                for backend in load_dynamic_backends(self._paths, self._backends, self._records, probe_mode=mode):
                     self._backends[backend.backend_id] = backend
             self._apply_options(backend_options or {})
             for backend_id, backend in self._backends.items():
@@ -139,10 +146,10 @@ class Runtime:
         return ""
 
     def describe(self) -> list[dict[str, Any]]:
-        """One row per usable backend: id, version, origin, host memory."""
+        """One row per usable backend: id, version, origin, source (the distribution), host memory."""
         self._check_open()
         return [{"backend_id": b.backend_id, "version": "{}.{}".format(*b.version), "origin": b.origin,
-                 "host_memory": b.host_memory} for b in self._backends.values()]
+                 "source": b.source, "host_memory": b.host_memory} for b in self._backends.values()]
 
     # -- networks --------------------------------------------------------------------
 

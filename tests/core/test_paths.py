@@ -8,9 +8,9 @@ from plugnn import loader
 from plugnn.loader import ENV_VAR, LoadRecord, backend_paths
 
 
-def test_default_is_the_bundled_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_is_the_bundled_directory_then_the_installed_backends(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_VAR, raising=False)
-    assert backend_paths() == [loader.BUNDLED_DIR]
+    assert backend_paths() == [loader.BUNDLED_DIR, loader.INSTALLED_TOKEN]
     assert Path(loader.BUNDLED_DIR, "Plugnn_CpuRef_backend.so").is_file()
 
 

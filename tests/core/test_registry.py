@@ -71,7 +71,8 @@ def test_registered_backend_appears_in_every_new_runtime() -> None:
     with Runtime(dynamic_backends=False) as r1, Runtime(dynamic_backends=False) as r2:
         assert r1.backend_ids == r2.backend_ids == ["PyNeg"]
         assert r1.backend("PyNeg") is not r2.backend("PyNeg")
-        assert r1.describe() == [{"backend_id": "PyNeg", "version": "0.0", "origin": "static", "host_memory": True}]
+        assert r1.describe() == [{"backend_id": "PyNeg", "version": "0.0", "origin": "static", "source": "",
+                                 "host_memory": True}]
         assert r1.load_report[0].kind == "static" and r1.load_report[0].status == "loaded"
 
 

@@ -20,6 +20,18 @@
  *                                and create_workload_factory (refuses every workload), from
  *                                the plugin skeleton with no kinds
  *   MOCK_DEPENDENCY              BackendFactory calls mock_dep_value() from libmock_dep.so
+ *   MOCK_CRASH_HOW=<n>, MOCK_CRASH_IN_<step>
+ *                                the plugin dies in <step> (CONSTRUCTOR: a library
+ *                                constructor, run by dlopen; GETBACKENDID, GETVERSION,
+ *                                BACKENDFACTORY; DESTROY: pn_backend.destroy; EXECUTE: the RELU
+ *                                kernel, on a tensor of exactly 17 elements): n = 1 a NULL
+ *                                dereference (SIGSEGV), 2 abort(), 3 exit(3), 4 it hangs
+ *                                (sleeps forever)
+ *   MOCK_LEAK                    every backend leaks 64 bytes (BackendFactory allocates them and
+ *                                nothing frees them): plugnn check-backend's growth check finds it
+ *   MOCK_WRONG_KERNEL            the RELU kernel forgets the last element of a tensor of
+ *                                more than 8 elements (it copies x): a tail-loop bug that
+ *                                only comparing with CpuRef finds
  *
  * Without MOCK_MINIMAL the backend is complete (see README.md): options "events",
  * "fail", "num_threads", "which"; ACTIVATION RELU, ELEMENTWISE_BINARY ADD and
@@ -28,6 +40,9 @@
  * a memory manager; a backend context. Every call (but get_option) is appended to
  * an event log kept in the backend instance. Nothing is printed; no global state.
  */
+#ifdef MOCK_CRASH_HOW
+#define _POSIX_C_SOURCE 200809L /* sleep() */
+#endif
 #include "plugnn/plugin_common.h"
 #include "plugnn/pn_plugin.h"
 
@@ -60,6 +75,70 @@
 /* Not static, so a mock that omits BackendFactory (or whose factory returns NULL)
  * still compiles warning-free; the version script hides it anyway. */
 pn_backend* mock_new_backend(void);
+
+#ifdef MOCK_CRASH_HOW
+#include <unistd.h>
+
+/* Dies the way MOCK_CRASH_HOW says. The NULL pointer is read through a volatile
+ * object, so the compiler cannot see it is NULL and must emit the real access; in a
+ * sanitized build UBSan must not turn that access into a report and an exit of its own. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((no_sanitize("undefined")))
+#endif
+static void mock_crash(void) {
+#if MOCK_CRASH_HOW == 1
+    volatile int* volatile pointer = NULL;
+    *pointer = 1;
+#elif MOCK_CRASH_HOW == 2
+    abort();
+#elif MOCK_CRASH_HOW == 3
+    exit(3);
+#elif MOCK_CRASH_HOW == 4
+    for (;;) {
+        sleep(1);
+    }
+#else
+#error "MOCK_CRASH_HOW must be 1 (SIGSEGV), 2 (abort), 3 (exit(3)) or 4 (hang)"
+#endif
+}
+#define MOCK_CRASH_POINT(step) mock_crash_at_##step()
+#define mock_crash_at_CONSTRUCTOR() ((void)0)
+#define mock_crash_at_GETBACKENDID() ((void)0)
+#define mock_crash_at_GETVERSION() ((void)0)
+#define mock_crash_at_BACKENDFACTORY() ((void)0)
+#define mock_crash_at_DESTROY() ((void)0)
+#define mock_crash_at_EXECUTE() ((void)0)
+#if defined(MOCK_CRASH_IN_CONSTRUCTOR)
+#undef mock_crash_at_CONSTRUCTOR
+#define mock_crash_at_CONSTRUCTOR() mock_crash()
+/* Runs when the library is loaded, before dlopen returns. */
+__attribute__((constructor)) static void mock_constructor(void) { MOCK_CRASH_POINT(CONSTRUCTOR); }
+#elif defined(MOCK_CRASH_IN_GETBACKENDID)
+#undef mock_crash_at_GETBACKENDID
+#define mock_crash_at_GETBACKENDID() mock_crash()
+#elif defined(MOCK_CRASH_IN_GETVERSION)
+#undef mock_crash_at_GETVERSION
+#define mock_crash_at_GETVERSION() mock_crash()
+#elif defined(MOCK_CRASH_IN_BACKENDFACTORY)
+#undef mock_crash_at_BACKENDFACTORY
+#define mock_crash_at_BACKENDFACTORY() mock_crash()
+#elif defined(MOCK_CRASH_IN_DESTROY)
+#undef mock_crash_at_DESTROY
+#define mock_crash_at_DESTROY() mock_crash()
+#elif defined(MOCK_CRASH_IN_EXECUTE)
+#undef mock_crash_at_EXECUTE
+#define mock_crash_at_EXECUTE() mock_crash()
+#else
+#error "MOCK_CRASH_HOW needs one MOCK_CRASH_IN_<step>"
+#endif
+#else
+#define MOCK_CRASH_POINT(step) ((void)0)
+#endif
+
+#ifdef MOCK_LEAK
+/* Not static, so the compiler must keep every store (the version script hides it). */
+void* mock_leaked_block;
+#endif
 
 #ifdef MOCK_DEPENDENCY
 /* Defined in libmock_dep.so (src/dep.c), which the tests never ship. */
@@ -288,9 +367,17 @@ static pn_status workload_execute(void* state, const pn_execute_args* args,
     switch (s->kind) {
     case PN_LAYER_ACTIVATION: {
         const float* x = (const float*)args->inputs[0].data;
+        if (s->count == 17) {
+            MOCK_CRASH_POINT(EXECUTE);
+        }
         for (int64_t i = 0; i < s->count; ++i) {
             y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         }
+#ifdef MOCK_WRONG_KERNEL
+        if (s->count > 8) {
+            y[s->count - 1] = x[s->count - 1]; /* the deliberate bug: the tail is not rectified */
+        }
+#endif
         break;
     }
     case PN_LAYER_ELEMENTWISE_BINARY: {
@@ -901,6 +988,7 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
 }
 
 static void backend_destroy(pn_backend* backend) {
+    MOCK_CRASH_POINT(DESTROY);
     mock_backend* b = as_mock(backend);
     free(b->log);
     free(b);
@@ -1038,6 +1126,7 @@ static void truncate_backend(pn_backend* b) {
 
 #ifndef MOCK_OMIT_GETBACKENDID
 PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) {
+    MOCK_CRASH_POINT(GETBACKENDID);
 #ifdef MOCK_ID_NULL
     return NULL;
 #else
@@ -1048,6 +1137,7 @@ PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) {
 
 #ifndef MOCK_OMIT_GETVERSION
 PLUGNN_BACKEND_EXPORT void GetVersion(uint32_t* major_out, uint32_t* minor_out) {
+    MOCK_CRASH_POINT(GETVERSION);
     *major_out = (uint32_t)(MOCK_MAJOR);
     *minor_out = (uint32_t)(MOCK_MINOR);
 }
@@ -1055,6 +1145,7 @@ PLUGNN_BACKEND_EXPORT void GetVersion(uint32_t* major_out, uint32_t* minor_out) 
 
 #ifndef MOCK_OMIT_BACKENDFACTORY
 PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
+    MOCK_CRASH_POINT(BACKENDFACTORY);
 #ifdef MOCK_FACTORY_NULL
     return NULL;
 #else
@@ -1064,6 +1155,9 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     }
 #endif
     pn_backend* b = mock_new_backend();
+#ifdef MOCK_LEAK
+    mock_leaked_block = malloc(64); /* the deliberate leak: the previous block is lost */
+#endif
 #ifdef MOCK_STRUCT_SIZE
     if (b != NULL) {
         truncate_backend(b);
