@@ -320,7 +320,7 @@ def _load_error(nodes: list[Any], inputs: dict[str, Any], inits: dict[str, Any] 
 
 @pytest.mark.parametrize("nodes, inputs, inits, opset, message", [
     ([N("Frobnicate", ["x"], ["y"], name="frob1")], {"x": [2]}, {}, 17,
-     "node 'frob1' (#0, Frobnicate): operator 'Frobnicate' is not supported; plugnn imports: Abs, Acos"),
+     "node 'frob1' (#0, Frobnicate): operator 'Frobnicate' is not supported; plugnn imports "),
     ([N("Relu", ["x"], ["y"], domain="com.example")], {"x": [2]}, {}, 17,
      "node #0 (Relu, unnamed, output 'y'): operator domain 'com.example' is not supported"),
     ([N("Relu", ["x"], ["y"], foo=1)], {"x": [2]}, {}, 17,
@@ -394,6 +394,15 @@ def _load_error(nodes: list[Any], inputs: dict[str, Any], inits: dict[str, Any] 
 ])
 def test_errors_name_node_operator_and_attribute(nodes, inputs, inits, opset, message) -> None:  # type: ignore[no-untyped-def]
     assert message in _load_error(nodes, inputs, inits, opset)
+
+
+def test_an_unknown_operator_gets_the_count_and_the_nearest_names() -> None:
+    message = _load_error([N("Reshap", ["x", "s"], ["y"], name="typo")], {"x": [2]},
+                          {"s": np.array([2], np.int64)}, 17)
+    count = len(plugnn.onnx.OPERATORS)
+    assert message.endswith(f"operator 'Reshap' is not supported; plugnn imports {count} operators of the default "
+                            "domain (plugnn.onnx.OPERATORS, docs/onnx.md); nearest: Reshape"), message
+    assert "nearest" not in _load_error([N("Qqq", ["x"], ["y"])], {"x": [2]}, {}, 17)
 
 
 def test_opset_newer_than_onnx_knows() -> None:

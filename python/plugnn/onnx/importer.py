@@ -9,6 +9,7 @@ nodes whose inputs are all known and whose operator is pure metadata are evaluat
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ from plugnn.onnx.registry import OPS
 from plugnn.tensor import DataType
 
 __all__ = ["DynamicShapeError", "NeedsConstantError", "import_model", "load", "read_initializers", "read_model",
-           "supported_operators"]
+           "supported_operators", "unsupported_hint"]
 
 MIN_OPSET = 7
 
@@ -41,6 +42,15 @@ MIN_OPSET = 7
 def supported_operators() -> list[str]:
     _register_all()
     return sorted(OPS)
+
+
+def unsupported_hint(op_types: Sequence[str]) -> str:
+    """What an error about operators plugnn does not import adds: how many it does import, where
+    they are listed, and the nearest names (a misspelling, a neighbour of the same family)."""
+    supported = supported_operators()
+    near = sorted({m for op_type in op_types for m in difflib.get_close_matches(op_type, supported, n=3, cutoff=0.6)})
+    text = f"plugnn imports {len(supported)} operators of the default domain (plugnn.onnx.OPERATORS, docs/onnx.md)"
+    return text + (f"; nearest: {', '.join(near)}" if near else "")
 
 
 def _register_all() -> None:
@@ -311,8 +321,7 @@ class _Importer(ImportState):
             if n and v is None:
                 raise ctx.error(f"input {i} {n!r} is produced by no earlier node, initializer or graph input")
         if converter is None:
-            raise ctx.error(f"operator {node.op_type!r} is not supported; plugnn imports: "
-                            f"{', '.join(supported_operators())}")
+            raise ctx.error(f"operator {node.op_type!r} is not supported; {unsupported_hint([node.op_type])}")
         ctx.check_attributes(converter)
         outputs: Sequence[Value] | None = None
         try:

@@ -12,7 +12,7 @@ import numpy as np
 
 from plugnn.errors import ModelError
 from plugnn.onnx.context import np_dtype, onnx_module
-from plugnn.onnx.importer import read_initializers, read_model, supported_operators
+from plugnn.onnx.importer import read_initializers, read_model, supported_operators, unsupported_hint
 
 Dim = int | str | None
 
@@ -110,7 +110,7 @@ class SessionModel:
                 parts.append(f"operator(s) {', '.join(missing)} are not supported")
             if foreign:
                 parts.append(f"operator(s) {', '.join(foreign)} are outside the default ai.onnx domain")
-            raise ModelError(f"{self.source}: {'; '.join(parts)}; plugnn imports: {', '.join(sorted(supported))}")
+            raise ModelError(f"{self.source}: {'; '.join(parts)}; {unsupported_hint(missing)}")
 
     @property
     def dynamic(self) -> bool:
