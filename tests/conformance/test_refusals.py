@@ -12,14 +12,24 @@ from plugnn import _marshal
 from plugnn.descriptors import (
     ActivationDescriptor,
     BatchNormalizationDescriptor,
+    CastDescriptor,
     Convolution2dDescriptor,
+    CumulativeDescriptor,
+    ElementwiseBinaryDescriptor,
+    ElementwiseUnaryDescriptor,
     LayerKind,
+    PoolingDescriptor,
+    ReduceDescriptor,
+    ResizeDescriptor,
+    ScatterDescriptor,
+    TopKDescriptor,
 )
+from plugnn.layers import LayerSpec
 from plugnn._abi import ffi
 from plugnn.native import NativeBackend
-from plugnn.tensor import DataType
+from plugnn.tensor import DataType, TensorInfo
 
-from .conftest import layer_spec, run_layer
+from .conftest import assert_refused, layer_spec, run_layer
 
 MALFORMED = {
     "weights of the wrong depth": layer_spec(LayerKind.CONVOLUTION_2D, Convolution2dDescriptor(),
@@ -69,3 +79,35 @@ def test_a_kind_newer_than_the_backend_is_refused_not_failed(backend) -> None:
     status = backend._fn("is_layer_supported")(backend._c, c_layer, supported, out)
     assert status == 0 and supported[0] == 0
     assert ffi.string(reason).decode() == f"{backend.backend_id} does not know layer kind 99"
+
+
+# ---- quantized tensors: CpuRef computes with plain integers only ------------------------------------
+
+T = DataType
+Q = TensorInfo((4,), T.INT8, quant_scale=0.25, quant_zero_point=-2)  # real = 0.25 * (q + 2)
+I8 = TensorInfo((4,), T.INT8)
+
+
+@pytest.mark.parametrize("kind, descriptor, inputs, outputs", [
+    (LayerKind.CAST, CastDescriptor(), (Q,), (TensorInfo((4,), T.FLOAT32),)),
+    (LayerKind.ELEMENTWISE_UNARY, ElementwiseUnaryDescriptor("abs"), (Q,), (I8,)),
+    (LayerKind.ELEMENTWISE_BINARY, ElementwiseBinaryDescriptor("add"), (Q, I8), (I8,)),
+    (LayerKind.SELECT, None, (TensorInfo((4,), T.BOOL), Q, Q), (I8,)),
+    (LayerKind.REDUCE, ReduceDescriptor("sum", (0,)), (Q,), (TensorInfo((1,), T.INT8),)),
+    (LayerKind.CUMULATIVE, CumulativeDescriptor("sum", 0), (Q,), (I8,)),
+    (LayerKind.TOP_K, TopKDescriptor(0), (Q,), (TensorInfo((2,), T.INT8), TensorInfo((2,), T.INT64))),
+    (LayerKind.POOLING, PoolingDescriptor("max", kernel=(2,), strides=(1,), pads_begin=(0,), pads_end=(0,),
+                                          dilations=(1,)),
+     (TensorInfo((1, 1, 4), T.INT8, quant_scale=0.25, quant_zero_point=-2),), (TensorInfo((1, 1, 3), T.INT8),)),
+    (LayerKind.RESIZE, ResizeDescriptor("nearest", scales=(2.0,)), (Q,), (TensorInfo((8,), T.INT8),)),
+    (LayerKind.SCATTER, ScatterDescriptor("elements", "add", 0), (Q, TensorInfo((4,), T.INT64), I8), (I8,)),
+], ids=lambda v: v.name.lower() if isinstance(v, LayerKind) else None)
+def test_cpuref_refuses_quantized_tensors(runtime: plugnn.Runtime, kind: LayerKind, descriptor: object,
+                                         inputs: tuple[TensorInfo, ...], outputs: tuple[TensorInfo, ...]) -> None:
+    """A quantized int8 (real = scale * (q - zero point)) is not a plain integer: the kinds that
+    compute with element values say so instead of computing with q."""
+    spec = LayerSpec(kind, "quantized", descriptor, inputs, outputs)
+    first = next(i for i, info in enumerate(inputs) if info.quant_scale)
+    assert_refused(runtime.backend("CpuRef"), spec,
+                   rf"CpuRef runs \w+ on plain tensors only; input {first} is quantized int8 \(quant_scale 0.25, "
+                   r"zero point -2\)")

@@ -15,9 +15,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from plugnn.descriptors import CastDescriptor, ElementwiseBinaryDescriptor, ElementwiseUnaryDescriptor, LayerKind
-from plugnn.layers import LayerSpec
-from plugnn.tensor import DataType, TensorInfo
+from plugnn.descriptors import CastDescriptor, LayerKind
+from plugnn.tensor import DataType
 
 from . import elementtypes as et
 from .conftest import assert_refused, layer_spec, run_layer, shape_id
@@ -241,25 +240,3 @@ def test_cast_to_bool_and_back(backend) -> None:
 def test_malformed_cast_is_refused(backend, desc: CastDescriptor, inputs, output, reason: str) -> None:
     spec = layer_spec(LayerKind.CAST, desc, inputs, output, output_dtype=T.INT32)
     assert_refused(backend, spec, reason)
-
-
-# ---- quantized tensors: CpuRef computes with plain integers only ------------------------------------
-
-
-@pytest.mark.parametrize("kind, descriptor, output_dtype", [
-    (LayerKind.CAST, CastDescriptor(), T.FLOAT32),
-    (LayerKind.ELEMENTWISE_UNARY, ElementwiseUnaryDescriptor("abs"), T.INT8),
-    (LayerKind.ELEMENTWISE_BINARY, ElementwiseBinaryDescriptor("add"), T.INT8),
-    (LayerKind.SELECT, None, T.INT8),
-], ids=lambda v: v.name.lower() if isinstance(v, LayerKind) else None)
-def test_cpuref_refuses_quantized_tensors(runtime, kind: LayerKind, descriptor: object, output_dtype: DataType) -> None:
-    """A quantized int8 (real = scale * (q - zero point)) is not a plain integer: CpuRef says so
-    instead of computing with q."""
-    quantized = TensorInfo((4,), T.INT8, quant_scale=0.25, quant_zero_point=-2)
-    inputs = {LayerKind.SELECT: (TensorInfo((4,), T.BOOL), quantized, quantized),
-              LayerKind.ELEMENTWISE_BINARY: (quantized, TensorInfo((4,), T.INT8))}.get(kind, (quantized,))
-    spec = LayerSpec(kind, "quantized", descriptor, inputs, (TensorInfo((4,), output_dtype),))
-    first = next(i for i, info in enumerate(inputs) if info.quant_scale)
-    assert_refused(runtime.backend("CpuRef"), spec,
-                   rf"CpuRef runs \w+ on plain tensors only; input {first} is quantized int8 \(quant_scale 0.25, "
-                   r"zero point -2\)")
