@@ -56,7 +56,7 @@ static void fc_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64_t n
             for (int64_t j = 0; j < nb; ++j) row[j] += ar[j];
         }
         if (s->has_act) {
-            accel_cc_activate(&s->act, row, nb);
+            accel_apply_activation(s->env.isa, &s->act, row, nb);
         }
     }
 }
