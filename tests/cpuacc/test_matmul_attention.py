@@ -182,3 +182,26 @@ def test_attention_block_with_transposed_operands(batch: int, seq: int, heads: i
                 assert_close(y, expected, heads * d, f"attention {batch}x{seq}x{heads}x{d} on {isa}")
             else:
                 np.testing.assert_array_equal(y, first[isa], err_msg=f"attention on {isa}: {n} threads")
+
+
+# ---- the Transpose layers feeding them -------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape,perm", [
+    ((2, 37, 3, 24), (0, 2, 3, 1)),    # [B, S, H, D] -> K^T [B, H, D, S]: 16 x 16 blocks, partial ones
+    ((1, 12, 128, 64), (0, 1, 3, 2)),  # [B, H, S, D] -> [B, H, D, S]
+    ((2, 37, 3, 24), (0, 2, 1, 3)),    # split heads: rows of D stay contiguous
+    ((130, 70), (1, 0)),               # a plain matrix: its q dim split in chunks of 64
+    ((3, 1, 17, 1, 5), (4, 2, 0, 1, 3)),
+    ((0, 5, 3), (2, 1, 0)),
+])
+def test_transposes_of_attention_operands(runtimes: Mapping[tuple[str, int], plugnn.Runtime],
+                                          shape: tuple[int, ...], perm: tuple[int, ...]) -> None:
+    from plugnn.descriptors import TransposeDescriptor
+
+    x = rand(*shape)
+    expected = x.transpose(perm)
+    spec = LayerSpec(LayerKind.TRANSPOSE, f"transpose{list(perm)}", TransposeDescriptor(perm),
+                     (TensorInfo(shape, DataType.FLOAT32),), (TensorInfo(expected.shape, DataType.FLOAT32),))
+    for (isa, n), rt in runtimes.items():
+        np.testing.assert_array_equal(run(rt, spec, [x]), expected, err_msg=f"{spec.name} on {isa}, {n} threads")
