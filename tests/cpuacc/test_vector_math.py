@@ -12,7 +12,8 @@ Inputs: every 4099th float32 bit pattern (about a million values, every binade o
 subnormals included) plus 2^18 uniform values in each of [-1, 1], [-10, 10] and [-120, 120].
 Error: |y - f(x)| / ulp(f(x)), f in float64, ulp(r) = 2^(floor(log2 |r|) - 23) (2^-149 in the
 subnormals). The bounds below are the stated accuracy (plugins/accel/README.md, "Accuracy");
-the measured maxima are a little below them, the same on every kernel set.
+the measured maxima are a little below them on every kernel set (the AVX2 and AVX-512 builds
+fuse multiply-adds, the portable one rounds twice: their bits differ, each within the bound).
 """
 
 from __future__ import annotations
@@ -254,17 +255,17 @@ def test_every_length_and_position_gives_the_same_bits(lib: ctypes.CDLL, isa: st
                                           err_msg=f"{name} on {isa}: length {n} from {start}")
 
 
-def test_the_kernel_sets_agree_bit_for_bit(lib: ctypes.CDLL) -> None:
-    """The three builds evaluate the same operations (no contraction; the fused multiply-adds
-    used are exact products), so they give the same bits."""
-    if len(ISAS) < 2:
-        pytest.skip(f"this machine runs only the {ISAS[0]} kernels")
+def test_the_fma_kernel_sets_agree_bit_for_bit(lib: ctypes.CDLL) -> None:
+    """The AVX2 and AVX-512 builds evaluate the same operations (fused multiply-adds where the
+    portable build rounds a product and a sum), so they give the same bits."""
+    fma = [isa for isa in ISAS if isa != "portable"]
+    if len(fma) < 2:
+        pytest.skip(f"this machine runs {ISAS}: fewer than two kernel sets with FMA")
     for name, (fn, _, _) in MATH.items():
         x, _ = oracle_values(name)
-        first = math_row(lib, ISAS[0], fn, x).view(np.uint32)
-        for isa in ISAS[1:]:
-            np.testing.assert_array_equal(math_row(lib, isa, fn, x).view(np.uint32), first,
-                                          err_msg=f"{name}: {isa} differs from {ISAS[0]}")
+        np.testing.assert_array_equal(math_row(lib, "avx512", fn, x).view(np.uint32),
+                                      math_row(lib, "avx2", fn, x).view(np.uint32),
+                                      err_msg=f"{name}: avx512 differs from avx2")
 
 
 # ---- the activations built on them --------------------------------------------------------

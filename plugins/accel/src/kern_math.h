@@ -24,6 +24,15 @@
  * Included nowhere else (no include guard: each ISA's file includes it once).
  */
 
+/* a * b + c: one fused multiply-add (one rounding) in the builds that have FMA (AVX2, AVX-512),
+ * a product and a sum in the portable build. The two give results within the stated bounds;
+ * the AVX2 and AVX-512 builds give the same bits. */
+#if defined(__FMA__)
+#define KFMA(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define KFMA(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* t rounded to the nearest integer (ties to even), for |t| < 2^22: adding 1.5 * 2^23 leaves
  * no fraction bits; exact, and vectorizable on every ISA. */
 KINLINE float KSUF(round_near)(float t) { return (t + 12582912.0f) - 12582912.0f; }
@@ -54,17 +63,17 @@ KINLINE float KSUF(exp_lo)(float x, float lo) {
     float c = x > -104.0f ? x : -104.0f; /* NaN -> -104: the result is chosen below */
     c = c < 89.0f ? c : 89.0f;
     const float fn = KSUF(round_near)(c * 1.44269504088896341f);
-    float r = c - fn * 0.693359375f;
-    r = r - fn * -2.12194440e-4f;
+    float r = KFMA(fn, -0.693359375f, c);
+    r = KFMA(fn, 2.12194440e-4f, r);
     r = r + (c == x ? lo : 0.0f); /* no correction for a clamped or NaN x */
     const float z = r * r;
     float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * z + r + 1.0f;
+    p = KFMA(p, r, 1.3981999507E-3f);
+    p = KFMA(p, r, 8.3334519073E-3f);
+    p = KFMA(p, r, 4.1665795894E-2f);
+    p = KFMA(p, r, 1.6666665459E-1f);
+    p = KFMA(p, r, 5.0000001201E-1f);
+    p = KFMA(p, z, r) + 1.0f;
     const int32_t n = (int32_t)fn; /* [-150, 129] */
     const int32_t n1 = n / 2, n2 = n - n1;
     const float y = p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
@@ -77,14 +86,14 @@ KINLINE float KSUF(vm_exp)(float x) { return KSUF(exp_lo)(x, 0.0f); }
  * small results), exp(x) - 1 beyond. */
 KINLINE float KSUF(vm_expm1)(float x) {
     float p = 1.0f / 362880.0f;
-    p = p * x + 1.0f / 40320.0f;
-    p = p * x + 1.0f / 5040.0f;
-    p = p * x + 1.0f / 720.0f;
-    p = p * x + 1.0f / 120.0f;
-    p = p * x + 1.0f / 24.0f;
-    p = p * x + 1.0f / 6.0f;
-    p = p * x + 0.5f;
-    p = p * x * x + x;
+    p = KFMA(p, x, 1.0f / 40320.0f);
+    p = KFMA(p, x, 1.0f / 5040.0f);
+    p = KFMA(p, x, 1.0f / 720.0f);
+    p = KFMA(p, x, 1.0f / 120.0f);
+    p = KFMA(p, x, 1.0f / 24.0f);
+    p = KFMA(p, x, 1.0f / 6.0f);
+    p = KFMA(p, x, 0.5f);
+    p = KFMA(p * x, x, x);
     const float e = KSUF(vm_exp)(x) - 1.0f;
     const float a = x < 0.0f ? -x : x;
     return a < 0.5f ? (x == 0.0f ? x : p) : e; /* -0 stays -0; NaN: e is NaN */
@@ -105,20 +114,20 @@ KINLINE float KSUF(vm_log)(float x) {
     const float f = m - 1.0f;
     const float z = f * f;
     float p = 7.0376836292E-2f;
-    p = p * f - 1.1514610310E-1f;
-    p = p * f + 1.1676998740E-1f;
-    p = p * f - 1.2420140846E-1f;
-    p = p * f + 1.4249322787E-1f;
-    p = p * f - 1.6668057665E-1f;
-    p = p * f + 2.0000714765E-1f;
-    p = p * f - 2.4999993993E-1f;
-    p = p * f + 3.3333331174E-1f;
+    p = KFMA(p, f, -1.1514610310E-1f);
+    p = KFMA(p, f, 1.1676998740E-1f);
+    p = KFMA(p, f, -1.2420140846E-1f);
+    p = KFMA(p, f, 1.4249322787E-1f);
+    p = KFMA(p, f, -1.6668057665E-1f);
+    p = KFMA(p, f, 2.0000714765E-1f);
+    p = KFMA(p, f, -2.4999993993E-1f);
+    p = KFMA(p, f, 3.3333331174E-1f);
     const float fe = (float)e;
     float y = p * f * z;
-    y = y + fe * -2.12194440e-4f;
-    y = y - 0.5f * z;
+    y = KFMA(fe, -2.12194440e-4f, y);
+    y = KFMA(-0.5f, z, y);
     y = f + y;
-    y = y + fe * 0.693359375f;
+    y = KFMA(fe, 0.693359375f, y);
     y = x == INFINITY ? x : y;
     y = x == 0.0f ? -INFINITY : y; /* and -0 */
     y = x < 0.0f ? NAN : y;
@@ -141,11 +150,11 @@ KINLINE float KSUF(vm_tanh)(float x) {
     const float a = x < 0.0f ? -x : x;
     const float z = x * x;
     float p = -5.692296196e-03f;
-    p = p * z + 2.062816732e-02f;
-    p = p * z - 5.373651534e-02f;
-    p = p * z + 1.333140582e-01f;
-    p = p * z - 3.333328068e-01f;
-    p = p * z * x + x;
+    p = KFMA(p, z, 2.062816732e-02f);
+    p = KFMA(p, z, -5.373651534e-02f);
+    p = KFMA(p, z, 1.333140582e-01f);
+    p = KFMA(p, z, -3.333328068e-01f);
+    p = KFMA(p * z, x, x);
     const float t = 1.0f - 2.0f / (KSUF(vm_exp)(a + a) + 1.0f);
     return a < 0.625f ? (x == 0.0f ? x : p) : KSUF(copysign)(t, x); /* -0 stays -0; NaN: t is NaN */
 }
@@ -209,12 +218,12 @@ KINLINE float KSUF(gelu_tanh)(float v) {
  * arithmetic; the 1 kept apart, as 2 / sqrt(pi) = 1.128... has no exact float). */
 KINLINE float KSUF(erf_small_q)(float z) {
     float q = 7.806903159e-05f;
-    q = q * z - 7.997853099e-04f;
-    q = q * z + 5.187162198e-03f;
-    q = q * z - 2.685334720e-02f;
-    q = q * z + 1.128357872e-01f;
-    q = q * z - 3.761262596e-01f;
-    q = q * z + 1.283791661e-01f;
+    q = KFMA(q, z, -7.997853099e-04f);
+    q = KFMA(q, z, 5.187162198e-03f);
+    q = KFMA(q, z, -2.685334720e-02f);
+    q = KFMA(q, z, 1.128357872e-01f);
+    q = KFMA(q, z, -3.761262596e-01f);
+    q = KFMA(q, z, 1.283791661e-01f);
     return q;
 }
 
@@ -225,15 +234,15 @@ KINLINE float KSUF(erf_small_q)(float z) {
 KINLINE float KSUF(erfc_p)(float u) {
     const float t = 1.0f / (1.0f + 0.5f * u);
     float p = 9.737061709e-02f;
-    p = p * t - 6.071481109e-01f;
-    p = p * t + 1.416289210e+00f;
-    p = p * t - 1.425175905e+00f;
-    p = p * t + 5.633025169e-01f;
-    p = p * t - 4.507836998e-01f;
-    p = p * t - 7.928102463e-02f;
-    p = p * t - 7.950480282e-02f;
-    p = p * t + 7.407250232e-04f;
-    p = p * t + 5.641632080e-01f;
+    p = KFMA(p, t, -6.071481109e-01f);
+    p = KFMA(p, t, 1.416289210e+00f);
+    p = KFMA(p, t, -1.425175905e+00f);
+    p = KFMA(p, t, 5.633025169e-01f);
+    p = KFMA(p, t, -4.507836998e-01f);
+    p = KFMA(p, t, -7.928102463e-02f);
+    p = KFMA(p, t, -7.950480282e-02f);
+    p = KFMA(p, t, 7.407250232e-04f);
+    p = KFMA(p, t, 5.641632080e-01f);
     return p;
 }
 
@@ -244,7 +253,7 @@ KINLINE float KSUF(vm_erf)(float x) {
     float a = x < 0.0f ? -x : x;
     a = a < 4.0f ? a : 4.0f; /* NaN -> 4: chosen below */
     const float z = a * a;
-    const float small = a + a * KSUF(erf_small_q)(z);
+    const float small = KFMA(a, KSUF(erf_small_q)(z), a);
     const float big = 1.0f - KSUF(erfc_p)(a) / a * KSUF(exp_lo)(-z, -KSUF(square_lo)(a, z));
     const float y = KSUF(copysign)(a < 1.0f ? small : big, x);
     return x != x ? x : y;
@@ -260,7 +269,7 @@ KINLINE float KSUF(vm_phi)(float x) {
     float a = x < 0.0f ? -x : x;
     a = a < 15.0f ? a : 15.0f; /* Phi rounds to 0 or 1 long before; NaN -> 15: chosen below */
     const float u = a * 0.707106781186547524f;
-    const float e = u + u * KSUF(erf_small_q)(u * u);
+    const float e = KFMA(u, KSUF(erf_small_q)(u * u), u);
     const float small = 0.5f + 0.5f * (x < 0.0f ? -e : e);
     const float sq = a * a;
     const float q = KSUF(erfc_p)(u) * (0.707106781186547524f / a) *
