@@ -88,7 +88,8 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) {
             float v = x[i];
             float a = v < 0.0f ? -v : v;
-            y[i] = (v > 0.0f ? v : 0.0f) + KSUF(log1p_pos)(KSUF(vm_exp)(-a)); /* NaN: log1p is NaN */
+            float sp = (v > 0.0f ? v : 0.0f) + KSUF(log1p_pos)(KSUF(exp_neg_lo)(-a, 0.0f));
+            y[i] = v != v ? v : sp;
         }
         break;
     case PN_ACTIVATION_SOFTSIGN: /* +-inf: inf / inf = NaN, as the formula reads */

@@ -53,19 +53,18 @@ KINLINE float KSUF(copysign)(float mag, float sgn) {
     return KSUF(from_bits)((KSUF(to_bits)(mag) & 0x7fffffffu) | (KSUF(to_bits)(sgn) & 0x80000000u));
 }
 
-/* exp(x + lo) for a small correction lo (|lo| <= 2^-12 |x|, e.g. the rounding error of a
- * product, see prod_lo); lo = 0 is plain exp. x is clamped to [-104, 89] (exp underflows to
- * 0 below -103.97 and overflows to inf above 88.73 either way), n = round(x / ln 2), r = x - n
- * ln 2 in two steps (Cody-Waite: n * 0.693359375 is exact), exp(r) = 1 + r + r^2 P(r) on |r|
- * <= ln 2 / 2, then times 2^n as two factors 2^(n/2) and 2^(n - n/2), each a normal number:
- * the first product is exact, the second rounds once, also into the subnormals. */
-KINLINE float KSUF(exp_lo)(float x, float lo) {
-    float c = x > -104.0f ? x : -104.0f; /* NaN -> -104: the result is chosen below */
-    c = c < 89.0f ? c : 89.0f;
+/* exp(c + lo) for c in [-104, 89] (finite) and a small correction lo (|lo| <= 2^-12 |c|, e.g.
+ * the rounding error of a product, see prod_lo; 0 for plain exp): n = round(c / ln 2), r = c -
+ * n ln 2 in two steps (Cody-Waite: n * 0.693359375 is exact), exp(r) = 1 + r + r^2 P(r) on |r|
+ * <= ln 2 / 2, then times 2^n as two factors 2^(n >> 1) and 2^(n - (n >> 1)), each a normal
+ * number: the first product is exact, the second rounds once, also into the subnormals (exp
+ * underflows to 0 below -103.97 and overflows to inf above 88.73, so the range is all there
+ * is). The callers clamp, and choose NaN, only as far as their arguments need. */
+KINLINE float KSUF(exp_core)(float c, float lo) {
     const float fn = KSUF(round_near)(c * 1.44269504088896341f);
     float r = KFMA(fn, -0.693359375f, c);
     r = KFMA(fn, 2.12194440e-4f, r);
-    r = r + (c == x ? lo : 0.0f); /* no correction for a clamped or NaN x */
+    r = r + lo;
     const float z = r * r;
     float p = 1.9875691500E-4f;
     p = KFMA(p, r, 1.3981999507E-3f);
@@ -75,9 +74,23 @@ KINLINE float KSUF(exp_lo)(float x, float lo) {
     p = KFMA(p, r, 5.0000001201E-1f);
     p = KFMA(p, z, r) + 1.0f;
     const int32_t n = (int32_t)fn; /* [-150, 129] */
-    const int32_t n1 = n / 2, n2 = n - n1;
-    const float y = p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
+    const int32_t n1 = n >> 1, n2 = n - n1; /* an arithmetic shift (GCC, Clang): floor(n / 2) */
+    return p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
+}
+
+/* exp(x + lo) for any x: clamped to [-104, 89] (no correction then), NaN in, NaN out. */
+KINLINE float KSUF(exp_lo)(float x, float lo) {
+    float c = x > -104.0f ? x : -104.0f; /* NaN -> -104: the result is chosen below */
+    c = c < 89.0f ? c : 89.0f;
+    const float y = KSUF(exp_core)(c, c == x ? lo : 0.0f);
     return x != x ? x : y;
+}
+
+/* exp(v + lo) for v <= 0 (or -inf): clamped at -104 only. A NaN v gives a finite value: the
+ * caller chooses NaN. */
+KINLINE float KSUF(exp_neg_lo)(float v, float lo) {
+    const float c = v > -104.0f ? v : -104.0f;
+    return KSUF(exp_core)(c, c == v ? lo : 0.0f);
 }
 
 KINLINE float KSUF(vm_exp)(float x) { return KSUF(exp_lo)(x, 0.0f); }
@@ -155,8 +168,10 @@ KINLINE float KSUF(vm_tanh)(float x) {
     p = KFMA(p, z, 1.333140582e-01f);
     p = KFMA(p, z, -3.333328068e-01f);
     p = KFMA(p * z, x, x);
-    const float t = 1.0f - 2.0f / (KSUF(vm_exp)(a + a) + 1.0f);
-    return a < 0.625f ? (x == 0.0f ? x : p) : KSUF(copysign)(t, x); /* -0 stays -0; NaN: t is NaN */
+    const float a2 = a + a < 89.0f ? a + a : 89.0f; /* NaN -> 89: chosen below */
+    const float t = 1.0f - 2.0f / (KSUF(exp_core)(a2, 0.0f) + 1.0f);
+    const float y = a < 0.625f ? (x == 0.0f ? x : p) : KSUF(copysign)(t, x); /* -0 stays -0 */
+    return x != x ? x : y;
 }
 
 /* a * b - p exactly, for p = a * b rounded (a finite product): by a fused multiply-add where
@@ -178,9 +193,9 @@ KINLINE float KSUF(square_lo)(float x, float hi) { return KSUF(prod_lo)(x, x, hi
  * product: see gelu_tanh), as e / (1 + e) (w < 0) or 1 / (1 + e) with e = exp(-|w + lo|) <= 1:
  * no overflow, and a result in the subnormals for w below -87 (exp's own range). */
 KINLINE float KSUF(sigmoid_lo)(float w, float lo) {
-    const float a = w < 0.0f ? -w : w;
-    const float e = KSUF(exp_lo)(-a, w < 0.0f ? lo : -lo); /* NaN: NaN */
-    return (w < 0.0f ? e : 1.0f) / (1.0f + e);
+    const float e = KSUF(exp_neg_lo)(-fabsf(w), w < 0.0f ? lo : -lo);
+    const float s = (w < 0.0f ? e : 1.0f) / (1.0f + e);
+    return w != w ? w : s;
 }
 
 KINLINE float KSUF(vm_sigmoid)(float x) { return KSUF(sigmoid_lo)(x, 0.0f); }
@@ -229,10 +244,9 @@ KINLINE float KSUF(erf_small_q)(float z) {
 
 /* u erfc(u) exp(u^2) = P(t) for 0.5 <= u <= 10.5 with t = 1 / (1 + u / 2) (relative error <=
  * 6e-9 in exact arithmetic). P is flat (1/sqrt(pi) at infinity, 0.31 at 0.5), so the roundings
- * of t barely reach it; the 1 / u comes from its own division. Beyond 10.5, erfc is below the
- * float32 subnormals and the exp factor is 0. */
-KINLINE float KSUF(erfc_p)(float u) {
-    const float t = 1.0f / (1.0f + 0.5f * u);
+ * of t barely reach it. Beyond 10.5, erfc is below the float32 subnormals and the exp factor is
+ * 0; the 1 / u comes from a division of its own. */
+KINLINE float KSUF(erfc_p)(float t) {
     float p = 9.737061709e-02f;
     p = KFMA(p, t, -6.071481109e-01f);
     p = KFMA(p, t, 1.416289210e+00f);
@@ -254,7 +268,8 @@ KINLINE float KSUF(vm_erf)(float x) {
     a = a < 4.0f ? a : 4.0f; /* NaN -> 4: chosen below */
     const float z = a * a;
     const float small = KFMA(a, KSUF(erf_small_q)(z), a);
-    const float big = 1.0f - KSUF(erfc_p)(a) / a * KSUF(exp_lo)(-z, -KSUF(square_lo)(a, z));
+    const float t = 1.0f / KFMA(0.5f, a, 1.0f);
+    const float big = 1.0f - KSUF(erfc_p)(t) / a * KSUF(exp_core)(-z, -KSUF(square_lo)(a, z)); /* -z >= -16 */
     const float y = KSUF(copysign)(a < 1.0f ? small : big, x);
     return x != x ? x : y;
 }
@@ -272,8 +287,8 @@ KINLINE float KSUF(vm_phi)(float x) {
     const float e = KFMA(u, KSUF(erf_small_q)(u * u), u);
     const float small = 0.5f + 0.5f * (x < 0.0f ? -e : e);
     const float sq = a * a;
-    const float q = KSUF(erfc_p)(u) * (0.707106781186547524f / a) *
-                    KSUF(exp_lo)(-0.5f * sq, -0.5f * KSUF(square_lo)(a, sq));
+    const float q = KSUF(erfc_p)(1.0f / KFMA(0.5f, u, 1.0f)) * (0.707106781186547524f / a) *
+                    KSUF(exp_neg_lo)(-0.5f * sq, -0.5f * KSUF(square_lo)(a, sq));
     const float big = x < 0.0f ? q : 1.0f - q;
     const float y = u < (x < 0.0f ? 0.75f : 1.0f) ? small : big;
     return x != x ? x : y;
