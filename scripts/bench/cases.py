@@ -91,7 +91,7 @@ def matmul_model(a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, b_consta
 
     rng = np.random.default_rng(0)
     b_in = tuple(b_shape[i] for i in np.argsort(b_perm)) if b_perm is not None else b_shape
-    out = np.matmul(np.empty(a_shape, np.float32), np.empty(b_shape, np.float32)).shape
+    out = (*np.broadcast_shapes(a_shape[:-2], b_shape[:-2]), a_shape[-2], b_shape[-1])  # both rank >= 2
     nodes, inputs, inits = [], [helper.make_tensor_value_info("a", TensorProto.FLOAT, list(a_shape))], []
     if b_constant:
         inits.append(numpy_helper.from_array((rng.standard_normal(b_in) / np.sqrt(b_in[-2])).astype(np.float32), "b"))
