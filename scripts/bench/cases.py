@@ -86,6 +86,88 @@ def unary_model(op: str, shape: tuple[int, ...]) -> Any:
     return _single(op, {"x": shape}, shape)
 
 
+def matmul_model(a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, b_constant: bool = False,
+                 b_perm: tuple[int, ...] | None = None) -> Any:
+    """MatMul a @ b (b an initializer when `b_constant`; fed through a Transpose of `b_perm`
+    when given, as attention's K^T comes from exported transformers)."""
+    from onnx import TensorProto, checker, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    b_in = tuple(b_shape[i] for i in np.argsort(b_perm)) if b_perm is not None else b_shape
+    out = (*np.broadcast_shapes(a_shape[:-2], b_shape[:-2]), a_shape[-2], b_shape[-1])  # both rank >= 2
+    nodes, inputs, inits = [], [helper.make_tensor_value_info("a", TensorProto.FLOAT, list(a_shape))], []
+    if b_constant:
+        inits.append(numpy_helper.from_array((rng.standard_normal(b_in) / np.sqrt(b_in[-2])).astype(np.float32), "b"))
+    else:
+        inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, list(b_in)))
+    b_name = "b"
+    if b_perm is not None:
+        nodes.append(helper.make_node("Transpose", ["b"], ["bt"], name="transpose", perm=list(b_perm)))
+        b_name = "bt"
+    nodes.append(helper.make_node("MatMul", ["a", b_name], ["y"], name="matmul"))
+    graph = helper.make_graph(nodes, "matmul", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out))], initializer=inits)
+    model = helper.make_model(graph, producer_name="plugnn.scripts.bench",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    checker.check_model(model)
+    return model
+
+
+def attention_model(batch: int, seq: int, embed: int, heads: int) -> Any:
+    """A BERT self-attention block as transformers export it: x [B, S, E] -> Q, K, V projections
+    (MatMul + Add), Reshape [B, S, H, D] and Transpose to [B, H, S, D] (K to [B, H, D, S]),
+    Q K^T, Mul by 1/sqrt(D), Softmax, @ V, Transpose and Reshape back, output projection."""
+    from onnx import TensorProto, checker, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    d = embed // heads
+    inits = []
+
+    def weight(name: str, *shape: int) -> str:
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32), name))
+        return name
+
+    def const(name: str, value: Any, dtype: Any = np.int64) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype), name))
+        return name
+
+    nodes = []
+    heads_shape = const("heads_shape", [batch, seq, heads, d])
+    for p in ("q", "k", "v"):
+        nodes.append(helper.make_node("MatMul", ["x", weight(f"w{p}", embed, embed)], [f"{p}_mm"], name=f"{p}_proj"))
+        nodes.append(helper.make_node("Add", [f"{p}_mm", weight(f"b{p}", embed)], [f"{p}_lin"], name=f"{p}_bias"))
+        nodes.append(helper.make_node("Reshape", [f"{p}_lin", heads_shape], [f"{p}_heads"], name=f"{p}_split"))
+        perm = [0, 2, 3, 1] if p == "k" else [0, 2, 1, 3]
+        nodes.append(helper.make_node("Transpose", [f"{p}_heads"], [f"{p}_t"], name=f"{p}_transpose", perm=perm))
+    nodes += [
+        helper.make_node("MatMul", ["q_t", "k_t"], ["scores"], name="qk"),
+        helper.make_node("Mul", ["scores", const("scale", 1.0 / np.sqrt(d), np.float32)], ["scaled"], name="scale"),
+        helper.make_node("Softmax", ["scaled"], ["probs"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["probs", "v_t"], ["ctx"], name="pv"),
+        helper.make_node("Transpose", ["ctx"], ["ctx_t"], name="merge_transpose", perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ctx_t", const("merged_shape", [batch, seq, embed])], ["merged"], name="merge"),
+        helper.make_node("MatMul", ["merged", weight("wo", embed, embed)], ["out_mm"], name="out_proj"),
+        helper.make_node("Add", ["out_mm", weight("bo", embed)], ["y"], name="out_bias"),
+    ]
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                  [batch, seq, embed])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, seq, embed])],
+                              initializer=inits)
+    model = helper.make_model(graph, producer_name="plugnn.scripts.bench",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    checker.check_model(model)
+    return model
+
+
+def _matmul_case(name: str, a: tuple[int, ...], b: tuple[int, ...], quick_a: tuple[int, ...],
+                 quick_b: tuple[int, ...], **kw: Any) -> Case:
+    what = ("constant " if kw.get("b_constant") else "") + ("Transpose+" if kw.get("b_perm") else "")
+    return Case(name, "op", "flops", lambda q: matmul_model(quick_a if q else a, quick_b if q else b, **kw),
+                lambda q: f"{what}MatMul {list(quick_a if q else a)} @ {list(quick_b if q else b)}")
+
+
 # -- the rows -------------------------------------------------------------------------------
 
 def _conv_case(name: str, cin: int, cout: int, size: int, kernel: int, stride: int = 1, groups: int = 1,
@@ -167,6 +249,26 @@ CASES: list[Case] = [
     _e2e("e2e mobilenet_v2 b1 224", "mobilenet_v2", 1, 224, 1, 32, slow=True),
     _e2e("e2e mnist_cnn b1", "mnist_cnn", 1, None, 1, None),
     _e2e("e2e mnist_cnn b64", "mnist_cnn", 64, None, 4, None),
+    # attention shapes (transformers' exports: [B, H, S, D] @ [B, H, D, S], @ [B, H, S, D])
+    _matmul_case("matmul qk b1 h12 s128 d64", (1, 12, 128, 64), (1, 12, 64, 128), (1, 2, 8, 4), (1, 2, 4, 8)),
+    _matmul_case("matmul pv b1 h12 s128 d64", (1, 12, 128, 128), (1, 12, 128, 64), (1, 2, 8, 8), (1, 2, 8, 4)),
+    _matmul_case("matmul qk b1 h12 s512 d64", (1, 12, 512, 64), (1, 12, 64, 512), (1, 2, 16, 4), (1, 2, 4, 16)),
+    _matmul_case("matmul pv b1 h12 s512 d64", (1, 12, 512, 512), (1, 12, 512, 64), (1, 2, 16, 16), (1, 2, 16, 4)),
+    _matmul_case("matmul qk b4 h8 s64 d32", (4, 8, 64, 32), (4, 8, 32, 64), (2, 2, 8, 4), (2, 2, 4, 8)),
+    _matmul_case("matmul qk b2 h2 s32 d16", (2, 2, 32, 16), (2, 2, 16, 32), (2, 2, 8, 4), (2, 2, 4, 8)),
+    _matmul_case("matmul qk b1 h4 s256 d128", (1, 4, 256, 128), (1, 4, 128, 256), (1, 2, 8, 8), (1, 2, 8, 8)),
+    _matmul_case("matmul bcast [S,D]@[B,H,D,S]", (128, 64), (2, 12, 64, 128), (8, 4), (2, 2, 4, 8)),
+    _matmul_case("matmul bcast [1,H]@[B,1]", (1, 12, 128, 64), (2, 1, 64, 128), (1, 2, 8, 4), (2, 1, 4, 8)),
+    _matmul_case("matmul qk Transpose(K) h12 s128", (1, 12, 128, 64), (1, 12, 64, 128), (1, 2, 8, 4), (1, 2, 4, 8),
+                 b_perm=(0, 1, 3, 2)),
+    # the projections of BERT/GPT-2: a rank-3 activation times a constant [E, F]
+    _matmul_case("matmul proj b1 s128 768->768", (1, 128, 768), (768, 768), (1, 8, 16), (16, 16), b_constant=True),
+    _matmul_case("matmul proj b4 s128 768->3072", (4, 128, 768), (768, 3072), (2, 8, 16), (16, 32), b_constant=True),
+    _matmul_case("matmul proj b1 s128 3072->768", (1, 128, 3072), (3072, 768), (1, 8, 32), (32, 16), b_constant=True),
+    Case("e2e attention b1 s128 e768 h12", "e2e", "flops",
+         lambda q: attention_model(1, 8 if q else 128, 32 if q else 768, 2 if q else 12),
+         lambda q: f"BERT self-attention block, batch 1, {8 if q else 128} tokens, {32 if q else 768} wide, "
+                   f"{2 if q else 12} heads"),
 ]
 
 

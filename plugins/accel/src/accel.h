@@ -68,6 +68,17 @@ typedef struct accel_dw_params {
  * (dw_nhwc requires it; the NCHW kernels fall back to a direct loop above it). */
 #define ACCEL_TAPS_MAX 64
 
+/* The elementwise functions of kern_math.h (accel_kernels.math_row); accuracy in README.md. */
+typedef enum accel_math_fn {
+    ACCEL_MATH_EXP = 0,
+    ACCEL_MATH_EXPM1 = 1,
+    ACCEL_MATH_LOG = 2,
+    ACCEL_MATH_TANH = 3,
+    ACCEL_MATH_SIGMOID = 4,
+    ACCEL_MATH_ERF = 5,
+    ACCEL_MATH_PHI = 6 /* the standard normal CDF (1 + erf(x / sqrt 2)) / 2, GELU's factor */
+} accel_math_fn;
+
 typedef struct accel_kernels {
     /* y[i] = act(x[i]) (x == y allowed). */
     void (*activation)(const pn_activation_desc* act, const float* x, float* y, int64_t n);
@@ -106,6 +117,9 @@ typedef struct accel_kernels {
     void (*activation_stream)(const pn_activation_desc* act, const float* x, float* y, int64_t n);
     void (*binary_row_stream)(pn_binary_op op, const float* a, int sa, const float* b, int sb,
                               const pn_activation_desc* act, float* y, int64_t n);
+    /* y[i] = fn(x[i]) (x == y allowed): the functions the activations are built from, one
+     * row at a time (tests/cpuacc/test_vector_math.py measures their accuracy through it). */
+    void (*math_row)(accel_math_fn fn, const float* x, float* y, int64_t n);
 } accel_kernels;
 
 /* The kernel table of an ISA (one compiled in: never NULL). */

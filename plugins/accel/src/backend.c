@@ -22,12 +22,14 @@ typedef struct accel_backend {
 
 /* ---- What CpuAcc runs (the plugin skeleton, pn_plugin.h) ------------------------ */
 
-/* The activations CpuAcc's kernels compute (fused or as a layer): RELU .. LINEAR. */
+/* The activations CpuAcc's kernels compute (fused or as a layer): every kind of backend_api.h
+ * (the kind's range is pn_validate_fused_activation's), CELU with a nonzero alpha (its formula
+ * divides by alpha). */
 static pn_status check_activation(const pn_plugin* plugin, const pn_layer* layer,
                                   const pn_activation_desc* act, pn_string_out* reason) {
-    if (act != NULL && act->kind > PN_ACTIVATION_LINEAR) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s has no kernel for activation kind %d in %s",
-                       plugin->id, (int)act->kind, pn_layer_kind_name(layer->kind));
+    if (act != NULL && act->kind == PN_ACTIVATION_CELU && !(act->alpha != 0.0f)) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs activation CELU only with a nonzero alpha, "
+                       "got %g in %s", plugin->id, (double)act->alpha, pn_layer_kind_name(layer->kind));
     }
     return PN_OK;
 }

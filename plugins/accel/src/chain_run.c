@@ -30,6 +30,8 @@ typedef struct packed_step {
     int32_t addend;          /* tensor index, -1: none */
     int64_t pt, pl;          /* the convolution's top and left padding */
     float lo, hi;            /* fused activation as a clamp */
+    int post_act;            /* a fused activation that is not a clamp, applied after the kernel */
+    pn_activation_desc act;  /* (post_act) */
     float* w;                /* prepacked weights, 64-byte aligned, inside raw */
     float* bias;             /* ocb * 16, inside raw */
     float* raw;
@@ -75,6 +77,19 @@ static const pn_activation_desc* step_act(const accel_chain_step* cs) {
     return cs->act != NULL ? cs->act : d->fused_activation;
 }
 
+/* Whether a step's activation keeps the zero lanes of its output zero (accel_chain_step_fit):
+ * a clamp that does, or a kind whose kernel (the one the chain runs it with) maps 0 to +-0. */
+static int keeps_zero(accel_isa isa, const pn_activation_desc* act) {
+    float lo, hi;
+    if (clamp_of(act, &lo, &hi)) {
+        return 1;
+    }
+    const float zero = 0.0f;
+    float out = 1.0f;
+    accel_kernels_for(isa)->activation(act, &zero, &out, 1);
+    return out == 0.0f;
+}
+
 /* Inside a chain no conversion has to be paid for, so a tensor may fill as little as half of
  * its 16-channel blocks (8 channels in 16 lanes, 24 in 32): the dense kernel skips the zero
  * input channels, only output lanes are wasted. */
@@ -105,9 +120,8 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
     const pn_tensor_info* xi = &l->inputs[0];
     const pn_tensor_info* yi = &l->outputs[0];
-    float lo, hi;
     if (d->layout != PN_LAYOUT_NCHW || (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0 ||
-        (cs->act != NULL && d->fused_activation != NULL) || !clamp_of(step_act(cs), &lo, &hi) ||
+        (cs->act != NULL && d->fused_activation != NULL) || !keeps_zero(isa, step_act(cs)) ||
         l->constant_data == NULL || l->constant_data[1] == NULL ||
         ((d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 && l->constant_data[2] == NULL) ||
         xi->rank != 4 || yi->rank != 4 || cs->y_info->rank != 4 ||
@@ -285,7 +299,9 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         g->dw = d->dilation_w;
         st->pt = d->pad_top;
         st->pl = d->pad_left;
-        clamp_of(step_act(cs), &st->lo, &st->hi);
+        if (!clamp_of(step_act(cs), &st->lo, &st->hi)) { /* lo, hi: +-inf */
+            st->post_act = accel_copy_activation(step_act(cs), &st->act);
+        }
         /* The input's halo covers this convolution's padding and every tap it reads. */
         chain_tensor* xt = &ch->tensors[x];
         int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
@@ -446,6 +462,14 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     } else {
         int64_t ob = u * 2;
         accel_nchwc_conv_rows_avx512(g, &xv, st->w, st->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows);
+    }
+    if (st->post_act) { /* the rows just written, still in the caches; every lane maps 0 to 0 */
+        int64_t b0 = st->depthwise ? u : 2 * u, b1 = st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
+        for (int64_t b = b0; b < b1; ++b) {
+            for (int64_t y = oy; y < oy + rows; ++y) {
+                accel_apply_activation(r->s->env.isa, &st->act, yv.data + (b * yv.rows + y) * yv.cols * B, g->ow * B);
+            }
+        }
     }
 }
 

@@ -42,7 +42,12 @@ typedef enum accel_chain_fit {
  * AVX-512, NCHW, groups 1 or depthwise (one output channel per input channel), constant
  * weights and bias, at least 8 output channels (and input channels, but for
  * ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks, an activation that
- * keeps zero at zero (none, relu, bounded relu with alpha <= 0 <= beta). */
+ * keeps zero at zero: none, relu and bounded relu with alpha <= 0 <= beta (a clamp inside the
+ * kernels), or any other kind and parameters whose kernel maps 0 to 0 (GELU, SWISH, MISH,
+ * tanh, ELU, leaky relu, ...: applied to each job's output rows right after the kernel wrote
+ * them). Zero must stay zero because the chain's tensors keep the lanes of the channels past
+ * the last one (in the last 16-channel block) at zero, as the blocked layout requires: an
+ * activation applied to a whole block also reaches those lanes. */
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
 
 typedef struct accel_chain accel_chain;

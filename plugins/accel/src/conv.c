@@ -82,7 +82,7 @@ static void conv_epilogue(void* vctx, float* c, int64_t ldc, int64_t m0, int64_t
             for (int64_t j = 0; j < nb; ++j) row[j] += ar[j];
         }
         if (e->s->has_act) {
-            accel_cc_activate(&e->s->act, row, nb);
+            accel_apply_activation(e->s->env.isa, &e->s->act, row, nb);
         }
     }
 }

@@ -28,9 +28,11 @@
  *     Inside blocked chains (chain_run.h) convolutions never reach these paths.
  *   FULLY_CONNECTED (ONNX Gemm): a, b rank 2; transpose_a/transpose_b;
  *     any alpha/beta; optional c broadcast to [M, N]; optional addend [M, N];
- *     fused activation. A constant b is prepacked once at create time.
+ *     fused activation. A constant b is prepacked once at create time; an a
+ *     not transposed is read in place (AVX2/AVX-512).
  *   MATMUL (NumPy matmul): any ranks >= 1 (rank-1 promotion, batch
- *     broadcasting); packed on the fly.
+ *     broadcasting); batches folded into rows when b is shared, a constant b
+ *     prepacked, batches split over the threads as whole GEMMs (matmul.c).
  *
  * Workloads may request workspace (pn_workload.workspace_bytes) for im2col and
  * packing buffers; they use env->threads for threading and env->isa for kernels.

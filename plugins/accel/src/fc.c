@@ -1,5 +1,7 @@
 /* CpuAcc FULLY_CONNECTED (ONNX Gemm): y = act(alpha * op(a) @ op(b) + beta * c + addend).
- * A constant b is prepacked once; alpha/c/addend/activation run in the GEMM epilogue. */
+ * A constant b is prepacked once; alpha/c/addend/activation run in the GEMM epilogue. An a
+ * that is not transposed is read in place by the AVX2 and AVX-512 micro-kernels (its rows
+ * through pointers: gemm_indirect with offsets 0..k-1), not packed (see matmul.c). */
 #include "families.h"
 #include "gemm.h"
 
@@ -17,6 +19,7 @@ typedef struct fc_state {
     pn_activation_desc act;
     uint32_t num_inputs;
     float* bpack;
+    int64_t* offs; /* 0..k-1: a read in place, or NULL: a packed */
     size_t ws_floats;
 } fc_state;
 
@@ -24,6 +27,7 @@ static void fc_release(void* vs) {
     fc_state* s = (fc_state*)vs;
     if (s != NULL) {
         free(s->bpack);
+        free(s->offs);
         free(s);
     }
 }
@@ -56,7 +60,7 @@ static void fc_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64_t n
             for (int64_t j = 0; j < nb; ++j) row[j] += ar[j];
         }
         if (s->has_act) {
-            accel_cc_activate(&s->act, row, nb);
+            accel_apply_activation(s->env.isa, &s->act, row, nb);
         }
     }
 }
@@ -82,7 +86,9 @@ static pn_status fc_execute(void* vs, const pn_execute_args* args, pn_string_out
     if (s->ws_floats > 0 && args->workspace == NULL) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: FullyConnected needs a workspace");
     }
-    gemm_operand ga = {a, s->transpose_a ? 1 : s->k, s->transpose_a ? s->m : 1, NULL, NULL, NULL, NULL, NULL};
+    const gemm_indirect ind = {a, s->offs, s->m, 0, s->k}; /* row i at a + i * k */
+    gemm_operand ga = {a, s->transpose_a ? 1 : s->k, s->transpose_a ? s->m : 1, NULL, NULL, NULL, NULL,
+                       s->offs != NULL ? &ind : NULL};
     gemm_operand gb = {b, s->transpose_b ? 1 : s->n, s->transpose_b ? s->k : 1, s->bpack, NULL, NULL, NULL, NULL};
     int need_epi = s->alpha != 1.0f || e.c != NULL || e.addend != NULL || s->has_act;
     gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, (float*)args->outputs[0].data, s->n, 0,
@@ -129,8 +135,16 @@ pn_status accel_fully_connected_create(void* context, const pn_layer* layer,
         gemm_pack_b_full(s->arch, s->k, s->n, bc, s->transpose_b ? 1 : s->n,
                          s->transpose_b ? s->k : 1, s->bpack);
     }
-    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), s->m, s->n, s->k, 0,
-                                         s->bpack != NULL, 0);
+    if (!s->transpose_a && s->arch->ukr_ind != NULL && s->k > 0 && s->m > 1) { /* m == 1: gemv */
+        s->offs = (int64_t*)malloc((size_t)s->k * sizeof(int64_t));
+        if (s->offs == NULL) {
+            fc_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+        }
+        for (int64_t p = 0; p < s->k; ++p) s->offs[p] = p;
+    }
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), s->m, s->n, s->k,
+                                         s->offs != NULL, s->bpack != NULL, 0);
     pn_workload* wl = pn_workload_new(s, fc_execute, fc_release, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

@@ -17,61 +17,6 @@ void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void*
     accel_parallel_for(env->threads, n, fn, ctx);
 }
 
-/* ---- activation -------------------------------------------------------------- */
-
-static float clamp01f(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }
-
-void accel_cc_activate(const pn_activation_desc* act, float* y, int64_t n) {
-    if (act == NULL) {
-        return;
-    }
-    float alpha = act->alpha, beta = act->beta;
-    int64_t i;
-    switch (act->kind) {
-    case PN_ACTIVATION_RELU:
-        for (i = 0; i < n; ++i) y[i] = y[i] < 0.0f ? 0.0f : y[i];
-        break;
-    case PN_ACTIVATION_BOUNDED_RELU:
-        for (i = 0; i < n; ++i) {
-            float lo = y[i] < alpha ? alpha : y[i];
-            y[i] = lo > beta ? beta : lo;
-        }
-        break;
-    case PN_ACTIVATION_LEAKY_RELU:
-        for (i = 0; i < n; ++i) y[i] = y[i] >= 0.0f ? y[i] : alpha * y[i];
-        break;
-    case PN_ACTIVATION_SIGMOID:
-        for (i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + expf(-y[i]));
-        break;
-    case PN_ACTIVATION_TANH:
-        for (i = 0; i < n; ++i) y[i] = tanhf(y[i]);
-        break;
-    case PN_ACTIVATION_ELU:
-        for (i = 0; i < n; ++i) y[i] = y[i] >= 0.0f ? y[i] : alpha * expm1f(y[i]);
-        break;
-    case PN_ACTIVATION_HARD_SWISH:
-        for (i = 0; i < n; ++i) y[i] = y[i] * clamp01f(y[i] / 6.0f + 0.5f);
-        break;
-    case PN_ACTIVATION_HARD_SIGMOID:
-        for (i = 0; i < n; ++i) y[i] = clamp01f(alpha * y[i] + beta);
-        break;
-    case PN_ACTIVATION_ABS:
-        for (i = 0; i < n; ++i) y[i] = fabsf(y[i]);
-        break;
-    case PN_ACTIVATION_SQRT:
-        for (i = 0; i < n; ++i) y[i] = sqrtf(y[i]);
-        break;
-    case PN_ACTIVATION_SQUARE:
-        for (i = 0; i < n; ++i) y[i] = y[i] * y[i];
-        break;
-    case PN_ACTIVATION_LINEAR:
-        for (i = 0; i < n; ++i) y[i] = alpha * y[i] + beta;
-        break;
-    case PN_ACTIVATION_INVALID:
-        break;
-    }
-}
-
 /* ---- portable micro-kernel (4x16) --------------------------------------------- */
 
 #ifndef PORT_MR

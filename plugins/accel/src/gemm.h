@@ -138,9 +138,6 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
 /* Internal thread wrapper (switch point to the pool). */
 void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void* ctx);
 
-/* Fused activation on y[0..n) (act NULL or kind INVALID: nothing). */
-void accel_cc_activate(const pn_activation_desc* act, float* y, int64_t n);
-
 /* Micro-kernels and transposed stores per ISA (gemm_avx2.c, gemm_avx512.c). */
 void gemm_ukr_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                         int accumulate);

@@ -10,6 +10,12 @@
  */
 /* ---- Activation ------------------------------------------------------------- */
 
+/* y[i] = act(x[i]) for every kind of backend_api.h, each a loop of its own that the compiler
+ * vectorizes (kern_math.h). Where a formula multiplies x by a factor that tends to 0 (GELU,
+ * SWISH, MISH at -inf) the result is what IEEE arithmetic gives the header's formula there
+ * (-inf * 0 = NaN), as CpuRef computes it. Kinds whose formula has no NaN case of its own
+ * (THRESHOLDED_RELU, SHRINK: comparisons that are false for NaN) give 0 for NaN, as the formula
+ * reads; every other kind gives NaN for NaN. */
 static void KSUF(activation)(const pn_activation_desc* act, const float* x, float* y, int64_t n) {
     const float alpha = act->alpha, beta = act->beta;
     int64_t i;
@@ -28,18 +34,15 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v >= 0.0f ? v : alpha * v; }
         break;
     case PN_ACTIVATION_SIGMOID:
-        for (i = 0; i < n; ++i) { y[i] = 1.0f / (1.0f + KSUF(exp_fast)(-x[i])); }
+        for (i = 0; i < n; ++i) { y[i] = KSUF(vm_sigmoid)(x[i]); }
         break;
     case PN_ACTIVATION_TANH:
-        for (i = 0; i < n; ++i) {
-            y[i] = KSUF(tanh_fast)(x[i]);
-        }
+        for (i = 0; i < n; ++i) { y[i] = KSUF(vm_tanh)(x[i]); }
         break;
     case PN_ACTIVATION_ELU:
         for (i = 0; i < n; ++i) {
             float v = x[i];
-            float e = KSUF(expm1_neg)(v > 0.0f ? 0.0f : v); /* NaN stays NaN */
-            y[i] = v >= 0.0f ? v : alpha * e;
+            y[i] = v >= 0.0f ? v : alpha * KSUF(vm_expm1)(v); /* NaN: expm1 is NaN */
         }
         break;
     case PN_ACTIVATION_HARD_SWISH:
@@ -63,11 +66,81 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
     case PN_ACTIVATION_LINEAR:
         for (i = 0; i < n; ++i) { y[i] = alpha * x[i] + beta; }
         break;
+    case PN_ACTIVATION_GELU: /* x Phi(x), Phi the normal CDF with relative accuracy in both tails */
+        for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v * KSUF(vm_phi)(v); }
+        break;
+    case PN_ACTIVATION_GELU_TANH:
+        for (i = 0; i < n; ++i) { y[i] = KSUF(gelu_tanh)(x[i]); }
+        break;
+    case PN_ACTIVATION_SWISH:
+        for (i = 0; i < n; ++i) { y[i] = KSUF(swish)(x[i], alpha); }
+        break;
+    case PN_ACTIVATION_MISH: /* tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2), e = exp(x) */
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            float e = KSUF(vm_exp)(v < 20.0f ? v : 20.0f);
+            float q = e * (e + 2.0f);
+            float m = v * (q / (q + 2.0f));
+            y[i] = v < 20.0f ? m : v; /* from 20 on the factor rounds to 1; NaN: v */
+        }
+        break;
+    case PN_ACTIVATION_SOFTPLUS: /* max(x, 0) + log(1 + exp(-|x|)): no overflow */
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            float a = v < 0.0f ? -v : v;
+            float sp = (v > 0.0f ? v : 0.0f) + KSUF(log1p_pos)(KSUF(exp_neg_lo)(-a, 0.0f));
+            y[i] = v != v ? v : sp;
+        }
+        break;
+    case PN_ACTIVATION_SOFTSIGN: /* +-inf: inf / inf = NaN, as the formula reads */
+        for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v / (1.0f + fabsf(v)); }
+        break;
+    case PN_ACTIVATION_SELU:
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            y[i] = beta * (v > 0.0f ? v : alpha * KSUF(vm_expm1)(v));
+        }
+        break;
+    case PN_ACTIVATION_CELU:
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            float t = alpha * KSUF(vm_expm1)(v / alpha);
+            float c = (v > 0.0f ? v : 0.0f) + (t < 0.0f ? t : 0.0f);
+            y[i] = v != v ? v : c;
+        }
+        break;
+    case PN_ACTIVATION_THRESHOLDED_RELU:
+        for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v > alpha ? v : 0.0f; }
+        break;
+    case PN_ACTIVATION_SHRINK:
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            y[i] = v < -alpha ? v + beta : (v > alpha ? v - beta : 0.0f);
+        }
+        break;
+    case PN_ACTIVATION_SCALED_TANH:
+        for (i = 0; i < n; ++i) { y[i] = alpha * KSUF(vm_tanh)(beta * x[i]); }
+        break;
     case PN_ACTIVATION_INVALID:
         if (x != y) {
             memmove(y, x, (size_t)n * sizeof(float));
         }
         break;
+    }
+}
+
+/* ---- Elementwise math (accel_math_fn) ------------------------------------------------ */
+
+static void KSUF(math_row)(accel_math_fn fn, const float* x, float* y, int64_t n) {
+    int64_t i;
+    switch (fn) {
+    case ACCEL_MATH_EXP: for (i = 0; i < n; ++i) y[i] = KSUF(vm_exp)(x[i]); break;
+    case ACCEL_MATH_EXPM1: for (i = 0; i < n; ++i) y[i] = KSUF(vm_expm1)(x[i]); break;
+    case ACCEL_MATH_LOG: for (i = 0; i < n; ++i) y[i] = KSUF(vm_log)(x[i]); break;
+    case ACCEL_MATH_TANH: for (i = 0; i < n; ++i) y[i] = KSUF(vm_tanh)(x[i]); break;
+    case ACCEL_MATH_SIGMOID: for (i = 0; i < n; ++i) y[i] = KSUF(vm_sigmoid)(x[i]); break;
+    case ACCEL_MATH_ERF: for (i = 0; i < n; ++i) y[i] = KSUF(vm_erf)(x[i]); break;
+    case ACCEL_MATH_PHI: for (i = 0; i < n; ++i) y[i] = KSUF(vm_phi)(x[i]); break;
     }
 }
 
@@ -103,7 +176,7 @@ static void KSUF(binary_row)(pn_binary_op op, const float* a, int sa, const floa
     case PN_BINARY_MINIMUM: BIN_LOOPS((x <= z || x != x) ? x : z); break;
     case PN_BINARY_POWER: BIN_LOOPS(powf(x, z)); break;
     case PN_BINARY_PRELU: BIN_LOOPS(x >= 0.0f ? x : x * z); break;
-    case PN_BINARY_INVALID: break;
+    default: break; /* the 1.1 operations: refused by backend.c (check_binary) */
     }
 }
 

@@ -1,65 +1,297 @@
 /*
- * CpuAcc kernels, scalar math: exp, expm1 and tanh approximations and clamp01, in plain C
- * (the loops that call them are vectorized by the compiler).
+ * CpuAcc kernels, elementwise math: exp, expm1, log, log1p, tanh, sigmoid, erf and the
+ * normal CDF of GELU, as branch-free scalar functions in plain C that the loops calling them
+ * (kern_elementwise.h: activation, math_row; kern_reduce.h: softmax) get vectorized by the
+ * compiler for each ISA: every case is computed and the result chosen with selects; integer
+ * work is on int32 (exponent bits), rounding uses the 1.5 * 2^23 trick (no floorf, which SSE2
+ * cannot vectorize); no libm call.
+ *
+ * Accuracy, measured by tests/cpuacc/test_vector_math.py against float64 math/NumPy (every
+ * float32 in a sweep of 2^20+ values over the whole range, each ISA): see the table in
+ * plugins/accel/README.md ("Accuracy"). Edges: NaN in gives NaN out (the input NaN itself);
+ * exp overflows to +inf above 88.72 and goes through the subnormals to +0 below -103.97;
+ * log(+-0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, subnormal inputs are exact powers
+ * of two apart as for normal ones; tanh, sigmoid and erf saturate exactly (tanh(+-inf) = +-1,
+ * sigmoid(-inf) = 0, erf(+-inf) = +-1); odd functions keep the sign of -0.
+ *
+ * The polynomial coefficients of erf, erfc and tanh were fitted for this file (weighted
+ * least squares driven to the minimax relative error, each coefficient rounded to float32
+ * before the next ones were refitted); exp's and log's are Cephes' (S. Moshier), as in the
+ * earlier exp of this file.
  *
  * Part of CpuAcc's vector kernels, compiled once per ISA: kern_table.h includes it inside
  * kern_portable.c, kern_avx2.c and kern_avx512.c, and KSUF(name) appends the ISA's suffix.
  * Included nowhere else (no include guard: each ISA's file includes it once).
  */
-/* exp(x) for x <= 88 (Cephes polynomial; relative error ~2 ulp). NaN stays NaN;
- * x below -87.3 gives ~1e-38 instead of a subnormal or 0, x above 88 gives
- * exp(88): no caller needs more (sigmoid, tanh of -2|x|, elu, softmax of x - max). */
-KINLINE float KSUF(exp_fast)(float x) {
-    float c = x > 88.0f ? 88.0f : x;
-    c = c < -87.3f ? -87.3f : c;
-    float fx = c * 1.44269504088896341f + 0.5f;
-    float fl = floorf(fx); /* in [-126, 127] for the clamped c */
-    float r = c - fl * 0.693359375f + fl * 2.12194440e-4f;
-    float z = r * r;
-    float y = 1.9875691500E-4f;
-    y = y * r + 1.3981999507E-3f;
-    y = y * r + 8.3334519073E-3f;
-    y = y * r + 4.1665795894E-2f;
-    y = y * r + 1.6666665459E-1f;
-    y = y * r + 5.0000001201E-1f;
-    y = y * z + r + 1.0f;
-    float fe = fl + 127.0f;
-    fe = fe < 1.0f ? 1.0f : (fe > 254.0f ? 254.0f : fe);
-    int32_t e = (int32_t)fe;
-    uint32_t bits = (uint32_t)e << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof(scale));
-    y = y * scale;
+
+/* a * b + c: one fused multiply-add (one rounding) in the builds that have FMA (AVX2, AVX-512),
+ * a product and a sum in the portable build. The two give results within the stated bounds;
+ * the AVX2 and AVX-512 builds give the same bits. */
+#if defined(__FMA__)
+#define KFMA(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define KFMA(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* t rounded to the nearest integer (ties to even), for |t| < 2^22: adding 1.5 * 2^23 leaves
+ * no fraction bits; exact, and vectorizable on every ISA. */
+KINLINE float KSUF(round_near)(float t) { return (t + 12582912.0f) - 12582912.0f; }
+
+KINLINE float KSUF(from_bits)(uint32_t b) {
+    float f;
+    memcpy(&f, &b, sizeof(f));
+    return f;
+}
+
+KINLINE uint32_t KSUF(to_bits)(float f) {
+    uint32_t b;
+    memcpy(&b, &f, sizeof(b));
+    return b;
+}
+
+KINLINE float KSUF(copysign)(float mag, float sgn) {
+    return KSUF(from_bits)((KSUF(to_bits)(mag) & 0x7fffffffu) | (KSUF(to_bits)(sgn) & 0x80000000u));
+}
+
+/* exp(c + lo) for c in [-104, 89] (finite) and a small correction lo (|lo| <= 2^-12 |c|, e.g.
+ * the rounding error of a product, see prod_lo; 0 for plain exp): n = round(c / ln 2), r = c -
+ * n ln 2 in two steps (Cody-Waite: n * 0.693359375 is exact), exp(r) = 1 + r + r^2 P(r) on |r|
+ * <= ln 2 / 2, then times 2^n as two factors 2^(n >> 1) and 2^(n - (n >> 1)), each a normal
+ * number: the first product is exact, the second rounds once, also into the subnormals (exp
+ * underflows to 0 below -103.97 and overflows to inf above 88.73, so the range is all there
+ * is). The callers clamp, and choose NaN, only as far as their arguments need. */
+KINLINE float KSUF(exp_core)(float c, float lo) {
+    const float fn = KSUF(round_near)(c * 1.44269504088896341f);
+    float r = KFMA(fn, -0.693359375f, c);
+    r = KFMA(fn, 2.12194440e-4f, r);
+    r = r + lo;
+    const float z = r * r;
+    float p = 1.9875691500E-4f;
+    p = KFMA(p, r, 1.3981999507E-3f);
+    p = KFMA(p, r, 8.3334519073E-3f);
+    p = KFMA(p, r, 4.1665795894E-2f);
+    p = KFMA(p, r, 1.6666665459E-1f);
+    p = KFMA(p, r, 5.0000001201E-1f);
+    p = KFMA(p, z, r) + 1.0f;
+    const int32_t n = (int32_t)fn; /* [-150, 129] */
+    const int32_t n1 = n >> 1, n2 = n - n1; /* an arithmetic shift (GCC, Clang): floor(n / 2) */
+    return p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
+}
+
+/* exp(x + lo) for any x: clamped to [-104, 89] (no correction then), NaN in, NaN out. */
+KINLINE float KSUF(exp_lo)(float x, float lo) {
+    float c = x > -104.0f ? x : -104.0f; /* NaN -> -104: the result is chosen below */
+    c = c < 89.0f ? c : 89.0f;
+    const float y = KSUF(exp_core)(c, c == x ? lo : 0.0f);
     return x != x ? x : y;
 }
 
-/* expm1(x) for x <= 0: a Taylor polynomial near 0 (keeps relative accuracy for tiny x),
- * exp(x) - 1 further out. */
-KINLINE float KSUF(expm1_neg)(float x) {
-    float p = 1.0f / 720.0f;
-    p = p * x + 1.0f / 120.0f;
-    p = p * x + 1.0f / 24.0f;
-    p = p * x + 1.0f / 6.0f;
-    p = p * x + 0.5f;
-    p = p * x * x + x;
-    float e = KSUF(exp_fast)(x) - 1.0f;
-    return x > -0.25f ? p : e; /* NaN: e is NaN */
+/* exp(v + lo) for v <= 0 (or -inf): clamped at -104 only. A NaN v gives a finite value: the
+ * caller chooses NaN. */
+KINLINE float KSUF(exp_neg_lo)(float v, float lo) {
+    const float c = v > -104.0f ? v : -104.0f;
+    return KSUF(exp_core)(c, c == v ? lo : 0.0f);
 }
 
-/* tanh(x): an odd Taylor polynomial for |x| < 0.25, (1 - e) / (1 + e) with e = exp(-2|x|)
- * beyond (no cancellation there); relative error a few ulp everywhere. */
-KINLINE float KSUF(tanh_fast)(float v) {
-    float a = v < 0.0f ? -v : v;
-    float z = v * v;
-    float p = 62.0f / 2835.0f;
-    p = p * z - 17.0f / 315.0f;
-    p = p * z + 2.0f / 15.0f;
-    p = p * z - 1.0f / 3.0f;
-    p = p * z * v + v;
-    float e = KSUF(exp_fast)(-2.0f * a);
-    float t = (1.0f - e) / (1.0f + e);
-    t = v < 0.0f ? -t : t;
-    return a < 0.25f ? p : t; /* NaN: t is NaN */
+KINLINE float KSUF(vm_exp)(float x) { return KSUF(exp_lo)(x, 0.0f); }
+
+/* exp(x) - 1: a Taylor polynomial of degree 9 for |x| < 0.5 (keeps the relative accuracy of
+ * small results), exp(x) - 1 beyond. */
+KINLINE float KSUF(vm_expm1)(float x) {
+    float p = 1.0f / 362880.0f;
+    p = KFMA(p, x, 1.0f / 40320.0f);
+    p = KFMA(p, x, 1.0f / 5040.0f);
+    p = KFMA(p, x, 1.0f / 720.0f);
+    p = KFMA(p, x, 1.0f / 120.0f);
+    p = KFMA(p, x, 1.0f / 24.0f);
+    p = KFMA(p, x, 1.0f / 6.0f);
+    p = KFMA(p, x, 0.5f);
+    p = KFMA(p * x, x, x);
+    const float e = KSUF(vm_exp)(x) - 1.0f;
+    const float a = x < 0.0f ? -x : x;
+    return a < 0.5f ? (x == 0.0f ? x : p) : e; /* -0 stays -0; NaN: e is NaN */
+}
+
+/* log(x): x = m 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), log(m)
+ * = f - f^2 / 2 + f^3 P(f) for f = m - 1, plus e ln 2 in two steps. */
+KINLINE float KSUF(vm_log)(float x) {
+    const int sub = x < 1.17549435e-38f;
+    const float xs = sub ? x * 8388608.0f : x;
+    const uint32_t b = KSUF(to_bits)(xs);
+    int32_t e = (int32_t)((b >> 23) & 0xffu) - 126; /* xs = m' 2^e, m' in [0.5, 1) */
+    float m = KSUF(from_bits)((b & 0x007fffffu) | 0x3f000000u);
+    const int small = m < 0.707106781186547524f;
+    e = small ? e - 1 : e;
+    m = small ? m + m : m;
+    e = sub ? e - 23 : e;
+    const float f = m - 1.0f;
+    const float z = f * f;
+    float p = 7.0376836292E-2f;
+    p = KFMA(p, f, -1.1514610310E-1f);
+    p = KFMA(p, f, 1.1676998740E-1f);
+    p = KFMA(p, f, -1.2420140846E-1f);
+    p = KFMA(p, f, 1.4249322787E-1f);
+    p = KFMA(p, f, -1.6668057665E-1f);
+    p = KFMA(p, f, 2.0000714765E-1f);
+    p = KFMA(p, f, -2.4999993993E-1f);
+    p = KFMA(p, f, 3.3333331174E-1f);
+    const float fe = (float)e;
+    float y = p * f * z;
+    y = KFMA(fe, -2.12194440e-4f, y);
+    y = KFMA(-0.5f, z, y);
+    y = f + y;
+    y = KFMA(fe, 0.693359375f, y);
+    y = x == INFINITY ? x : y;
+    y = x == 0.0f ? -INFINITY : y; /* and -0 */
+    y = x < 0.0f ? NAN : y;
+    return x != x ? x : y;
+}
+
+/* log(1 + v) for v >= 0 (or NaN): log(u) * v / (u - 1) with u = 1 + v rounded, which cancels
+ * the rounding of u (v when u is 1). */
+KINLINE float KSUF(log1p_pos)(float v) {
+    const float u = 1.0f + v;
+    const float d = u - 1.0f;
+    const float r = KSUF(vm_log)(u) * (v / (d == 0.0f ? 1.0f : d));
+    const float y = d == 0.0f ? v : r;
+    return v == INFINITY ? v : y;
+}
+
+/* tanh(x): x + x^3 P(x^2) for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1) with x's sign
+ * (exp overflows to inf for |x| > 44: exactly 1). */
+KINLINE float KSUF(vm_tanh)(float x) {
+    const float a = x < 0.0f ? -x : x;
+    const float z = x * x;
+    float p = -5.692296196e-03f;
+    p = KFMA(p, z, 2.062816732e-02f);
+    p = KFMA(p, z, -5.373651534e-02f);
+    p = KFMA(p, z, 1.333140582e-01f);
+    p = KFMA(p, z, -3.333328068e-01f);
+    p = KFMA(p * z, x, x);
+    const float a2 = a + a < 89.0f ? a + a : 89.0f; /* NaN -> 89: chosen below */
+    const float t = 1.0f - 2.0f / (KSUF(exp_core)(a2, 0.0f) + 1.0f);
+    const float y = a < 0.625f ? (x == 0.0f ? x : p) : KSUF(copysign)(t, x); /* -0 stays -0 */
+    return x != x ? x : y;
+}
+
+/* a * b - p exactly, for p = a * b rounded (a finite product): by a fused multiply-add where
+ * the build has one, else Dekker's product of Veltkamp's halves (the portable build has no FMA
+ * to contract them, and -std=c11 contracts nothing). */
+KINLINE float KSUF(prod_lo)(float a, float b, float p) {
+#if defined(__FMA__)
+    return __builtin_fmaf(a, b, -p);
+#else
+    const float ca = 4097.0f * a, ah = ca - (ca - a), al = a - ah;
+    const float cb = 4097.0f * b, bh = cb - (cb - b), bl = b - bh;
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+#endif
+}
+
+KINLINE float KSUF(square_lo)(float x, float hi) { return KSUF(prod_lo)(x, x, hi); }
+
+/* 1 / (1 + exp(-(w + lo))) for a small correction lo (the rounding error of w when it is a
+ * product: see gelu_tanh), as e / (1 + e) (w < 0) or 1 / (1 + e) with e = exp(-|w + lo|) <= 1:
+ * no overflow, and a result in the subnormals for w below -87 (exp's own range). */
+KINLINE float KSUF(sigmoid_lo)(float w, float lo) {
+    const float e = KSUF(exp_neg_lo)(-fabsf(w), w < 0.0f ? lo : -lo);
+    const float s = (w < 0.0f ? e : 1.0f) / (1.0f + e);
+    return w != w ? w : s;
+}
+
+KINLINE float KSUF(vm_sigmoid)(float x) { return KSUF(sigmoid_lo)(x, 0.0f); }
+
+/* x sigmoid(alpha x) (SWISH), alpha x's rounding error passed on to the exponent (none when
+ * Veltkamp's split of an operand beyond 2^115 overflows: NaN). */
+KINLINE float KSUF(swish)(float x, float alpha) {
+    const float w = alpha * x;
+    const float lo = KSUF(prod_lo)(alpha, x, w);
+    return x * KSUF(sigmoid_lo)(w, lo == lo ? lo : 0.0f);
+}
+
+/* GELU_TANH: x (1 + tanh(w)) / 2 = x sigmoid(2 w), 2 w = x (C1 + C2 x^2) with C1 = 2 sqrt(2 /
+ * pi), C2 = 0.044715 C1. 2 w is computed in double-float (each constant as two floats, the
+ * square, the products and the sum with their exact errors), so the exponent carries no
+ * rounding of float32 size: in the negative tail, where sigmoid(2 w) ~ exp(2 w), a relative
+ * error d in 2 w would give a relative error |2 w| d in the result. x is clamped to
+ * [-20, 20] for the factor (it rounds to 0 or 1 well before). */
+KINLINE float KSUF(gelu_tanh)(float v) {
+    const float x = v > -20.0f ? (v < 20.0f ? v : 20.0f) : -20.0f; /* NaN: v * anything is NaN */
+    const float c1h = 1.595769167e+00f, c1l = -4.534068054e-08f;
+    const float c2h = 7.135481387e-02f, c2l = 2.398832466e-09f;
+    const float q = x * x, ql = KSUF(square_lo)(x, q);
+    const float s = c2h * q;
+    const float sl = KSUF(prod_lo)(c2h, q, s) + (c2h * ql + c2l * q);
+    const float t = c1h + s; /* TwoSum: t + tl = c1h + s exactly */
+    const float bb = t - c1h;
+    const float tl = (c1h - (t - bb)) + (s - bb);
+    const float w = x * t;
+    const float wl = KSUF(prod_lo)(x, t, w) + x * (tl + sl + c1l);
+    return v * KSUF(sigmoid_lo)(w, wl);
+}
+
+/* erf(u) / u - 1 = Q(u^2) for 0 <= u <= 1 (relative error of u + u Q <= 1.5e-9 in exact
+ * arithmetic; the 1 kept apart, as 2 / sqrt(pi) = 1.128... has no exact float). */
+KINLINE float KSUF(erf_small_q)(float z) {
+    float q = 7.806903159e-05f;
+    q = KFMA(q, z, -7.997853099e-04f);
+    q = KFMA(q, z, 5.187162198e-03f);
+    q = KFMA(q, z, -2.685334720e-02f);
+    q = KFMA(q, z, 1.128357872e-01f);
+    q = KFMA(q, z, -3.761262596e-01f);
+    q = KFMA(q, z, 1.283791661e-01f);
+    return q;
+}
+
+/* u erfc(u) exp(u^2) = P(t) for 0.5 <= u <= 10.5 with t = 1 / (1 + u / 2) (relative error <=
+ * 6e-9 in exact arithmetic). P is flat (1/sqrt(pi) at infinity, 0.31 at 0.5), so the roundings
+ * of t barely reach it. Beyond 10.5, erfc is below the float32 subnormals and the exp factor is
+ * 0; the 1 / u comes from a division of its own. */
+KINLINE float KSUF(erfc_p)(float t) {
+    float p = 9.737061709e-02f;
+    p = KFMA(p, t, -6.071481109e-01f);
+    p = KFMA(p, t, 1.416289210e+00f);
+    p = KFMA(p, t, -1.425175905e+00f);
+    p = KFMA(p, t, 5.633025169e-01f);
+    p = KFMA(p, t, -4.507836998e-01f);
+    p = KFMA(p, t, -7.928102463e-02f);
+    p = KFMA(p, t, -7.950480282e-02f);
+    p = KFMA(p, t, 7.407250232e-04f);
+    p = KFMA(p, t, 5.641632080e-01f);
+    return p;
+}
+
+/* erf(x): |x| + |x| Q(x^2) below 1, 1 - erfc(|x|) from 1 on (erfc = P(t) / |x| exp(-x^2), the
+ * exponent exact: hi + lo), with x's sign. |x| is clamped to 4 (erf rounds to 1 from 3.92 on),
+ * so infinities need no case of their own. */
+KINLINE float KSUF(vm_erf)(float x) {
+    float a = x < 0.0f ? -x : x;
+    a = a < 4.0f ? a : 4.0f; /* NaN -> 4: chosen below */
+    const float z = a * a;
+    const float small = KFMA(a, KSUF(erf_small_q)(z), a);
+    const float t = 1.0f / KFMA(0.5f, a, 1.0f);
+    const float big = 1.0f - KSUF(erfc_p)(t) / a * KSUF(exp_core)(-z, -KSUF(square_lo)(a, z)); /* -z >= -16 */
+    const float y = KSUF(copysign)(a < 1.0f ? small : big, x);
+    return x != x ? x : y;
+}
+
+/* The standard normal CDF Phi(x) = (1 + erf(x / sqrt(2))) / 2 with relative accuracy in both
+ * tails. With u = |x| / sqrt(2): below the threshold (1 for x >= 0, 0.75 for x < 0, where the
+ * subtraction cancels little) 1/2 +- erf(u) / 2 from the small-u polynomial; above it from
+ * erfc(u) / 2 = P(t) / (sqrt(2) |x|) exp(-x^2 / 2), whose exponent takes the exact square of
+ * x (so the rounding of u reaches neither the exponent nor the 1 / u): erfc / 2 for x < 0,
+ * 1 - erfc / 2 for x > 0. */
+KINLINE float KSUF(vm_phi)(float x) {
+    float a = x < 0.0f ? -x : x;
+    a = a < 15.0f ? a : 15.0f; /* Phi rounds to 0 or 1 long before; NaN -> 15: chosen below */
+    const float u = a * 0.707106781186547524f;
+    const float e = KFMA(u, KSUF(erf_small_q)(u * u), u);
+    const float small = 0.5f + 0.5f * (x < 0.0f ? -e : e);
+    const float sq = a * a;
+    const float q = KSUF(erfc_p)(1.0f / KFMA(0.5f, u, 1.0f)) * (0.707106781186547524f / a) *
+                    KSUF(exp_neg_lo)(-0.5f * sq, -0.5f * KSUF(square_lo)(a, sq));
+    const float big = x < 0.0f ? q : 1.0f - q;
+    const float y = u < (x < 0.0f ? 0.75f : 1.0f) ? small : big;
+    return x != x ? x : y;
 }
 
 KINLINE float KSUF(clamp01)(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }

@@ -41,14 +41,14 @@ static float KSUF(exp_sub_sum)(const float* x, float m, float* y, int64_t n) {
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES) {
         for (int j = 0; j < LANES; ++j) {
-            float e = KSUF(exp_fast)(x[i + j] - m);
+            float e = KSUF(vm_exp)(x[i + j] - m);
             y[i + j] = e;
             acc[j] += e;
         }
     }
     float s = 0.0f;
     for (; i < n; ++i) {
-        float e = KSUF(exp_fast)(x[i] - m);
+        float e = KSUF(vm_exp)(x[i] - m);
         y[i] = e;
         s += e;
     }
@@ -73,7 +73,7 @@ static void KSUF(max_cols)(float* m, const float* x, int64_t n) {
 
 static void KSUF(exp_sub_cols)(const float* x, const float* m, float* y, float* s, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
-        float e = KSUF(exp_fast)(x[i] - m[i]);
+        float e = KSUF(vm_exp)(x[i] - m[i]);
         y[i] = e;
         s[i] += e;
     }

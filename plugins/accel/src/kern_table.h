@@ -10,9 +10,9 @@
  * macros (__AVX512F__, __AVX2__, __FMA__), each file saying which.
  *
  * The families, in the order they build on each other:
- *   kern_math.h         scalar exp/expm1/tanh/clamp01 (plain C)
+ *   kern_math.h         scalar exp/expm1/log/tanh/sigmoid/erf/normal CDF (plain C, branch-free)
  *   kern_vector.h       the VW-float vector primitives (AVX-512, AVX2 or plain C under #if)
- *   kern_elementwise.h  activation and binary rows, and their non-temporal forms
+ *   kern_elementwise.h  activation, math and binary rows, and their non-temporal forms
  *   kern_reduce.h       softmax row/column helpers, sum_row
  *   kern_subplane.h     the strided-window buffer of pooling and depthwise
  *   kern_pooling.h      pooling NCHW/NHWC
@@ -44,4 +44,5 @@ const accel_kernels KTABLE = {
     KSUF(activation), KSUF(binary_row),   KSUF(max_row),  KSUF(exp_sub_sum), KSUF(scale),
     KSUF(max_cols),   KSUF(exp_sub_cols), KSUF(mul_cols), KSUF(pool_nchw),   KSUF(pool_nhwc),
     KSUF(sum_row),    KSUF(dw_nchw),      KSUF(dw_nhwc),  KSUF(activation_stream), KSUF(binary_row_stream),
+    KSUF(math_row),
 };

@@ -1,4 +1,21 @@
-/* CpuAcc MATMUL (NumPy matmul): rank-1 promotion, batch broadcasting, one GEMM per batch. */
+/* CpuAcc MATMUL (NumPy matmul): rank-1 promotion, batch broadcasting.
+ *
+ * How a MatMul of `batches` matrix products of [m, k] @ [k, n] runs:
+ * - Batches folded into rows: when b is one matrix for every batch (rank 2, or batch dims
+ *   that all broadcast) and a's batches are all distinct, a is one [batches * m, k] matrix and
+ *   the whole layer one GEMM (the projections of transformers, [B, S, E] @ [E, F], run as one
+ *   [B * S, E] @ [E, F] GEMM, not B small ones).
+ * - A constant b (weights) is packed once at create time, every distinct matrix of it.
+ * - Batches split over the threads: when there are at least as many GEMMs as threads (the
+ *   attention products [B, H, S, D] @ [B, H, D, S] are B * H small GEMMs), each thread runs a
+ *   contiguous range of whole GEMMs on its own (one parallel loop for the layer, no threads
+ *   meeting per GEMM, each GEMM's packing done once); the last batches % threads GEMMs, fewer
+ *   than the threads, each run split over all of them. A GEMM gives the same bits on one
+ *   thread as on many (gemm.h), so the result does not depend on the thread count.
+ * - a is read in place, not packed (the AVX2 and AVX-512 micro-kernels take A's rows through
+ *   pointers, gemm_indirect with offsets 0..k-1), as onnxruntime's MLAS does: packing a
+ *   [128, 64] Q per head cost as much as a third of its product with K^T.
+ */
 #include "families.h"
 #include "gemm.h"
 
@@ -8,12 +25,25 @@
 typedef struct matmul_state {
     accel_env env;
     const gemm_arch* arch;
-    int64_t m, n, k, batches;
-    uint32_t brank; /* rank of the output's batch dims */
+    int64_t m, n, k, batches; /* after folding: m = batches_folded * m, batches = 1 */
+    uint32_t brank;           /* rank of the output's batch dims */
     int64_t bdims[PN_MAX_DIMS];
     int64_t as[PN_MAX_DIMS], bs[PN_MAX_DIMS]; /* batch strides in matrices */
-    size_t ws_floats;
+    int threads;              /* the pool's threads */
+    float* bpack;             /* constant b: its distinct matrices packed (NULL: packed per run) */
+    int64_t* offs;            /* 0..k-1: a read in place (gemm_indirect), or NULL: a packed */
+    size_t bpack_floats;      /* floats of one packed matrix */
+    size_t ws_one, ws_many;   /* workspace floats of a single-thread GEMM, of a threaded one */
 } matmul_state;
+
+static void matmul_release(void* vs) {
+    matmul_state* s = (matmul_state*)vs;
+    if (s != NULL) {
+        free(s->bpack);
+        free(s->offs);
+        free(s);
+    }
+}
 
 static pn_tensor_info leading(const pn_tensor_info* t, uint32_t matrix_rank) {
     pn_tensor_info r;
@@ -25,6 +55,54 @@ static pn_tensor_info leading(const pn_tensor_info* t, uint32_t matrix_rank) {
     return r;
 }
 
+/* The matrices of batch t: offsets (in matrices) into a and b. */
+static void batch_offsets(const matmul_state* s, int64_t t, int64_t* aoff, int64_t* boff) {
+    int64_t rem = t;
+    *aoff = 0;
+    *boff = 0;
+    for (int32_t d = (int32_t)s->brank - 1; d >= 0; --d) {
+        int64_t idx = rem % s->bdims[d];
+        rem /= s->bdims[d];
+        *aoff += idx * s->as[d];
+        *boff += idx * s->bs[d];
+    }
+}
+
+typedef struct matmul_run {
+    const matmul_state* s;
+    const float* a;
+    const float* b;
+    float* y;
+    float* ws;
+    int64_t lanes, lane_batches; /* batches [0, lanes * lane_batches) run lane by lane */
+} matmul_run;
+
+/* Batch t with env (NULL: on the calling thread alone) and workspace ws. */
+static void run_batch(const matmul_run* r, int64_t t, const accel_env* env, float* ws) {
+    const matmul_state* s = r->s;
+    int64_t aoff, boff;
+    batch_offsets(s, t, &aoff, &boff);
+    const float* a = r->a + aoff * s->m * s->k;
+    const gemm_indirect ind = {a, s->offs, s->m, 0, s->k}; /* row i at a + i * k */
+    gemm_operand ga = {a, s->k, 1, NULL, NULL, NULL, NULL, s->offs != NULL ? &ind : NULL};
+    gemm_operand gb = {r->b + boff * s->k * s->n, s->n, 1, NULL, NULL, NULL, NULL, NULL};
+    if (s->bpack != NULL) {
+        gb.packed = s->bpack + (size_t)boff * s->bpack_floats;
+    }
+    gemm_run(env, s->arch, s->m, s->n, s->k, &ga, &gb, r->y + t * s->m * s->n, s->n, 0, ws, NULL, NULL);
+}
+
+/* Lanes [begin, end): each runs its range of whole GEMMs on this thread with its own workspace. */
+static void lane_range(void* vctx, int64_t begin, int64_t end) {
+    const matmul_run* r = (const matmul_run*)vctx;
+    for (int64_t lane = begin; lane < end; ++lane) {
+        float* ws = r->ws + (size_t)lane * r->s->ws_one;
+        for (int64_t t = lane * r->lane_batches; t < (lane + 1) * r->lane_batches; ++t) {
+            run_batch(r, t, NULL, ws);
+        }
+    }
+}
+
 static pn_status matmul_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const matmul_state* s = (const matmul_state*)vs;
     if (args == NULL || args->num_inputs != 2 || args->num_outputs != 1) {
@@ -33,29 +111,38 @@ static pn_status matmul_execute(void* vs, const pn_execute_args* args, pn_string
     if (s->batches * s->m * s->n == 0) {
         return PN_OK;
     }
-    const float* a = (const float*)args->inputs[0].data;
-    const float* b = (const float*)args->inputs[1].data;
-    float* y = (float*)args->outputs[0].data;
-    if (y == NULL || (s->k > 0 && (a == NULL || b == NULL))) {
+    matmul_run r = {s, (const float*)args->inputs[0].data, (const float*)args->inputs[1].data,
+                    (float*)args->outputs[0].data, (float*)args->workspace, 0, 0};
+    if (r.y == NULL || (s->k > 0 && (r.a == NULL || (r.b == NULL && s->bpack == NULL)))) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: MatMul tensor without data");
     }
-    if (args->workspace == NULL) {
+    if (r.ws == NULL) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: MatMul needs a workspace");
     }
-    for (int64_t t = 0; t < s->batches; ++t) {
-        int64_t rem = t, aoff = 0, boff = 0;
-        for (int32_t d = (int32_t)s->brank - 1; d >= 0; --d) {
-            int64_t idx = rem % s->bdims[d];
-            rem /= s->bdims[d];
-            aoff += idx * s->as[d];
-            boff += idx * s->bs[d];
-        }
-        gemm_operand ga = {a + aoff * s->m * s->k, s->k, 1, NULL, NULL, NULL, NULL, NULL};
-        gemm_operand gb = {b + boff * s->k * s->n, s->n, 1, NULL, NULL, NULL, NULL, NULL};
-        gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, y + t * s->m * s->n, s->n, 0,
-                 (float*)args->workspace, NULL, NULL);
+    int64_t first_shared = 0; /* batches from here on run one at a time, each over every thread */
+    if (s->threads > 1 && s->batches >= s->threads) {
+        r.lanes = s->threads;
+        r.lane_batches = s->batches / s->threads;
+        first_shared = r.lanes * r.lane_batches;
+        accel_parallel_for(s->env.threads, r.lanes, lane_range, &r);
+    }
+    for (int64_t t = first_shared; t < s->batches; ++t) {
+        run_batch(&r, t, &s->env, r.ws);
     }
     return PN_OK;
+}
+
+/* Whether every batch multiplies by the same b (all of b's batch strides are 0) while a's
+ * batches are a's own consecutive matrices: then a is one [batches * m, k] matrix. */
+static int folds(const matmul_state* s) {
+    int64_t expect = 1;
+    for (int32_t d = (int32_t)s->brank - 1; d >= 0; --d) {
+        if (s->bs[d] != 0 || (s->bdims[d] > 1 && s->as[d] != expect)) {
+            return 0;
+        }
+        expect *= s->bdims[d];
+    }
+    return 1;
 }
 
 pn_status accel_matmul_create(void* context, const pn_layer* layer,
@@ -67,6 +154,7 @@ pn_status accel_matmul_create(void* context, const pn_layer* layer,
     }
     s->env = *env;
     s->arch = gemm_arch_for(env->isa);
+    s->threads = accel_threads_count(env->threads);
     const pn_tensor_info* ai = &layer->inputs[0];
     const pn_tensor_info* bi = &layer->inputs[1];
     s->m = ai->rank >= 2 ? ai->dims[ai->rank - 2] : 1;
@@ -80,9 +168,42 @@ pn_status accel_matmul_create(void* context, const pn_layer* layer,
     s->brank = yb.rank;
     for (uint32_t i = 0; i < yb.rank; ++i) s->bdims[i] = yb.dims[i];
     s->batches = pn_num_elements(&yb);
-    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), s->m, s->n, s->k, 0, 0, 0);
-    pn_workload* wl = pn_workload_new(s, matmul_execute, free, s->ws_floats * sizeof(float) + 64);
+    if (s->batches > 1 && folds(s)) {
+        s->m *= s->batches;
+        s->batches = 1;
+        s->brank = 0;
+    }
+    const float* bc = layer->constant_data != NULL ? (const float*)layer->constant_data[1] : NULL;
+    if (bc != NULL && s->k > 0 && s->n > 0) {
+        int64_t matrices = pn_num_elements(&bb); /* b's own batch matrices (1 for rank <= 2) */
+        s->bpack_floats = gemm_packed_b_floats(s->arch, s->k, s->n);
+        s->bpack = (float*)malloc((size_t)matrices * s->bpack_floats * sizeof(float) + 64);
+        if (s->bpack == NULL) {
+            matmul_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing MatMul's b");
+        }
+        for (int64_t i = 0; i < matrices; ++i) {
+            gemm_pack_b_full(s->arch, s->k, s->n, bc + i * s->k * s->n, s->n, 1, s->bpack + (size_t)i * s->bpack_floats);
+        }
+    }
+    if (s->arch->ukr_ind != NULL && s->k > 0 && s->m > 1) { /* m == 1 with a packed b: gemv */
+        s->offs = (int64_t*)malloc((size_t)s->k * sizeof(int64_t));
+        if (s->offs == NULL) {
+            matmul_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+        }
+        for (int64_t p = 0; p < s->k; ++p) s->offs[p] = p;
+    }
+    int prepacked = s->bpack != NULL, in_place = s->offs != NULL;
+    s->ws_one = gemm_workspace_floats(s->arch, 1, s->m, s->n, s->k, in_place, prepacked, 0);
+    s->ws_many = gemm_workspace_floats(s->arch, s->threads, s->m, s->n, s->k, in_place, prepacked, 0);
+    size_t ws = s->ws_many;
+    if (s->threads > 1 && s->batches >= s->threads && (size_t)s->threads * s->ws_one > ws) {
+        ws = (size_t)s->threads * s->ws_one;
+    }
+    pn_workload* wl = pn_workload_new(s, matmul_execute, matmul_release, ws * sizeof(float) + 64);
     if (wl == NULL) {
+        matmul_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     *workload_out = wl;
