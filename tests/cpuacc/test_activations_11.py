@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import plugnn
-from plugnn import Network
+from plugnn import Network, NetworkError
 from plugnn.descriptors import ActivationDescriptor, ActivationKind, LayerKind
 from plugnn.layers import LayerSpec
 from plugnn.tensor import DataType, TensorInfo
@@ -169,23 +169,18 @@ def test_streamed_activation_and_binary_layers(name: str) -> None:
                                    atol=LAYER_ATOL, err_msg=f"{name} fused into add on {isa}")
 
 
-def test_celu_with_alpha_zero_is_refused_with_a_reason() -> None:
+def test_celu_with_alpha_zero_is_malformed_for_every_backend() -> None:
+    """CELU divides by alpha: alpha 0 is refused by the shared validation (one reason from every
+    backend) and by the network builder."""
     act = ActivationDescriptor("celu", alpha=0.0)
     with plugnn.Runtime() as rt:
-        support = rt.backend("CpuAcc").is_layer_supported(activation_spec(act, (4,), "celu0"))
-    assert not support.supported
-    assert "CELU only with a nonzero alpha" in support.reason and "got 0" in support.reason
-
-
-def test_celu_with_alpha_zero_is_not_fused() -> None:
+        reasons = {b: rt.backend(b).is_layer_supported(activation_spec(act, (4,), "celu0")) for b in rt.backend_ids}
+    assert all(not r.supported for r in reasons.values())
+    assert {r.reason for r in reasons.values()} == {"Activation: CELU needs alpha != 0 (it divides by alpha)"}
     net = Network("celu0")
     x = net.add_input("x", (2, 3))
-    net.add_output(net.add_activation(net.add_add(x, x, name="add"), "celu", 0.0, name="celu"), "y")
-    with plugnn.Runtime() as rt:
-        optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
-    placed = {r["layer"]: r for r in optimized.assignments()}
-    assert placed["add"]["backend"] == "CpuAcc" and placed["celu"]["backend"] != "CpuAcc"
-    assert "nonzero alpha" in placed["celu"]["attempts"][0]["reason"]
+    with pytest.raises(NetworkError, match="celu needs alpha != 0"):
+        net.add_activation(x, "celu", 0.0, name="celu")
 
 
 # ---- fused into convolution, fully connected and binary layers -----------------------------

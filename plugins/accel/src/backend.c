@@ -22,38 +22,8 @@ typedef struct accel_backend {
 
 /* ---- What CpuAcc runs (the plugin skeleton, pn_plugin.h) ------------------------ */
 
-/* The activations CpuAcc's kernels compute (fused or as a layer): every kind of backend_api.h
- * (the kind's range is pn_validate_fused_activation's), CELU with a nonzero alpha (its formula
- * divides by alpha). */
-static pn_status check_activation(const pn_plugin* plugin, const pn_layer* layer,
-                                  const pn_activation_desc* act, pn_string_out* reason) {
-    if (act != NULL && act->kind == PN_ACTIVATION_CELU && !(act->alpha != 0.0f)) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs activation CELU only with a nonzero alpha, "
-                       "got %g in %s", plugin->id, (double)act->alpha, pn_layer_kind_name(layer->kind));
-    }
-    return PN_OK;
-}
-
-static pn_status check_activation_layer(const pn_plugin* plugin, const pn_layer* layer,
-                                        pn_string_out* reason) {
-    pn_status s = pn_plugin_float32_only(plugin, layer, reason);
-    return s != PN_OK ? s : check_activation(plugin, layer, layer->descriptor, reason);
-}
-
-static pn_status check_conv2d(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
-    pn_status s = pn_plugin_float32_only(plugin, layer, reason);
-    const pn_convolution_2d_desc* d = layer->descriptor;
-    return s != PN_OK ? s : check_activation(plugin, layer, d->fused_activation, reason);
-}
-
-static pn_status check_fully_connected(const pn_plugin* plugin, const pn_layer* layer,
-                                       pn_string_out* reason) {
-    pn_status s = pn_plugin_float32_only(plugin, layer, reason);
-    const pn_fully_connected_desc* d = layer->descriptor;
-    return s != PN_OK ? s : check_activation(plugin, layer, d->fused_activation, reason);
-}
-
-/* The arithmetic binary operations (ADD .. PRELU) on float32. */
+/* The arithmetic binary operations (ADD .. PRELU) on float32. Every activation kind runs, as a
+ * layer and fused (a CELU with alpha 0 is malformed: the shared validation refuses it). */
 static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
     pn_status s = pn_plugin_float32_only(plugin, layer, reason);
     const pn_elementwise_binary_desc* d = layer->descriptor;
@@ -61,17 +31,17 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
         return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s has no kernel for binary operation %d",
                        plugin->id, (int)d->op);
     }
-    return s != PN_OK ? s : check_activation(plugin, layer, d->fused_activation, reason);
+    return s;
 }
 
 /* Every kind CpuAcc runs, in float32 only. */
 static const pn_plugin_kind kinds[] = {
-    {PN_LAYER_CONVOLUTION_2D, check_conv2d, accel_conv2d_create},
+    {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
     {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
     {PN_LAYER_ELEMENTWISE_BINARY, check_binary, accel_binary_create},
     {PN_LAYER_ELEMENTWISE_VARIADIC, pn_plugin_float32_only, accel_variadic_create},
-    {PN_LAYER_ACTIVATION, check_activation_layer, accel_activation_create},
-    {PN_LAYER_FULLY_CONNECTED, check_fully_connected, accel_fully_connected_create},
+    {PN_LAYER_ACTIVATION, pn_plugin_float32_only, accel_activation_create},
+    {PN_LAYER_FULLY_CONNECTED, pn_plugin_float32_only, accel_fully_connected_create},
     {PN_LAYER_MATMUL, pn_plugin_float32_only, accel_matmul_create},
     {PN_LAYER_SOFTMAX, pn_plugin_float32_only, accel_softmax_create},
     {PN_LAYER_CONCAT, pn_plugin_float32_only, accel_concat_create},
