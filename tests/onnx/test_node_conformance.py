@@ -154,6 +154,18 @@ INCLUDED = {
     "Celu": r"^test_celu_",
     "ThresholdedRelu": r"^test_thresholdedrelu_",
     "Shrink": r"^test_shrink_",
+    # operators without a converter, imported through their ONNX function body (functions.py)
+    "NegativeLogLikelihoodLoss": r"^test_nllloss_",
+    "SoftmaxCrossEntropyLoss": r"^test_sce_",
+    "Attention": r"^test_attention_",
+    "RotaryEmbedding": r"^test_rotary_embedding",
+    "CenterCropPad": r"^test_center_crop_pad_",
+    "BlackmanWindow": r"^test_blackmanwindow",
+    "HammingWindow": r"^test_hammingwindow",
+    "HannWindow": r"^test_hannwindow",
+    "Swish": r"^test_swish",
+    "SwiGLU": r"^test_swiglu",
+    "CausalConvWithState": r"^test_causal_conv_with_state_",
 }
 
 # (pattern, reason): every case left out, and why. docs/conformance.md mirrors this list.
@@ -170,8 +182,9 @@ EXCLUDED = [
      "with that reason, naming the type"),
     (r"^test_equal_string", "string tensors: plugnn tensors hold numeric and bool element types only (refused, "
      "naming the input and its type)"),
-    (r"^test_not_", "the models pin opset 1, Not's only version; plugnn imports opset 7 and newer (Not at those "
-     "opsets: tests/onnx/test_elementwise.py)"),
+    (r"^test_attention_4d_causal_fp16", "float16 attention: plugnn computes in float32 and rounds the result once; "
+     "ONNX's expected values round every intermediate step to float16, and 2 of the 192 elements differ by one "
+     "float16 ulp, beyond the test's rtol 1e-3 (the expanded form computes the same and is excluded with it)"),
 ]
 
 # the function-expanded forms of the elementwise operators all pass (they use only imported operators:

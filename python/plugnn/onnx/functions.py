@@ -53,6 +53,11 @@ def body(ctx: NodeContext) -> Expansion | None:
     schema = _schema(ctx.op_type, ctx.opset)
     if schema is None or not (schema.has_function or schema.has_context_dependent_function):
         return None
+    for attr in ctx.node.attribute:
+        if attr.name not in schema.attributes:
+            known = ", ".join(sorted(schema.attributes)) or "none"
+            raise ctx.error(f"attribute {attr.name!r} is not one of {ctx.op_type}-{schema.since_version}'s (they are: "
+                            f"{known})")
     function = _function(ctx, schema)
     onnx = onnx_module()
     opset = next((o.version for o in function.opset_import if o.domain in ("", "ai.onnx")), ctx.opset)

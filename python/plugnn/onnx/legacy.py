@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.errors import ModelError
 from plugnn.onnx import numeric
 from plugnn.onnx.context import NodeContext, onnx_module
 from plugnn.onnx.expansion import Expansion, base_name, fresh_node_name, fresh_value
@@ -56,9 +57,9 @@ class _Rewrite:
 
     @property
     def what(self) -> str:
-        return f"{self.ctx.op_type}-{self.version}, opset {self.ctx.opset}"
+        return f"{self.ctx.op_type}-{self.version}"
 
-    def refuse(self, message: str) -> Exception:
+    def refuse(self, message: str) -> ModelError:
         return self.ctx.error(f"{message} ({self.what})")
 
     def attr(self, name: str, default: Any = None) -> Any:
@@ -102,8 +103,9 @@ class _Rewrite:
 def upgrade(ctx: NodeContext) -> Expansion:
     """ctx's node (of a model of opset 1 to 6) as nodes plugnn's converters read."""
     onnx = onnx_module()
+    ctx.note = f"opset {ctx.opset}"  # every error about the node says which opset it was read at
     try:
-        version = onnx.defs.get_schema(ctx.op_type, ctx.opset).since_version
+        schema = onnx.defs.get_schema(ctx.op_type, ctx.opset)
     except onnx.defs.SchemaError:
         raise ctx.error(f"operator {ctx.op_type!r} is not defined at opset {ctx.opset}{_defined_from(ctx.op_type)}"
                         ) from None
@@ -111,7 +113,9 @@ def upgrade(ctx: NodeContext) -> Expansion:
         native = onnx.defs.get_schema(ctx.op_type, NATIVE_OPSET).since_version
     except onnx.defs.SchemaError:
         native = None
+    version = schema.since_version
     rewrite = _Rewrite(ctx, version)
+    _check_signature(rewrite, schema)
     if version == native:  # the same definition as at opset 7
         return rewrite.finish()
     rule = _RULES.get(ctx.op_type)
@@ -119,6 +123,23 @@ def upgrade(ctx: NodeContext) -> Expansion:
         raise rewrite.refuse(f"{ctx.op_type}-{version} differs from {ctx.op_type}-{native}, the version opset "
                              f"{NATIVE_OPSET} defines, and plugnn has no rule for the difference")
     return rule(rewrite)
+
+
+def _check_signature(rw: _Rewrite, schema: Any) -> None:
+    """The node's attributes and input count are those its operator version defines."""
+    node = rw.ctx.node
+    for attr in node.attribute:
+        if attr.name not in schema.attributes:
+            known = ", ".join(sorted(schema.attributes)) or "none"
+            raise rw.refuse(f"attribute {attr.name!r} is not one of {rw.ctx.op_type}-{rw.version}'s (they are: "
+                            f"{known})")
+    count = len(node.input)
+    while count and not node.input[count - 1]:
+        count -= 1
+    if not schema.min_input <= count <= schema.max_input:
+        allowed = str(schema.min_input) if schema.min_input == schema.max_input else \
+            f"{schema.min_input} to {schema.max_input}"
+        raise rw.refuse(f"the node has {count} inputs; {rw.ctx.op_type}-{rw.version} takes {allowed}")
 
 
 def _defined_from(op_type: str) -> str:
