@@ -29,7 +29,8 @@ RNG = np.random.default_rng(11)
 
 def model(nodes: list[Any], inputs: dict[str, tuple[list[int], int]], outputs: list[str], opset: int,
           inits: dict[str, np.ndarray] | None = None) -> Any:
-    graph = helper.make_graph(nodes, "functions", [helper.make_tensor_value_info(n, t, s) for n, (s, t) in inputs.items()],
+    graph_inputs = [helper.make_tensor_value_info(n, t, s) for n, (s, t) in inputs.items()]
+    graph = helper.make_graph(nodes, "functions", graph_inputs,
                               [helper.make_empty_tensor_value_info(o) for o in outputs],
                               [numpy_helper.from_array(np.asarray(v), n) for n, v in (inits or {}).items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

@@ -131,7 +131,8 @@ CASES = [
          lambda x, s, b: (x - x.mean(2, keepdims=True)) / np.sqrt(x.var(2, keepdims=True) + 1e-3)
          * s.reshape(1, 3, 1) + b.reshape(1, 3, 1), inits={"s": w(3), "b": w(3)}),
     case("selu-1-old-defaults", [N("Selu", ["x"], ["y"], consumed_inputs=[0])], {"x": [3, 4]}, 5,
-         lambda x: np.float64(np.float32(1.0507)) * np.where(x > 0, x, np.float64(np.float32(1.6732)) * (np.exp(x) - 1)),
+         lambda x: np.float64(np.float32(1.0507)) * np.where(x > 0, x,
+                                                             np.float64(np.float32(1.6732)) * (np.exp(x) - 1)),
          rtol=1e-6),
     case("selu-6-new-defaults", [N("Selu", ["x"], ["y"])], {"x": [3, 4]}, 6,
          lambda x: np.float64(np.float32(1.0507010221481323)) * np.where(
@@ -201,7 +202,8 @@ CASES = [
          lambda x: x.astype(np.float32).astype(np.float16)),
     case("clip-1-min-only", [N("Clip", ["x"], ["y"], min=-0.3, consumed_inputs=[0])], {"x": [3, 4]}, 1,
          lambda x: np.maximum(x, np.float32(-0.3))),
-    case("clip-1-max-only", [N("Clip", ["x"], ["y"], max=0.2)], {"x": [3, 4]}, 5, lambda x: np.minimum(x, np.float32(0.2))),
+    case("clip-1-max-only", [N("Clip", ["x"], ["y"], max=0.2)], {"x": [3, 4]}, 5,
+         lambda x: np.minimum(x, np.float32(0.2))),
     case("clip-1-both", [N("Clip", ["x"], ["y"], min=-0.3, max=0.2)], {"x": [3, 4]}, 5,
          lambda x: np.clip(x, np.float32(-0.3), np.float32(0.2))),
     # -- Concat, Reshape, Pad, Split, Tile, Upsample ---------------------------------------------------------
@@ -403,9 +405,11 @@ BN = ["x", "s", "b", "m", "v"]
      "attribute 'split' = [1, 3] and input 1 (split) = [2, 2] disagree (Split-1)"),
     ([N("Split", ["x", "s"], ["y", "z"], axis=0)], {"x": [4]}, 1, {"s": np.array([1.5, 2.5], np.float32)},
      "input 1 (split) values [1.5, 2.5] are not whole numbers (Split-1)"),
-    ([N("Tile", ["x", "t", "a"], ["y"])], {"x": [2, 3]}, 5, {"t": np.array(2.0, np.float32), "a": np.array(2.0, np.float32)},
+    ([N("Tile", ["x", "t", "a"], ["y"])], {"x": [2, 3]}, 5,
+     {"t": np.array(2.0, np.float32), "a": np.array(2.0, np.float32)},
      "input 2 (axis) = 2 is out of range for rank 2 (Tile-1)"),
-    ([N("Tile", ["x", "t", "a"], ["y"])], {"x": [2, 3]}, 5, {"t": np.array([2, 3], np.int64), "a": np.array(0, np.int64)},
+    ([N("Tile", ["x", "t", "a"], ["y"])], {"x": [2, 3]}, 5,
+     {"t": np.array([2, 3], np.int64), "a": np.array(0, np.int64)},
      "input 1 (tiles) has 2 values; one expected (Tile-1)"),
     ([N("Tile", ["x", "t"], ["y"])], {"x": [2, 3]}, 5, {"t": np.array(2, np.int64)},
      "the node has 2 inputs; Tile-1 takes 3 (Tile-1)"),
