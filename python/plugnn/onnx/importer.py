@@ -5,6 +5,10 @@ initializer, a Constant, a folded shape computation) or a `plugnn.Tensor` (compu
 time). Converters (ops_*.py, registered in `registry.OPS`) turn one node into Network layers;
 nodes whose inputs are all known and whose operator is pure metadata are evaluated with NumPy
 (folding.py). Anything the importer cannot represent exactly is a ModelError.
+
+Some nodes import as several (expansion.py): a node of opsets 1 to 6 in its opset-7 form
+(legacy.py), and a node whose operator has no converter through its ONNX function body
+(functions.py).
 """
 
 from __future__ import annotations
