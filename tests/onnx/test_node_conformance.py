@@ -154,6 +154,18 @@ INCLUDED = {
     "Celu": r"^test_celu_",
     "ThresholdedRelu": r"^test_thresholdedrelu_",
     "Shrink": r"^test_shrink_",
+    # operators without a converter, imported through their ONNX function body (functions.py)
+    "NegativeLogLikelihoodLoss": r"^test_nllloss_",
+    "SoftmaxCrossEntropyLoss": r"^test_sce_",
+    "Attention": r"^test_attention_",
+    "RotaryEmbedding": r"^test_rotary_embedding",
+    "CenterCropPad": r"^test_center_crop_pad_",
+    "BlackmanWindow": r"^test_blackmanwindow",
+    "HammingWindow": r"^test_hammingwindow",
+    "HannWindow": r"^test_hannwindow",
+    "Swish": r"^test_swish",
+    "SwiGLU": r"^test_swiglu",
+    "CausalConvWithState": r"^test_causal_conv_with_state_",
 }
 
 # (pattern, reason): every case left out, and why. docs/conformance.md mirrors this list.
@@ -170,8 +182,11 @@ EXCLUDED = [
      "with that reason, naming the type"),
     (r"^test_equal_string", "string tensors: plugnn tensors hold numeric and bool element types only (refused, "
      "naming the input and its type)"),
-    (r"^test_not_", "the models pin opset 1, Not's only version; plugnn imports opset 7 and newer (Not at those "
-     "opsets: tests/onnx/test_elementwise.py)"),
+    (r"^test_attention_4d_causal_fp16", "float16 attention: plugnn's layers compute in float32 and round each "
+     "layer's result to float16 once; ONNX's expected values come from NumPy float16 arithmetic that rounds inside "
+     "each step. 2 of the 192 elements differ by one float16 ulp, beyond the test's rtol 1e-3, and plugnn's are the "
+     "nearer to the exact (float64) values: errors 2.0e-4 and 1.4e-4 against 2.9e-4 and 3.5e-4 (the expanded form "
+     "computes the same and is excluded with it)"),
 ]
 
 # the function-expanded forms of the elementwise operators all pass (they use only imported operators:

@@ -98,6 +98,32 @@ class ImportState:
                 self.consumers[i] = self.consumers.get(i, 0) + 1
         for out in self.graph.output:
             self.consumers[out.name] = self.consumers.get(out.name, 0) + 1
+        # every value name of the graph: the names an expanded node's internal values must avoid
+        self.value_names = _value_names(self.graph)
+        # value name -> the input names of the node that computed it (graph and expanded nodes)
+        self.producers: dict[str, tuple[str, ...]] = {}
+
+    def graph_inputs_behind(self, name: str) -> list[str]:
+        """The graph inputs a run-time value is computed from, when it is computed from graph inputs
+        and values known at import only (then binding those inputs makes it known); else []."""
+        found: set[str] = set()
+        seen: set[str] = set()
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            if not current or current in seen:
+                continue
+            seen.add(current)
+            value = self.values.get(current)
+            if isinstance(value, np.ndarray):
+                continue
+            if current in self.graph_inputs or isinstance(value, PendingInput):
+                found.add(current)
+            elif current in self.producers:
+                pending.extend(self.producers[current])
+            else:
+                return []
+        return sorted(found)
 
     def free_name(self, base: str) -> str:
         """`base`, or `base_1`, `base_2`, ...: a layer name no other layer or graph value has."""
@@ -109,16 +135,35 @@ class ImportState:
         return candidate
 
 
-class NodeContext:
-    """What a converter sees: the node, its inputs, attributes and helpers that name it in errors."""
+def _value_names(graph: Any) -> set[str]:
+    names = {v.name for v in graph.input} | {v.name for v in graph.output} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        names.update(node.input)
+        names.update(node.output)
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                names |= _value_names(sub)
+    return names
 
-    def __init__(self, importer: ImportState, index: int, node: Any) -> None:
+
+class NodeContext:
+    """What a converter sees: the node, its inputs, attributes and helpers that name it in errors.
+
+    A node of an expansion (expansion.py: a function body, an old opset's form) has no index in
+    the graph (`index` None); `within` is the label of the node it stands in for, `opset` the
+    opset its operator is read at, `note` a remark the label carries, `depth` how deep it is."""
+
+    def __init__(self, importer: ImportState, index: int | None, node: Any, *, opset: int | None = None,
+                 within: str | None = None, note: str | None = None, depth: int = 0) -> None:
         self.importer = importer
         self.index = index
         self.node = node
         self.op_type = node.op_type
-        self.opset = importer.opset
+        self.opset = importer.opset if opset is None else opset
         self.network = importer.network
+        self.within = within
+        self.note = note
+        self.depth = depth
         self._attrs = {a.name: a for a in node.attribute}
         self._main_name: str | None = None
 
@@ -126,11 +171,20 @@ class NodeContext:
 
     @property
     def label(self) -> str:
+        return self.noted_label(self.note)
+
+    def noted_label(self, note: str | None) -> str:
+        """The label, with `note` added in its parentheses."""
         node = self.node
-        if node.name:
-            return f"node {node.name!r} (#{self.index}, {node.op_type})"
-        first = node.output[0] if node.output else "?"
-        return f"node #{self.index} ({node.op_type}, unnamed, output {first!r})"
+        extra = f", {note}" if note else ""
+        if self.index is None:
+            own = f"node {node.name!r} ({node.op_type}{extra})"
+        elif node.name:
+            own = f"node {node.name!r} (#{self.index}, {node.op_type}{extra})"
+        else:
+            first = node.output[0] if node.output else "?"
+            own = f"node #{self.index} ({node.op_type}, unnamed, output {first!r}{extra})"
+        return f"{self.within}: {own}" if self.within else own
 
     def error(self, message: str) -> ModelError:
         return ModelError(f"{self.importer.source}: {self.label}: {message}")
@@ -206,8 +260,19 @@ class NodeContext:
             raise NeedsConstantError(
                 f"{self.importer.source}: {self.label}: input {i} ({what}) {name!r} must be known at import time, "
                 f"but it is a graph input; make it an initializer (a constant)", name)
-        raise self.error(f"input {i} ({what}) {name!r} must be known at import time (a constant, or computed from "
-                         f"constants and static shapes), but it is computed at run time")
+        raise self.run_time_error(i, f"input {i} ({what}) {name!r} must be known at import time (a constant, or "
+                                     f"computed from constants and static shapes), but it is computed at run time")
+
+    def run_time_error(self, i: int, message: str) -> ModelError:
+        """The error for input i, computed at run time where a value known at import is needed.
+        When it is computed from graph inputs (and constants) only, a NeedsConstantError naming
+        them: the ONNX backend binds them, and the value folds."""
+        behind = self.importer.graph_inputs_behind(self.node.input[i])
+        if not behind:
+            return self.error(message)
+        return NeedsConstantError(
+            f"{self.importer.source}: {self.label}: {message}; it is computed from graph input(s) "
+            f"{', '.join(map(repr, behind))}: make them initializers (constants)", behind[0])
 
     def tensor(self, i: int, what: str = "input") -> Tensor:
         """Input i as a Tensor of the network (a constant layer of its exact type when it is known)."""

@@ -5,6 +5,10 @@ initializer, a Constant, a folded shape computation) or a `plugnn.Tensor` (compu
 time). Converters (ops_*.py, registered in `registry.OPS`) turn one node into Network layers;
 nodes whose inputs are all known and whose operator is pure metadata are evaluated with NumPy
 (folding.py). Anything the importer cannot represent exactly is a ModelError.
+
+Some nodes import as several (expansion.py): a node of opsets 1 to 6 in its opset-7 form
+(legacy.py), and a node whose operator has no converter through its ONNX function body
+(functions.py).
 """
 
 from __future__ import annotations
@@ -30,13 +34,14 @@ from plugnn.onnx.context import (
     onnx_module,
     type_name,
 )
+from plugnn.onnx import expansion, functions, legacy
 from plugnn.onnx.registry import OPS
 from plugnn.tensor import DataType
 
 __all__ = ["DynamicShapeError", "NeedsConstantError", "import_model", "load", "read_initializers", "read_model",
            "supported_operators", "unsupported_hint"]
 
-MIN_OPSET = 7
+MIN_OPSET = 1
 
 
 def supported_operators() -> list[str]:
@@ -174,8 +179,7 @@ def opset_of(proto: Any, source: str) -> int:
     opset = versions.get("", versions.get("ai.onnx", 0))
     newest = onnx.defs.onnx_opset_version()
     if opset < MIN_OPSET:
-        raise ModelError(f"{source}: opset {opset} is older than {MIN_OPSET}, the oldest plugnn imports; convert it "
-                         f"with onnx.version_converter.convert_version(model, {MIN_OPSET}) or newer")
+        raise ModelError(f"{source}: the default-domain opset is {opset}; ONNX's opsets start at {MIN_OPSET}")
     if opset > newest:
         raise ModelError(f"{source}: opset {opset} is newer than the installed onnx {onnx.__version__} knows "
                          f"({newest}); upgrade onnx")
@@ -312,7 +316,10 @@ class _Importer(ImportState):
         return self.network
 
     def _node(self, index: int, node: Any) -> None:
-        ctx = NodeContext(self, index, node)
+        self._convert(NodeContext(self, index, node))
+
+    def _convert(self, ctx: NodeContext) -> None:
+        node = ctx.node
         if node.domain not in ("", "ai.onnx"):
             raise ctx.error(f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain)")
         converter = OPS.get(node.op_type)
@@ -320,8 +327,15 @@ class _Importer(ImportState):
         for i, (n, v) in enumerate(zip(node.input, inputs)):
             if n and v is None:
                 raise ctx.error(f"input {i} {n!r} is produced by no earlier node, initializer or graph input")
+        if ctx.opset < legacy.NATIVE_OPSET:  # opsets 1 to 6: the node in its opset-7 form
+            expansion.walk(ctx, legacy.upgrade(ctx), self._convert)
+            return
         if converter is None:
-            raise ctx.error(f"operator {node.op_type!r} is not supported; {unsupported_hint([node.op_type])}")
+            body = functions.body(ctx)
+            if body is None:
+                raise ctx.error(f"operator {node.op_type!r} is not supported; {unsupported_hint([node.op_type])}")
+            expansion.walk(ctx, body, self._convert)
+            return
         ctx.check_attributes(converter)
         outputs: Sequence[Value] | None = None
         try:
@@ -334,6 +348,7 @@ class _Importer(ImportState):
         for i, out_name in enumerate(node.output):
             if not out_name:
                 continue
+            self.producers[out_name] = tuple(node.input)
             if i >= len(outputs) or outputs[i] is None:
                 if self.consumers.get(out_name):
                     raise ctx.error(f"output {i} ({out_name!r}) is used, and plugnn does not compute it "

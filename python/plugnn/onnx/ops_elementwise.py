@@ -236,7 +236,8 @@ def _fold_clip(ctx: NodeContext) -> list[Any]:
 
 def _exact_in_float32(value: Any) -> bool:
     v = float(np.asarray(value).astype(np.float64))
-    return bool(np.isinf(v) or float(np.float32(v)) == v)
+    with np.errstate(over="ignore"):  # beyond float32's range: not exact (inf != v)
+        return bool(np.isinf(v) or float(np.float32(v)) == v)
 
 
 @op("Clip", ("min", "max"), fold=_fold_clip)

@@ -83,7 +83,12 @@ def batch_normalization(ctx: NodeContext) -> list[Any]:
                             f"which has one output")
     x = ctx.tensor(0, "X")
     params = [ctx.tensor(i, what) for i, what in ((1, "scale"), (2, "B"), (3, "input_mean"), (4, "input_var"))]
+    shape = tuple(x.shape)
+    if len(shape) > 4:  # the layer takes rank 2 to 4: [N, C, D1, D2, ...] as [N, C, D1 * D2 * ...]
+        x = ctx.network.add_reshape(x, (shape[0], shape[1], int(np.prod(shape[2:]))), name=ctx.aux("to_3d"))
     y = ctx.network.add_batch_normalization(x, *params, epsilon=float(ctx.attr("epsilon", 1e-5)), name=ctx.name())
+    if len(shape) > 4:
+        y = ctx.network.add_reshape(y, shape, name=ctx.aux("restore_shape"))
     return [y, None, None, None, None]
 
 

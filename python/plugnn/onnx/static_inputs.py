@@ -25,9 +25,9 @@ def static_array(ctx: NodeContext, i: int, what: str, why: str) -> np.ndarray:
     saying `why` it is needed (e.g. "the output shape depends on it")."""
     value = ctx.value(i)
     if isinstance(value, Tensor) and ctx.input_name(i) not in ctx.importer.graph_inputs:
-        raise ctx.error(f"input {i} ({what}) {ctx.input_name(i)!r} is computed at run time, but {why}; plugnn builds "
-                        f"static shapes, so it must be known at import time (a constant, or computed from constants "
-                        f"and static shapes)")
+        raise ctx.run_time_error(i, f"input {i} ({what}) {ctx.input_name(i)!r} is computed at run time, but {why}; "
+                                    f"plugnn builds static shapes, so it must be known at import time (a constant, or "
+                                    f"computed from constants and static shapes)")
     return np.asarray(ctx.const(i, what))
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from plugnn.errors import ModelError
 from plugnn.onnx.context import np_dtype, onnx_module
+from plugnn.onnx.functions import has_body
 from plugnn.onnx.importer import read_initializers, read_model, supported_operators, unsupported_hint
 
 Dim = int | str | None
@@ -101,8 +102,9 @@ class SessionModel:
 
     def _check_operators(self) -> None:
         supported = set(supported_operators())
-        missing = sorted({n.op_type for n in self.proto.graph.node
-                          if n.domain in ("", "ai.onnx") and n.op_type not in supported})
+        opset = next((o.version for o in self.proto.opset_import if o.domain in ("", "ai.onnx")), 1)
+        missing = sorted({n.op_type for n in self.proto.graph.node if n.domain in ("", "ai.onnx")
+                          and n.op_type not in supported and not has_body(n.op_type, opset)})
         foreign = sorted({f"{n.domain}.{n.op_type}" for n in self.proto.graph.node if n.domain not in ("", "ai.onnx")})
         if missing or foreign:
             parts = []
