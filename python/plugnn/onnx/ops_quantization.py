@@ -49,9 +49,21 @@ def _why_not(name: str) -> str:
     return "plugnn tensors hold numeric and bool element types only"
 
 
+# The opset from which an operator's input takes a type (the types of its first version need none).
+_TYPES_SINCE: dict[tuple[str, str], dict[DataType, int]] = {
+    ("QuantizeLinear", "x"): {T.FLOAT16: 19, T.BFLOAT16: 19},
+    ("QuantizeLinear", "y_scale"): {T.FLOAT16: 19, T.BFLOAT16: 19, T.INT32: 23},
+    ("QuantizeLinear", "y_zero_point"): {T.INT16: 21, T.UINT16: 21},
+    ("DequantizeLinear", "x"): {T.INT16: 21, T.UINT16: 21},
+    ("DequantizeLinear", "x_scale"): {T.FLOAT16: 19, T.BFLOAT16: 19},
+    ("DequantizeLinear", "x_zero_point"): {T.INT16: 21, T.UINT16: 21},
+    ("QLinearMatMul", "a_scale"): {T.FLOAT16: 21, T.BFLOAT16: 21},
+}
+
+
 def _type(ctx: NodeContext, i: int, what: str, allowed: frozenset[DataType]) -> DataType:
-    """Input i's plugnn element type, which must be in `allowed`; a type plugnn has not is
-    refused naming it and why."""
+    """Input i's plugnn element type, which must be in `allowed` (at the model's opset); a type
+    plugnn has not is refused naming it and why."""
     value = ctx.value(i)
     if isinstance(value, Tensor):
         dtype = value.dtype
@@ -64,6 +76,10 @@ def _type(ctx: NodeContext, i: int, what: str, allowed: frozenset[DataType]) -> 
     if dtype not in allowed:
         raise ctx.error(f"input {i} ({what}) is {dtype.numpy_name}; {ctx.op_type} takes "
                         f"{numeric.type_names(allowed)}")
+    since = _TYPES_SINCE.get((ctx.op_type, what), {}).get(dtype, 0)
+    if ctx.opset < since:
+        raise ctx.error(f"input {i} ({what}) is {dtype.numpy_name}, which {ctx.op_type} takes from opset {since}; "
+                        f"the model's opset is {ctx.opset}")
     return dtype
 
 
@@ -272,14 +288,14 @@ def conv_integer(ctx: NodeContext) -> list[Any]:
     return [ctx.network.add_quantized_convolution(_conv_integer_inputs(ctx), desc, name=ctx.name())]
 
 
-def _qlinear_types(ctx: NodeContext, names: tuple[str, str]) -> None:
-    """QLinear*'s element types: 8-bit operands and zero points, one float type for the scales."""
+def _qlinear_types(ctx: NodeContext, names: tuple[str, str], scales: frozenset[DataType]) -> None:
+    """QLinear*'s element types: 8-bit operands and zero points, one type of `scales` for the scales."""
     a, b = names
     _integer_types(ctx, ((0, a), (3, b)), ((2, f"{a}_zero_point"), (5, f"{b}_zero_point")))
     _type(ctx, 7, "y_zero_point", EIGHT_BIT)
-    scale = _type(ctx, 1, f"{a}_scale", SCALES)
+    scale = _type(ctx, 1, f"{a}_scale", scales)
     for i, what in ((4, f"{b}_scale"), (6, "y_scale")):
-        if _type(ctx, i, what, SCALES) is not scale:
+        if _type(ctx, i, what, scales) is not scale:
             raise ctx.error(f"input {i} ({what}) is {_type(ctx, i, what, SCALES).numpy_name} but input 1 "
                             f"({a}_scale) is {scale.numpy_name}; the scales have one type")
 
@@ -291,7 +307,7 @@ def _qlinear_conv_inputs(ctx: NodeContext) -> list[Any]:
     if ctx.num_inputs < 8 or not all(ctx.has_input(i) for i in range(8)):
         raise ctx.error("QLinearConv takes 8 inputs (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, "
                         "y_zero_point) and an optional bias B")
-    _qlinear_types(ctx, ("x", "w"))
+    _qlinear_types(ctx, ("x", "w"), frozenset({T.FLOAT32}))
     if ctx.has_input(8):
         _type(ctx, 8, "B", frozenset({T.INT32}))
     return [_value(ctx, i, name) for i, name in enumerate(_QLINEAR_CONV_NAMES) if ctx.has_input(i)]
@@ -357,7 +373,7 @@ def _qlinear_matmul_inputs(ctx: NodeContext) -> list[Any]:
     if ctx.num_inputs != 8 or not all(ctx.has_input(i) for i in range(8)):
         raise ctx.error("QLinearMatMul takes 8 inputs (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, "
                         "y_zero_point)")
-    _qlinear_types(ctx, ("a", "b"))
+    _qlinear_types(ctx, ("a", "b"), SCALES)
     values = [_value(ctx, i, name) for i, name in enumerate(_QLINEAR_MATMUL_NAMES)]
     a_rank = len(ctx.shape(0))
     values[1] = _per_row(ctx, values[1], a_rank, "a_scale")
