@@ -1079,17 +1079,17 @@ typedef enum pn_quantized_op {
  *   QLINEAR: inputs x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
  *     y_zero_point (INT8 or UINT8; the output's type), then (convolution only, with
  *     PN_LAYER_FLAG_HAS_BIAS) bias (INT32 [O]), added to acc in INT32 (wrapping). Scales
- *     share one float type T; x_scale and y_scale (a_scale of a matmul: see there) and
- *     y_zero_point have one element. Per output element, as ONNX's reference computes:
+ *     share one float type T; y_scale and y_zero_point have one element (the operands'
+ *     scales: see each kind). Per output element, as ONNX's reference computes:
  *       m = (x_scale * w_scale) / y_scale, the product and the quotient each rounded to T,
  *       v = double(acc) * double(m) + y_zero_point, in double (each step rounded),
  *       y = saturate(round(v)). */
 
 /* PN_LAYER_QUANTIZED_CONVOLUTION (ONNX ConvInteger, QLinearConv): a FORWARD
  * pn_convolution_desc convolution of x [N, C, spatial...] with w [O, C / groups, k...],
- * 1 to 3 spatial axes, output [N, O, out...] (the same sizes). x_zero_point has one element
- * (rank 0 or 1); w_zero_point and w_scale one element or [O] (per output channel: o uses
- * element o). Padding adds x_zero_point (it adds 0 to acc). Unused entries of the arrays
+ * 1 to 3 spatial axes, output [N, O, out...] (out: pn_convolution_desc's FORWARD sizes).
+ * x_zero_point and x_scale have one element (rank 0 or 1); w_zero_point and w_scale one
+ * element or [O] (per output channel: o uses element o). Padding adds x_zero_point (it adds 0 to acc). Unused entries of the arrays
  * (axes >= spatial_rank) are ignored. */
 typedef struct pn_quantized_convolution_desc {
     uint32_t struct_size;
