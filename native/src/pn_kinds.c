@@ -56,6 +56,13 @@ static const pn_kind_info kinds[] = {
                                     pn_validate_elementwise_unary},
     [PN_LAYER_SELECT] = {"Select", 0, pn_validate_select},
     [PN_LAYER_CAST] = {"Cast", PNV_END(pn_cast_desc, saturate), pn_validate_cast},
+    [PN_LAYER_QUANTIZATION] = {"Quantization", PNV_END(pn_quantization_desc, precision),
+                               pn_validate_quantization},
+    [PN_LAYER_QUANTIZED_CONVOLUTION] = {"QuantizedConvolution",
+                                        PNV_END(pn_quantized_convolution_desc, flags),
+                                        pn_validate_quantized_convolution},
+    [PN_LAYER_QUANTIZED_MATMUL] = {"QuantizedMatMul", PNV_END(pn_quantized_matmul_desc, op),
+                                   pn_validate_quantized_matmul},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, Union
 
 from plugnn._abi_defs import (
     PN_MAX_DIMS,
+    DataType,
     PN_LAYER_FLAG_HAS_ADDEND,
     PN_LAYER_FLAG_HAS_BIAS,
     PN_RECURRENT_HAS_BIAS,
@@ -38,6 +39,8 @@ from plugnn._abi_defs import (
     PaddingMethod,
     PadMode,
     PoolingKind,
+    QuantizationOp,
+    QuantizedOp,
     RecurrentCell,
     RecurrentDirection,
     ReduceOp,
@@ -60,6 +63,8 @@ __all__ = [
     "GatherDescriptor", "ScatterDescriptor", "SliceDescriptor", "SplitDescriptor", "PadDescriptor",
     "ResizeDescriptor", "CastDescriptor", "ConvolutionDescriptor", "PoolingDescriptor", "RecurrentDescriptor",
     "TopKDescriptor", "CumulativeDescriptor", "OneHotDescriptor", "TriangularDescriptor",
+    "QuantizationOp", "QuantizedOp", "QuantizationDescriptor", "QuantizedConvolutionDescriptor",
+    "QuantizedMatMulDescriptor",
     "Descriptor", "DESCRIPTOR_TYPES",
 ]
 
@@ -603,6 +608,73 @@ class TriangularDescriptor:
     k: int = 0
 
 
+@c_struct("pn_quantization_desc")
+@dataclass(frozen=True)
+class QuantizationDescriptor:
+    """QUANTIZE_LINEAR, DEQUANTIZE_LINEAR or DYNAMIC_QUANTIZE_LINEAR (backend_api.h). The scale's
+    shape picks per-tensor or per-axis (along `axis`) quantization; block_size >= 1 makes it
+    blocked along `axis`. precision: the float type QUANTIZE_LINEAR divides and
+    DEQUANTIZE_LINEAR multiplies in (float32 for DYNAMIC_QUANTIZE_LINEAR, which takes axis 0)."""
+
+    op: QuantizationOp
+    axis: int = 0
+    block_size: int = 0
+    precision: DataType = DataType.FLOAT32
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(QuantizationOp, self.op, "quantization operation"))
+        object.__setattr__(self, "precision", DataType.from_any(self.precision))
+        if not self.precision.is_float:
+            raise ValueError(f"precision must be a float type, got {self.precision.numpy_name}")
+        if int(self.block_size) < 0:
+            raise ValueError(f"block_size must be >= 0 (0: not blocked), got {self.block_size}")
+
+
+@c_struct("pn_quantized_convolution_desc")
+@dataclass(frozen=True)
+class QuantizedConvolutionDescriptor:
+    """A forward 1-, 2- or 3-D convolution of int8/uint8 tensors (NC[D]HW): INTEGER gives the
+    int32 sums, QLINEAR requantizes them (backend_api.h); one value per spatial axis."""
+
+    op: QuantizedOp = QuantizedOp.INTEGER
+    strides: tuple[int, ...] = c_array("spatial_rank", "strides", default=(1, 1))
+    pads_begin: tuple[int, ...] = c_array("spatial_rank", "pads_begin", default=(0, 0))
+    pads_end: tuple[int, ...] = c_array("spatial_rank", "pads_end", default=(0, 0))
+    dilations: tuple[int, ...] = c_array("spatial_rank", "dilations", default=(1, 1))
+    groups: int = 1
+    has_bias: bool = c_flag("flags", PN_LAYER_FLAG_HAS_BIAS)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(QuantizedOp, self.op, "quantized operation"))
+        rank = len(tuple(self.strides)) if not isinstance(self.strides, int) else 2
+        if not 1 <= rank <= 3:
+            raise ValueError(f"a convolution has 1 to 3 spatial axes, got strides {self.strides}")
+        object.__setattr__(self, "strides", _spatial(self.strides, rank, "strides", 1))
+        object.__setattr__(self, "pads_begin", _spatial(self.pads_begin, rank, "pads_begin", 0))
+        object.__setattr__(self, "pads_end", _spatial(self.pads_end, rank, "pads_end", 0))
+        object.__setattr__(self, "dilations", _spatial(self.dilations, rank, "dilations", 1))
+        if int(self.groups) < 1:
+            raise ValueError(f"groups must be >= 1, got {self.groups}")
+        if self.has_bias and self.op is not QuantizedOp.QLINEAR:
+            raise ValueError("only a QLINEAR quantized convolution takes a bias")
+
+    @property
+    def spatial_rank(self) -> int:
+        return len(self.strides)
+
+
+@c_struct("pn_quantized_matmul_desc")
+@dataclass(frozen=True)
+class QuantizedMatMulDescriptor:
+    """A NumPy matmul of int8/uint8 tensors: INTEGER gives the int32 sums, QLINEAR requantizes
+    them (backend_api.h)."""
+
+    op: QuantizedOp = QuantizedOp.INTEGER
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(QuantizedOp, self.op, "quantized operation"))
+
+
 Descriptor = Union[
     ActivationDescriptor,
     Convolution2dDescriptor,
@@ -633,6 +705,9 @@ Descriptor = Union[
     CumulativeDescriptor,
     OneHotDescriptor,
     TriangularDescriptor,
+    QuantizationDescriptor,
+    QuantizedConvolutionDescriptor,
+    QuantizedMatMulDescriptor,
     None,
 ]
 
@@ -672,4 +747,7 @@ DESCRIPTOR_TYPES: dict[LayerKind, type | None] = {
     LayerKind.CUMULATIVE: CumulativeDescriptor,
     LayerKind.ONE_HOT: OneHotDescriptor,
     LayerKind.TRIANGULAR: TriangularDescriptor,
+    LayerKind.QUANTIZATION: QuantizationDescriptor,
+    LayerKind.QUANTIZED_CONVOLUTION: QuantizedConvolutionDescriptor,
+    LayerKind.QUANTIZED_MATMUL: QuantizedMatMulDescriptor,
 }

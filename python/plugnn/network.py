@@ -579,5 +579,84 @@ class Network:
         return self._build(d.LayerKind.TRIANGULAR, lambda: d.TriangularDescriptor(bool(upper), int(k)), [x],
                            ("input",), name)
 
+    # -- quantization (backend_api.h, "Quantization") -----------------------------------
+
+    def add_quantize_linear(self, x: TensorLike, scale: TensorLike, zero_point: TensorLike | None = None, *,
+                            axis: int = 1, block_size: int = 0, dtype: Any = DataType.UINT8,
+                            precision: Any = None, name: str | None = None) -> Tensor:
+        """saturate(round(x / scale) + zero_point) (ONNX QuantizeLinear): per tensor (one scale),
+        per axis (scale [x.shape[axis]]) or blocked (block_size >= 1). The output has zero_point's
+        type (int8, uint8, int16, uint16), or `dtype` with a zero zero_point when it is None.
+        precision: the float type of the division (default: NumPy's promotion of x's and scale's
+        types, as ONNX's reference; float64 when one is int32)."""
+        def make() -> d.QuantizationDescriptor:
+            chosen = precision if precision is not None else shapes.promote_float(_dtype_of(x), _dtype_of(scale))
+            return d.QuantizationDescriptor("quantize_linear", int(axis), int(block_size), chosen)
+
+        zero = zero_point if zero_point is not None else _zeros_like(scale, dtype)
+        return self._build_layer(d.LayerKind.QUANTIZATION, make, [x, scale, zero], ("input", "scale", "zero_point"),
+                                 name, lambda infos: [TensorInfo(infos[0].shape, infos[2].dtype)])[0]
+
+    def add_dequantize_linear(self, x: TensorLike, scale: TensorLike, zero_point: TensorLike | None = None, *,
+                              axis: int = 1, block_size: int = 0, dtype: Any = None, precision: Any = None,
+                              name: str | None = None) -> Tensor:
+        """(x - zero_point) * scale (ONNX DequantizeLinear), with the granularities of
+        add_quantize_linear; x int8, uint8, int16, uint16 or int32 (zero_point of its type, 0
+        when None). The output has `dtype` (default: scale's type). precision: the float type of
+        the product (default: float32, float64 for int32 x or a float64 scale, as ONNX's reference)."""
+        def make() -> d.QuantizationDescriptor:
+            chosen = precision if precision is not None else shapes.promote_float(
+                shapes.promote_float(DataType.FLOAT32, _dtype_of(x)), _dtype_of(scale))
+            return d.QuantizationDescriptor("dequantize_linear", int(axis), int(block_size), chosen)
+
+        zero = zero_point if zero_point is not None else _zeros_like(scale, _dtype_of(x))
+        return self._build_layer(d.LayerKind.QUANTIZATION, make, [x, scale, zero], ("input", "scale", "zero_point"),
+                                 name, lambda infos: [TensorInfo(infos[0].shape, dtype if dtype is not None
+                                                                 else infos[1].dtype)])[0]
+
+    def add_dynamic_quantize_linear(self, x: TensorLike, name: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """ONNX DynamicQuantizeLinear of a float32 x: (y uint8, scale float32 [], zero_point uint8 [])."""
+        y, scale, zero_point = self._build_layer(
+            d.LayerKind.QUANTIZATION, lambda: d.QuantizationDescriptor("dynamic_quantize_linear"), [x], ("input",),
+            name, lambda infos: [TensorInfo(infos[0].shape, DataType.UINT8), TensorInfo((), DataType.FLOAT32),
+                                 TensorInfo((), DataType.UINT8)])
+        return y, scale, zero_point
+
+    def add_quantized_convolution(self, inputs: Sequence[TensorLike], descriptor: d.QuantizedConvolutionDescriptor,
+                                  name: str | None = None) -> Tensor:
+        """ONNX ConvInteger (op integer: inputs x, x_zero_point, w, w_zero_point; int32 output)
+        or QLinearConv (op qlinear: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+        y_zero_point and an optional int32 bias [O]); has_bias follows the inputs given."""
+        desc = dataclasses.replace(descriptor, has_bias=descriptor.op is d.QuantizedOp.QLINEAR and len(inputs) == 9)
+        roles = ("x", "x_zero_point", "w", "w_zero_point") if desc.op is d.QuantizedOp.INTEGER else (
+            "x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point", "bias")
+        return self._build(d.LayerKind.QUANTIZED_CONVOLUTION, lambda: desc, list(inputs), roles, name)
+
+    def add_quantized_matmul(self, inputs: Sequence[TensorLike], op: Any = "integer",
+                             name: str | None = None) -> Tensor:
+        """ONNX MatMulInteger (op integer: inputs a, a_zero_point, b, b_zero_point; int32 output)
+        or QLinearMatMul (op qlinear: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+        y_zero_point). A zero point or scale of a is per tensor or per row ([M, 1], [..., M, 1]),
+        of b per tensor or per column ([N], [..., 1, N])."""
+        desc = d.QuantizedMatMulDescriptor(op) if not isinstance(op, d.QuantizedMatMulDescriptor) else op
+        roles = ("a", "a_zero_point", "b", "b_zero_point") if desc.op is d.QuantizedOp.INTEGER else (
+            "a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point")
+        return self._build(d.LayerKind.QUANTIZED_MATMUL, lambda: desc, list(inputs), roles, name)
+
     def __repr__(self) -> str:
         return f"<plugnn.Network {self.name!r}: {len(self._layers)} layers>"
+
+
+def _dtype_of(value: TensorLike) -> DataType:
+    """The element type a tensor or an array-like will have in the network (float64 arrays
+    become float32 constants)."""
+    if isinstance(value, Tensor):
+        return value.dtype
+    array = np.asarray(value)
+    return DataType.FLOAT32 if array.dtype == np.float64 else DataType.from_any(array.dtype)
+
+
+def _zeros_like(scale: TensorLike, dtype: Any) -> np.ndarray:
+    """A zero point of zeros shaped like `scale`, of element type `dtype`."""
+    shape = scale.shape if isinstance(scale, Tensor) else np.shape(scale)
+    return np.zeros(shape, DataType.from_any(dtype).numpy_dtype)

@@ -648,6 +648,189 @@ def check_one_hot(desc: d.OneHotDescriptor, infos: Infos, outputs: Infos) -> Non
                          f"axis {axis}, of the values' type {values.dtype.numpy_name}, got {y}")
 
 
+# ---- quantization (backend_api.h, "Quantization") -------------------------------------------------
+
+_QUANTIZED = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16)
+_EIGHT_BIT = (DataType.INT8, DataType.UINT8)
+
+
+def _names(types: Sequence[DataType]) -> str:
+    return ", ".join(t.numpy_name for t in types)
+
+
+def promote_float(a: DataType, b: DataType) -> DataType:
+    """NumPy's promotion of two element types for a float operation, as ONNX's reference meets it
+    (the quantization kinds' default precision): two float types give the wider (float32 for
+    float16 with bfloat16); an integer counts as the narrowest float holding it (8-bit: float16,
+    16-bit: float32, wider: float64), and two integers divide in float64."""
+    def as_float(t: DataType) -> DataType:
+        if t.is_float:
+            return t
+        return {1: DataType.FLOAT16, 2: DataType.FLOAT32}.get(t.itemsize, DataType.FLOAT64)
+
+    if not a.is_float and not b.is_float:
+        return DataType.FLOAT64
+    a, b = as_float(a), as_float(b)
+    if a is b:
+        return a
+    if DataType.FLOAT64 in (a, b):
+        return DataType.FLOAT64
+    return DataType.FLOAT32
+
+
+def _plain(infos: Infos, role: str) -> None:
+    for i, info in enumerate(infos):
+        if info.quant_scale or info.quant_zero_point:
+            raise ValueError(f"{role} {i} carries static quantization (quant_scale {info.quant_scale}); the "
+                             f"quantization kinds take scales and zero points as inputs")
+
+
+def _one_element(info: TensorInfo, what: str) -> None:
+    if info.rank > 1 or info.num_elements != 1:
+        raise ValueError(f"{what} must hold one element (rank 0 or 1), got shape {info.shape}")
+
+
+def quantization_granularity(desc: d.QuantizationDescriptor, x: TensorInfo, scale: TensorInfo,
+                             zero_point: TensorInfo) -> str:
+    """"tensor", "axis" or "blocked", checking the scale's and zero point's shapes against x."""
+    if scale.shape != zero_point.shape:
+        raise ValueError(f"zero_point has shape {zero_point.shape} and scale {scale.shape}; they have one shape")
+    if desc.block_size == 0 and scale.rank <= 1 and scale.num_elements == 1:
+        return "tensor"
+    if not -x.rank <= desc.axis < x.rank:
+        raise ValueError(f"axis {desc.axis} is out of range for x of rank {x.rank} (per-axis and blocked "
+                         f"quantization need an axis of x)")
+    axis = desc.axis % x.rank
+    if desc.block_size == 0:
+        if scale.shape != (x.shape[axis],):
+            raise ValueError(f"scale has shape {scale.shape}; per tensor it holds one element, per axis {axis} it "
+                             f"is ({x.shape[axis]},), blocked it needs block_size >= 1")
+        return "axis"
+    blocks = -(-x.shape[axis] // desc.block_size)
+    expected = x.shape[:axis] + (blocks,) + x.shape[axis + 1:]
+    if scale.shape != expected:
+        raise ValueError(f"a scale blocked along axis {axis} by {desc.block_size} has shape {expected}, got "
+                         f"{scale.shape}")
+    return "blocked"
+
+
+def check_quantization(desc: d.QuantizationDescriptor, infos: Infos, outputs: Infos) -> None:
+    _plain(infos, "input")
+    _plain(outputs, "output")
+    op = desc.op
+    if op is d.QuantizationOp.DYNAMIC_QUANTIZE_LINEAR:
+        _count(infos, 1)
+        _outputs(outputs, 3)
+        if desc.axis != 0 or desc.block_size != 0 or desc.precision is not DataType.FLOAT32:
+            raise ValueError("dynamic quantization takes axis 0, block_size 0 and precision float32")
+        expected = [TensorInfo(infos[0].shape, DataType.UINT8), TensorInfo((), DataType.FLOAT32),
+                    TensorInfo((), DataType.UINT8)]
+        if infos[0].dtype is not DataType.FLOAT32 or [TensorInfo(o.shape, o.dtype) for o in outputs] != expected:
+            raise ValueError(f"dynamic quantization takes float32 x and gives y (uint8, x's shape), scale (float32, "
+                             f"rank 0) and zero_point (uint8, rank 0), got {infos[0]} -> "
+                             f"{', '.join(map(str, outputs))}")
+        return
+    _count(infos, 3)
+    _outputs(outputs, 1)
+    x, scale, zero_point = infos
+    y = outputs[0]
+    if op is d.QuantizationOp.QUANTIZE_LINEAR:
+        for info, what in ((x, "x"), (scale, "scale")):
+            if not (info.dtype.is_float or info.dtype is DataType.INT32):
+                raise ValueError(f"quantize: {what} must be a float type or int32, got {info.dtype.numpy_name}")
+        if zero_point.dtype not in _QUANTIZED:
+            raise ValueError(f"quantize: zero_point must be {_names(_QUANTIZED)}, got {zero_point.dtype.numpy_name}")
+        dtype = zero_point.dtype
+    else:
+        if x.dtype not in _QUANTIZED + (DataType.INT32,):
+            raise ValueError(f"dequantize: x must be {_names(_QUANTIZED)} or int32, got {x.dtype.numpy_name}")
+        if not scale.dtype.is_float or zero_point.dtype is not x.dtype:
+            raise ValueError(f"dequantize: scale must be a float type and zero_point x's type, got "
+                             f"{scale.dtype.numpy_name} and {zero_point.dtype.numpy_name}")
+        if not y.dtype.is_float:
+            raise ValueError(f"dequantize: the output must be a float type, got {y.dtype.numpy_name}")
+        dtype = y.dtype
+    if (y.shape, y.dtype) != (x.shape, dtype):
+        raise ValueError(f"the output must be {TensorInfo(x.shape, dtype)}, got {y}")
+    quantization_granularity(desc, x, scale, zero_point)
+
+
+def _product_types(op: d.QuantizedOp, infos: Infos, names: tuple[str, str]) -> DataType:
+    """The element types of a quantized product's inputs; returns the output's."""
+    qlinear = op is d.QuantizedOp.QLINEAR
+    x, x_zero, w, w_zero = (infos[0], infos[2], infos[3], infos[5]) if qlinear else infos[:4]
+    for operand, zero, name in ((x, x_zero, names[0]), (w, w_zero, names[1])):
+        if operand.dtype not in _EIGHT_BIT or zero.dtype is not operand.dtype:
+            raise ValueError(f"{name} must be int8 or uint8 and {name}_zero_point of its type, got "
+                             f"{operand.dtype.numpy_name} and {zero.dtype.numpy_name}")
+    if not qlinear:
+        return DataType.INT32
+    scales = (infos[1], infos[4], infos[6])
+    if not scales[0].dtype.is_float or any(s.dtype is not scales[0].dtype for s in scales):
+        raise ValueError(f"the scales share one float type, got {', '.join(s.dtype.numpy_name for s in scales)}")
+    if infos[7].dtype not in _EIGHT_BIT:
+        raise ValueError(f"y_zero_point must be int8 or uint8, got {infos[7].dtype.numpy_name}")
+    _one_element(infos[6], "y_scale")
+    _one_element(infos[7], "y_zero_point")
+    return infos[7].dtype
+
+
+def quantized_convolution(desc: d.QuantizedConvolutionDescriptor, infos: Infos) -> list[TensorInfo]:
+    qlinear = desc.op is d.QuantizedOp.QLINEAR
+    _count(infos, (8 + int(desc.has_bias)) if qlinear else 4)
+    _plain(infos, "input")
+    dtype = _product_types(desc.op, infos, ("x", "w"))
+    x, w = (infos[0], infos[3]) if qlinear else (infos[0], infos[2])
+    k = desc.spatial_rank
+    if x.rank != k + 2 or w.rank != k + 2:
+        raise ValueError(f"a {k}-D convolution takes x and w of rank {k + 2}, got {x.shape} and {w.shape}")
+    channels, groups, out_c = x.shape[1], desc.groups, w.shape[0]
+    if channels % groups or out_c % groups or w.shape[1] * groups != channels:
+        raise ValueError(f"w {w.shape} expects {w.shape[1] * groups} input channels and groups={groups} dividing "
+                         f"{channels} and {out_c}")
+    params = [(infos[2 if qlinear else 1], "x_zero_point", False), (infos[5 if qlinear else 3], "w_zero_point", True)]
+    if qlinear:
+        params += [(infos[1], "x_scale", False), (infos[4], "w_scale", True)]
+    for info, what, per_channel in params:
+        if not (info.rank <= 1 and info.num_elements == 1) and not (per_channel and info.shape == (out_c,)):
+            raise ValueError(f"{what} must hold one element{f' or be ({out_c},)' if per_channel else ''}, got "
+                             f"{info.shape}")
+    if desc.has_bias and (infos[8].dtype is not DataType.INT32 or infos[8].shape != (out_c,)):
+        raise ValueError(f"the bias must be int32 ({out_c},), got {infos[8]}")
+    spatial = [window_output(x.shape[2 + a], desc.pads_begin[a], desc.pads_end[a], w.shape[2 + a], desc.strides[a],
+                             desc.dilations[a], False, f"axis {a}") for a in range(k)]
+    return [TensorInfo((x.shape[0], out_c, *spatial), dtype)]
+
+
+def _operand_parameter(info: TensorInfo, operand: TensorInfo, k_axis: int, what: str, name: str) -> None:
+    """A zero point or scale broadcasts to its operand and does not vary along its summed axis."""
+    try:
+        fits = info.rank <= operand.rank and broadcast_shapes(info.shape, operand.shape) == operand.shape
+    except ValueError:
+        fits = False
+    aligned = k_axis - (operand.rank - info.rank)
+    if not fits or (aligned >= 0 and info.shape[aligned] != 1):
+        raise ValueError(f"{what} {info.shape} must broadcast to {name}'s {operand.shape} with size 1 along its "
+                         f"summed axis (per tensor, per row of a, per column of b)")
+
+
+def quantized_matmul(desc: d.QuantizedMatMulDescriptor, infos: Infos) -> list[TensorInfo]:
+    qlinear = desc.op is d.QuantizedOp.QLINEAR
+    _count(infos, 8 if qlinear else 4)
+    _plain(infos, "input")
+    dtype = _product_types(desc.op, infos, ("a", "b"))
+    a, b = (infos[0], infos[3]) if qlinear else (infos[0], infos[2])
+    shape = matmul(None, [TensorInfo(a.shape, DataType.INT32), TensorInfo(b.shape, DataType.INT32)])[0].shape
+    ka, kb = a.rank - 1, (b.rank - 2 if b.rank >= 2 else 0)
+    params = [(infos[2 if qlinear else 1], "a_zero_point", a, ka, "a"), (infos[5 if qlinear else 3], "b_zero_point",
+                                                                         b, kb, "b")]
+    if qlinear:
+        params += [(infos[1], "a_scale", a, ka, "a"), (infos[4], "b_scale", b, kb, "b")]
+    for info, what, operand, k_axis, name in params:
+        _operand_parameter(info, operand, k_axis, what, name)
+    return [TensorInfo(shape, dtype)]
+
+
 INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.CONVOLUTION_2D: convolution_2d,
     d.LayerKind.POOLING_2D: pooling_2d,
@@ -674,6 +857,8 @@ INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.RECURRENT: recurrent,
     d.LayerKind.CUMULATIVE: cumulative,
     d.LayerKind.TRIANGULAR: triangular,
+    d.LayerKind.QUANTIZED_CONVOLUTION: quantized_convolution,
+    d.LayerKind.QUANTIZED_MATMUL: quantized_matmul,
 }
 
 CHECK: dict[d.LayerKind, Callable[..., None]] = {
@@ -685,6 +870,7 @@ CHECK: dict[d.LayerKind, Callable[..., None]] = {
     d.LayerKind.CAST: check_cast,
     d.LayerKind.TOP_K: check_top_k,
     d.LayerKind.ONE_HOT: check_one_hot,
+    d.LayerKind.QUANTIZATION: check_quantization,
 }
 
 

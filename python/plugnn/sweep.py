@@ -352,6 +352,98 @@ def recurrent(rng: np.random.Generator) -> Iterator[Case | None]:
             yield _case(d.LayerKind.RECURRENT, label, desc, arrays, dtypes=dtypes)
 
 
+_INT_RANGES = {DataType.INT8: (-128, 127), DataType.UINT8: (0, 255), DataType.INT16: (-32768, 32767),
+               DataType.UINT16: (0, 65535), DataType.INT32: (-70000, 70000)}
+
+
+def _full_range(rng: np.random.Generator, shape: Sequence[int], dtype: DataType) -> np.ndarray:
+    """Integers over the whole range of an 8- or 16-bit type (int32: +-70000)."""
+    low, high = _INT_RANGES[dtype]
+    return rng.integers(low, high + 1, tuple(shape)).astype(dtype.numpy_dtype)
+
+
+def _positive(rng: np.random.Generator, shape: Sequence[int], dtype: DataType) -> np.ndarray:
+    return rng.uniform(0.01, 2.0, tuple(shape)).astype(np.float32).astype(dtype.numpy_dtype)
+
+
+def _scale_shape(x_shape: Sequence[int], axis: int, block_size: int) -> tuple[int, ...]:
+    if block_size == 0:
+        return (x_shape[axis],)
+    dims = list(x_shape)
+    dims[axis] = -(-dims[axis] // block_size)
+    return tuple(dims)
+
+
+def quantization(rng: np.random.Generator) -> Iterator[Case | None]:
+    q = d.LayerKind.QUANTIZATION
+    for x_type, out, precision in [(F32, DataType.UINT8, F32), (F32, DataType.INT8, F32),
+                                   (DataType.FLOAT16, DataType.INT16, DataType.FLOAT16),
+                                   (DataType.FLOAT64, DataType.UINT16, DataType.FLOAT64),
+                                   (DataType.INT32, DataType.INT8, DataType.FLOAT64)]:
+        x = _full_range(rng, (3, 5, 4), x_type) if x_type is DataType.INT32 else _data(rng, (3, 5, 4), x_type, 60.0)
+        scale_type = F32 if x_type is DataType.INT32 else x_type
+        for label, axis, block in [("per tensor", 0, 0), ("per axis 1", 1, 0), ("blocked 3 along -1", -1, 3)]:
+            shape = () if label == "per tensor" else _scale_shape(x.shape, axis, block)
+            arrays = [x, _positive(rng, shape, scale_type), _full_range(rng, shape, out) // 2]
+            desc = d.QuantizationDescriptor("quantize_linear", axis, block, precision)
+            yield _case(q, f"quantize {x_type.numpy_name}->{out.numpy_name} {label}", desc, arrays,
+                        outputs=[TensorInfo(x.shape, out)])
+    for x_type, out in [(DataType.UINT8, F32), (DataType.INT8, DataType.FLOAT16), (DataType.INT16, F32),
+                        (DataType.UINT16, DataType.FLOAT64), (DataType.INT32, F32)]:
+        x = _full_range(rng, (2, 6, 3), x_type)
+        precision = DataType.FLOAT64 if DataType.FLOAT64 in (out,) or x_type is DataType.INT32 else F32
+        for label, axis, block in [("per tensor", 0, 0), ("per axis 1", 1, 0), ("blocked 4 along 1", 1, 4)]:
+            shape = () if label == "per tensor" else _scale_shape(x.shape, axis, block)
+            arrays = [x, _positive(rng, shape, F32), _full_range(rng, shape, x_type)]
+            desc = d.QuantizationDescriptor("dequantize_linear", axis, block, precision)
+            yield _case(q, f"dequantize {x_type.numpy_name}->{out.numpy_name} {label}", desc, arrays,
+                        outputs=[TensorInfo(x.shape, out)])
+    for shape in [(4, 7), (), (0, 3)]:
+        x = _data(rng, shape, F32, 3.0)
+        yield _case(q, f"dynamic quantize{_shape_text(shape)}", d.QuantizationDescriptor("dynamic_quantize_linear"),
+                    [x], outputs=[TensorInfo(shape, DataType.UINT8), TensorInfo((), F32),
+                                  TensorInfo((), DataType.UINT8)])
+
+
+def quantized_convolution(rng: np.random.Generator) -> Iterator[Case | None]:
+    u8, i8 = DataType.UINT8, DataType.INT8
+    geometries = [  # (x, w, strides, pads, dilations, groups)
+        ((1, 3, 9), (4, 3, 3), (2,), (1,), (1,), 1),
+        ((2, 4, 7, 6), (6, 2, 3, 3), (1, 2), (1, 0), (1, 2), 2),
+        ((1, 2, 4, 5, 4), (3, 2, 2, 3, 2), (1, 1, 2), (0, 1, 1), (1, 1, 1), 1),
+    ]
+    for x_shape, w_shape, strides, pads, dilations, groups in geometries:
+        x, w = _full_range(rng, x_shape, u8), _full_range(rng, w_shape, i8)
+        name = f"{len(strides)}-D x{_shape_text(x_shape)} w{_shape_text(w_shape)} g{groups}"
+        desc = d.QuantizedConvolutionDescriptor("integer", strides, pads, pads, dilations, groups)
+        yield _case(d.LayerKind.QUANTIZED_CONVOLUTION, f"integer {name}", desc,
+                    [x, _full_range(rng, (), u8), w, _full_range(rng, (w_shape[0],), i8)], constants=(2, 3))
+        for scale_type in (F32, DataType.FLOAT16):
+            qdesc = d.QuantizedConvolutionDescriptor("qlinear", strides, pads, pads, dilations, groups, True)
+            arrays = [x, np.asarray(0.004, scale_type.numpy_dtype), _full_range(rng, (), u8), w,
+                      _positive(rng, (w_shape[0],), scale_type) / 100, _full_range(rng, (w_shape[0],), i8),
+                      np.asarray(0.05, scale_type.numpy_dtype), _full_range(rng, (), u8),
+                      rng.integers(-5000, 5000, (w_shape[0],)).astype(np.int32)]
+            yield _case(d.LayerKind.QUANTIZED_CONVOLUTION, f"qlinear {name} {scale_type.numpy_name} scales", qdesc,
+                        arrays, constants=(3, 4, 5, 8))
+
+
+def quantized_matmul(rng: np.random.Generator) -> Iterator[Case | None]:
+    u8, i8 = DataType.UINT8, DataType.INT8
+    for a_shape, b_shape, a_param, b_param in [((3, 4), (4, 5), (3, 1), (5,)), ((2, 3, 4), (4, 6), (), (6,)),
+                                               ((2, 1, 3, 4), (5, 4, 2), (3, 1), (5, 1, 2)), ((7,), (7, 3), (), (3,))]:
+        a, b = _full_range(rng, a_shape, u8), _full_range(rng, b_shape, i8)
+        name = f"a{_shape_text(a_shape)} b{_shape_text(b_shape)}"
+        yield _case(d.LayerKind.QUANTIZED_MATMUL, f"integer {name}", d.QuantizedMatMulDescriptor("integer"),
+                    [a, _full_range(rng, a_param, u8), b, _full_range(rng, b_param, i8)])
+        for scale_type in (F32, DataType.FLOAT16):
+            arrays = [a, _positive(rng, a_param, scale_type) / 100, _full_range(rng, a_param, u8), b,
+                      _positive(rng, b_param, scale_type) / 100, _full_range(rng, b_param, i8),
+                      np.asarray(0.0107, scale_type.numpy_dtype), _full_range(rng, (), i8)]
+            yield _case(d.LayerKind.QUANTIZED_MATMUL, f"qlinear {name} {scale_type.numpy_name} scales",
+                        d.QuantizedMatMulDescriptor("qlinear"), arrays, constants=(3, 4, 5))
+
+
 GENERATORS: dict[d.LayerKind, Generator] = {
     d.LayerKind.CONVOLUTION_2D: convolution_2d,
     d.LayerKind.POOLING_2D: pooling_2d,
@@ -368,6 +460,9 @@ GENERATORS: dict[d.LayerKind, Generator] = {
     d.LayerKind.TRANSPOSE: transpose,
     d.LayerKind.COPY: copy,
     d.LayerKind.RECURRENT: recurrent,
+    d.LayerKind.QUANTIZATION: quantization,
+    d.LayerKind.QUANTIZED_CONVOLUTION: quantized_convolution,
+    d.LayerKind.QUANTIZED_MATMUL: quantized_matmul,
 }
 
 # Kinds no backend is handed as such (a backend's own optimize_subgraph makes PRECOMPILED layers).
@@ -376,7 +471,8 @@ NOT_SWEPT = {d.LayerKind.PRECOMPILED}
 
 def kind_name(kind: d.LayerKind) -> str:
     """The display name of a kind, as plugin_common's kind table spells it (Convolution2d)."""
-    special = {"LOCAL_RESPONSE_NORMALIZATION": "LocalResponseNormalization", "MATMUL": "MatMul"}
+    special = {"LOCAL_RESPONSE_NORMALIZATION": "LocalResponseNormalization", "MATMUL": "MatMul",
+               "QUANTIZED_MATMUL": "QuantizedMatMul"}
     return special.get(kind.name) or "".join(part.capitalize() for part in kind.name.split("_")).replace(
         "Convolution2D", "Convolution2d").replace("Pooling2D", "Pooling2d")
 

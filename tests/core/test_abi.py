@@ -36,6 +36,8 @@ def test_version_is_read_from_the_header() -> None:
     (descriptors.PaddingMethod, "pn_padding_method", "PN_PADDING_"),
     (descriptors.BinaryOp, "pn_binary_op", "PN_BINARY_"),
     (descriptors.VariadicOp, "pn_variadic_op", "PN_VARIADIC_"),
+    (descriptors.QuantizationOp, "pn_quantization_op", "PN_QUANTIZATION_"),
+    (descriptors.QuantizedOp, "pn_quantized_op", "PN_QUANTIZED_"),
 ])
 def test_python_enums_match_the_header(py_enum: type[enum.IntEnum], c_enum: str, prefix: str) -> None:
     c_values = {name.removeprefix(prefix): value for name, value in ffi.typeof(c_enum).relements.items()}
@@ -165,6 +167,11 @@ SAMPLES = [
     descriptors.NormalizationDescriptor("rms", 2, 0, 2.0 ** -20, True),
     descriptors.TopKDescriptor(-2, True, False),
     descriptors.CumulativeDescriptor("sum", 3, False, True),
+    descriptors.QuantizationDescriptor("quantize_linear", -2, 32, "bfloat16"),
+    descriptors.QuantizationDescriptor("dynamic_quantize_linear"),
+    descriptors.QuantizedConvolutionDescriptor("qlinear", (2, 1, 3), (1, 0, 2), (0, 1, 2), (1, 2, 1), 3, True),
+    descriptors.QuantizedConvolutionDescriptor("integer", (2,), (1,), (0,), (3,), 1, False),
+    descriptors.QuantizedMatMulDescriptor("qlinear"),
 ]
 
 

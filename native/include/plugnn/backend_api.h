@@ -233,7 +233,12 @@ typedef enum pn_layer_kind {
     PN_LAYER_TOP_K = 31,              /* pn_top_k_desc; inputs x; outputs values, indices */
     PN_LAYER_CUMULATIVE = 32,         /* pn_cumulative_desc; inputs x */
     PN_LAYER_ONE_HOT = 33,            /* pn_one_hot_desc; inputs indices, values */
-    PN_LAYER_TRIANGULAR = 34          /* pn_triangular_desc; inputs x */
+    PN_LAYER_TRIANGULAR = 34,         /* pn_triangular_desc; inputs x */
+    PN_LAYER_QUANTIZATION = 35,       /* pn_quantization_desc; inputs x, scale, zero_point (per op) */
+    PN_LAYER_QUANTIZED_CONVOLUTION = 36, /* pn_quantized_convolution_desc; x, w and their zero points
+                                            (QLINEAR: scales, y's scale and zero point, [bias]) */
+    PN_LAYER_QUANTIZED_MATMUL = 37    /* pn_quantized_matmul_desc; a, b and their zero points
+                                         (QLINEAR: scales, y's scale and zero point) */
 } pn_layer_kind;
 
 typedef enum pn_data_layout {
@@ -990,6 +995,124 @@ typedef struct pn_triangular_desc {
     pn_bool upper;           /* 1: keep the upper triangle, 0: the lower */
     int64_t k;               /* the diagonal: 0 the main one, > 0 above it, < 0 below */
 } pn_triangular_desc;
+
+/* ---- Quantization (since 1.1) ----------------------------------------------
+ *
+ * Linear quantization: real = scale * (q - zero_point), q an integer. Three kinds:
+ * QUANTIZATION (quantize, dequantize, and quantize with the scale computed from the
+ * data), QUANTIZED_CONVOLUTION and QUANTIZED_MATMUL (integer products, either given as
+ * their INT32 sums or requantized). Their scales and zero points are tensors, inputs of
+ * the layer: ONNX gives them as tensors, possibly computed at run time (a
+ * DYNAMIC_QUANTIZE_LINEAR's outputs), per axis or per block, which the static per-tensor
+ * pn_tensor_info.quant_scale / quant_zero_point cannot hold. So every tensor of these
+ * kinds is a plain tensor (quant_scale 0, quant_zero_point 0): a layer of these kinds
+ * whose tensor info carries static quantization is malformed. (Those 1.0 fields describe
+ * an INT8/UINT8 tensor quantized by convention; a backend's optimize_subgraph may fold a
+ * dequantize / float layer / quantize chain into a layer on such tensors, an internal
+ * matter of that backend; no layer kind computes with them.) Zero points are always
+ * given (0 where ONNX leaves one out).
+ *
+ * Rounding and saturation, for every op below: round(v) is the nearest integer, halves
+ * to even; saturate(v) clamps v to the range of the integer type (INT8 [-128, 127],
+ * UINT8 [0, 255], INT16 [-32768, 32767], UINT16 [0, 65535]), an infinity to the end of
+ * its sign and NaN to the type's lowest value. "Rounded to T" is IEEE rounding to
+ * nearest even of the exact value, once, to the float type T. */
+
+typedef enum pn_quantization_op {
+    PN_QUANTIZATION_INVALID = 0,
+    PN_QUANTIZATION_QUANTIZE_LINEAR = 1,         /* ONNX QuantizeLinear */
+    PN_QUANTIZATION_DEQUANTIZE_LINEAR = 2,       /* ONNX DequantizeLinear */
+    PN_QUANTIZATION_DYNAMIC_QUANTIZE_LINEAR = 3  /* ONNX DynamicQuantizeLinear */
+} pn_quantization_op;
+
+/* PN_LAYER_QUANTIZATION.
+ *
+ * QUANTIZE_LINEAR: inputs x (float or INT32), scale (float or INT32), zero_point (INT8,
+ *   UINT8, INT16 or UINT16); one output y of x's shape and zero_point's type:
+ *     y = saturate(round(x' / scale') + zero_point),
+ *   x' and scale' being x and scale rounded to `precision`, and their quotient rounded to
+ *   `precision` again before it is rounded to an integer. A zero scale gives infinities
+ *   (saturated) or NaN (0 / 0: the lowest value).
+ * DEQUANTIZE_LINEAR: inputs x (INT8, UINT8, INT16, UINT16 or INT32), scale (float),
+ *   zero_point (x's type); one output y of x's shape and any float type:
+ *     y = (x - zero_point)' * scale',
+ *   x - zero_point exact (an integer), then it and scale rounded to `precision`, their
+ *   product rounded to `precision`, and that rounded to y's type.
+ * Granularity of both (scale and zero_point have one shape):
+ *   per tensor  block_size 0, scale of one element (rank 0 or 1); axis is ignored;
+ *   per axis    block_size 0, scale of rank 1 and x's dim `axis` elements: element i of x
+ *               along the axis uses scale[i];
+ *   blocked     block_size >= 1, scale of x's rank and x's dims but along `axis`, where it
+ *               has ceil(x's dim / block_size) elements: element i along the axis uses
+ *               scale index floor(i / block_size) (the last block may be shorter).
+ *   Per axis or blocked, axis is in [-rank, rank) of x (negative counts from the end).
+ * DYNAMIC_QUANTIZE_LINEAR: input x (FLOAT32); outputs y (UINT8, x's shape), scale
+ *   (FLOAT32, rank 0) and zero_point (UINT8, rank 0); axis 0, block_size 0, precision
+ *   FLOAT32. In float32 arithmetic (each step rounded to float32), as ONNX's reference:
+ *     hi = max(0, max(x)), lo = min(0, min(x)) (NaN elements are left out),
+ *     scale = (hi == lo ? 1 : hi - lo) / 255,
+ *     zero_point = round(saturate(0 - lo / scale)),
+ *     y = saturate(round(x / scale) + zero_point).
+ *   An empty x gives scale 1 / 255 and zero_point 0. */
+typedef struct pn_quantization_desc {
+    uint32_t struct_size;
+    pn_quantization_op op;
+    int32_t axis;            /* per axis / blocked: the axis of x (negative counts from the end) */
+    uint32_t block_size;     /* 0: per tensor or per axis (the scale's shape says); >= 1: blocked */
+    pn_data_type precision;  /* a float type: what QUANTIZE_LINEAR divides and DEQUANTIZE_LINEAR
+                                multiplies in (ONNX's reference: NumPy's promotion of x's and
+                                scale's types, FLOAT64 for INT32; DEQUANTIZE: FLOAT32, FLOAT64
+                                for INT32 x); FLOAT32 for DYNAMIC_QUANTIZE_LINEAR */
+} pn_quantization_desc;
+
+typedef enum pn_quantized_op {
+    PN_QUANTIZED_INVALID = 0,
+    PN_QUANTIZED_INTEGER = 1,  /* the INT32 sums (ONNX ConvInteger, MatMulInteger) */
+    PN_QUANTIZED_QLINEAR = 2   /* the sums requantized (ONNX QLinearConv, QLinearMatMul) */
+} pn_quantized_op;
+
+/* What QUANTIZED_CONVOLUTION and QUANTIZED_MATMUL share. The operands x (a) and w (b) are
+ * INT8 or UINT8 (each its own), each with a zero point of its type; the products of the
+ * shifted operands (x - x_zero_point) * (w - w_zero_point) are exact and summed in INT32,
+ * wrapping modulo 2^32 (two's complement): acc.
+ *   INTEGER: inputs x, x_zero_point, w, w_zero_point; the output is acc, INT32.
+ *   QLINEAR: inputs x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+ *     y_zero_point (INT8 or UINT8; the output's type), then (convolution only, with
+ *     PN_LAYER_FLAG_HAS_BIAS) bias (INT32 [O]), added to acc in INT32 (wrapping). Scales
+ *     share one float type T; y_scale and y_zero_point have one element (the operands'
+ *     scales: see each kind). Per output element, as ONNX's reference computes:
+ *       m = (x_scale * w_scale) / y_scale, the product and the quotient each rounded to T,
+ *       v = double(acc) * double(m) + y_zero_point, in double (each step rounded),
+ *       y = saturate(round(v)). */
+
+/* PN_LAYER_QUANTIZED_CONVOLUTION (ONNX ConvInteger, QLinearConv): a FORWARD
+ * pn_convolution_desc convolution of x [N, C, spatial...] with w [O, C / groups, k...],
+ * 1 to 3 spatial axes, output [N, O, out...] (out: pn_convolution_desc's FORWARD sizes).
+ * x_zero_point and x_scale have one element (rank 0 or 1); w_zero_point and w_scale one
+ * element or [O] (per output channel: o uses element o). Padding adds x_zero_point (it adds 0 to acc). Unused entries of the arrays
+ * (axes >= spatial_rank) are ignored. */
+typedef struct pn_quantized_convolution_desc {
+    uint32_t struct_size;
+    pn_quantized_op op;
+    uint32_t spatial_rank;              /* 1..3 */
+    uint32_t strides[3];                /* >= 1 */
+    uint32_t pads_begin[3];
+    uint32_t pads_end[3];
+    uint32_t dilations[3];              /* >= 1 */
+    uint32_t groups;                    /* >= 1, divides C and O */
+    uint32_t flags;                     /* PN_LAYER_FLAG_HAS_BIAS (QLINEAR only) */
+} pn_quantized_convolution_desc;
+
+/* PN_LAYER_QUANTIZED_MATMUL (ONNX MatMulInteger, QLinearMatMul): a NumPy matmul of a and b
+ * (PN_LAYER_MATMUL's shapes and batch broadcasting). The zero point and scale of an
+ * operand each broadcast (NumPy rules) to that operand's shape and are constant along its
+ * summed axis K (a's last; b's second to last, or its only one): their dim aligned with K is
+ * absent or 1. So a's are per tensor or per row ([M, 1], [..., M, 1]) and b's per tensor or
+ * per column ([N], [..., 1, N]). y_scale and y_zero_point (QLINEAR) have one element. */
+typedef struct pn_quantized_matmul_desc {
+    uint32_t struct_size;
+    pn_quantized_op op;
+} pn_quantized_matmul_desc;
 
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused
  * chains, blocked layouts, anything private to it). Only the backend that made

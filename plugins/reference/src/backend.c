@@ -36,6 +36,9 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_ELEMENTWISE_UNARY, cpuref_unquantized, cpuref_unary_create},
     {PN_LAYER_SELECT, cpuref_unquantized, cpuref_select_create},
     {PN_LAYER_CAST, cpuref_unquantized, cpuref_cast_create},
+    {PN_LAYER_QUANTIZATION, cpuref_any_type, cpuref_quantization_create},
+    {PN_LAYER_QUANTIZED_CONVOLUTION, cpuref_any_type, cpuref_quantized_convolution_create},
+    {PN_LAYER_QUANTIZED_MATMUL, cpuref_any_type, cpuref_quantized_matmul_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};

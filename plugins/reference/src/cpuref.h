@@ -87,6 +87,9 @@ struct cpuref_op {
         pn_cumulative_desc cumulative;
         pn_one_hot_desc one_hot;
         pn_triangular_desc triangular;
+        pn_quantization_desc quantization;
+        pn_quantized_convolution_desc qconv;
+        pn_quantized_matmul_desc qmatmul;
     } desc;
 };
 
@@ -166,6 +169,10 @@ pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_str
 pn_status cpuref_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_cast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_quantization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_quantized_convolution_create(void*, const pn_layer*, pn_workload**,
+                                              pn_string_out*);
+pn_status cpuref_quantized_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
@@ -221,5 +228,24 @@ void cpuref_dense_strides(const pn_tensor_info* info, int64_t strides[PN_MAX_DIM
 pn_status cpuref_load_index(const cpuref_op* op, pn_data_type dtype, const void* indices,
                             int64_t i, uint32_t axis, int64_t size, int64_t* index_out,
                             pn_string_out* message_out);
+
+/* ---- quantization.c: what the quantization families share ------------------------- */
+
+/* v rounded once to the float type `dtype` (FLOAT64: v itself). */
+double cpuref_round_to(pn_data_type dtype, double v);
+
+/* The nearest integer to v, halves to even (v itself when it is not finite or beyond 2^52). */
+double cpuref_round_half_even(double v);
+
+/* An integer-valued v saturated to the range of `dtype` (INT8, UINT8, INT16, UINT16; INT32 for
+ * any other type): an infinity to the end of its sign, NaN to the lowest value. */
+int64_t cpuref_saturate(pn_data_type dtype, double v);
+
+/* The low 32 bits of v as a two's complement INT32 (integer sums wrap modulo 2^32). */
+int32_t cpuref_wrap_int32(uint64_t v);
+
+/* QLINEAR's requantization (backend_api.h): saturate(round(double(acc) * multiplier +
+ * zero_point)) in `dtype`, each step in double. */
+int64_t cpuref_requantize(pn_data_type dtype, int32_t acc, double multiplier, double zero_point);
 
 #endif /* CPUREF_H */
