@@ -87,6 +87,12 @@ struct cpuref_op {
         pn_cumulative_desc cumulative;
         pn_one_hot_desc one_hot;
         pn_triangular_desc triangular;
+        pn_grid_sample_desc grid_sample;
+        pn_roi_align_desc roi_align;
+        pn_deformable_convolution_desc deform;
+        pn_spectral_desc spectral;
+        pn_linear_algebra_desc linalg;
+        pn_random_desc random;
     } desc;
 };
 
@@ -166,6 +172,14 @@ pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_str
 pn_status cpuref_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_cast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_grid_sample_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_roi_align_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_deformable_convolution_create(void*, const pn_layer*, pn_workload**,
+                                               pn_string_out*);
+pn_status cpuref_spectral_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_linear_algebra_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_bitcast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_random_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
