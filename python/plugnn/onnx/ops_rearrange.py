@@ -342,7 +342,7 @@ def tensor_scatter(ctx: NodeContext) -> list[Any]:
             else np.zeros(cache.shape[0], np.int64)
         if writes.size != cache.shape[0]:
             raise ctx.error(f"input 2 (write_indices) has {writes.size} values for a batch of {cache.shape[0]}")
-        shift = writes.reshape((-1,) + (1,) * axis) * column
+        shift = writes.reshape((-1,) + (1,) * (axis + 1)) * column  # [B, 1.., 1, axis + 1]
         indices = base + shift
         if circular and modulus.size and modulus[-1] > 0:
             indices = np.mod(indices, modulus)
