@@ -180,3 +180,22 @@ def test_errors(node, inputs, message) -> None:
     with pytest.raises(ModelError) as info:
         plugnn.onnx.load(_model(node, inputs))
     assert message in str(info.value) and f"({node.op_type}" in str(info.value), str(info.value)
+
+
+def test_unseeded_multinomial_of_constant_logits_is_not_folded(runtime) -> None:
+    """Constant folding computes layers of constant inputs once; an advancing generator's values
+    change every run, so it stays a layer."""
+    model = make_model([N("Multinomial", ["x"], ["y"], sample_size=32)], {}, ["y"],
+                       {"x": np.zeros((1, 50), np.float32)}, opset=7)
+    run = Loaded(runtime, model)
+    try:
+        assert not np.array_equal(run(), run())
+    finally:
+        run.close()
+    seeded = make_model([N("Multinomial", ["x"], ["y"], sample_size=32, seed=1.0)], {}, ["y"],
+                        {"x": np.zeros((1, 50), np.float32)}, opset=7)
+    run = Loaded(runtime, seeded)
+    try:
+        assert np.array_equal(run(), run())
+    finally:
+        run.close()
