@@ -1056,7 +1056,7 @@ typedef struct pn_grid_sample_desc {
  * AVERAGE: the sum over the bin's samples of their bilinear values, divided by
  * max(g_y * g_x, 1); MAX: the largest over its samples of the largest of the four
  * weight * corner products (onnxruntime's and ONNX's reference definition). A bin without
- * samples is 0. CpuRef computes in double. */
+ * samples, and every bin of an x with H or W 0, is 0. CpuRef computes in double. */
 typedef struct pn_roi_align_desc {
     uint32_t struct_size;
     pn_pooling_kind mode;          /* MAX or AVERAGE */
@@ -1181,10 +1181,11 @@ typedef enum pn_random_op {
  *   u  = (w0 >> 11) * 2^-53                    in [0, 1),
  *   u1 = ((w0 >> 11) + 1) * 2^-53              in (0, 1],
  *   u2 = (w1 >> 11) * 2^-53,  z = sqrt(-2 ln u1) cos(2 pi u2)   (Box-Muller),
- * in double. r counts the executions of the workload (0, 1, 2, ... from its creation) when
- * flags has PN_RANDOM_ADVANCE; without it r is 0 for every execution (the same values each
- * run: ONNX's seeded generators). Uniform values are then exact on every backend; normal
- * ones to within the rounding of the C library's log and cos.
+ * in double. r counts the executions of the workload that draw values (0, 1, 2, ... from its
+ * creation; an execution with an empty output draws none) when flags has PN_RANDOM_ADVANCE;
+ * without it r is 0 for every execution (the same values each run: ONNX's seeded
+ * generators). Uniform values are then exact on every backend; normal ones to within the
+ * rounding of the C library's log and cos.
  *   UNIFORM:     no input; output of any float type: a + (b - a) * u, computed in double and
  *                rounded once to the output type (a <= b, both finite).
  *   NORMAL:      no input; output of any float type: a + b * z (b: the standard deviation),
