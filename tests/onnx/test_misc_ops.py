@@ -438,6 +438,8 @@ ROI = {"x": [1, 2, 4, 4], "rois": [2, 4], "b": ([2], I64)}
     ([N("STFT", ["s", "step", "w", "n"], ["y"])], {"s": [1, 20, 1]}, 17,
      {"step": np.array(4, np.int64), "w": np.ones(8, np.float32), "n": np.array(6, np.int64)}, "frame_length is 6"),
     ([N("STFT", ["s", "step"], ["y"])], {"s": [1, 20, 1]}, 17, {"step": np.array(0, np.int64)}, "frame_step is 0"),
+    ([N("STFT", ["s", "step", "", "n"], ["y"])], {"s": [1, 5, 1]}, 17,
+     {"step": np.array(2, np.int64), "n": np.array(9, np.int64)}, "< 0 frames of 9"),
     ([N("Einsum", ["a", "b"], ["y"], equation="ij->i")], {"a": [2, 3], "b": [3]}, 12, None, "1 operand term"),
     ([N("Einsum", ["a"], ["y"], equation="ij->k")], {"a": [2, 3]}, 12, None, "output label 'k' is in no operand"),
     ([N("Einsum", ["a"], ["y"], equation="ijk->i")], {"a": [2, 3]}, 12, None, "names 3 dims"),

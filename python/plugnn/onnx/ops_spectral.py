@@ -105,8 +105,11 @@ def stft(ctx: NodeContext) -> list[Any]:
             raise ctx.error(f"the window has {window.shape[0]} values, frame_length is {length}; they must agree")
     else:
         length = window.shape[0] if window is not None else signal.shape[1]
-    if length < 1 or length > signal.shape[1]:
-        raise ctx.error(f"the frame length {length} must be 1 to the signal length {signal.shape[1]}")
+    if length < 1:
+        raise ctx.error(f"the frame length is {length}; it must be >= 1")
+    if (signal.shape[1] - length) // step + 1 < 0:
+        raise ctx.error(f"a signal of {signal.shape[1]} samples has floor(({signal.shape[1]} - {length}) / {step}) + 1 "
+                        f"< 0 frames of {length}")
     desc = SpectralDescriptor(SpectralOp.STFT, length, 0, False, flag(ctx, "onesided", 1), step)
     return [ctx.network.add_spectral(signal, desc, window, name=ctx.name())]
 
