@@ -41,8 +41,8 @@ pn_status pn_validate_random(const pn_layer* layer, pn_string_out* reason) {
     PNV_TRY(pnv_type_class(layer, x, "logits", PNV_FLOAT, reason));
     PNV_TRY(pnv_type_class(layer, y, "output", PNV_INDEX, reason));
     if (x->dims[1] < 1) {
-        return PNV_FAIL(reason, RANDOM ": MULTINOMIAL needs at least one class, logits are [%lld, 0]",
-                        (long long)x->dims[0]);
+        return PNV_FAIL(reason, RANDOM ": MULTINOMIAL needs at least one class, logits are "
+                        "[%lld, 0]", (long long)x->dims[0]);
     }
     PNV_TRY(pnv_rank(layer, y, "output", 2, 2, reason));
     if (y->dims[0] != x->dims[0]) {

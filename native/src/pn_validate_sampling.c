@@ -44,8 +44,8 @@ pn_status pn_validate_grid_sample(const pn_layer* layer, pn_string_out* reason) 
     }
     uint32_t r = x->rank - 2;
     if (grid->rank != r + 2) {
-        return PNV_FAIL(reason, GRID ": grid must have rank %u (x has %u spatial axes), got rank %u",
-                        r + 2, r, grid->rank);
+        return PNV_FAIL(reason, GRID ": grid must have rank %u (x has %u spatial axes), got "
+                        "rank %u", r + 2, r, grid->rank);
     }
     /* grid [N, o_1..o_r, r]: its batch and last dims are fixed, the o_i are the output's. */
     pn_tensor_info expected_grid = *grid;
@@ -187,7 +187,8 @@ static pn_tensor_info per_position(const pn_tensor_info* y, int64_t channels) {
 }
 
 pn_status pn_validate_deformable_convolution(const pn_layer* layer, pn_string_out* reason) {
-    const pn_deformable_convolution_desc* d = (const pn_deformable_convolution_desc*)layer->descriptor;
+    const pn_deformable_convolution_desc* d =
+        (const pn_deformable_convolution_desc*)layer->descriptor;
     PNV_TRY(check_deform_desc(d, reason));
     int has_bias = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
     int has_mask = (d->flags & PN_DEFORMABLE_HAS_MASK) != 0;

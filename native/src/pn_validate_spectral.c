@@ -84,7 +84,8 @@ static pn_status validate_stft(const pn_layer* layer, const pn_spectral_desc* d,
     }
     int64_t span = x->dims[1] - n;
     /* floor((L - n) / step) + 1 frames, which must be >= 0. */
-    int64_t frames = (span >= 0 ? span / d->frame_step : -((-span + d->frame_step - 1) / d->frame_step)) + 1;
+    int64_t step = d->frame_step;
+    int64_t frames = (span >= 0 ? span / step : -((-span + step - 1) / step)) + 1;
     if (frames < 0) {
         return PNV_FAIL(reason, SPECTRAL ": STFT of a signal of length %lld with frames of %lld "
                         "every %lld gives %lld frames", (long long)x->dims[1], (long long)n,

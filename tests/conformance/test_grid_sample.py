@@ -196,7 +196,8 @@ def test_empty_shapes(backend) -> None:
     grid = np.zeros((1, 2, 2, 2), np.float32)
     (y,) = run_layer(backend, _spec(x.shape, grid.shape, desc), [x, grid])
     assert y.shape == (1, 2, 2, 2) and not y.any()
-    for x_shape, grid_shape in [((0, 2, 3, 3), (0, 2, 2, 2)), ((1, 0, 3, 3), (1, 2, 2, 2)), ((1, 2, 3, 3), (1, 0, 2, 2))]:
+    for x_shape, grid_shape in [((0, 2, 3, 3), (0, 2, 2, 2)), ((1, 0, 3, 3), (1, 2, 2, 2)),
+                                ((1, 2, 3, 3), (1, 0, 2, 2))]:
         x = np.ones(x_shape, np.float32)
         grid = np.zeros(grid_shape, np.float32)
         (y,) = run_layer(backend, _spec(x_shape, grid_shape, desc), [x, grid])
@@ -207,7 +208,8 @@ FLOATS = [DataType.FLOAT16, DataType.BFLOAT16, DataType.FLOAT64]
 
 
 @pytest.mark.parametrize("x_type", FLOATS, ids=lambda t: t.numpy_name)
-@pytest.mark.parametrize("grid_type", [DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64], ids=lambda t: t.numpy_name)
+@pytest.mark.parametrize("grid_type", [DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64],
+                         ids=lambda t: t.numpy_name)
 @pytest.mark.parametrize("mode", MODES)
 def test_float_types(backend, x_type, grid_type, mode) -> None:
     rng = np.random.default_rng(5)

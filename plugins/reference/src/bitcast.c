@@ -12,8 +12,9 @@ static pn_status bitcast_kernel(const cpuref_op* op, const void* const* in, void
         const unsigned char* src = (const unsigned char*)in[0];
         for (int64_t i = 0; i < count; ++i) {
             if (src[i] > 1) {
-                return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "Bitcast: element %lld is the "
-                               "byte %u, which is no bool (0 or 1)", (long long)i, (unsigned)src[i]);
+                return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "Bitcast: element %lld is "
+                               "the byte %u, which is no bool (0 or 1)", (long long)i,
+                               (unsigned)src[i]);
             }
         }
     }

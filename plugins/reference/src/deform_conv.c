@@ -97,7 +97,8 @@ static pn_status deform_kernel(const cpuref_op* op, const void* const* in, void*
                 for (int64_t ci = 0; ci < s->in_per_group; ++ci) {
                     int64_t c = group * s->in_per_group + ci;
                     for (int64_t t = 0; t < s->taps; ++t) {
-                        double w = pn_load_double(type, in[1], (oc * s->in_per_group + ci) * s->taps + t);
+                        int64_t wi = (oc * s->in_per_group + ci) * s->taps + t;
+                        double w = pn_load_double(type, in[1], wi);
                         sum += w * tap_value(s, d, op, in, n, c, o, oi, t);
                     }
                 }

@@ -50,7 +50,8 @@ static double reflect(double u, double lo, double hi) {
 static double clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* A tap index j of an axis of size d as the padding reads it (-1: the value 0). */
-static int64_t tap_index(const pn_grid_sample_desc* desc, int64_t j, int64_t d, double lo, double hi) {
+static int64_t tap_index(const pn_grid_sample_desc* desc, int64_t j, int64_t d, double lo,
+                         double hi) {
     if (j >= 0 && j < d) {
         return j;
     }
@@ -165,7 +166,8 @@ static pn_status grid_sample_kernel(const cpuref_op* op, const void* const* in, 
             int inside = 1;
             for (uint32_t a = 0; a < s->r && inside; ++a) {
                 /* grid[n, p, r - 1 - a]: the coordinates come in reverse axis order. */
-                double g = pn_load_double(gt, in[1], (n * s->out_plane + p) * s->r + (s->r - 1 - a));
+                int64_t at = (n * s->out_plane + p) * s->r + (s->r - 1 - a);
+                double g = pn_load_double(gt, in[1], at);
                 inside = axis_taps_of(desc, g, s->in_dims[a], &taps[a]);
             }
             for (int64_t c = 0; c < s->channels; ++c) {
@@ -190,7 +192,8 @@ static pn_status grid_sample_kernel(const cpuref_op* op, const void* const* in, 
                     }
                     continue;
                 }
-                pn_store_double(xt, out[0], y, interpolate(s, taps, xt, in[0], plane * s->in_plane));
+                double v = interpolate(s, taps, xt, in[0], plane * s->in_plane);
+                pn_store_double(xt, out[0], y, v);
             }
         }
     }

@@ -43,7 +43,7 @@ static void philox(const uint64_t counter[4], uint64_t k0, uint64_t k1, uint64_t
     out[3] = c3;
 }
 
-/* ---- Values ----------------------------------------------------------------------------------- */
+/* ---- Values ------------------------------------------------------------------------------ */
 
 typedef struct random_state {
     uint64_t runs; /* executions so far (PN_RANDOM_ADVANCE) */

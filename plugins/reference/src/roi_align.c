@@ -77,7 +77,8 @@ static roi_axis axis_of(const pn_roi_align_desc* d, double begin, double end, ui
 
 /* The samples of every bin of a region, bin after bin, into s->samples (grown as needed). */
 static pn_status region_samples(roi_scratch* s, const pn_roi_align_desc* d, const roi_axis* ay,
-                                const roi_axis* ax, int64_t h, int64_t w, pn_string_out* message_out) {
+                                const roi_axis* ax, int64_t h, int64_t w,
+                                pn_string_out* message_out) {
     int64_t per_bin = ay->grid * ax->grid;
     int64_t needed = per_bin * (int64_t)d->output_height * (int64_t)d->output_width;
     if (needed > s->capacity) {
@@ -93,9 +94,11 @@ static pn_status region_samples(roi_scratch* s, const pn_roi_align_desc* d, cons
     for (uint32_t ph = 0; ph < d->output_height; ++ph) {
         for (uint32_t pw = 0; pw < d->output_width; ++pw) {
             for (int64_t iy = 0; iy < ay->grid; ++iy) {
-                double y = ay->start + ph * ay->bin + ((double)iy + 0.5) * ay->bin / (double)ay->grid;
+                double y = ay->start + ph * ay->bin +
+                           ((double)iy + 0.5) * ay->bin / (double)ay->grid;
                 for (int64_t ix = 0; ix < ax->grid; ++ix) {
-                    double x = ax->start + pw * ax->bin + ((double)ix + 0.5) * ax->bin / (double)ax->grid;
+                    double x = ax->start + pw * ax->bin +
+                               ((double)ix + 0.5) * ax->bin / (double)ax->grid;
                     s->samples[k++] = bilinear(y, x, h, w);
                 }
             }
@@ -124,7 +127,9 @@ static double bin_value(const pn_roi_align_desc* d, const sample* samples, int64
     for (int64_t i = 0; i < count; ++i) {
         double v = -INFINITY;
         for (int c = 0; c < 4; ++c) {
-            double term = samples[i].w[c] == 0.0 ? 0.0 : samples[i].w[c] * pn_load_double(t, x, plane + samples[i].pos[c]);
+            double term = samples[i].w[c] == 0.0
+                              ? 0.0
+                              : samples[i].w[c] * pn_load_double(t, x, plane + samples[i].pos[c]);
             v = term > v || isnan(term) ? term : v;
         }
         best = i == 0 || v > best || isnan(v) ? v : best;

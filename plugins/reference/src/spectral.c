@@ -135,7 +135,8 @@ pn_status cpuref_spectral_create(void* context, const pn_layer* layer, pn_worklo
     (void)context;
     const pn_spectral_desc* d = (const pn_spectral_desc*)layer->descriptor;
     const pn_tensor_info* x = &layer->inputs[0];
-    int64_t len = d->op == PN_SPECTRAL_DFT ? x->dims[pn_normalize_axis(d->axis, x->rank)] : x->dims[1];
+    int64_t len = d->op == PN_SPECTRAL_DFT ? x->dims[pn_normalize_axis(d->axis, x->rank)]
+                                           : x->dims[1];
     int64_t longest = len > d->length ? len : d->length;
     if (d->length > ((int64_t)1 << 31) || longest > ((int64_t)1 << 40)) {
         return pn_fail(message_out, PN_ERR_UNSUPPORTED, "CpuRef Spectral: a transform of length "
