@@ -3,7 +3,6 @@
 #include "cpuref.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 /* One sample point: four corner offsets within a plane and their weights (all 0: outside). */
 typedef struct sample {
@@ -11,11 +10,6 @@ typedef struct sample {
     double w[4];
 } sample;
 
-/* The sample points of one region, grown as regions need (one execute()'s scratch). */
-typedef struct roi_scratch {
-    sample* samples;
-    int64_t capacity;
-} roi_scratch;
 
 /* The bilinear corners and weights of the point (y, x) in an H x W plane. */
 static sample bilinear(double y, double x, int64_t h, int64_t w) {
@@ -75,70 +69,45 @@ static roi_axis axis_of(const pn_roi_align_desc* d, double begin, double end, ui
     return a;
 }
 
-/* The samples of every bin of a region, bin after bin, into s->samples (grown as needed). */
-static pn_status region_samples(roi_scratch* s, const pn_roi_align_desc* d, const roi_axis* ay,
-                                const roi_axis* ax, int64_t h, int64_t w,
-                                pn_string_out* message_out) {
-    int64_t per_bin = ay->grid * ax->grid;
-    int64_t needed = per_bin * (int64_t)d->output_height * (int64_t)d->output_width;
-    if (needed > s->capacity) {
-        sample* grown = (sample*)realloc(s->samples, (size_t)needed * sizeof(sample));
-        if (grown == NULL) {
-            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuRef RoiAlign: out of memory for "
-                           "%lld sample points", (long long)needed);
-        }
-        s->samples = grown;
-        s->capacity = needed;
-    }
-    int64_t k = 0;
-    for (uint32_t ph = 0; ph < d->output_height; ++ph) {
-        for (uint32_t pw = 0; pw < d->output_width; ++pw) {
-            for (int64_t iy = 0; iy < ay->grid; ++iy) {
-                double y = ay->start + ph * ay->bin +
-                           ((double)iy + 0.5) * ay->bin / (double)ay->grid;
-                for (int64_t ix = 0; ix < ax->grid; ++ix) {
-                    double x = ax->start + pw * ax->bin +
-                               ((double)ix + 0.5) * ax->bin / (double)ax->grid;
-                    s->samples[k++] = bilinear(y, x, h, w);
-                }
-            }
-        }
-    }
-    return PN_OK;
-}
-
-static double bin_value(const pn_roi_align_desc* d, const sample* samples, int64_t count,
-                        pn_data_type t, const void* x, int64_t plane) {
-    if (count <= 0) {
+/* The value of output bin (ph, pw) of one region and channel plane: its samples' bilinear
+ * values averaged, or the largest weighted corner (MAX); 0 without samples. The samples are
+ * computed as they are used (a bin may hold many: nothing is stored). */
+static double bin_value(const pn_roi_align_desc* d, const roi_axis* ay, const roi_axis* ax,
+                        uint32_t ph, uint32_t pw, int64_t h, int64_t w, pn_data_type t,
+                        const void* x, int64_t plane) {
+    if (ay->grid <= 0 || ax->grid <= 0) {
         return 0.0;
     }
-    if (d->mode == PN_POOLING_AVERAGE) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < count; ++i) {
+    int average = d->mode == PN_POOLING_AVERAGE;
+    double sum = 0.0, best = 0.0;
+    int first = 1;
+    for (int64_t iy = 0; iy < ay->grid; ++iy) {
+        double y = ay->start + ph * ay->bin + ((double)iy + 0.5) * ay->bin / (double)ay->grid;
+        for (int64_t ix = 0; ix < ax->grid; ++ix) {
+            double xx = ax->start + pw * ax->bin + ((double)ix + 0.5) * ax->bin / (double)ax->grid;
+            sample s = bilinear(y, xx, h, w);
+            double v = average ? 0.0 : -INFINITY;
             for (int c = 0; c < 4; ++c) {
-                if (samples[i].w[c] != 0.0) {
-                    sum += samples[i].w[c] * pn_load_double(t, x, plane + samples[i].pos[c]);
+                double term = s.w[c] == 0.0 ? 0.0 : s.w[c] * pn_load_double(t, x, plane + s.pos[c]);
+                if (average) {
+                    v += term;
+                } else {
+                    v = term > v || isnan(term) ? term : v;
                 }
             }
+            if (average) {
+                sum += v;
+            } else {
+                best = first || v > best || isnan(v) ? v : best;
+                first = 0;
+            }
         }
-        return sum / (double)count;
     }
-    double best = 0.0;
-    for (int64_t i = 0; i < count; ++i) {
-        double v = -INFINITY;
-        for (int c = 0; c < 4; ++c) {
-            double term = samples[i].w[c] == 0.0
-                              ? 0.0
-                              : samples[i].w[c] * pn_load_double(t, x, plane + samples[i].pos[c]);
-            v = term > v || isnan(term) ? term : v;
-        }
-        best = i == 0 || v > best || isnan(v) ? v : best;
-    }
-    return best;
+    return average ? sum / ((double)ay->grid * (double)ax->grid) : best;
 }
 
-static pn_status roi_align_regions(const cpuref_op* op, const void* const* in, void* const* out,
-                                   roi_scratch* s, pn_string_out* message_out) {
+static pn_status roi_align_kernel(const cpuref_op* op, const void* const* in, void* const* out,
+                                  pn_string_out* message_out) {
     const pn_roi_align_desc* d = &op->desc.roi_align;
     const pn_tensor_info* xi = &op->inputs[0];
     pn_data_type t = xi->dtype;
@@ -152,33 +121,20 @@ static pn_status roi_align_regions(const cpuref_op* op, const void* const* in, v
                            "%lld is not an image of x (0 to %lld)", (long long)r, (long long)image,
                            (long long)(n - 1));
         }
-        pn_status st;
         double x1 = pn_load_double(t, in[1], r * 4 + 0), y1 = pn_load_double(t, in[1], r * 4 + 1);
         double x2 = pn_load_double(t, in[1], r * 4 + 2), y2 = pn_load_double(t, in[1], r * 4 + 3);
         roi_axis ay = axis_of(d, y1, y2, d->output_height);
         roi_axis ax = axis_of(d, x1, x2, d->output_width);
-        st = region_samples(s, d, &ay, &ax, h, w, message_out);
-        if (st != PN_OK) {
-            return st;
-        }
-        int64_t per_bin = ay.grid * ax.grid;
         for (int64_t c = 0; c < channels; ++c) {
             int64_t plane = (image * channels + c) * h * w;
             for (int64_t b = 0; b < bins; ++b) {
-                double v = bin_value(d, s->samples + b * per_bin, per_bin, t, in[0], plane);
+                uint32_t ph = (uint32_t)(b / d->output_width), pw = (uint32_t)(b % d->output_width);
+                double v = bin_value(d, &ay, &ax, ph, pw, h, w, t, in[0], plane);
                 pn_store_double(t, out[0], (r * channels + c) * bins + b, v);
             }
         }
     }
     return PN_OK;
-}
-
-static pn_status roi_align_kernel(const cpuref_op* op, const void* const* in, void* const* out,
-                                  pn_string_out* message_out) {
-    roi_scratch scratch = {NULL, 0};
-    pn_status st = roi_align_regions(op, in, out, &scratch, message_out);
-    free(scratch.samples);
-    return st;
 }
 
 pn_status cpuref_roi_align_create(void* context, const pn_layer* layer, pn_workload** workload_out,
