@@ -63,6 +63,18 @@ static const pn_kind_info kinds[] = {
                                         pn_validate_quantized_convolution},
     [PN_LAYER_QUANTIZED_MATMUL] = {"QuantizedMatMul", PNV_END(pn_quantized_matmul_desc, op),
                                    pn_validate_quantized_matmul},
+    [PN_LAYER_GRID_SAMPLE] = {"GridSample", PNV_END(pn_grid_sample_desc, align_corners),
+                              pn_validate_grid_sample},
+    [PN_LAYER_ROI_ALIGN] = {"RoiAlign", PNV_END(pn_roi_align_desc, half_pixel),
+                            pn_validate_roi_align},
+    [PN_LAYER_DEFORMABLE_CONVOLUTION] = {"DeformableConvolution",
+                                         PNV_END(pn_deformable_convolution_desc, flags),
+                                         pn_validate_deformable_convolution},
+    [PN_LAYER_SPECTRAL] = {"Spectral", PNV_END(pn_spectral_desc, flags), pn_validate_spectral},
+    [PN_LAYER_LINEAR_ALGEBRA] = {"LinearAlgebra", PNV_END(pn_linear_algebra_desc, op),
+                                 pn_validate_linear_algebra},
+    [PN_LAYER_BITCAST] = {"Bitcast", 0, pn_validate_bitcast},
+    [PN_LAYER_RANDOM] = {"Random", PNV_END(pn_random_desc, b), pn_validate_random},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

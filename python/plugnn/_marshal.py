@@ -109,6 +109,8 @@ def _c_value(value: Any, c_type: str, keep: list[Any]) -> Any:
         return text
     if c_type == "float":
         return float(value)
+    if c_type == "double":
+        return float(value)
     return int(value)
 
 
@@ -240,6 +242,8 @@ def _py_value(value: Any, c_type: str, what: str, keepalive: Any) -> Any:
     if c_type == "char *":
         return "" if value is None or value == NULL else ffi.string(value).decode("utf-8", "replace")
     if c_type == "float":
+        return float(value or 0.0)
+    if c_type == "double":
         return float(value or 0.0)
     if c_type == "pn_bool":
         return bool(value)

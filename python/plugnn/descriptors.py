@@ -25,6 +25,9 @@ from plugnn._abi_defs import (
     PN_RECURRENT_HAS_INITIAL_H,
     PN_RECURRENT_HAS_PEEPHOLES,
     PN_RECURRENT_HAS_SEQUENCE_LENS,
+    PN_DEFORMABLE_HAS_MASK,
+    PN_RANDOM_ADVANCE,
+    PN_SPECTRAL_HAS_WINDOW,
     ActivationKind,
     BinaryOp,
     ConvolutionOp,
@@ -32,7 +35,9 @@ from plugnn._abi_defs import (
     CumulativeOp,
     DataLayout,
     GatherOp,
+    GridPadding,
     LayerKind,
+    LinearAlgebraOp,
     NearestMode,
     NormalizationOp,
     OutputRounding,
@@ -41,12 +46,14 @@ from plugnn._abi_defs import (
     PoolingKind,
     QuantizationOp,
     QuantizedOp,
+    RandomOp,
     RecurrentCell,
     RecurrentDirection,
     ReduceOp,
     ResizeMode,
     ScatterOp,
     ScatterReduction,
+    SpectralOp,
     UnaryOp,
     VariadicOp,
 )
@@ -66,6 +73,8 @@ __all__ = [
     "QuantizationOp", "QuantizedOp", "QuantizationDescriptor", "QuantizedConvolutionDescriptor",
     "QuantizedMatMulDescriptor",
     "Descriptor", "DESCRIPTOR_TYPES",
+    "GridPadding", "LinearAlgebraOp", "RandomOp", "SpectralOp", "GridSampleDescriptor", "RoiAlignDescriptor",
+    "DeformableConvolutionDescriptor", "SpectralDescriptor", "LinearAlgebraDescriptor", "RandomDescriptor",
 ]
 
 
@@ -675,6 +684,122 @@ class QuantizedMatMulDescriptor:
         object.__setattr__(self, "op", _enum(QuantizedOp, self.op, "quantized operation"))
 
 
+@c_struct("pn_grid_sample_desc")
+@dataclass(frozen=True)
+class GridSampleDescriptor:
+    """ONNX GridSample: nearest, linear or cubic sampling at normalized grid coordinates."""
+
+    mode: ResizeMode = ResizeMode.LINEAR
+    padding: GridPadding = GridPadding.ZEROS
+    align_corners: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", _enum(ResizeMode, self.mode, "grid sample mode"))
+        object.__setattr__(self, "padding", _enum(GridPadding, self.padding, "grid padding"))
+
+
+@c_struct("pn_roi_align_desc")
+@dataclass(frozen=True)
+class RoiAlignDescriptor:
+    """ONNX RoiAlign: mode average or max over bilinear samples of each output bin."""
+
+    mode: PoolingKind = PoolingKind.AVERAGE
+    output_height: int = 1
+    output_width: int = 1
+    sampling_ratio: int = 0
+    spatial_scale: float = 1.0
+    half_pixel: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", _enum(PoolingKind, self.mode, "RoiAlign mode"))
+        if self.mode not in (PoolingKind.AVERAGE, PoolingKind.MAX):
+            raise ValueError(f"RoiAlign's mode is average or max, got {self.mode.name.lower()}")
+        if int(self.output_height) < 1 or int(self.output_width) < 1:
+            raise ValueError(f"output_height and output_width must be >= 1, got {self.output_height} and "
+                             f"{self.output_width}")
+        if int(self.sampling_ratio) < 0:
+            raise ValueError(f"sampling_ratio must be >= 0 (0: adaptive), got {self.sampling_ratio}")
+
+
+@c_struct("pn_deformable_convolution_desc")
+@dataclass(frozen=True)
+class DeformableConvolutionDescriptor:
+    """ONNX DeformConv, 1 to 3 spatial axes; one value per spatial axis."""
+
+    strides: tuple[int, ...] = c_array("spatial_rank", "strides", default=(1, 1))
+    pads_begin: tuple[int, ...] = c_array("spatial_rank", "pads_begin", default=(0, 0))
+    pads_end: tuple[int, ...] = c_array("spatial_rank", "pads_end", default=(0, 0))
+    dilations: tuple[int, ...] = c_array("spatial_rank", "dilations", default=(1, 1))
+    groups: int = 1
+    offset_groups: int = 1
+    has_bias: bool = c_flag("flags", PN_LAYER_FLAG_HAS_BIAS)
+    has_mask: bool = c_flag("flags", PN_DEFORMABLE_HAS_MASK)
+
+    def __post_init__(self) -> None:
+        rank = len(tuple(self.strides)) if not isinstance(self.strides, int) else 2
+        if not 1 <= rank <= 3:
+            raise ValueError(f"a deformable convolution has 1 to 3 spatial axes, got strides {self.strides}")
+        object.__setattr__(self, "strides", _spatial(self.strides, rank, "strides", 1))
+        object.__setattr__(self, "pads_begin", _spatial(self.pads_begin, rank, "pads_begin", 0))
+        object.__setattr__(self, "pads_end", _spatial(self.pads_end, rank, "pads_end", 0))
+        object.__setattr__(self, "dilations", _spatial(self.dilations, rank, "dilations", 1))
+        if int(self.groups) < 1 or int(self.offset_groups) < 1:
+            raise ValueError(f"groups and offset_groups must be >= 1, got {self.groups} and {self.offset_groups}")
+
+    @property
+    def spatial_rank(self) -> int:
+        return len(self.strides)
+
+
+@c_struct("pn_spectral_desc")
+@dataclass(frozen=True)
+class SpectralDescriptor:
+    """ONNX DFT (axis, inverse, onesided, length = dft_length) or STFT (length = the frame
+    length, frame_step, onesided, has_window)."""
+
+    op: SpectralOp
+    length: int
+    axis: int = 0
+    inverse: bool = False
+    onesided: bool = False
+    frame_step: int = 0
+    has_window: bool = c_flag("flags", PN_SPECTRAL_HAS_WINDOW)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(SpectralOp, self.op, "spectral operation"))
+        if int(self.length) < 1:
+            raise ValueError(f"the transform length must be >= 1, got {self.length}")
+        if self.op is SpectralOp.STFT and int(self.frame_step) < 1:
+            raise ValueError(f"STFT's frame_step must be >= 1, got {self.frame_step}")
+
+
+@c_struct("pn_linear_algebra_desc")
+@dataclass(frozen=True)
+class LinearAlgebraDescriptor:
+    op: LinearAlgebraOp = LinearAlgebraOp.DETERMINANT
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(LinearAlgebraOp, self.op, "linear algebra operation"))
+
+
+@c_struct("pn_random_desc")
+@dataclass(frozen=True)
+class RandomDescriptor:
+    """Philox4x64-10 values (backend_api.h): uniform in [a, b), normal of mean a and standard
+    deviation b, or multinomial draws; `advance`: new values on every run."""
+
+    op: RandomOp
+    seed: int = 0
+    a: float = 0.0
+    b: float = 1.0
+    advance: bool = c_flag("flags", PN_RANDOM_ADVANCE)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(RandomOp, self.op, "random operation"))
+        if not 0 <= int(self.seed) < 2 ** 64:
+            raise ValueError(f"the seed is a 64-bit unsigned integer, got {self.seed}")
+
+
 Descriptor = Union[
     ActivationDescriptor,
     Convolution2dDescriptor,
@@ -708,6 +833,12 @@ Descriptor = Union[
     QuantizationDescriptor,
     QuantizedConvolutionDescriptor,
     QuantizedMatMulDescriptor,
+    GridSampleDescriptor,
+    RoiAlignDescriptor,
+    DeformableConvolutionDescriptor,
+    SpectralDescriptor,
+    LinearAlgebraDescriptor,
+    RandomDescriptor,
     None,
 ]
 
@@ -750,4 +881,11 @@ DESCRIPTOR_TYPES: dict[LayerKind, type | None] = {
     LayerKind.QUANTIZATION: QuantizationDescriptor,
     LayerKind.QUANTIZED_CONVOLUTION: QuantizedConvolutionDescriptor,
     LayerKind.QUANTIZED_MATMUL: QuantizedMatMulDescriptor,
+    LayerKind.GRID_SAMPLE: GridSampleDescriptor,
+    LayerKind.ROI_ALIGN: RoiAlignDescriptor,
+    LayerKind.DEFORMABLE_CONVOLUTION: DeformableConvolutionDescriptor,
+    LayerKind.SPECTRAL: SpectralDescriptor,
+    LayerKind.LINEAR_ALGEBRA: LinearAlgebraDescriptor,
+    LayerKind.BITCAST: None,
+    LayerKind.RANDOM: RandomDescriptor,
 }

@@ -643,6 +643,54 @@ class Network:
             "a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point")
         return self._build(d.LayerKind.QUANTIZED_MATMUL, lambda: desc, list(inputs), roles, name)
 
+    def add_grid_sample(self, x: Tensor, grid: TensorLike, mode: Any = "linear", padding: Any = "zeros",
+                        align_corners: bool = False, name: str | None = None) -> Tensor:
+        """ONNX GridSample: x [N, C, spatial...] sampled at grid [N, out..., r] (normalized
+        coordinates, last axis first), mode nearest, linear or cubic."""
+        return self._build(d.LayerKind.GRID_SAMPLE,
+                           lambda: d.GridSampleDescriptor(mode, padding, bool(align_corners)),
+                           [x, grid], ("input", "grid"), name)
+
+    def add_roi_align(self, x: Tensor, rois: TensorLike, batch_indices: TensorLike,
+                      descriptor: d.RoiAlignDescriptor, name: str | None = None) -> Tensor:
+        """ONNX RoiAlign: [R, C, output_height, output_width] from x [N, C, H, W]."""
+        return self._build(d.LayerKind.ROI_ALIGN, lambda: descriptor, [x, rois, batch_indices],
+                           ("input", "rois", "batch_indices"), name)
+
+    def add_deformable_convolution(self, x: Tensor, weights: TensorLike, offset: TensorLike,
+                                   bias: TensorLike | None = None, mask: TensorLike | None = None, *,
+                                   descriptor: d.DeformableConvolutionDescriptor,
+                                   name: str | None = None) -> Tensor:
+        """ONNX DeformConv (1 to 3 spatial axes)."""
+        desc = dataclasses.replace(descriptor, has_bias=bias is not None, has_mask=mask is not None)
+        inputs = [x, weights, offset] + [v for v in (bias, mask) if v is not None]
+        roles = ["input", "weights", "offset"] + [r for r, v in (("bias", bias), ("mask", mask)) if v is not None]
+        return self._build(d.LayerKind.DEFORMABLE_CONVOLUTION, lambda: desc, inputs, roles, name)
+
+    def add_spectral(self, x: Tensor, descriptor: d.SpectralDescriptor, window: TensorLike | None = None,
+                     name: str | None = None) -> Tensor:
+        """ONNX DFT or STFT (complex values as a trailing dim of 2)."""
+        desc = dataclasses.replace(descriptor, has_window=window is not None)
+        inputs = [x] + ([window] if window is not None else [])
+        return self._build(d.LayerKind.SPECTRAL, lambda: desc, inputs, ("input", "window"), name)
+
+    def add_linear_algebra(self, op: Any, x: Tensor, name: str | None = None) -> Tensor:
+        """Matrix functions of the last two dims (determinant)."""
+        return self._build(d.LayerKind.LINEAR_ALGEBRA, lambda: d.LinearAlgebraDescriptor(op), [x], ("input",), name)
+
+    def add_bitcast(self, x: TensorLike, dtype: Any, name: str | None = None) -> Tensor:
+        """The bits of x as elements of `dtype` (of x's element size; ONNX BitCast)."""
+        return self._build_layer(d.LayerKind.BITCAST, lambda: None, [x], ("input",), name,
+                                 lambda infos: [TensorInfo(infos[0].shape, dtype)])[0]
+
+    def add_random(self, descriptor: d.RandomDescriptor, shape: Sequence[int], dtype: Any = DataType.FLOAT32,
+                   logits: TensorLike | None = None, name: str | None = None) -> Tensor:
+        """Philox values (backend_api.h): uniform or normal of `shape` and `dtype`; multinomial
+        class indices [rows, samples] (`shape`, int32 or int64) drawn from `logits`."""
+        inputs = [] if logits is None else [logits]
+        return self._build_layer(d.LayerKind.RANDOM, lambda: descriptor, inputs, ("logits",), name,
+                                 lambda infos: [TensorInfo(tuple(int(v) for v in shape), dtype)])[0]
+
     def __repr__(self) -> str:
         return f"<plugnn.Network {self.name!r}: {len(self._layers)} layers>"
 

@@ -80,6 +80,8 @@ def fold_constants(graph: Graph, backends: Sequence[Backend]) -> None:
     for node in list(graph.nodes):
         if not node.inputs or any(k not in graph.constants for k in node.inputs):
             continue
+        if node.kind is d.LayerKind.RANDOM and getattr(node.descriptor, "advance", False):
+            continue  # new values on every run (PN_RANDOM_ADVANCE): never a constant
         spec = graph.spec(node)
         backend = next((b for b in backends if b.is_layer_supported(spec)), None)
         if backend is None:

@@ -553,6 +553,102 @@ def triangular(desc: d.TriangularDescriptor, infos: Infos) -> list[TensorInfo]:
     return [infos[0]]
 
 
+def grid_sample(desc: d.GridSampleDescriptor, infos: Infos) -> list[TensorInfo]:
+    _count(infos, 2)
+    x, grid = infos
+    if x.rank < 3:
+        raise ValueError(f"x must be [N, C, spatial...] with at least one spatial axis, got {x.shape}")
+    r = x.rank - 2
+    if not grid.dtype.is_float:
+        raise ValueError(f"grid must be a float type, got {grid.dtype.numpy_name}")
+    if grid.rank != r + 2 or grid.shape[0] != x.shape[0] or grid.shape[-1] != r:
+        raise ValueError(f"grid must be [N={x.shape[0]}, out..., {r}] for x {x.shape}, got {grid.shape}")
+    return [TensorInfo((x.shape[0], x.shape[1], *grid.shape[1:-1]), x.dtype)]
+
+
+def roi_align(desc: d.RoiAlignDescriptor, infos: Infos) -> list[TensorInfo]:
+    _count(infos, 3)
+    x, rois, batch = infos
+    dtype = _float([x, rois])
+    _index_type(batch, "batch_indices")
+    if x.rank != 4 or rois.rank != 2 or rois.shape[1] != 4 or batch.shape != (rois.shape[0],):
+        raise ValueError(f"takes x [N, C, H, W], rois [R, 4] and batch_indices [R], got {x.shape}, {rois.shape} "
+                         f"and {batch.shape}")
+    return [TensorInfo((rois.shape[0], x.shape[1], desc.output_height, desc.output_width), dtype)]
+
+
+def deformable_convolution(desc: d.DeformableConvolutionDescriptor, infos: Infos) -> list[TensorInfo]:
+    _count(infos, 3 + int(desc.has_bias) + int(desc.has_mask))
+    dtype = _float(infos)
+    x, w, offset = infos[0], infos[1], infos[2]
+    k = desc.spatial_rank
+    if x.rank != k + 2 or w.rank != k + 2:
+        raise ValueError(f"{k}-D deformable convolution takes x and weights of rank {k + 2}, got {x.shape} and "
+                         f"{w.shape}")
+    channels, out_channels = x.shape[1], w.shape[0]
+    if channels % desc.groups or out_channels % desc.groups or w.shape[1] != channels // desc.groups:
+        raise ValueError(f"groups {desc.groups}: weights {w.shape} do not fit {channels} input channels")
+    if channels % desc.offset_groups:
+        raise ValueError(f"offset_groups {desc.offset_groups} do not divide the {channels} input channels")
+    spatial = []
+    for a in range(k):
+        n = window_output(x.shape[2 + a], desc.pads_begin[a], desc.pads_end[a], w.shape[2 + a], desc.strides[a],
+                          desc.dilations[a], False, f"axis {a}")
+        if n < 1:
+            raise ValueError(f"axis {a}: no output position")
+        spatial.append(n)
+    taps = 1
+    for size in w.shape[2:]:
+        taps *= size
+    expected = [("offset", offset, (x.shape[0], desc.offset_groups * taps * k, *spatial))]
+    rest = iter(infos[3:])
+    if desc.has_bias:
+        expected.append(("bias", next(rest), (out_channels,)))
+    if desc.has_mask:
+        expected.append(("mask", next(rest), (x.shape[0], desc.offset_groups * taps, *spatial)))
+    for name, info, shape in expected:
+        if info.shape != shape:
+            raise ValueError(f"{name} must have shape {shape}, got {info.shape}")
+    return [TensorInfo((x.shape[0], out_channels, *spatial), dtype)]
+
+
+def spectral(desc: d.SpectralDescriptor, infos: Infos) -> list[TensorInfo]:
+    n = desc.length
+    if desc.op is d.SpectralOp.DFT:
+        _count(infos, 1)
+        x = infos[0]
+        dtype = _float(infos)
+        if x.rank < 2 or x.shape[-1] not in (1, 2):
+            raise ValueError(f"x must end in a dim of 1 (real) or 2 (complex), got {x.shape}")
+        axis = _axis(desc.axis, x.rank)
+        if axis == x.rank - 1:
+            raise ValueError(f"the DFT axis {desc.axis} is x's last dim, which holds the complex parts")
+        shape = list(x.shape)
+        shape[axis] = n // 2 + 1 if desc.onesided and not desc.inverse else n
+        shape[-1] = 1 if desc.onesided and desc.inverse else 2
+        return [TensorInfo(tuple(shape), dtype)]
+    _count(infos, 2 if desc.has_window else 1)
+    dtype = _float(infos)
+    signal = infos[0]
+    if signal.rank != 3 or signal.shape[-1] not in (1, 2):
+        raise ValueError(f"the signal must be [batch, length, 1 or 2], got {signal.shape}")
+    if desc.has_window and infos[1].shape != (n,):
+        raise ValueError(f"the window must be [{n}] (the frame length), got {infos[1].shape}")
+    frames = (signal.shape[1] - n) // desc.frame_step + 1
+    if frames < 0:
+        raise ValueError(f"a signal of {signal.shape[1]} has no frame of {n} every {desc.frame_step}")
+    return [TensorInfo((signal.shape[0], frames, n // 2 + 1 if desc.onesided else n, 2), dtype)]
+
+
+def linear_algebra(desc: d.LinearAlgebraDescriptor, infos: Infos) -> list[TensorInfo]:
+    _count(infos, 1)
+    x = infos[0]
+    dtype = _float(infos)
+    if x.rank < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"a determinant takes square matrices [..., M, M], got {x.shape}")
+    return [TensorInfo(x.shape[:-2], dtype)]
+
+
 # ---- kinds whose outputs the builder states ------------------------------------------------------
 
 
@@ -831,6 +927,31 @@ def quantized_matmul(desc: d.QuantizedMatMulDescriptor, infos: Infos) -> list[Te
     return [TensorInfo(shape, dtype)]
 
 
+def check_bitcast(desc: None, infos: Infos, outputs: Infos) -> None:
+    _count(infos, 1)
+    _outputs(outputs, 1)
+    x, y = infos[0], outputs[0]
+    if y.shape != x.shape or x.dtype.itemsize != y.dtype.itemsize:
+        raise ValueError(f"a bit cast keeps the shape and the element size: {x} cannot become {y}")
+
+
+def check_random(desc: d.RandomDescriptor, infos: Infos, outputs: Infos) -> None:
+    _outputs(outputs, 1)
+    y = outputs[0]
+    if desc.op is not d.RandomOp.MULTINOMIAL:
+        _count(infos, 0)
+        if not y.dtype.is_float:
+            raise ValueError(f"{desc.op.name.lower()} values are of a float type, got {y.dtype.numpy_name}")
+        return
+    _count(infos, 1)
+    x = infos[0]
+    if not x.dtype.is_float or x.rank != 2 or x.shape[1] < 1:
+        raise ValueError(f"multinomial takes float logits [rows, classes >= 1], got {x}")
+    _index_type(y, "the multinomial output")
+    if y.rank != 2 or y.shape[0] != x.shape[0]:
+        raise ValueError(f"the multinomial output must be [{x.shape[0]}, samples], got {y.shape}")
+
+
 INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.CONVOLUTION_2D: convolution_2d,
     d.LayerKind.POOLING_2D: pooling_2d,
@@ -859,6 +980,11 @@ INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.TRIANGULAR: triangular,
     d.LayerKind.QUANTIZED_CONVOLUTION: quantized_convolution,
     d.LayerKind.QUANTIZED_MATMUL: quantized_matmul,
+    d.LayerKind.GRID_SAMPLE: grid_sample,
+    d.LayerKind.ROI_ALIGN: roi_align,
+    d.LayerKind.DEFORMABLE_CONVOLUTION: deformable_convolution,
+    d.LayerKind.SPECTRAL: spectral,
+    d.LayerKind.LINEAR_ALGEBRA: linear_algebra,
 }
 
 CHECK: dict[d.LayerKind, Callable[..., None]] = {
@@ -871,6 +997,8 @@ CHECK: dict[d.LayerKind, Callable[..., None]] = {
     d.LayerKind.TOP_K: check_top_k,
     d.LayerKind.ONE_HOT: check_one_hot,
     d.LayerKind.QUANTIZATION: check_quantization,
+    d.LayerKind.BITCAST: check_bitcast,
+    d.LayerKind.RANDOM: check_random,
 }
 
 

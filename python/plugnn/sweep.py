@@ -7,7 +7,8 @@ kind joins the sweep with one entry there. Outputs come from `shapes.INFER` (the
 the shape rules) and a case is asked of the backend only as it is: CpuRef is the oracle,
 compared with the tolerance of plugnn's layer conformance suite (which holds CpuRef itself
 to NumPy). Each kind also gets one malformed case (its first layer with an output one
-element too long), which every backend must refuse.
+element too long; on the first axis for the kinds of FREE_LAST_AXIS), which every backend must
+refuse.
 """
 
 from __future__ import annotations
@@ -444,6 +445,111 @@ def quantized_matmul(rng: np.random.Generator) -> Iterator[Case | None]:
                         d.QuantizedMatMulDescriptor("qlinear"), arrays, constants=(3, 4, 5))
 
 
+def grid_sample(rng: np.random.Generator) -> Iterator[Case | None]:
+    for mode in ("nearest", "linear", "cubic"):
+        for padding in ("zeros", "border", "reflection"):
+            for align in (False, True):
+                x = _data(rng, (2, 3, 5, 6), F32)
+                grid = rng.uniform(-1.3, 1.3, (2, 4, 3, 2)).astype(np.float32)
+                desc = d.GridSampleDescriptor(mode, padding, align)
+                yield _case(d.LayerKind.GRID_SAMPLE, f"{mode} {padding}{' align_corners' if align else ''}", desc,
+                            [x, grid])
+    volume = rng.uniform(-1.1, 1.1, (1, 2, 3, 4, 3)).astype(np.float32)
+    yield _case(d.LayerKind.GRID_SAMPLE, "linear 3-D", d.GridSampleDescriptor("linear"),
+                [_data(rng, (1, 2, 4, 5, 3), F32), volume])
+    for dtype in (*_float_types(), DataType.INT32, DataType.UINT8):
+        yield _case(d.LayerKind.GRID_SAMPLE, f"linear {dtype.numpy_name}", d.GridSampleDescriptor("linear"),
+                    [_data(rng, (1, 2, 4, 4), dtype), rng.uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)],
+                    dtypes=[dtype, F32])
+
+
+def roi_align(rng: np.random.Generator) -> Iterator[Case | None]:
+    x = _data(rng, (2, 3, 8, 9), F32)
+    corners = rng.uniform(0, 7, (4, 2, 2))
+    rois = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1).astype(np.float32)
+    batch = np.array([0, 1, 1, 0], np.int64)
+    for mode in ("average", "max"):
+        for half_pixel in (True, False):
+            for ratio in (0, 2):
+                desc = d.RoiAlignDescriptor(mode, 3, 2, ratio, 1.0, half_pixel)
+                yield _case(d.LayerKind.ROI_ALIGN, f"{mode} ratio {ratio}{' half_pixel' if half_pixel else ''}", desc,
+                            [x, rois, batch])
+    for dtype in _float_types():
+        yield _case(d.LayerKind.ROI_ALIGN, f"average {dtype.numpy_name}", d.RoiAlignDescriptor("average", 2, 2),
+                    [x.astype(dtype.numpy_dtype), rois.astype(dtype.numpy_dtype), batch],
+                    dtypes=[dtype, dtype, DataType.INT64])
+
+
+def deformable_convolution(rng: np.random.Generator) -> Iterator[Case | None]:
+    for rank, groups, offset_groups, bias, mask in [(2, 1, 1, False, False), (2, 2, 2, True, True),
+                                                    (1, 1, 1, True, False), (3, 1, 1, False, True)]:
+        spatial = (6, 5, 4)[:rank]
+        kernel = (3, 2, 2)[:rank]
+        desc = d.DeformableConvolutionDescriptor((1,) * rank, (1,) * rank, (0,) * rank, (1,) * rank, groups,
+                                                 offset_groups)
+        x = _data(rng, (2, 4, *spatial), F32)
+        w = _data(rng, (6, 4 // groups, *kernel), F32, 0.5)
+        out = [s + 1 - k + 1 for s, k in zip(spatial, kernel)]
+        taps = int(np.prod(kernel))
+        offset = _data(rng, (2, offset_groups * taps * rank, *out), F32, 0.8)
+        arrays = [x, w, offset]
+        if bias:
+            arrays.append(_data(rng, (6,), F32))
+        if mask:
+            arrays.append(rng.uniform(0, 1, (2, offset_groups * taps, *out)).astype(np.float32))
+        desc = d.DeformableConvolutionDescriptor(desc.strides, desc.pads_begin, desc.pads_end, desc.dilations,
+                                                 groups, offset_groups, bias, mask)
+        yield _case(d.LayerKind.DEFORMABLE_CONVOLUTION, f"{rank}-D groups {groups}/{offset_groups}"
+                    f"{' +bias' if bias else ''}{' +mask' if mask else ''}", desc, arrays)
+
+
+def spectral(rng: np.random.Generator) -> Iterator[Case | None]:
+    for inverse, onesided in [(False, False), (False, True), (True, False), (True, True)]:
+        for length in (8, 5):
+            channels = 2 if inverse or not onesided else 1
+            n_in = length // 2 + 1 if inverse and onesided else length
+            desc = d.SpectralDescriptor("dft", length, 1, inverse, onesided)
+            yield _case(d.LayerKind.SPECTRAL, f"dft n={length}{' inverse' if inverse else ''}"
+                        f"{' onesided' if onesided else ''}", desc, [_data(rng, (2, n_in, 3, channels), F32)])
+    yield _case(d.LayerKind.SPECTRAL, "dft padded", d.SpectralDescriptor("dft", 12, -2), [_data(rng, (3, 7, 2), F32)])
+    for onesided in (True, False):
+        desc = d.SpectralDescriptor("stft", 8, 0, False, onesided, 3, True)
+        yield _case(d.LayerKind.SPECTRAL, f"stft{' onesided' if onesided else ''}", desc,
+                    [_data(rng, (2, 20, 1), F32), _data(rng, (8,), F32)])
+    for dtype in _float_types():
+        yield _case(d.LayerKind.SPECTRAL, f"dft {dtype.numpy_name}", d.SpectralDescriptor("dft", 6, 1),
+                    [_data(rng, (2, 6, 2), dtype)])
+
+
+def linear_algebra(rng: np.random.Generator) -> Iterator[Case | None]:
+    for shape in [(3, 3), (2, 4, 4), (5, 1, 1), (2, 0, 0)]:
+        yield _case(d.LayerKind.LINEAR_ALGEBRA, f"determinant{_shape_text(shape)}", d.LinearAlgebraDescriptor(),
+                    [_data(rng, shape, F32)])
+    for dtype in _float_types():
+        yield _case(d.LayerKind.LINEAR_ALGEBRA, f"determinant {dtype.numpy_name}", d.LinearAlgebraDescriptor(),
+                    [_data(rng, (2, 3, 3), dtype, 0.5)])
+
+
+def bitcast(rng: np.random.Generator) -> Iterator[Case | None]:
+    pairs = [(F32, DataType.INT32), (DataType.INT64, DataType.FLOAT64), (DataType.UINT16, DataType.FLOAT16),
+             (DataType.INT8, DataType.UINT8), (DataType.BOOL, DataType.UINT8), (DataType.UINT32, F32)]
+    for source, target in pairs:
+        x = _data(rng, (3, 5), source)
+        yield _case(d.LayerKind.BITCAST, f"{source.numpy_name} to {target.numpy_name}", None, [x],
+                    outputs=[TensorInfo((3, 5), target)])
+
+
+def random(rng: np.random.Generator) -> Iterator[Case | None]:
+    logits = _data(rng, (3, 5), F32)
+    for dtype in (DataType.INT32, DataType.INT64):  # first: its malformed twin has a wrong row count
+        yield _case(d.LayerKind.RANDOM, f"multinomial {dtype.numpy_name}", d.RandomDescriptor("multinomial", 7, 0, 0),
+                    [logits], outputs=[TensorInfo((3, 9), dtype)])
+    for op, a, b in (("uniform", -2.0, 3.0), ("normal", 1.0, 0.5)):
+        for dtype in (F32, *_float_types()):
+            yield _case(d.LayerKind.RANDOM, f"{op} {dtype.numpy_name}", d.RandomDescriptor(op, 42, a, b), [],
+                        outputs=[TensorInfo((4, 7), dtype)])
+
+
 GENERATORS: dict[d.LayerKind, Generator] = {
     d.LayerKind.CONVOLUTION_2D: convolution_2d,
     d.LayerKind.POOLING_2D: pooling_2d,
@@ -463,7 +569,18 @@ GENERATORS: dict[d.LayerKind, Generator] = {
     d.LayerKind.QUANTIZATION: quantization,
     d.LayerKind.QUANTIZED_CONVOLUTION: quantized_convolution,
     d.LayerKind.QUANTIZED_MATMUL: quantized_matmul,
+    d.LayerKind.GRID_SAMPLE: grid_sample,
+    d.LayerKind.ROI_ALIGN: roi_align,
+    d.LayerKind.DEFORMABLE_CONVOLUTION: deformable_convolution,
+    d.LayerKind.SPECTRAL: spectral,
+    d.LayerKind.LINEAR_ALGEBRA: linear_algebra,
+    d.LayerKind.BITCAST: bitcast,
+    d.LayerKind.RANDOM: random,
 }
+
+# Kinds whose first output's last axis may have any length (RANDOM's sample count): their
+# malformed case lengthens the first axis.
+FREE_LAST_AXIS = {d.LayerKind.RANDOM}
 
 # Kinds no backend is handed as such (a backend's own optimize_subgraph makes PRECOMPILED layers).
 NOT_SWEPT = {d.LayerKind.PRECOMPILED}
@@ -500,6 +617,8 @@ def malformed(case: Case) -> Case:
     scalar): a layer every backend must refuse."""
     out = case.spec.outputs[0]
     shape = out.shape[:-1] + (out.shape[-1] + 1,) if out.shape else (2,)
+    if case.spec.kind in FREE_LAST_AXIS:  # any length is right there: the first axis instead
+        shape = (out.shape[0] + 1,) + out.shape[1:]
     outputs = (TensorInfo(shape, out.dtype),) + case.spec.outputs[1:]
     spec = LayerSpec(case.spec.kind, case.name + " with a wrong output shape", case.spec.descriptor,
                      case.spec.inputs, outputs, constants=case.spec.constants)

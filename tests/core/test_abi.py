@@ -172,6 +172,14 @@ SAMPLES = [
     descriptors.QuantizedConvolutionDescriptor("qlinear", (2, 1, 3), (1, 0, 2), (0, 1, 2), (1, 2, 1), 3, True),
     descriptors.QuantizedConvolutionDescriptor("integer", (2,), (1,), (0,), (3,), 1, False),
     descriptors.QuantizedMatMulDescriptor("qlinear"),
+    descriptors.GridSampleDescriptor("cubic", "reflection", True),
+    descriptors.RoiAlignDescriptor("max", 3, 5, 2, 0.125, False),
+    descriptors.DeformableConvolutionDescriptor((2, 1, 3), (1, 0, 2), (0, 1, 2), (1, 2, 1), 3, 2, True, True),
+    descriptors.SpectralDescriptor("dft", 12, -3, True, True),
+    descriptors.SpectralDescriptor("stft", 16, 0, False, True, 8, True),
+    descriptors.LinearAlgebraDescriptor("determinant"),
+    descriptors.RandomDescriptor("normal", 2 ** 64 - 3, -1.5, 0.25, True),
+    descriptors.RandomDescriptor("multinomial", 7, 0.0, 0.0, False),
 ]
 
 

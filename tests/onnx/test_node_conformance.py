@@ -173,6 +173,20 @@ INCLUDED = {
     "ConvInteger": r"^test_convinteger_",
     "QLinearMatMul": r"^test_qlinearmatmul_",
     "MatMulInteger": r"^test_matmulinteger_",
+    "GridSample": r"^test_gridsample",
+    "RoiAlign": r"^test_roialign_",
+    "DeformConv": r"^test_(basic_)?deform_conv_",
+    "DFT": r"^test_dft",
+    "STFT": r"^test_stft",
+    "MelWeightMatrix": r"^test_melweightmatrix",
+    "Einsum": r"^test_einsum_",
+    "Col2Im": r"^test_col2im",
+    "MaxUnpool": r"^test_maxunpool_",
+    "ReverseSequence": r"^test_reversesequence_",
+    "TensorScatter": r"^test_tensorscatter",
+    "Det": r"^test_det_",
+    "BitCast": r"^test_bitcast_",
+    "TfIdfVectorizer": r"^test_tfidfvectorizer_",
 }
 
 # (pattern, reason): every case left out, and why. docs/conformance.md mirrors this list.
@@ -197,6 +211,9 @@ EXCLUDED = [
     (r"^test_(quantizelinear|dequantizelinear)_.*(e4m3fn|e5m2|float4e2m1|int4|uint4|int2|uint2)", "float8, float4, "
      "4-bit and 2-bit integer quantization: out of plugnn's scope (no plugnn element type holds them); the importer "
      "refuses them with that reason, naming the input and its type"),
+    (r"^test_dft_inverse", "the expected outputs come from NumPy's complex64 FFT, whose imaginary parts are off by "
+     "1.9e-7 where the exact value is 0, beyond the test's atol of 1e-7; plugnn's DFT computes in double (3e-15 "
+     "there; the inverse DFT against float64 NumPy: tests/conformance/test_spectral.py, tests/onnx/test_misc_ops.py)"),
 ]
 
 # the function-expanded forms of the elementwise operators all pass (they use only imported operators:

@@ -237,8 +237,16 @@ typedef enum pn_layer_kind {
     PN_LAYER_QUANTIZATION = 35,       /* pn_quantization_desc; inputs x, scale, zero_point (per op) */
     PN_LAYER_QUANTIZED_CONVOLUTION = 36, /* pn_quantized_convolution_desc; x, w and their zero points
                                             (QLINEAR: scales, y's scale and zero point, [bias]) */
-    PN_LAYER_QUANTIZED_MATMUL = 37    /* pn_quantized_matmul_desc; a, b and their zero points
+    PN_LAYER_QUANTIZED_MATMUL = 37,   /* pn_quantized_matmul_desc; a, b and their zero points
                                          (QLINEAR: scales, y's scale and zero point) */
+    PN_LAYER_GRID_SAMPLE = 38,        /* pn_grid_sample_desc; inputs x, grid */
+    PN_LAYER_ROI_ALIGN = 39,          /* pn_roi_align_desc; inputs x, rois, batch_indices */
+    PN_LAYER_DEFORMABLE_CONVOLUTION = 40, /* pn_deformable_convolution_desc; inputs x, weights,
+                                             offset[, bias][, mask] */
+    PN_LAYER_SPECTRAL = 41,           /* pn_spectral_desc; inputs x[, window] */
+    PN_LAYER_LINEAR_ALGEBRA = 42,     /* pn_linear_algebra_desc; inputs x */
+    PN_LAYER_BITCAST = 43,            /* no descriptor; inputs x; output type from its info */
+    PN_LAYER_RANDOM = 44              /* pn_random_desc; inputs none or logits */
 } pn_layer_kind;
 
 typedef enum pn_data_layout {
@@ -1113,6 +1121,212 @@ typedef struct pn_quantized_matmul_desc {
     uint32_t struct_size;
     pn_quantized_op op;
 } pn_quantized_matmul_desc;
+
+/* How PN_LAYER_GRID_SAMPLE treats coordinates and taps outside the input. */
+typedef enum pn_grid_padding {
+    PN_GRID_PADDING_INVALID = 0,
+    PN_GRID_PADDING_ZEROS = 1,       /* a tap outside the input reads 0 */
+    PN_GRID_PADDING_BORDER = 2,      /* the nearest edge element */
+    PN_GRID_PADDING_REFLECTION = 3   /* mirrored at the borders */
+} pn_grid_padding;
+
+/* PN_LAYER_GRID_SAMPLE (ONNX GridSample, PyTorch's grid_sample): inputs x [N, C, d_1..d_r]
+ * (r >= 1 spatial axes) and grid [N, o_1..o_r, r]; one output [N, C, o_1..o_r] of x's type.
+ * grid holds, per output position, one normalized coordinate per spatial axis in reverse
+ * order: grid[.., 0] is the last axis' (x, the width), grid[.., r - 1] the first's. x: any
+ * type; grid: any float type (it may differ from x's).
+ * Per spatial axis of size d and normalized coordinate g, the input coordinate is
+ *   u = (g + 1) / 2 * (d - 1)          with align_corners (borders lo = 0, hi = d - 1),
+ *   u = ((g + 1) * d - 1) / 2          without (borders lo = -0.5, hi = d - 0.5),
+ * computed in double. NEAREST first rounds u to the nearest integer, halves to even. A u
+ * outside [lo, hi] then becomes, with BORDER, min(max(u, 0), d - 1); with REFLECTION, u
+ * mirrored at the borders until it lies within them (a distance t beyond a border is
+ * t' = t - k * (hi - lo) for k = floor(t / (hi - lo)), measured from that border inwards
+ * when k is even, from the other border when k is odd; hi == lo gives lo); ZEROS leaves it.
+ * The taps of an axis, with b = floor(u) and f = u - b:
+ *   NEAREST: the one index u (an integer);
+ *   LINEAR:  b, b + 1 with weights 1 - f, f;
+ *   CUBIC:   b - 1 .. b + 2 with Keys' cubic convolution weights, a = -0.75 (as
+ *            pn_resize_desc's CUBIC: w(t) = k(t - f) for t = -1..2).
+ * A tap index j outside [0, d) reads: ZEROS 0; BORDER the element at min(max(j, 0), d - 1);
+ * REFLECTION the element at j mirrored as u is above (an integer again). The output is the
+ * sum over every combination of the axes' taps of the product of their weights times the
+ * element, in double (CpuRef), converted to x's type as pn_elements.h stores a double
+ * (floats rounded once; integers truncated toward zero and saturated; BOOL: non-zero);
+ * NEAREST copies the element (or gives 0) exactly. An output element whose grid coordinates
+ * include a NaN or an infinity, or whose x has an empty spatial axis, is 0. */
+typedef struct pn_grid_sample_desc {
+    uint32_t struct_size;
+    pn_resize_mode mode;       /* NEAREST, LINEAR or CUBIC */
+    pn_grid_padding padding;
+    pn_bool align_corners;     /* 0 or 1 */
+} pn_grid_sample_desc;
+
+/* PN_LAYER_ROI_ALIGN (ONNX RoiAlign, Mask R-CNN): inputs x [N, C, H, W], rois [R, 4]
+ * (x1, y1, x2, y2 per region, in the coordinates spatial_scale maps onto x) and
+ * batch_indices [R] (INT32 or INT64: the image of each region, in [0, N); another value
+ * fails execute() with PN_ERR_INVALID_ARGUMENT naming it); one output [R, C, output_height,
+ * output_width]. x, rois and the output share one float type.
+ * Per region, with o = 0.5 when half_pixel, else 0: start = (x1, y1) * spatial_scale - o,
+ * end = (x2, y2) * spatial_scale - o, size = end - start (without half_pixel at least 1 per
+ * axis), bin = size / output dims; per axis the bin holds g sample points, g = sampling_ratio
+ * or, when sampling_ratio is 0, ceil(size / output dim) (then g <= 0 means no samples), at
+ * start + p * bin + (i + 0.5) * bin / g for output index p and i in [0, g). A sample at
+ * (y, x) with y < -1, y > H, x < -1 or x > W is 0 (every corner weight 0); otherwise y and x
+ * are raised to at least 0, y_lo = floor(y), and if y_lo >= H - 1 then y_lo = y_hi = H - 1
+ * and y = y_lo, else y_hi = y_lo + 1 (x likewise); ly = y - y_lo, lx = x - x_lo, and the four
+ * corners have weights (1-ly)(1-lx), (1-ly)lx, ly(1-lx), ly lx.
+ * AVERAGE: the sum over the bin's samples of their bilinear values, divided by
+ * max(g_y * g_x, 1); MAX: the largest over its samples of the largest of the four
+ * weight * corner products (onnxruntime's and ONNX's reference definition). A bin without
+ * samples, and every bin of an x with H or W 0, is 0. CpuRef computes in double. */
+typedef struct pn_roi_align_desc {
+    uint32_t struct_size;
+    pn_pooling_kind mode;          /* MAX or AVERAGE */
+    uint32_t output_height;        /* >= 1, the output's dim 2 */
+    uint32_t output_width;         /* >= 1, the output's dim 3 */
+    uint32_t sampling_ratio;       /* samples per bin and axis; 0: adaptive (see above) */
+    float spatial_scale;           /* finite */
+    pn_bool half_pixel;            /* 0 or 1 */
+} pn_roi_align_desc;
+
+/* Flag of pn_deformable_convolution_desc (with PN_LAYER_FLAG_HAS_BIAS): the mask input is
+ * present. */
+#define PN_DEFORMABLE_HAS_MASK 0x4u
+
+/* PN_LAYER_DEFORMABLE_CONVOLUTION (ONNX DeformConv): a 1-, 2- or 3-D convolution of
+ * x [N, C, in...] whose taps are moved by learned offsets. Inputs x, weights [O, C / groups,
+ * k...], offset [N, offset_groups * K * r, out...] (K = the product of the kernel sizes k,
+ * r = spatial_rank), optional bias [O] (PN_LAYER_FLAG_HAS_BIAS), optional mask
+ * [N, offset_groups * K, out...] (PN_DEFORMABLE_HAS_MASK), in this order; one output
+ * [N, O, out...] with out per axis floor((in + pad_begin + pad_end - dilation * (k - 1) - 1)
+ * / stride) + 1, which must be >= 1. Every tensor of one float type. The input channels
+ * split into offset_groups equal parts; part g uses offset channels [g * K * r, (g + 1) * K * r)
+ * ordered (tap t, axis a) -> (g * K + t) * r + a, and mask channels g * K + t (taps t in
+ * row-major order of the kernel). For output position i and tap t the sampling position along
+ * axis a is p_a = i_a * stride_a - pad_begin_a + t_a * dilation_a + offset[n, (g K + t) r + a, i]
+ * and the sampled value is the multilinear interpolation of x[n, c] at p: the 2^r corners
+ * floor(p_a) + {0, 1}, weights 1 - f_a and f_a (f_a = p_a - floor(p_a)), a corner outside the
+ * input reading 0. Then
+ *   y[n, o, i] = bias[o] + sum over c in o's group and taps t of
+ *                w[o, c mod (C / groups), t] * mask[n, g(c) K + t, i] * sample(n, c, t, i)
+ * (mask 1 without the mask input). groups divides C and O; offset_groups divides C.
+ * CpuRef computes in double. Unused array entries (axes >= spatial_rank) are ignored. */
+typedef struct pn_deformable_convolution_desc {
+    uint32_t struct_size;
+    uint32_t spatial_rank;              /* 1..3 */
+    uint32_t strides[3];                /* >= 1 */
+    uint32_t pads_begin[3];
+    uint32_t pads_end[3];
+    uint32_t dilations[3];              /* >= 1 */
+    uint32_t groups;                    /* >= 1 */
+    uint32_t offset_groups;             /* >= 1 */
+    uint32_t flags;                     /* PN_LAYER_FLAG_HAS_BIAS, PN_DEFORMABLE_HAS_MASK */
+} pn_deformable_convolution_desc;
+
+typedef enum pn_spectral_op {
+    PN_SPECTRAL_INVALID = 0,
+    PN_SPECTRAL_DFT = 1,     /* ONNX DFT: one axis, forward or inverse, full or one-sided */
+    PN_SPECTRAL_STFT = 2     /* ONNX STFT: DFTs of windowed frames of a signal */
+} pn_spectral_op;
+
+/* Flag of pn_spectral_desc: STFT's window input is present. */
+#define PN_SPECTRAL_HAS_WINDOW 0x1u
+
+/* PN_LAYER_SPECTRAL: discrete Fourier transforms. Complex values are a trailing dim of 2
+ * (real, imaginary); a trailing dim of 1 holds a real value (imaginary part 0). Every tensor
+ * of one float type; CpuRef computes in double, with the angle 2 pi (j k mod n) / n of each
+ * term reduced exactly before its sine and cosine.
+ *   DFT:  input x [.., L, .., c] (rank >= 2, c = 1 or 2, `axis` any dim but the last) with
+ *         n = length: the input along the axis is cut to its first n values or padded with
+ *         zeros to n. Output along the axis (the other dims are x's):
+ *           forward:            y_k = sum_j x_j exp(-2 pi i j k / n), k < n; [.., n, .., 2]
+ *           forward, onesided:  the same for k <= n / 2 only;                 [.., n/2+1, .., 2]
+ *           inverse:            y_j = 1/n sum_k x_k exp(+2 pi i j k / n);     [.., n, .., 2]
+ *           inverse, onesided:  the real inverse of a one-sided spectrum (NumPy's irfft): the
+ *             first min(L, n/2 + 1) values x_k with x_{n-k} = conj(x_k) supplying the rest
+ *             and the imaginary parts of x_0 and (n even) x_{n/2} ignored, zeros where x has
+ *             no value; y_j = 1/n sum_k X_k exp(+2 pi i j k / n), real;      [.., n, .., 1]
+ *   STFT: inputs signal [B, L, c] and, with PN_SPECTRAL_HAS_WINDOW, window [n] (n = length,
+ *         the frame length; without a window every weight is 1); output [B, F, bins, 2] with
+ *         F = floor((L - n) / frame_step) + 1 frames (which must be >= 0) and bins = n / 2 + 1
+ *         (onesided) or n: frame f is the forward DFT of w_j * signal[b, f * frame_step + j],
+ *         j < n. */
+typedef struct pn_spectral_desc {
+    uint32_t struct_size;
+    pn_spectral_op op;
+    int32_t axis;            /* DFT: the transformed dim of x (negative counts from the end),
+                                not the last; STFT: 0 */
+    pn_bool inverse;         /* DFT: 0 or 1; STFT: 0 */
+    pn_bool onesided;        /* 0 or 1 */
+    int64_t length;          /* DFT: n (dft_length), STFT: the frame length; >= 1 */
+    int64_t frame_step;      /* STFT: >= 1; DFT: 0 */
+    uint32_t flags;          /* STFT: PN_SPECTRAL_HAS_WINDOW; DFT: 0 */
+} pn_spectral_desc;
+
+typedef enum pn_linear_algebra_op {
+    PN_LINEAR_ALGEBRA_INVALID = 0,
+    PN_LINEAR_ALGEBRA_DETERMINANT = 1  /* ONNX Det */
+} pn_linear_algebra_op;
+
+/* PN_LAYER_LINEAR_ALGEBRA: matrix functions of the last two dims of x.
+ *   DETERMINANT: x [.., M, M] (rank >= 2), output [..] (x's dims without the last two; rank 0
+ *     for a single matrix): the determinant of each matrix (1 for M = 0). Float x and output,
+ *     one type. CpuRef: Gaussian elimination with partial pivoting in double, rounded once. */
+typedef struct pn_linear_algebra_desc {
+    uint32_t struct_size;
+    pn_linear_algebra_op op;
+} pn_linear_algebra_desc;
+
+/* PN_LAYER_BITCAST (ONNX BitCast; no descriptor): x of any type, the output (x's shape) of
+ * the type its info names, whose elements have x's size in bytes: each element's bytes are
+ * copied unchanged (plugnn tensors are in the host's byte order; ONNX defines BitCast on
+ * little-endian bytes, so the two agree on little-endian hosts). A BOOL output holds 0 or 1
+ * only: an input byte of another value fails execute() with PN_ERR_INVALID_ARGUMENT naming
+ * it. Neither tensor may be quantized (quant_scale 0). */
+
+typedef enum pn_random_op {
+    PN_RANDOM_INVALID = 0,
+    PN_RANDOM_UNIFORM = 1,      /* no input: a + (b - a) * u */
+    PN_RANDOM_NORMAL = 2,       /* no input: a + b * z, z standard normal */
+    PN_RANDOM_MULTINOMIAL = 3   /* input logits: class indices drawn per row */
+} pn_random_op;
+
+/* Flag of pn_random_desc: every execute() draws new values (see below). */
+#define PN_RANDOM_ADVANCE 0x1u
+
+/* PN_LAYER_RANDOM: pseudo-random values from a generator every backend computes alike, so a
+ * layer gives the same values on every backend.
+ * Generator: Philox4x64-10 (Salmon, Moraes, Dror, Shaw, "Parallel Random Numbers: As Easy as
+ * 1, 2, 3", SC 2011; NumPy's numpy.random.Philox) with key (seed, 0). Output element i (in
+ * row-major order; MULTINOMIAL: i = row * samples + sample) of execution r takes the four
+ * 64-bit words w0..w3 of the block at counter (i, r, 0, 0), and
+ *   u  = (w0 >> 11) * 2^-53                    in [0, 1),
+ *   u1 = ((w0 >> 11) + 1) * 2^-53              in (0, 1],
+ *   u2 = (w1 >> 11) * 2^-53,  z = sqrt(-2 ln u1) cos(2 pi u2)   (Box-Muller),
+ * in double. r counts the executions of the workload that draw values (0, 1, 2, ... from its
+ * creation; an execution with an empty output draws none) when flags has PN_RANDOM_ADVANCE;
+ * without it r is 0 for every execution (the same values each run: ONNX's seeded
+ * generators). Uniform values are then exact on every backend; normal ones to within the
+ * rounding of the C library's log and cos.
+ *   UNIFORM:     no input; output of any float type: a + (b - a) * u, computed in double and
+ *                rounded once to the output type (a <= b, both finite).
+ *   NORMAL:      no input; output of any float type: a + b * z (b: the standard deviation),
+ *                in double, rounded once (a, b finite).
+ *   MULTINOMIAL: input logits [R, classes] (float, classes >= 1); output [R, samples] of
+ *                INT32 or INT64: per row, with m its largest value and, in double,
+ *                p_c = exp(x_c - m) and P_c = p_0 + .. + p_c (summed in this order), each
+ *                sample is the smallest c with u * P_last < P_c. A row holding NaN or +inf,
+ *                or only -inf, fails execute() with PN_ERR_INVALID_ARGUMENT naming it; a and
+ *                b are 0. */
+typedef struct pn_random_desc {
+    uint32_t struct_size;
+    pn_random_op op;
+    uint32_t flags;          /* PN_RANDOM_ADVANCE or 0 */
+    uint64_t seed;           /* the Philox key's first word */
+    double a;                /* UNIFORM: low; NORMAL: mean */
+    double b;                /* UNIFORM: high; NORMAL: standard deviation */
+} pn_random_desc;
 
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused
  * chains, blocked layouts, anything private to it). Only the backend that made

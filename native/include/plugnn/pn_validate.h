@@ -71,6 +71,13 @@ pn_status pn_validate_cast(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_quantization(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_quantized_convolution(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_quantized_matmul(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_grid_sample(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_roi_align(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_deformable_convolution(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_spectral(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_linear_algebra(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_bitcast(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_random(const pn_layer* layer, pn_string_out* reason);
 
 /* 1 for the unary operations whose output is BOOL (IS_NAN .. IS_NEG_INF). */
 int pn_unary_op_gives_bool(pn_unary_op op);

@@ -39,6 +39,13 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_QUANTIZATION, cpuref_any_type, cpuref_quantization_create},
     {PN_LAYER_QUANTIZED_CONVOLUTION, cpuref_any_type, cpuref_quantized_convolution_create},
     {PN_LAYER_QUANTIZED_MATMUL, cpuref_any_type, cpuref_quantized_matmul_create},
+    {PN_LAYER_GRID_SAMPLE, cpuref_unquantized, cpuref_grid_sample_create},
+    {PN_LAYER_ROI_ALIGN, cpuref_any_type, cpuref_roi_align_create},
+    {PN_LAYER_DEFORMABLE_CONVOLUTION, cpuref_any_type, cpuref_deformable_convolution_create},
+    {PN_LAYER_SPECTRAL, cpuref_any_type, cpuref_spectral_create},
+    {PN_LAYER_LINEAR_ALGEBRA, cpuref_any_type, cpuref_linear_algebra_create},
+    {PN_LAYER_BITCAST, cpuref_any_type, cpuref_bitcast_create},
+    {PN_LAYER_RANDOM, cpuref_any_type, cpuref_random_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};

@@ -90,6 +90,12 @@ struct cpuref_op {
         pn_quantization_desc quantization;
         pn_quantized_convolution_desc qconv;
         pn_quantized_matmul_desc qmatmul;
+        pn_grid_sample_desc grid_sample;
+        pn_roi_align_desc roi_align;
+        pn_deformable_convolution_desc deform;
+        pn_spectral_desc spectral;
+        pn_linear_algebra_desc linalg;
+        pn_random_desc random;
     } desc;
 };
 
@@ -169,6 +175,14 @@ pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_str
 pn_status cpuref_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_cast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_grid_sample_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_roi_align_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_deformable_convolution_create(void*, const pn_layer*, pn_workload**,
+                                               pn_string_out*);
+pn_status cpuref_spectral_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_linear_algebra_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_bitcast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_random_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_quantization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_quantized_convolution_create(void*, const pn_layer*, pn_workload**,
                                               pn_string_out*);

@@ -66,6 +66,8 @@ def _register_all() -> None:
     from plugnn.onnx import ops_normalization, ops_reduce, ops_softmax, ops_topk_cumulative  # noqa: F401
     from plugnn.onnx import ops_activation, ops_logic, ops_unary  # noqa: F401
     from plugnn.onnx import ops_quantization  # noqa: F401
+    from plugnn.onnx import ops_bitcast, ops_determinant, ops_einsum, ops_random  # noqa: F401
+    from plugnn.onnx import ops_rearrange, ops_sampling, ops_spectral, ops_tfidf  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
