@@ -62,6 +62,13 @@ class Tensor:
     def dtype(self) -> DataType:
         return self.info.dtype
 
+    @property
+    def data_dependent(self) -> bool:
+        """True for an output of a data-dependent layer (shapes.DATA_DEPENDENT_KINDS): its shape
+        is an upper bound, the actual one is known when the layer has run."""
+        producer = self.network._layers.get(self.producer)
+        return producer is not None and producer.kind in shapes.DATA_DEPENDENT_KINDS
+
 
 @dataclass(eq=False)
 class Layer:
@@ -160,6 +167,14 @@ class Network:
                 raise NetworkError(f"layer {layer_name!r} ({kind_name(kind)}) with inputs ({shapes_text}): {exc}") \
                     from None
         assert outputs is not None
+        if kind is not GraphKind.OUTPUT:
+            for tensor in inputs:
+                if tensor.data_dependent:
+                    raise NetworkError(
+                        f"layer {layer_name!r} ({kind_name(kind)}) reads {tensor.name!r}, an output of data-dependent "
+                        f"layer {tensor.producer!r} whose shape ({tensor.info} is its upper bound) is known only at "
+                        f"run time: in a Network it can only be a graph output (plugnn.dynamic runs further layers "
+                        f"in a segment specialized for the actual shape)")
         layer = Layer(layer_name, kind, descriptor, list(inputs), outputs, value)
         self._layers[layer_name] = layer
         return layer

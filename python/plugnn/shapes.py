@@ -676,6 +676,10 @@ INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.TRIANGULAR: triangular,
 }
 
+# The kinds whose outputs' shapes depend on the data (backend_api.h: PN_LAYER_DATA_DEPENDENT): the
+# output infos are upper bounds, the workload reports the actual dims at execute.
+DATA_DEPENDENT_KINDS = frozenset(k for k in d.LayerKind if k.name == "DATA_DEPENDENT")
+
 CHECK: dict[d.LayerKind, Callable[..., None]] = {
     d.LayerKind.RESHAPE: check_reshape,
     d.LayerKind.SLICE: check_slice,
