@@ -56,6 +56,8 @@ static const pn_kind_info kinds[] = {
                                     pn_validate_elementwise_unary},
     [PN_LAYER_SELECT] = {"Select", 0, pn_validate_select},
     [PN_LAYER_CAST] = {"Cast", PNV_END(pn_cast_desc, saturate), pn_validate_cast},
+    [PN_LAYER_DATA_DEPENDENT] = {"DataDependent", PNV_END(pn_data_dependent_desc, center_point_box),
+                                 pn_validate_data_dependent},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

@@ -29,6 +29,7 @@ from plugnn._abi_defs import (
     ConvolutionOp,
     CoordinateTransform,
     CumulativeOp,
+    DataDependentOp,
     DataLayout,
     GatherOp,
     LayerKind,
@@ -60,6 +61,7 @@ __all__ = [
     "GatherDescriptor", "ScatterDescriptor", "SliceDescriptor", "SplitDescriptor", "PadDescriptor",
     "ResizeDescriptor", "CastDescriptor", "ConvolutionDescriptor", "PoolingDescriptor", "RecurrentDescriptor",
     "TopKDescriptor", "CumulativeDescriptor", "OneHotDescriptor", "TriangularDescriptor",
+    "DataDependentOp", "DataDependentDescriptor",
     "Descriptor", "DESCRIPTOR_TYPES",
 ]
 
@@ -603,6 +605,22 @@ class TriangularDescriptor:
     k: int = 0
 
 
+@c_struct("pn_data_dependent_desc")
+@dataclass(frozen=True)
+class DataDependentDescriptor:
+    """NonZero, Unique, NonMaxSuppression or Compress (backend_api.h, "Data-dependent layers"):
+    outputs sized by an upper bound, the actual dims reported at execute."""
+
+    op: DataDependentOp = DataDependentOp.NON_ZERO
+    has_axis: bool = False
+    axis: int = 0
+    sorted: bool = False
+    center_point_box: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(DataDependentOp, self.op, "data-dependent operation"))
+
+
 Descriptor = Union[
     ActivationDescriptor,
     Convolution2dDescriptor,
@@ -633,6 +651,7 @@ Descriptor = Union[
     CumulativeDescriptor,
     OneHotDescriptor,
     TriangularDescriptor,
+    DataDependentDescriptor,
     None,
 ]
 
@@ -672,4 +691,5 @@ DESCRIPTOR_TYPES: dict[LayerKind, type | None] = {
     LayerKind.CUMULATIVE: CumulativeDescriptor,
     LayerKind.ONE_HOT: OneHotDescriptor,
     LayerKind.TRIANGULAR: TriangularDescriptor,
+    LayerKind.DATA_DEPENDENT: DataDependentDescriptor,
 }

@@ -594,5 +594,20 @@ class Network:
         return self._build(d.LayerKind.TRIANGULAR, lambda: d.TriangularDescriptor(bool(upper), int(k)), [x],
                            ("input",), name)
 
+    def add_data_dependent(self, op: Any, inputs: Sequence[TensorLike], *, axis: int | None = None,
+                           sorted: bool = False, center_point_box: bool = False,
+                           name: str | None = None) -> tuple[Tensor, ...]:
+        """A layer whose output shapes depend on the data (backend_api.h, "Data-dependent layers"):
+        op non_zero (x), unique (x; outputs y, indices, inverse_indices, counts; `axis` None
+        flattens, `sorted`), non_max_suppression (boxes, scores[, max_output_boxes_per_class[,
+        iou_threshold[, score_threshold]]]; `center_point_box`) or compress (x, condition; `axis`
+        None flattens). Each output's shape is an upper bound; run() returns the actual ones. Such
+        outputs can only be graph outputs of a Network (plugnn.dynamic runs later layers)."""
+        def make() -> d.DataDependentDescriptor:
+            return d.DataDependentDescriptor(op, axis is not None, int(axis or 0), bool(sorted), bool(center_point_box))
+
+        return self._build_layer(d.LayerKind.DATA_DEPENDENT, make, list(inputs),
+                                 [f"input{i}" for i in range(len(inputs))], name)
+
     def __repr__(self) -> str:
         return f"<plugnn.Network {self.name!r}: {len(self._layers)} layers>"

@@ -68,6 +68,7 @@ pn_status pn_validate_cumulative(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_elementwise_unary(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_select(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_cast(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_data_dependent(const pn_layer* layer, pn_string_out* reason);
 
 /* 1 for the unary operations whose output is BOOL (IS_NAN .. IS_NEG_INF). */
 int pn_unary_op_gives_bool(pn_unary_op op);

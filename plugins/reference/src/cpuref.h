@@ -54,6 +54,8 @@ struct cpuref_op {
                                         of another float type, else NULL entries */
     void* priv;                      /* family state (typed kernels), freed with free() */
     void* workspace;                 /* execute() scratch: the workspace the runtime passed */
+    int64_t* output_dims;            /* execute() scratch: where a DATA_DEPENDENT kernel reports
+                                        its outputs' actual dims (the execute arguments'), else NULL */
     pn_shared* constants;            /* cpuref_constants: which constant buffers the layer
                                         reads, shared with the workloads reshaped from it */
     int has_activation;              /* the fused activation below applies */
@@ -87,6 +89,7 @@ struct cpuref_op {
         pn_cumulative_desc cumulative;
         pn_one_hot_desc one_hot;
         pn_triangular_desc triangular;
+        pn_data_dependent_desc data_dependent;
     } desc;
 };
 
@@ -166,6 +169,7 @@ pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_str
 pn_status cpuref_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_cast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_data_dependent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* ---- activation.c --------------------------------------------------------- */
 
