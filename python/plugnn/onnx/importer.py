@@ -67,7 +67,7 @@ def _register_all() -> None:
     from plugnn.onnx import ops_resize  # noqa: F401
     from plugnn.onnx import ops_normalization, ops_reduce, ops_softmax, ops_topk_cumulative  # noqa: F401
     from plugnn.onnx import ops_activation, ops_logic, ops_unary  # noqa: F401
-    from plugnn.onnx import ops_control  # noqa: F401
+    from plugnn.onnx import ops_control, ops_data_dependent  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
