@@ -176,7 +176,8 @@ class LoadedNetwork:
         # a copy of the part the layer reports it wrote (backend_api.h, "Data-dependent layers").
         bounded = {key: (i, k) for i, node in enumerate(nodes) if node.kind in DATA_DEPENDENT_KINDS
                    for k, key in enumerate(node.outputs)}
-        externals = (set(graph.inputs.values()) | set(graph.outputs.values())) - set(bounded)
+        # A constant exported as an output is copied from its array, never rebound: a layer may read it.
+        externals = (set(graph.inputs.values()) | set(graph.outputs.values())) - set(bounded) - set(graph.constants)
         first: dict[str, int] = {}
         last: dict[str, int] = {}
         for i, node in enumerate(nodes):

@@ -1005,8 +1005,9 @@ typedef struct pn_triangular_desc {
  * pn_execute_args.output_dims: row i (PN_MAX_DIMS int64_t entries, at
  * output_dims + i * PN_MAX_DIMS) receives output i's dims in its first `rank`
  * entries (rank as in the output's info; the other entries are not read).
- * Every actual dim is >= 0 and <= the bound's dim; an output whose bound has
- * no elements is reported as its bound. The runtime sizes what follows such a
+ * Every actual dim is >= 0 and <= the bound's dim (an empty bound still gets
+ * its actual dims reported: [0, 3] compressed along axis 1 may be [0, 1]).
+ * The runtime sizes what follows such a
  * layer on the reported dims (plugnn runs later layers in a network
  * specialized for them).
  *

@@ -32,7 +32,8 @@ typedef void (*cpuref_kernel)(const cpuref_op* op, const float* const* in, float
 
 /* Runs one layer on its tensors' own element types: in[i] / out[i] point at the
  * data of input/output i (an empty input gets a valid pointer it never reads).
- * Never called when every output is empty. Fails only for what the data
+ * Never called when every output is empty, except for DATA_DEPENDENT kernels
+ * (they report their outputs' dims; an empty output's pointer may be NULL). Fails only for what the data
  * decides (an index out of range, an integer division by zero): then returns
  * PN_ERR_INVALID_ARGUMENT with a message that names the kind and the value. */
 typedef pn_status (*cpuref_typed_kernel)(const cpuref_op* op, const void* const* in,

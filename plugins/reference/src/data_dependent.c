@@ -184,8 +184,10 @@ static pn_status unique_kernel(const cpuref_op* op, const void* const* in, void*
     size_t row = (size_t)v.inner * size;
     for (int64_t o = 0; o < v.outer; ++o) {
         for (int64_t k = 0; k < groups; ++k) {
-            memcpy((char*)out[0] + ((size_t)(o * groups + k)) * row,
-                   (const char*)in[0] + ((size_t)(o * n + first[placed[k]])) * row, row);
+            if (row > 0) {
+                memcpy((char*)out[0] + ((size_t)(o * groups + k)) * row,
+                       (const char*)in[0] + ((size_t)(o * n + first[placed[k]])) * row, row);
+            }
         }
     }
     int64_t* indices = (int64_t*)out[1];
@@ -354,7 +356,7 @@ static pn_status compress_kernel(const cpuref_op* op, const void* const* in, voi
     char* y = (char*)out[0];
     for (int64_t o = 0; o < outer; ++o) {
         for (int64_t i = 0; i < length && i < items; ++i) {
-            if (condition[i]) {
+            if (condition[i] && row > 0) {
                 memcpy(y, (const char*)in[0] + ((size_t)(o * items + i)) * row, row);
                 y += row;
             }

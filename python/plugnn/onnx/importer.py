@@ -357,7 +357,7 @@ class _Importer(ImportState):
         for i, out_name in enumerate(node.output):
             if not out_name:
                 continue
-            self.producers[out_name] = tuple(node.input)
+            self.producers.setdefault(out_name, tuple(node.input))  # an inlined If's: its branch's nodes
             if i >= len(outputs) or outputs[i] is None:
                 if self.consumers.get(out_name):
                     raise ctx.error(f"output {i} ({out_name!r}) is used, and plugnn does not compute it "
