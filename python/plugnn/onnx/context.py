@@ -294,7 +294,8 @@ class NodeContext:
                                      f"run the network in segments)", name)
         return NeedsConstantError(
             f"{self.importer.source}: {self.label}: {message}; it is computed from graph input(s) "
-            f"{', '.join(map(repr, behind))}: make them initializers (constants)", behind[0], name)
+            f"{', '.join(map(repr, behind))}: make them initializers (constants), or run the model on plugnn's "
+            f"dynamic path (plugnn.InferenceSession, plugnn.onnx.backend), which computes it first", behind[0], name)
 
     def tensor(self, i: int, what: str = "input") -> Tensor:
         """Input i as a Tensor of the network (a constant layer of its exact type when it is known)."""
