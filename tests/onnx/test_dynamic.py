@@ -244,6 +244,36 @@ def test_a_value_computed_at_run_time_ends_a_segment_and_the_next_binds_it() -> 
         plugnn.onnx.load(m)
 
 
+def test_shape_parameters_computed_at_run_time() -> None:
+    """Range, Expand, Pad, Tile, OneHot, Split and Resize whose shape parameters come from the data
+    (a ReduceMax of an input): each segment ends where the value is needed, the next binds it."""
+    m = model([N("ReduceMax", ["n"], ["m"], keepdims=0), N("Range", ["zero", "m", "one"], ["r"]),
+               N("Reshape", ["m", "one_d"], ["m1"]), N("Concat", ["two", "m1"], ["shape"], axis=0),
+               N("Expand", ["x", "shape"], ["expanded"]),
+               N("Concat", ["zero1", "m1"], ["pads"], axis=0), N("Pad", ["x", "pads"], ["padded"]),
+               N("Concat", ["one1", "m1"], ["reps"], axis=0), N("Tile", ["x2", "reps"], ["tiled"]),
+               N("OneHot", ["idx", "m", "onoff"], ["hot"]),
+               N("Sub", ["seven", "m1"], ["rest"]), N("Concat", ["rest", "m1"], ["sizes"], axis=0),
+               N("Split", ["col", "sizes"], ["a", "b"]),
+               N("Concat", ["two", "m1"], ["out_size"], axis=0),
+               N("Resize", ["x2", "", "", "out_size"], ["resized"], mode="nearest")],
+              [vi("n", I64, [3]), vi("x", F32, [1]), vi("x2", F32, [2, 1]), vi("idx", I64, [3]), vi("col", F32, [7])],
+              [vi(o, F32 if o not in ("r",) else I64, None)
+               for o in ("r", "expanded", "padded", "tiled", "hot", "a", "b", "resized")],
+              opset=13, inits={"zero": np.int64(0), "one": np.int64(1), "one_d": np.array([1], np.int64),
+                               "two": np.array([2], np.int64), "zero1": np.array([0], np.int64),
+                               "one1": np.array([1], np.int64), "onoff": np.array([0, 1], np.float32),
+                               "seven": np.array([7], np.int64)})
+    rep = backend.prepare(m, backends=["CpuRef"])
+    rng = np.random.default_rng(4)
+    for n in ([2, 5, 1], [3, 0, 6], [2, 5, 1]):
+        feeds = {"n": np.array(n, np.int64), "x": np.array([1.5], np.float32),
+                 "x2": rng.standard_normal((2, 1)).astype(np.float32), "idx": np.array([0, 2, 4], np.int64),
+                 "col": np.arange(7, dtype=np.float32)}
+        for k, (a, e) in enumerate(zip(rep.run(feeds), ort_run(m, feeds))):
+            same(a, e, f"n={n} output {k}")
+
+
 def test_a_data_dependent_output_feeding_layers_is_specialized_per_shape_and_cached() -> None:
     m = model([N("NonZero", ["x"], ["nz"]), N("Transpose", ["nz"], ["t"]), N("Cast", ["t"], ["tf"], to=F32),
                N("ReduceSum", ["tf"], ["s"], axes=[0], keepdims=0)],
