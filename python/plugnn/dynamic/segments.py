@@ -98,6 +98,25 @@ class _LazyValues(dict):  # type: ignore[type-arg]
         return dict.__contains__(self, key) or key in self.constants or key in self.env
 
 
+class _Journal(set):  # type: ignore[type-arg]
+    """A set that remembers the order of what was added, so a failed node's names can be taken
+    back (the importer only ever adds to its name sets)."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.added: list[str] = []
+
+    def add(self, item: str) -> None:
+        if item not in self:
+            self.added.append(item)
+            super().add(item)
+
+    def undo_to(self, mark: int) -> None:
+        for item in self.added[mark:]:
+            self.discard(item)
+        del self.added[mark:]
+
+
 class SegmentImporter(_Importer):
     """plugnn.onnx's importer walking a program's nodes from one index, over an environment."""
 
@@ -108,7 +127,8 @@ class SegmentImporter(_Importer):
         self.values = _LazyValues(self, env, program.constants, bound)  # type: ignore[assignment]
         self.env = env
         self.fed: set[str] = set()
-        self.used_names |= {n for n in env if isinstance(n, str)}
+        self.used_names = _Journal(self.used_names | {n for n in env if isinstance(n, str)})
+        self.graph_inputs = _Journal(self.graph_inputs)
         for name, count in program.outer_reads.items():
             self.consumers[name] = self.consumers.get(name, 0) + count
 
@@ -170,11 +190,13 @@ class SegmentImporter(_Importer):
                 return True
         return False
 
-    def _mark(self) -> tuple[int, int, int, set[str], set[str], int]:
-        return (len(self.network._layers), len(self.values), len(self.const_tensors), set(self.used_names),
-                set(self.graph_inputs), len(self.values.reads))
+    def _mark(self) -> tuple[int, ...]:
+        """Where the import stands before a node: counts of what only grows during a node."""
+        return (len(self.network._layers), len(self.values), len(self.const_tensors),
+                len(self.used_names.added), len(self.graph_inputs.added), len(self.values.reads))
 
-    def _undo(self, mark: tuple[int, int, int, set[str], set[str], int]) -> None:
+    def _undo(self, mark: tuple[int, ...]) -> None:
+        """Take back everything a failed node added (its layers, values, names, inputs)."""
         layers, values, consts, used, inputs, reads = mark
         for name in list(self.network._layers)[layers:]:
             del self.network._layers[name]
@@ -182,8 +204,8 @@ class SegmentImporter(_Importer):
             dict.__delitem__(self.values, name)
         for name in list(self.const_tensors)[consts:]:
             del self.const_tensors[name]
-        self.used_names = used
-        self.graph_inputs = inputs
+        self.used_names.undo_to(used)
+        self.graph_inputs.undo_to(inputs)
         for name in list(self.values.reads)[reads:]:
             del self.values.reads[name]
             self.fed.discard(name)
