@@ -365,8 +365,8 @@ def data_dependent(rng: np.random.Generator) -> Iterator[Case | None]:
 
     for dtype in (F32, DataType.INT64, DataType.UINT8, DataType.BOOL, *_float_types()):
         for shape in [(3, 4), (7,), (0, 2)]:
-            yield _case(kind, f"non_zero{_shape_text(shape)} {dtype.numpy_name}", d.DataDependentDescriptor(op.NON_ZERO),
-                        [few(shape, dtype)])
+            yield _case(kind, f"non_zero{_shape_text(shape)} {dtype.numpy_name}",
+                        d.DataDependentDescriptor(op.NON_ZERO), [few(shape, dtype)])
         condition = rng.random(4) < 0.5
         yield _case(kind, f"compress[3,4] axis 1 {dtype.numpy_name}", d.DataDependentDescriptor(op.COMPRESS, True, 1),
                     [few((3, 4), dtype), condition])

@@ -180,7 +180,8 @@ def test_loop_without_trip_count_or_condition_is_refused() -> None:
     body = graph([N("Identity", ["c"], ["c2"]), N("Identity", ["v"], ["v2"])], "b",
                  [vi("i", I64, []), vi("c", BOOL, []), vi("v", F32, [1])], [vi("c2", BOOL, []), vi("v2", F32, [1])])
     m = model([N("Loop", ["", "", "v0"], ["v"], body=body)], [vi("v0", F32, [1])], [vi("v", F32, [1])])
-    with pytest.raises(RunError, match=r"node #0 \(Loop, unnamed, output 'v'\): it has neither a trip count \(M\) nor a condition"):
+    with pytest.raises(RunError, match=r"node #0 \(Loop, unnamed, output 'v'\): it has neither a trip count "
+                                       r"\(M\) nor a condition"):
         plugnn_run(m, {"v0": np.ones(1, np.float32)})
 
 
@@ -423,3 +424,33 @@ def test_a_constant_output_read_by_a_layer_is_not_rebound() -> None:
             out = loaded.run({"x": np.ones(3, np.float32)})
             same(out["y"], np.array([2, 3, 4], np.float32))
             same(out["c_out"], np.array([1, 2, 3], np.float32))
+
+
+# ---- import errors -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("node, inputs, inits, message", [
+    (N("Unique", ["x"], ["y"], sorted=2), [vi("x", F32, [4])], {}, r"attribute 'sorted' = 2 is not supported"),
+    (N("Unique", ["x"], ["y"], axis=1), [vi("x", F32, [4])], {}, r"attribute 'axis' = 1 is out of range for rank 1"),
+    (N("Compress", ["x", "c"], ["y"], axis=-3), [vi("x", F32, [2, 3]), vi("c", BOOL, [2])], {},
+     r"attribute 'axis' = -3 is out of range for rank 2"),
+    (N("Compress", ["x", "c"], ["y"]), [vi("x", F32, [2, 3]), vi("c", BOOL, [7])], {},
+     r"condition has 7 elements, more than .*6"),
+    (N("NonMaxSuppression", ["b", "s"], ["y"], center_point_box=2), [vi("b", F32, [1, 3, 4]), vi("s", F32, [1, 1, 3])],
+     {}, r"attribute 'center_point_box' = 2 is not supported"),
+    (N("NonMaxSuppression", ["b", "s"], ["y"]), [vi("b", F32, [1, 3, 5]), vi("s", F32, [1, 1, 3])], {},
+     r"boxes must be \[B, N, 4\]"),
+    (N("If", ["c"], ["y"], then_branch=graph([N("Identity", ["x"], ["t"])], "t", [], [vi("t", F32, [2])])),
+     [vi("x", F32, [2])], {"c": np.array(False)},
+     r"node #0 \(If, unnamed, output 'y'\): attribute 'else_branch' is missing"),
+    (N("Loop", ["m", "", "x"], ["y"], body=graph([], "b", [], []), frobnicate=1),
+     [vi("m", I64, []), vi("x", F32, [1])], {}, r"attribute 'frobnicate' is not supported by plugnn's Loop import"),
+])
+def test_import_errors_name_node_operator_and_attribute(node: Any, inputs: list[Any], inits: dict[str, Any],
+                                                         message: str) -> None:
+    m = model([node], inputs, [vi("y", F32, None)], opset=13, inits=inits)
+    dtypes = {F32: np.float32, BOOL: bool, I64: np.int64}
+    feeds = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim], dtypes[i.type.tensor_type.elem_type])
+             for i in m.graph.input}
+    with pytest.raises(ModelError, match=message):
+        plugnn_run(m, feeds)

@@ -316,7 +316,8 @@ class DynamicModel:
         unknown = [n for n in feed if n not in self.input_names]
         if missing or unknown:
             raise InputError(f"{self.engine.source}: the model takes inputs {self.input_names}"
-                             + (f"; missing {missing}" if missing else "") + (f"; unknown {unknown}" if unknown else ""))
+                             + (f"; missing {missing}" if missing else "")
+                             + (f"; unknown {unknown}" if unknown else ""))
         env = {name: _value(feed[name], name, self.engine.source) for name in self.input_names}
         with self.engine.lock:
             if self.engine.closed:
