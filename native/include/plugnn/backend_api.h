@@ -1067,13 +1067,15 @@ typedef enum pn_data_dependent_op {
     PN_DATA_DEPENDENT_COMPRESS = 4
 } pn_data_dependent_op;
 
+/* A field that does not apply to `op` is 0 (the shared validation refuses
+ * anything else). */
 typedef struct pn_data_dependent_desc {
     uint32_t struct_size;
     pn_data_dependent_op op;
-    pn_bool has_axis;        /* UNIQUE, COMPRESS: 1 works on slices along axis; 0 (and for the other ops) on x flattened */
-    int32_t axis;            /* with has_axis: in [-rank, rank), negative counts from the end; else 0 */
-    pn_bool sorted;          /* UNIQUE: 1 ascending, 0 first-occurrence order; 0 for the other ops */
-    pn_bool center_point_box;/* NON_MAX_SUPPRESSION: 1 [x_c, y_c, w, h], 0 corners; 0 for the other ops */
+    pn_bool has_axis;        /* UNIQUE, COMPRESS: 1 works on slices along axis, 0 on x flattened */
+    int32_t axis;            /* with has_axis: in [-rank, rank), negative from the end; else 0 */
+    pn_bool sorted;          /* UNIQUE: 1 ascending, 0 in order of first occurrence */
+    pn_bool center_point_box;/* NON_MAX_SUPPRESSION: 1 [x_c, y_c, w, h], 0 two corners */
 } pn_data_dependent_desc;
 
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused

@@ -53,7 +53,8 @@ static int is_nonzero(pn_data_type dtype, const void* data, int64_t i) {
 /* A stable merge sort of `n` int64 items with a comparator and its context. */
 typedef int (*item_order)(const void* context, int64_t a, int64_t b);
 
-static void merge_sort(int64_t* items, int64_t* scratch, int64_t n, item_order order, const void* context) {
+static void merge_sort(int64_t* items, int64_t* scratch, int64_t n, item_order order,
+                       const void* context) {
     for (int64_t width = 1; width < n; width *= 2) {
         for (int64_t lo = 0; lo < n; lo += 2 * width) {
             int64_t mid = lo + width < n ? lo + width : n;
@@ -158,7 +159,8 @@ static pn_status unique_kernel(const cpuref_op* op, const void* const* in, void*
     for (int64_t i = 0; i < n; ++i) {
         order[i] = i;
     }
-    merge_sort(order, scratch, n, item_compare, &v); /* stable: each group starts with its first item */
+    /* Stable: each group of equal items starts with its first occurrence. */
+    merge_sort(order, scratch, n, item_compare, &v);
     int64_t groups = 0;
     for (int64_t i = 0; i < n; ++i) {
         if (i == 0 || item_compare(&v, order[i - 1], order[i]) != 0) {
@@ -252,8 +254,10 @@ static nms_box load_box(const cpuref_op* op, const void* boxes, int64_t at, int 
 
 /* The IoU of p and q exceeds the threshold (0 without a positive intersection, areas and union). */
 static int suppresses(const nms_box* p, const nms_box* q, double threshold) {
-    double x0 = p->x_min > q->x_min ? p->x_min : q->x_min, x1 = p->x_max < q->x_max ? p->x_max : q->x_max;
-    double y0 = p->y_min > q->y_min ? p->y_min : q->y_min, y1 = p->y_max < q->y_max ? p->y_max : q->y_max;
+    double x0 = p->x_min > q->x_min ? p->x_min : q->x_min;
+    double x1 = p->x_max < q->x_max ? p->x_max : q->x_max;
+    double y0 = p->y_min > q->y_min ? p->y_min : q->y_min;
+    double y1 = p->y_max < q->y_max ? p->y_max : q->y_max;
     if (x1 <= x0 || y1 <= y0) {
         return 0;
     }
@@ -312,9 +316,10 @@ static pn_status nms_kernel(const cpuref_op* op, const void* const* in, void* co
                     continue;
                 }
                 if (rows >= bound) {
-                    status = pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuRef DataDependent "
-                                     "NonMaxSuppression: more than the %lld selected boxes the layer's "
-                                     "output bound holds", (long long)bound);
+                    status = pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                                     "CpuRef DataDependent NonMaxSuppression: more than the "
+                                     "%lld selected boxes the layer's output bound holds",
+                                     (long long)bound);
                     break;
                 }
                 chosen[taken++] = order[k];
@@ -373,8 +378,8 @@ static pn_status compress_kernel(const cpuref_op* op, const void* const* in, voi
     return PN_OK;
 }
 
-pn_status cpuref_data_dependent_create(void* context, const pn_layer* layer, pn_workload** workload_out,
-                                       pn_string_out* message_out) {
+pn_status cpuref_data_dependent_create(void* context, const pn_layer* layer,
+                                       pn_workload** workload_out, pn_string_out* message_out) {
     (void)context;
     const pn_data_dependent_desc* d = (const pn_data_dependent_desc*)layer->descriptor;
     cpuref_typed_kernel kernel = compress_kernel;
@@ -385,6 +390,6 @@ pn_status cpuref_data_dependent_create(void* context, const pn_layer* layer, pn_
     } else if (d->op == PN_DATA_DEPENDENT_NON_MAX_SUPPRESSION) {
         kernel = nms_kernel;
     }
-    return cpuref_typed_workload_new(layer, sizeof(pn_data_dependent_desc), NULL, kernel, NULL, workload_out,
-                                     message_out);
+    return cpuref_typed_workload_new(layer, sizeof(pn_data_dependent_desc), NULL, kernel, NULL,
+                                     workload_out, message_out);
 }
