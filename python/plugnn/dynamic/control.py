@@ -20,7 +20,6 @@ from plugnn.dynamic.values import check_declared, dense, describe
 from plugnn.errors import ModelError, RunError
 
 Program = Any  # plugnn.dynamic.program.Program (which imports this module)
-Handler = Callable[[Program, int, Any, dict[str, Any]], None]
 
 
 def node_label(index: int, node: Any) -> str:
