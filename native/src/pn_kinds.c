@@ -75,6 +75,8 @@ static const pn_kind_info kinds[] = {
                                  pn_validate_linear_algebra},
     [PN_LAYER_BITCAST] = {"Bitcast", 0, pn_validate_bitcast},
     [PN_LAYER_RANDOM] = {"Random", PNV_END(pn_random_desc, b), pn_validate_random},
+    [PN_LAYER_DATA_DEPENDENT] = {"DataDependent", PNV_END(pn_data_dependent_desc, center_point_box),
+                                 pn_validate_data_dependent},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

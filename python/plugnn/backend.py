@@ -66,6 +66,12 @@ class PreparedWorkload(ABC):
     def __call__(self) -> None:
         """Run the workload on the bound buffers."""
 
+    def output_shapes(self) -> list[tuple[int, ...]] | None:
+        """For a data-dependent layer (backend_api.h, "Data-dependent layers"), the actual shape of
+        each output the last call wrote (densely, from the start of its upper-bound buffer); None
+        for every other layer."""
+        return None
+
 
 class Workload(ABC):
     """One layer ready to run. `execute` is never called from two threads at once."""
@@ -73,8 +79,11 @@ class Workload(ABC):
     workspace_bytes: int = 0
 
     @abstractmethod
-    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
-        """Compute `outputs` (arrays written in place) from `inputs` (constants included)."""
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None
+                ) -> Sequence[tuple[int, ...]] | None:
+        """Compute `outputs` (arrays written in place) from `inputs` (constants included). A
+        data-dependent layer's workload writes each output densely in its actual shape from the
+        start of its (upper-bound sized) array and returns those shapes; others return None."""
 
     def prepare(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> PreparedWorkload:
         """Bind buffers once for repeated runs (a native workload marshals them here)."""
@@ -101,9 +110,13 @@ class _PreparedCall(PreparedWorkload):
         self.outputs = outputs
         self._execute = workload.execute
         self._workspace = workspace
+        self._shapes: Sequence[tuple[int, ...]] | None = None
 
     def __call__(self) -> None:
-        self._execute(self.inputs, self.outputs, self._workspace)
+        self._shapes = self._execute(self.inputs, self.outputs, self._workspace)
+
+    def output_shapes(self) -> list[tuple[int, ...]] | None:
+        return None if self._shapes is None else [tuple(int(d) for d in s) for s in self._shapes]
 
 
 class WorkloadFactory(ABC):

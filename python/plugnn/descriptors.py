@@ -33,6 +33,7 @@ from plugnn._abi_defs import (
     ConvolutionOp,
     CoordinateTransform,
     CumulativeOp,
+    DataDependentOp,
     DataLayout,
     GatherOp,
     GridPadding,
@@ -800,6 +801,22 @@ class RandomDescriptor:
             raise ValueError(f"the seed is a 64-bit unsigned integer, got {self.seed}")
 
 
+@c_struct("pn_data_dependent_desc")
+@dataclass(frozen=True)
+class DataDependentDescriptor:
+    """NonZero, Unique, NonMaxSuppression or Compress (backend_api.h, "Data-dependent layers"):
+    outputs sized by an upper bound, the actual dims reported at execute."""
+
+    op: DataDependentOp = DataDependentOp.NON_ZERO
+    has_axis: bool = False
+    axis: int = 0
+    sorted: bool = False
+    center_point_box: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(DataDependentOp, self.op, "data-dependent operation"))
+
+
 Descriptor = Union[
     ActivationDescriptor,
     Convolution2dDescriptor,
@@ -839,6 +856,7 @@ Descriptor = Union[
     SpectralDescriptor,
     LinearAlgebraDescriptor,
     RandomDescriptor,
+    DataDependentDescriptor,
     None,
 ]
 
@@ -888,4 +906,5 @@ DESCRIPTOR_TYPES: dict[LayerKind, type | None] = {
     LayerKind.LINEAR_ALGEBRA: LinearAlgebraDescriptor,
     LayerKind.BITCAST: None,
     LayerKind.RANDOM: RandomDescriptor,
+    LayerKind.DATA_DEPENDENT: DataDependentDescriptor,
 }

@@ -85,3 +85,9 @@ class SessionError(PlugnnError, ValueError):
 
 class MissingDependencyError(PlugnnError, RuntimeError):
     """An optional package or program a feature needs is not installed: names what to install."""
+
+
+class RunError(PlugnnError, ValueError):
+    """A run failed for what the data decided outside any backend (plugnn.dynamic's runtime
+    steps): a sequence position out of range, a branch output of another type than declared, a
+    Loop without trip count or condition; names the node path, node and operator."""

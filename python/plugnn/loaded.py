@@ -25,28 +25,32 @@ from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedEr
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.optimized import OptimizedNetwork
+from plugnn.shapes import DATA_DEPENDENT_KINDS
 
 
 class _Step:
     """One thing run() does: a prepared workload, or a runtime copy. `inputs` and `outputs`
     hold its bound buffers; assigning an item rebinds it (graph inputs and outputs, per run)."""
 
-    __slots__ = ("name", "backend_id", "call", "inputs", "outputs")
+    __slots__ = ("name", "backend_id", "call", "inputs", "outputs", "output_shapes")
 
     def __init__(self, name: str, backend_id: str, call: Callable[[], None], inputs: MutableSequence[Any],
-                 outputs: MutableSequence[Any]) -> None:
+                 outputs: MutableSequence[Any], output_shapes: Callable[[], Any] | None = None) -> None:
         self.name = name
         self.backend_id = backend_id
         self.call = call
         self.inputs = inputs
         self.outputs = outputs
+        # A data-dependent layer's: the outputs' actual shapes its last call reported.
+        self.output_shapes = output_shapes
 
 
 def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: list[Any], workspace: Any) -> _Step:
     prepared = workload.prepare(inputs, outputs, workspace)
     backend_id = node.backend_id or "?"
+    shapes = prepared.output_shapes if node.kind in DATA_DEPENDENT_KINDS else None
     if prepared.raises_plugnn_errors:
-        return _Step(node.name, backend_id, prepared, prepared.inputs, prepared.outputs)
+        return _Step(node.name, backend_id, prepared, prepared.inputs, prepared.outputs, shapes)
 
     def call() -> None:
         try:
@@ -56,7 +60,7 @@ def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: l
         except Exception as exc:  # a Python backend's failure, named like a native one
             raise BackendError(backend_id, f"execute(layer {node.name!r})", str(exc)) from exc
 
-    return _Step(node.name, backend_id, call, prepared.inputs, prepared.outputs)
+    return _Step(node.name, backend_id, call, prepared.inputs, prepared.outputs, shapes)
 
 
 class LoadedNetwork:
@@ -168,7 +172,12 @@ class LoadedNetwork:
     def _bind(self) -> None:
         graph = self._graph
         nodes = graph.nodes
-        externals = set(graph.inputs.values()) | set(graph.outputs.values())
+        # Outputs of data-dependent layers live in the arena at their upper bound; run() returns
+        # a copy of the part the layer reports it wrote (backend_api.h, "Data-dependent layers").
+        bounded = {key: (i, k) for i, node in enumerate(nodes) if node.kind in DATA_DEPENDENT_KINDS
+                   for k, key in enumerate(node.outputs)}
+        # A constant exported as an output is copied from its array, never rebound: a layer may read it.
+        externals = (set(graph.inputs.values()) | set(graph.outputs.values())) - set(bounded) - set(graph.constants)
         first: dict[str, int] = {}
         last: dict[str, int] = {}
         for i, node in enumerate(nodes):
@@ -177,12 +186,18 @@ class LoadedNetwork:
             for key in node.inputs:
                 last[key] = i
         location = self._locations()
+        for key, (i, _) in bounded.items():
+            if location[key] != "host":
+                raise PlugnnError(f"network {self.name!r}: data-dependent layer {nodes[i].name!r} runs on "
+                                  f"{location[key]!r}, whose memory is not host memory; plugnn sizes such outputs "
+                                  f"in host memory only")
         host_blocks = []
         for key in first:
             info = graph.infos[key]
             if key in externals or location[key] != "host":
                 continue
-            host_blocks.append(Block(key, info.num_bytes, first[key], last[key]))
+            end = len(nodes) if key in bounded else last[key]  # read by run() after the last step
+            host_blocks.append(Block(key, info.num_bytes, first[key], end))
         self.memory_plan: MemoryPlan = plan(host_blocks)
         raw = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
         start = (-raw.ctypes.data) % ALIGNMENT
@@ -223,15 +238,18 @@ class LoadedNetwork:
         # bound to the caller's array.
         def plan_of(slot: int, name: str, key: str, source: tuple[str, str] | None) -> tuple[Any, ...]:
             info = graph.infos[key]
-            return slot, name, key, info.dtype.numpy_dtype, info.shape, slots[key], source
+            return slot, name, key, info.dtype.numpy_dtype, info.shape, slots.get(key, []), source
 
         self._input_plan = [plan_of(slot, name, key, None) for slot, (name, key) in enumerate(graph.inputs.items())]
         input_of_key = {key: name for name, key in graph.inputs.items()}
         bound_output_of_key: dict[str, str] = {}
         self._output_plan: list[tuple[Any, ...]] = []
         for slot, (name, key) in enumerate(graph.outputs.items(), start=len(self._input_plan)):
-            source: tuple[str, str] | None = None
-            if key in input_of_key:
+            source: tuple[str, Any] | None = None
+            if key in bounded:
+                step_index, index = bounded[key]
+                source = ("bounded", (self._steps[step_index], index, key))
+            elif key in input_of_key:
                 source = ("in", input_of_key[key])
             elif key in bound_output_of_key:
                 source = ("out", bound_output_of_key[key])
@@ -242,6 +260,8 @@ class LoadedNetwork:
             self._output_plan.append(plan_of(slot, name, key, source))
         # The array bound at each input then output of the plan by the last run.
         self._bound: list[Any] = [None] * (len(self._input_plan) + len(self._output_plan))
+        self._bounded_outputs = [(name, source[1]) for _, name, _, _, _, _, source in self._output_plan
+                                 if source is not None and source[0] == "bounded"]
 
     def _step(self, node: Node) -> _Step:
         inputs = [self._buffers[k] for k in node.inputs]
@@ -295,7 +315,23 @@ class LoadedNetwork:
                     call()
             for destination, source in copies:
                 np.copyto(destination, source)
+            for name, (step, index, key) in self._bounded_outputs:
+                results[name] = self._actual(step, index, key)
             return results
+
+    def _actual(self, step: _Step, index: int, key: str) -> np.ndarray:
+        """A copy of the part of data-dependent output `index` of `step` its last run reported."""
+        shapes = step.output_shapes() if step.output_shapes is not None else None
+        bound = self._graph.infos[key]
+        if shapes is None or index >= len(shapes):
+            raise BackendError(step.backend_id, f"execute(layer {step.name!r})",
+                               "a data-dependent layer reported no output shapes")
+        shape = tuple(shapes[index])
+        if len(shape) != bound.rank or any(not 0 <= s <= b for s, b in zip(shape, bound.shape)):
+            raise BackendError(step.backend_id, f"execute(layer {step.name!r})",
+                               f"output {index} reported shape {list(shape)}, not within its bound {list(bound.shape)}")
+        count = int(np.prod(shape, dtype=np.int64))
+        return self._buffers[key].reshape(-1)[:count].reshape(shape).copy()
 
     def _run_profiled(self) -> None:
         profile = []
@@ -335,6 +371,11 @@ class LoadedNetwork:
         copies: list[tuple[np.ndarray, Any]] = []
         given = 0
         for slot, name, key, dtype, shape, targets, source in self._output_plan:
+            if source is not None and source[0] == "bounded":
+                if outputs and outputs.get(name) is not None:
+                    raise InputError(f"output {name!r} of network {self.name!r} has a data-dependent shape (at "
+                                     f"most {shape}): it cannot be given preallocated")
+                continue
             array = outputs.get(name) if outputs else None
             if array is None:
                 array = np.empty(shape, dtype)

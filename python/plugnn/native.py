@@ -12,7 +12,7 @@ from collections.abc import MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
-from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY, Status
+from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY, PN_MAX_DIMS as MAX_DIMS, LayerKind, Status
 from plugnn.backend import (
     Backend,
     BackendContext,
@@ -112,6 +112,8 @@ class NativeWorkload(_NativeChild, Workload):
     def __init__(self, owner: NativeBackend, c_obj: Any, layer_name: str) -> None:
         super().__init__(owner, c_obj)
         self.layer_name = layer_name
+        # A data-dependent layer's workload (ABI 1.1): execute reports its outputs' dims (output_dims).
+        self.reports_dims = False
         self.workspace_bytes = int(c_obj.workspace_bytes) if covers(c_obj, "pn_workload", "workspace_bytes") else 0
         self._execute = self._fn("execute")
 
@@ -127,6 +129,10 @@ class NativeWorkload(_NativeChild, Workload):
             buffer = ffi.from_buffer(workspace)
             keep.append(buffer)
             args.workspace = buffer
+        if self.reports_dims:
+            dims = ffi.new("int64_t[]", max(len(outputs), 1) * MAX_DIMS)
+            keep.append(dims)
+            args.output_dims = dims
         return BoundExecution(self, args, inputs, outputs, keep)
 
     def reshape(self, layer: LayerSpec) -> NativeWorkload | None:
@@ -145,13 +151,19 @@ class NativeWorkload(_NativeChild, Workload):
         self._check(status, f"reshape(layer {layer.name!r})")
         if out[0] == NULL:
             raise BackendError(self._owner.backend_id, f"reshape(layer {layer.name!r})", "returned PN_OK but no workload")
-        return NativeWorkload(self._owner, out[0], layer.name)
+        workload = NativeWorkload(self._owner, out[0], layer.name)
+        workload.reports_dims = self.reports_dims
+        return workload
 
-    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
-        """Run once on these arrays; a workspace of workspace_bytes is allocated if none is given."""
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None
+                ) -> list[tuple[int, ...]] | None:
+        """Run once on these arrays; a workspace of workspace_bytes is allocated if none is given.
+        Returns the outputs' actual shapes for a data-dependent layer, else None."""
         if workspace is None and self.workspace_bytes:
             workspace = bytearray(self.workspace_bytes)
-        self.prepare(inputs, outputs, workspace)()
+        prepared = self.prepare(inputs, outputs, workspace)
+        prepared()
+        return prepared.output_shapes()
 
 
 class _BoundTensors(MutableSequence[Any]):
@@ -212,6 +224,17 @@ class BoundExecution(PreparedWorkload):
         if status:
             workload._check(status, f"execute(layer {workload.layer_name!r})")
 
+    def output_shapes(self) -> list[tuple[int, ...]] | None:
+        """The dims the last call reported for a data-dependent layer (pn_execute_args.output_dims)."""
+        dims = self._args.output_dims
+        if dims == NULL:
+            return None
+        shapes = []
+        for i in range(self._args.num_outputs):
+            rank = self._args.outputs[i].info.rank
+            shapes.append(tuple(int(dims[i * MAX_DIMS + k]) for k in range(rank)))
+        return shapes
+
 
 def _tensor_array(items: Sequence[Any], keep: list[Any]) -> Any:
     tensors = ffi.new("pn_tensor[]", max(len(items), 1))
@@ -245,7 +268,9 @@ class NativeWorkloadFactory(_NativeChild, WorkloadFactory):
         if out[0] == NULL:
             raise BackendError(self._owner.backend_id, f"create_workload(layer {layer.name!r})",
                                "returned PN_OK but no workload")
-        return NativeWorkload(self._owner, out[0], layer.name)
+        workload = NativeWorkload(self._owner, out[0], layer.name)
+        workload.reports_dims = layer.kind is LayerKind.DATA_DEPENDENT
+        return workload
 
 
 class NativeMemoryManager(_NativeChild, MemoryManager):

@@ -62,6 +62,13 @@ class Tensor:
     def dtype(self) -> DataType:
         return self.info.dtype
 
+    @property
+    def data_dependent(self) -> bool:
+        """True for an output of a data-dependent layer (shapes.DATA_DEPENDENT_KINDS): its shape
+        is an upper bound, the actual one is known when the layer has run."""
+        producer = self.network._layers.get(self.producer)
+        return producer is not None and producer.kind in shapes.DATA_DEPENDENT_KINDS
+
 
 @dataclass(eq=False)
 class Layer:
@@ -160,6 +167,14 @@ class Network:
                 raise NetworkError(f"layer {layer_name!r} ({kind_name(kind)}) with inputs ({shapes_text}): {exc}") \
                     from None
         assert outputs is not None
+        if kind is not GraphKind.OUTPUT:
+            for tensor in inputs:
+                if tensor.data_dependent:
+                    raise NetworkError(
+                        f"layer {layer_name!r} ({kind_name(kind)}) reads {tensor.name!r}, an output of data-dependent "
+                        f"layer {tensor.producer!r} whose shape ({tensor.info} is its upper bound) is known only at "
+                        f"run time: in a Network it can only be a graph output (plugnn.dynamic runs further layers "
+                        f"in a segment specialized for the actual shape)")
         layer = Layer(layer_name, kind, descriptor, list(inputs), outputs, value)
         self._layers[layer_name] = layer
         return layer
@@ -690,6 +705,21 @@ class Network:
         inputs = [] if logits is None else [logits]
         return self._build_layer(d.LayerKind.RANDOM, lambda: descriptor, inputs, ("logits",), name,
                                  lambda infos: [TensorInfo(tuple(int(v) for v in shape), dtype)])[0]
+
+    def add_data_dependent(self, op: Any, inputs: Sequence[TensorLike], *, axis: int | None = None,
+                           sorted: bool = False, center_point_box: bool = False,
+                           name: str | None = None) -> tuple[Tensor, ...]:
+        """A layer whose output shapes depend on the data (backend_api.h, "Data-dependent layers"):
+        op non_zero (x), unique (x; outputs y, indices, inverse_indices, counts; `axis` None
+        flattens, `sorted`), non_max_suppression (boxes, scores[, max_output_boxes_per_class[,
+        iou_threshold[, score_threshold]]]; `center_point_box`) or compress (x, condition; `axis`
+        None flattens). Each output's shape is an upper bound; run() returns the actual ones. Such
+        outputs can only be graph outputs of a Network (plugnn.dynamic runs later layers)."""
+        def make() -> d.DataDependentDescriptor:
+            return d.DataDependentDescriptor(op, axis is not None, int(axis or 0), bool(sorted), bool(center_point_box))
+
+        return self._build_layer(d.LayerKind.DATA_DEPENDENT, make, list(inputs),
+                                 [f"input{i}" for i in range(len(inputs))], name)
 
     def __repr__(self) -> str:
         return f"<plugnn.Network {self.name!r}: {len(self._layers)} layers>"

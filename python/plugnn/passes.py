@@ -11,6 +11,7 @@ import numpy as np
 from plugnn import descriptors as d
 from plugnn.backend import Backend
 from plugnn.graph import Graph, Node
+from plugnn.shapes import DATA_DEPENDENT_KINDS
 
 
 def fold_batch_norms(graph: Graph) -> None:
@@ -80,6 +81,8 @@ def fold_constants(graph: Graph, backends: Sequence[Backend]) -> None:
     for node in list(graph.nodes):
         if not node.inputs or any(k not in graph.constants for k in node.inputs):
             continue
+        if node.kind in DATA_DEPENDENT_KINDS:
+            continue  # its outputs' shapes are known when it runs (the importer folds these itself)
         if node.kind is d.LayerKind.RANDOM and getattr(node.descriptor, "advance", False):
             continue  # new values on every run (PN_RANDOM_ADVANCE): never a constant
         spec = graph.spec(node)

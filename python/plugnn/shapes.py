@@ -649,6 +649,52 @@ def linear_algebra(desc: d.LinearAlgebraDescriptor, infos: Infos) -> list[Tensor
     return [TensorInfo(x.shape[:-2], dtype)]
 
 
+def data_dependent(desc: d.DataDependentDescriptor, infos: Infos) -> list[TensorInfo]:
+    """The outputs' upper bounds (backend_api.h, "Data-dependent layers")."""
+    op = desc.op
+    int64 = DataType.INT64
+    if op is d.DataDependentOp.NON_ZERO:
+        _count(infos, 1)
+        x = infos[0]
+        if x.rank < 1:
+            raise ValueError("NonZero needs an input of rank >= 1 (reshape a scalar to [1])")
+        return [TensorInfo((x.rank, x.num_elements), int64)]
+    if op is d.DataDependentOp.UNIQUE:
+        _count(infos, 1)
+        x = infos[0]
+        if desc.has_axis:
+            items = x.shape[_axis(desc.axis, x.rank)]
+            y = x
+        else:
+            items = x.num_elements
+            y = TensorInfo((items,), x.dtype)
+        return [y] + [TensorInfo((items,), int64)] * 3
+    if op is d.DataDependentOp.NON_MAX_SUPPRESSION:
+        if not 2 <= len(infos) <= 5:
+            raise ValueError(f"NonMaxSuppression takes 2 to 5 inputs, got {len(infos)}")
+        boxes, scores = infos[0], infos[1]
+        if boxes.rank != 3 or boxes.shape[2] != 4 or scores.rank != 3 or scores.shape[0] != boxes.shape[0] \
+                or scores.shape[2] != boxes.shape[1]:
+            raise ValueError(f"boxes must be [B, N, 4] and scores [B, C, N], got {list(boxes.shape)} and "
+                             f"{list(scores.shape)}")
+        return [TensorInfo((boxes.shape[0] * scores.shape[1] * boxes.shape[1], 3), int64)]
+    _count(infos, 2)
+    x, condition = infos
+    if condition.rank != 1 or condition.dtype is not DataType.BOOL:
+        raise ValueError(f"the condition must be a rank-1 bool tensor, got {condition}")
+    length = condition.shape[0]
+    if desc.has_axis:
+        axis = _axis(desc.axis, x.rank)
+        if length > x.shape[axis]:
+            raise ValueError(f"the condition has {length} elements, more than dim {axis} ({x.shape[axis]})")
+        shape = list(x.shape)
+        shape[axis] = length
+        return [TensorInfo(tuple(shape), x.dtype)]
+    if length > x.num_elements:
+        raise ValueError(f"the condition has {length} elements, more than the input ({x.num_elements})")
+    return [TensorInfo((length,), x.dtype)]
+
+
 # ---- kinds whose outputs the builder states ------------------------------------------------------
 
 
@@ -985,7 +1031,12 @@ INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.DEFORMABLE_CONVOLUTION: deformable_convolution,
     d.LayerKind.SPECTRAL: spectral,
     d.LayerKind.LINEAR_ALGEBRA: linear_algebra,
+    d.LayerKind.DATA_DEPENDENT: data_dependent,
 }
+
+# The kinds whose outputs' shapes depend on the data (backend_api.h: PN_LAYER_DATA_DEPENDENT): the
+# output infos are upper bounds, the workload reports the actual dims at execute.
+DATA_DEPENDENT_KINDS = frozenset(k for k in d.LayerKind if k.name == "DATA_DEPENDENT")
 
 CHECK: dict[d.LayerKind, Callable[..., None]] = {
     d.LayerKind.RESHAPE: check_reshape,

@@ -550,6 +550,42 @@ def random(rng: np.random.Generator) -> Iterator[Case | None]:
                         outputs=[TensorInfo((4, 7), dtype)])
 
 
+def data_dependent(rng: np.random.Generator) -> Iterator[Case | None]:
+    """NonZero, Unique (sorted or not, flat or along an axis), NonMaxSuppression (corners or
+    centers, with and without thresholds) and Compress: few distinct values, so there are zeros,
+    repeats and ties."""
+    kind = d.LayerKind.DATA_DEPENDENT
+    op = d.DataDependentOp
+
+    def few(shape: Sequence[int], dtype: DataType) -> np.ndarray:
+        raw = rng.integers(0, 3, tuple(shape))
+        return raw.astype(bool) if dtype is DataType.BOOL else raw.astype(dtype.numpy_dtype)
+
+    for dtype in (F32, DataType.INT64, DataType.UINT8, DataType.BOOL, *_float_types()):
+        for shape in [(3, 4), (7,), (0, 2)]:
+            yield _case(kind, f"non_zero{_shape_text(shape)} {dtype.numpy_name}",
+                        d.DataDependentDescriptor(op.NON_ZERO), [few(shape, dtype)])
+        condition = rng.random(4) < 0.5
+        yield _case(kind, f"compress[3,4] axis 1 {dtype.numpy_name}", d.DataDependentDescriptor(op.COMPRESS, True, 1),
+                    [few((3, 4), dtype), condition])
+        yield _case(kind, f"compress[3,4] flat {dtype.numpy_name}", d.DataDependentDescriptor(op.COMPRESS),
+                    [few((3, 4), dtype), rng.random(7) < 0.5])
+    for dtype in (F32, DataType.INT32, DataType.UINT16):
+        for sorted_ in (True, False):
+            for shape, axis in [((9,), None), ((4, 3), 0), ((2, 5, 2), 1)]:
+                desc = d.DataDependentDescriptor(op.UNIQUE, axis is not None, axis or 0, sorted_)
+                yield _case(kind, f"unique{_shape_text(shape)} axis {axis} {'sorted' if sorted_ else 'unsorted'} "
+                                  f"{dtype.numpy_name}", desc, [few(shape, dtype)])
+    for center in (False, True):
+        boxes = (rng.random((2, 6, 4)) * 4).astype(np.float32)
+        scores = np.round(rng.random((2, 3, 6)), 1).astype(np.float32)
+        limits = [np.array([3], np.int64), np.array([0.4], np.float32), np.array([0.2], np.float32)]
+        for count in (0, 1, 2, 3):
+            yield _case(kind, f"non_max_suppression [2,6,4] {count + 2} inputs{' center' if center else ''}",
+                        d.DataDependentDescriptor(op.NON_MAX_SUPPRESSION, center_point_box=center),
+                        [boxes, scores, *limits[:count]])
+
+
 GENERATORS: dict[d.LayerKind, Generator] = {
     d.LayerKind.CONVOLUTION_2D: convolution_2d,
     d.LayerKind.POOLING_2D: pooling_2d,
@@ -576,6 +612,7 @@ GENERATORS: dict[d.LayerKind, Generator] = {
     d.LayerKind.LINEAR_ALGEBRA: linear_algebra,
     d.LayerKind.BITCAST: bitcast,
     d.LayerKind.RANDOM: random,
+    d.LayerKind.DATA_DEPENDENT: data_dependent,
 }
 
 # Kinds whose first output's last axis may have any length (RANDOM's sample count): their

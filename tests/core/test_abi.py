@@ -161,6 +161,8 @@ SAMPLES = [
     descriptors.CumulativeDescriptor("prod", -1, True, False),
     descriptors.OneHotDescriptor(0),
     descriptors.TriangularDescriptor(False, -3),
+    descriptors.DataDependentDescriptor("unique", True, -2, True, False),
+    descriptors.DataDependentDescriptor("non_max_suppression", center_point_box=True),
     descriptors.ReduceDescriptor("sum", (0, 1, 3, 7), True, False),  # several axes, up to PN_MAX_DIMS - 1
     descriptors.ReduceDescriptor("log_sum_exp", (), False, False),   # no axes
     descriptors.NormalizationDescriptor("lp", -3, 1, 0.0, False),

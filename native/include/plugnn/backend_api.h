@@ -246,7 +246,8 @@ typedef enum pn_layer_kind {
     PN_LAYER_SPECTRAL = 41,           /* pn_spectral_desc; inputs x[, window] */
     PN_LAYER_LINEAR_ALGEBRA = 42,     /* pn_linear_algebra_desc; inputs x */
     PN_LAYER_BITCAST = 43,            /* no descriptor; inputs x; output type from its info */
-    PN_LAYER_RANDOM = 44              /* pn_random_desc; inputs none or logits */
+    PN_LAYER_RANDOM = 44,             /* pn_random_desc; inputs none or logits */
+    PN_LAYER_DATA_DEPENDENT = 45      /* pn_data_dependent_desc; output shapes depend on the data */
 } pn_layer_kind;
 
 typedef enum pn_data_layout {
@@ -1328,6 +1329,92 @@ typedef struct pn_random_desc {
     double b;                /* UNIFORM: high; NORMAL: standard deviation */
 } pn_random_desc;
 
+/* ---------------------------------------------------------------------------
+ * Data-dependent layers (since 1.1)
+ * ---------------------------------------------------------------------------
+ * PN_LAYER_DATA_DEPENDENT holds the operators whose output shapes depend on the
+ * input values (ONNX NonZero, Unique, NonMaxSuppression, Compress). Each
+ * output's pn_tensor_info holds an UPPER BOUND of its shape, derived from the
+ * input shapes as each op below says (the shared validation checks it), and
+ * the runtime passes buffers of that size. execute() writes each output
+ * densely, row-major in its ACTUAL shape, from the start of its buffer (bytes
+ * past the actual size are unspecified), and reports the actual dims through
+ * pn_execute_args.output_dims: row i (PN_MAX_DIMS int64_t entries, at
+ * output_dims + i * PN_MAX_DIMS) receives output i's dims in its first `rank`
+ * entries (rank as in the output's info; the other entries are not read).
+ * Every actual dim is >= 0 and <= the bound's dim (an empty bound still gets
+ * its actual dims reported: [0, 3] compressed along axis 1 may be [0, 1]).
+ * The runtime sizes what follows such a
+ * layer on the reported dims (plugnn runs later layers in a network
+ * specialized for them).
+ *
+ * Ownership: output_dims belongs to the runtime and is valid for the call; the
+ * workload keeps no pointer to it. Errors: a workload of this kind whose
+ * execute arguments do not cover output_dims (PN_HAS_FIELD fails) or hold NULL
+ * there fails with PN_ERR_INVALID_ARGUMENT (the runtime always passes it for
+ * this kind); so does a result that would exceed a bound the layer states
+ * below the largest possible one (NON_MAX_SUPPRESSION only), naming the op and
+ * the bound. A 1.0 plugin never receives this kind (it refuses kinds it does
+ * not know), so 1.0 plugins are unaffected.
+ *
+ * NON_ZERO (ONNX NonZero): input x (any type, rank >= 1); one output, INT64,
+ * bound [rank, count(x)], actual [rank, n]: column j holds the multi-index of
+ * the j-th nonzero element of x in row-major order (nonzero: != 0 for
+ * numbers, NaN included; true for BOOL).
+ *
+ * UNIQUE (ONNX Unique): input x (any type, not quantized); four
+ * outputs: y (x's type), indices, inverse_indices, counts (INT64). Without
+ * has_axis, x is read flattened (N elements): bounds y [N], indices [N],
+ * inverse_indices [N] (always exact), counts [N]. With has_axis, the items are
+ * x's slices along `axis` (D of them): bounds y = x's shape with dim `axis`
+ * (exact but for dim axis), indices [D], inverse_indices [D] (exact), counts
+ * [D]. With u unique items: y holds them (sorted: ascending, slices compared
+ * lexicographically by their elements in row-major order, NaN after every
+ * number; not sorted: in order of first occurrence), indices[k] is the first
+ * position of item k in x, inverse_indices[i] the k of x's item i, counts[k]
+ * how often item k occurs. Items are equal when every element compares equal
+ * (NaNs equal to one another, -0.0 equal to 0.0).
+ *
+ * NON_MAX_SUPPRESSION (ONNX NonMaxSuppression): inputs boxes [B, N, 4] and
+ * scores [B, C, N] (one float type), then optionally, in order, one-element
+ * tensors max_output_boxes_per_class (INT64; absent: 0, so nothing is
+ * selected, as ONNX says), iou_threshold (the boxes' type; absent: 0) and
+ * score_threshold (the boxes' type; absent: no threshold). One output, INT64
+ * [K, 3] rows (batch, class, box), bound [R, 3] with R <= B * C * N (the
+ * largest possible; a smaller R may be stated when the maximum is known). Per
+ * batch b and class c, in that order: the boxes whose score is above
+ * score_threshold (strictly), by descending score (equal scores: lower box
+ * index first), each selected unless its IoU with an already selected box of
+ * (b, c) exceeds iou_threshold (strictly), at most max_output_boxes_per_class
+ * (a negative maximum selects none). Boxes are [y1, x1, y2, x2] corners in any
+ * order, or [x_center, y_center, width, height] with center_point_box; the
+ * IoU of boxes with no union area is 0.
+ *
+ * COMPRESS (ONNX Compress): inputs x (any type) and condition (BOOL, rank 1,
+ * L elements). With has_axis: the slices i of x along `axis` with i < L and
+ * condition[i] true, in order; bound = x's shape with dim `axis` =
+ * min(L, dim). Without: x flattened (N elements), the elements i < L with
+ * condition[i]; bound [min(L, N)]. L may be below the dim (the rest is not
+ * selected); L above it is refused. */
+typedef enum pn_data_dependent_op {
+    PN_DATA_DEPENDENT_INVALID = 0,
+    PN_DATA_DEPENDENT_NON_ZERO = 1,
+    PN_DATA_DEPENDENT_UNIQUE = 2,
+    PN_DATA_DEPENDENT_NON_MAX_SUPPRESSION = 3,
+    PN_DATA_DEPENDENT_COMPRESS = 4
+} pn_data_dependent_op;
+
+/* A field that does not apply to `op` is 0 (the shared validation refuses
+ * anything else). */
+typedef struct pn_data_dependent_desc {
+    uint32_t struct_size;
+    pn_data_dependent_op op;
+    pn_bool has_axis;        /* UNIQUE, COMPRESS: 1 works on slices along axis, 0 on x flattened */
+    int32_t axis;            /* with has_axis: in [-rank, rank), negative from the end; else 0 */
+    pn_bool sorted;          /* UNIQUE: 1 ascending, 0 in order of first occurrence */
+    pn_bool center_point_box;/* NON_MAX_SUPPRESSION: 1 [x_c, y_c, w, h], 0 two corners */
+} pn_data_dependent_desc;
+
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused
  * chains, blocked layouts, anything private to it). Only the backend that made
  * it receives it back, in create_workload (with release_payload NULL: the
@@ -1459,6 +1546,11 @@ typedef struct pn_execute_args {
     uint32_t num_outputs;
     const pn_tensor* outputs;  /* memory the workload writes; never aliases an input */
     void* workspace;           /* host scratch of the size the workload asked for, or NULL */
+    /* Since 1.1: for PN_LAYER_DATA_DEPENDENT (NULL for every other kind), where
+     * the workload reports its outputs' actual dims: num_outputs rows of
+     * PN_MAX_DIMS entries (see "Data-dependent layers"). Read it only when
+     * PN_HAS_FIELD(args, pn_execute_args, output_dims). */
+    int64_t* output_dims;
 } pn_execute_args;
 
 /* One layer ready to run, owned by the runtime until destroy. The runtime never

@@ -26,6 +26,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_EXPAND, cpuref_any_type, cpuref_expand_create},
     {PN_LAYER_ONE_HOT, cpuref_any_type, cpuref_one_hot_create},
     {PN_LAYER_TRIANGULAR, cpuref_any_type, cpuref_triangular_create},
+    {PN_LAYER_DATA_DEPENDENT, cpuref_unquantized, cpuref_data_dependent_create},
     {PN_LAYER_CONVOLUTION, cpuref_floats, cpuref_convolution_create},
     {PN_LAYER_POOLING, cpuref_unquantized, cpuref_pooling_create},
     {PN_LAYER_RESIZE, cpuref_unquantized, cpuref_resize_create},

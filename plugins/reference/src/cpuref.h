@@ -32,7 +32,8 @@ typedef void (*cpuref_kernel)(const cpuref_op* op, const float* const* in, float
 
 /* Runs one layer on its tensors' own element types: in[i] / out[i] point at the
  * data of input/output i (an empty input gets a valid pointer it never reads).
- * Never called when every output is empty. Fails only for what the data
+ * Never called when every output is empty, except for DATA_DEPENDENT kernels
+ * (they report their outputs' dims; an empty output's pointer may be NULL). Fails only for what the data
  * decides (an index out of range, an integer division by zero): then returns
  * PN_ERR_INVALID_ARGUMENT with a message that names the kind and the value. */
 typedef pn_status (*cpuref_typed_kernel)(const cpuref_op* op, const void* const* in,
@@ -54,6 +55,8 @@ struct cpuref_op {
                                         of another float type, else NULL entries */
     void* priv;                      /* family state (typed kernels), freed with free() */
     void* workspace;                 /* execute() scratch: the workspace the runtime passed */
+    int64_t* output_dims;            /* execute() scratch: where a DATA_DEPENDENT kernel reports
+                                        its outputs' actual dims (the execute arguments'), else NULL */
     pn_shared* constants;            /* cpuref_constants: which constant buffers the layer
                                         reads, shared with the workloads reshaped from it */
     int has_activation;              /* the fused activation below applies */
@@ -96,6 +99,7 @@ struct cpuref_op {
         pn_spectral_desc spectral;
         pn_linear_algebra_desc linalg;
         pn_random_desc random;
+        pn_data_dependent_desc data_dependent;
     } desc;
 };
 
@@ -175,6 +179,7 @@ pn_status cpuref_cumulative_create(void*, const pn_layer*, pn_workload**, pn_str
 pn_status cpuref_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_cast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_data_dependent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_grid_sample_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_roi_align_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_deformable_convolution_create(void*, const pn_layer*, pn_workload**,

@@ -218,7 +218,12 @@ static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_
     if (s != PN_OK) {
         return s;
     }
-    if (outputs_empty(op)) {
+    op->output_dims = PN_HAS_FIELD(args, pn_execute_args, output_dims) ? args->output_dims : NULL;
+    if (op->kind == PN_LAYER_DATA_DEPENDENT && op->output_dims == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuRef DataDependent: the execute arguments "
+                       "give no output_dims to report the outputs' actual dims in");
+    }
+    if (outputs_empty(op) && op->kind != PN_LAYER_DATA_DEPENDENT) { /* those report their dims */
         return PN_OK; /* nothing to write */
     }
     /* An empty input may come with NULL data: give kernels a valid pointer they never read. */

@@ -14,6 +14,11 @@ as a value (and only those) is treated as a constant with the value passed to `r
 keyed by the input shapes and those constant values (a new value means a new import). The
 remaining float32 inputs are fed to the network as usual. Dynamic input dims are fixed from
 the arrays passed to `run()` in the same way.
+
+Models `plugnn.onnx.load` cannot build as one Network (control flow, sequences and optionals,
+values the import needs computed at run time, data-dependent shapes feeding further nodes: the
+importer's DynamicModelError) run on the dynamic path, a `plugnn.dynamic.DynamicModel` (kept as
+`rep.dynamic`): inputs and outputs may then be lists (sequences) and None (empty optionals).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
 from plugnn.errors import ModelError
-from plugnn.onnx.importer import DynamicShapeError, NeedsConstantError, import_model, read_model
+from plugnn.onnx.importer import DynamicModelError, DynamicShapeError, NeedsConstantError, import_model, read_model
 
 _runtime_lock = threading.Lock()
 _runtime: Any = None
@@ -66,6 +71,15 @@ def _unload_all(loaded: dict[Any, Any]) -> None:
     loaded.clear()
 
 
+def _as_value(value: Any) -> Any:
+    """A run() input: an array, or, for the dynamic path, a list (a sequence) or None (an empty optional)."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [np.asarray(v) for v in value]
+    return np.asarray(value)
+
+
 class PlugnnBackendRep(BackendRep):
     """A prepared model: imports (per bound constant values and input shapes) and runs on plugnn."""
 
@@ -80,6 +94,7 @@ class PlugnnBackendRep(BackendRep):
         self.constant_inputs: set[str] = set()
         self._loaded: dict[Any, Any] = {}
         self._lock = threading.Lock()
+        self.dynamic: Any = None  # a plugnn.dynamic.DynamicModel once the model needs the dynamic path
         self._finalizer = weakref.finalize(self, _unload_all, self._loaded)
         self._prepare_eagerly()
 
@@ -92,8 +107,18 @@ class PlugnnBackendRep(BackendRep):
             return
         except DynamicShapeError:
             return
+        except DynamicModelError:
+            self._go_dynamic()
+            return
         shapes = tuple(sorted((layer.name, layer.outputs[0].shape) for layer in network.inputs))
         self._loaded[(shapes, ())] = self._load(network)
+
+    def _go_dynamic(self) -> None:
+        from plugnn.dynamic import DynamicModel
+
+        model = DynamicModel(self.proto, self.source, shared_runtime(), self.backends)
+        self.dynamic = model
+        weakref.finalize(self, model.close)
 
     def _load(self, network: Any) -> Any:
         import plugnn
@@ -101,9 +126,9 @@ class PlugnnBackendRep(BackendRep):
         runtime = shared_runtime()
         return runtime.load_network(plugnn.optimize(network, runtime, self.backends))
 
-    def _named(self, inputs: Any) -> dict[str, np.ndarray]:
+    def _named(self, inputs: Any) -> dict[str, Any]:
         if isinstance(inputs, Mapping):
-            named = {k: np.asarray(v) for k, v in inputs.items()}
+            named = {k: _as_value(v) for k, v in inputs.items()}
             unknown = set(named) - set(self.input_names)
             if unknown:
                 raise ModelError(f"{self.source}: unknown inputs {sorted(unknown)}; the model takes {self.input_names}")
@@ -114,13 +139,13 @@ class PlugnnBackendRep(BackendRep):
             if len(values) > len(self.input_names):
                 raise ModelError(f"{self.source}: {len(values)} inputs given, the model takes {len(self.input_names)} "
                                  f"({self.input_names})")
-            named = {n: np.asarray(v) for n, v in zip(self.input_names, values)}
+            named = {n: _as_value(v) for n, v in zip(self.input_names, values)}
         return named
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
         named = self._named(inputs)
         with self._lock:
-            while True:
+            while self.dynamic is None:
                 bound = {n: v for n, v in named.items() if n in self.constant_inputs}
                 fed = {n: np.require(v, requirements='C') for n, v in named.items() if n not in self.constant_inputs}
                 shapes = tuple(sorted((n, v.shape) for n, v in fed.items()))
@@ -136,11 +161,14 @@ class PlugnnBackendRep(BackendRep):
                             raise
                         self.constant_inputs.add(exc.input_name)
                         continue
+                    except DynamicModelError:
+                        self._go_dynamic()
+                        break
                     loaded = self._loaded[key] = self._load(network)
-                break
-            fed = {n: v for n, v in fed.items() if n in loaded.input_infos}
-            results = loaded.run(fed)
-        return tuple(results[name] for name in self.output_names)
+                fed = {n: v for n, v in fed.items() if n in loaded.input_infos}
+                results = loaded.run(fed)
+                return tuple(results[name] for name in self.output_names)
+            return tuple(self.dynamic.run(named))
 
 
 class PlugnnBackend(Backend):

@@ -15,11 +15,30 @@ from plugnn.onnx.registry import Converter
 from plugnn.tensor import DataType
 
 
-class NeedsConstantError(ModelError):
-    """A value the importer needs at import time is a graph input (the ONNX backend binds it)."""
+class DynamicModelError(ModelError):
+    """The model needs plugnn's dynamic path (plugnn.dynamic: control flow, sequences, values the
+    import needs that are computed at run time, data-dependent shapes feeding further nodes);
+    `plugnn.onnx.load` builds one static Network and cannot import it. `plugnn.InferenceSession`
+    and `plugnn.onnx.backend` run such models."""
 
-    def __init__(self, message: str, input_name: str) -> None:
+
+class RunTimeValueError(DynamicModelError):
+    """A value the importer needs at import time (a shape, axes, pads, ...) is computed at run
+    time: `value_name` is that value (the dynamic path ends a segment before the node, or binds
+    the value when it is a segment input)."""
+
+    def __init__(self, message: str, value_name: str) -> None:
         super().__init__(message)
+        self.value_name = value_name
+
+
+class NeedsConstantError(RunTimeValueError):
+    """A value the importer needs at import time is a graph input, or computed from graph inputs
+    and constants only (`input_name`, the first such graph input: the ONNX backend binds it);
+    `value_name` is the value the node needs."""
+
+    def __init__(self, message: str, input_name: str, value_name: str | None = None) -> None:
+        super().__init__(message, input_name if value_name is None else value_name)
         self.input_name = input_name
 
 
@@ -267,12 +286,16 @@ class NodeContext:
         """The error for input i, computed at run time where a value known at import is needed.
         When it is computed from graph inputs (and constants) only, a NeedsConstantError naming
         them: the ONNX backend binds them, and the value folds."""
-        behind = self.importer.graph_inputs_behind(self.node.input[i])
+        name = self.node.input[i]
+        behind = self.importer.graph_inputs_behind(name)
         if not behind:
-            return self.error(message)
+            return RunTimeValueError(f"{self.importer.source}: {self.label}: {message}; a model computing it "
+                                     f"needs plugnn's dynamic path (plugnn.InferenceSession or plugnn.onnx.backend "
+                                     f"run the network in segments)", name)
         return NeedsConstantError(
             f"{self.importer.source}: {self.label}: {message}; it is computed from graph input(s) "
-            f"{', '.join(map(repr, behind))}: make them initializers (constants)", behind[0])
+            f"{', '.join(map(repr, behind))}: make them initializers (constants), or run the model on plugnn's "
+            f"dynamic path (plugnn.InferenceSession, plugnn.onnx.backend), which computes it first", behind[0], name)
 
     def tensor(self, i: int, what: str = "input") -> Tensor:
         """Input i as a Tensor of the network (a constant layer of its exact type when it is known)."""

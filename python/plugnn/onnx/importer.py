@@ -24,11 +24,13 @@ import numpy as np
 from plugnn.errors import ModelError, NetworkError
 from plugnn.network import Network, Tensor
 from plugnn.onnx.context import (
+    DynamicModelError,
     DynamicShapeError,
     ImportState,
     NeedsConstantError,
     NodeContext,
     PendingInput,
+    RunTimeValueError,
     Value,
     np_dtype,
     onnx_module,
@@ -38,8 +40,8 @@ from plugnn.onnx import expansion, functions, legacy
 from plugnn.onnx.registry import OPS
 from plugnn.tensor import DataType
 
-__all__ = ["DynamicShapeError", "NeedsConstantError", "import_model", "load", "read_initializers", "read_model",
-           "supported_operators", "unsupported_hint"]
+__all__ = ["DynamicModelError", "DynamicShapeError", "NeedsConstantError", "RunTimeValueError", "import_model", "load",
+           "read_initializers", "read_model", "supported_operators", "unsupported_hint"]
 
 MIN_OPSET = 1
 
@@ -65,6 +67,7 @@ def _register_all() -> None:
     from plugnn.onnx import ops_resize  # noqa: F401
     from plugnn.onnx import ops_normalization, ops_reduce, ops_softmax, ops_topk_cumulative  # noqa: F401
     from plugnn.onnx import ops_activation, ops_logic, ops_unary  # noqa: F401
+    from plugnn.onnx import ops_control, ops_data_dependent  # noqa: F401
     from plugnn.onnx import ops_quantization  # noqa: F401
     from plugnn.onnx import ops_bitcast, ops_determinant, ops_einsum, ops_random  # noqa: F401
     from plugnn.onnx import ops_rearrange, ops_sampling, ops_spectral, ops_tfidf  # noqa: F401
@@ -260,8 +263,9 @@ class _Importer(ImportState):
                 continue
             ttype = value_info.type
             if not ttype.HasField("tensor_type"):
-                raise ModelError(f"{self.source}: input {name!r} is not a tensor ({ttype.WhichOneof('value')}); "
-                                 f"plugnn imports tensor inputs only")
+                raise DynamicModelError(f"{self.source}: input {name!r} is not a tensor ({ttype.WhichOneof('value')}); "
+                                        f"sequences and optionals need plugnn's dynamic path (plugnn.InferenceSession "
+                                        f"or plugnn.onnx.backend; plugnn.onnx.load builds a Network of tensors)")
             shape = self._input_shape(value_info)
             dtype = np_dtype(ttype.tensor_type.elem_type)
             try:
@@ -330,6 +334,11 @@ class _Importer(ImportState):
         for i, (n, v) in enumerate(zip(node.input, inputs)):
             if n and v is None:
                 raise ctx.error(f"input {i} {n!r} is produced by no earlier node, initializer or graph input")
+            if isinstance(v, Tensor) and v.data_dependent:
+                raise DynamicModelError(
+                    f"{self.source}: {ctx.label}: input {i} {n!r} is the output of data-dependent layer "
+                    f"{v.producer!r}, whose shape is known only at run time; a node reading it needs plugnn's dynamic "
+                    f"path (plugnn.InferenceSession or plugnn.onnx.backend run the network in segments)")
         if ctx.opset < legacy.NATIVE_OPSET:  # opsets 1 to 6: the node in its opset-7 form
             expansion.walk(ctx, legacy.upgrade(ctx), self._convert)
             return
@@ -351,7 +360,7 @@ class _Importer(ImportState):
         for i, out_name in enumerate(node.output):
             if not out_name:
                 continue
-            self.producers[out_name] = tuple(node.input)
+            self.producers.setdefault(out_name, tuple(node.input))  # an inlined If's: its branch's nodes
             if i >= len(outputs) or outputs[i] is None:
                 if self.consumers.get(out_name):
                     raise ctx.error(f"output {i} ({out_name!r}) is used, and plugnn does not compute it "
@@ -382,7 +391,8 @@ class _Importer(ImportState):
                 if want != np.dtype(dtype) and declared.elem_type != TensorProto.UNDEFINED:
                     raise ModelError(f"{self.source}: graph output {name!r} is declared {type_name(declared.elem_type)}, "
                                      f"plugnn computes {dtype}")
-            if declared is not None and declared.HasField("shape"):
+            if declared is not None and declared.HasField("shape") and not (isinstance(value, Tensor)
+                                                                          and value.data_dependent):
                 dims = declared.shape.dim
                 bad = len(dims) != len(shape) or any(
                     d.HasField("dim_value") and d.dim_value != s for d, s in zip(dims, shape))

@@ -1,12 +1,11 @@
 """Indexing operators: Gather, GatherElements, GatherND, ScatterElements, Scatter (opsets 9-10),
-ScatterND, OneHot and NonZero.
+ScatterND and OneHot (NonZero: ops_data_dependent.py).
 
 Each is a GATHER, SCATTER or ONE_HOT layer when an input is computed at run time, and is folded
 with NumPy when every input is known at import (static shape chains such as Shape -> Gather ->
 Unsqueeze -> Concat -> Reshape stay constants). Indices known at import are checked there, so a
 bad one names the node; indices computed at run time are checked by the backend when it runs
-(an out-of-range index fails run() naming the layer, the index and the axis size). NonZero is
-folded only: the size of its output depends on the values of its input.
+(an out-of-range index fails run() naming the layer, the index and the axis size).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import numpy as np
 
 from plugnn.descriptors import GatherOp, ScatterOp, ScatterReduction
 from plugnn.onnx.context import NodeContext
-from plugnn.onnx.static_inputs import dtype_of, static_array, static_ints
+from plugnn.onnx.static_inputs import dtype_of, static_ints
 from plugnn.onnx.registry import op
 
 
@@ -319,14 +318,3 @@ def _fold_one_hot(ctx: NodeContext) -> list[Any]:
 def one_hot(ctx: NodeContext) -> list[Any]:
     depth, axis = _one_hot_args(ctx)
     return [ctx.network.add_one_hot(ctx.tensor(0, "indices"), depth, ctx.tensor(2, "values"), axis, name=ctx.name())]
-
-
-# ---- NonZero -----------------------------------------------------------------------------------
-
-
-@op("NonZero", ())
-def non_zero(ctx: NodeContext) -> list[Any]:
-    """Folded only: a graph input is bound as a constant by the ONNX backend, a value computed at
-    run time is an error."""
-    x = static_array(ctx, 0, "X", "NonZero's output shape depends on the values of its input")
-    return [np.array(np.nonzero(x), np.int64).reshape(x.ndim, -1)]

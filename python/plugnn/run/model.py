@@ -54,9 +54,11 @@ def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
     try:
         network = plugnn.onnx.load(path, input_shapes=shapes or None)
     except PlugnnError as exc:
+        from plugnn.onnx.context import DynamicModelError
+
         unfixed = [n for n in dynamic if n not in shapes]
         hint = ""
-        if unfixed:
+        if unfixed and not isinstance(exc, DynamicModelError):  # that one says what the model needs
             hint = "; the model's inputs " + ", ".join(
                 f"{n} {_dims_text(dynamic[n])}" for n in unfixed) + " have dynamic dimensions: fix them with " \
                 "--input-shape NAME=D,D,... or --input NAME=FILE.npy"

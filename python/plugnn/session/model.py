@@ -55,11 +55,22 @@ def onnx_type(elem_type: int) -> str:
     return text
 
 
+def _type_text(ttype: Any) -> str:
+    """onnxruntime's name of a type: "tensor(float)", "seq(tensor(float))", "optional(...)"."""
+    kind = ttype.WhichOneof("value")
+    if kind == "tensor_type":
+        return onnx_type(ttype.tensor_type.elem_type)
+    if kind == "sequence_type":
+        return f"seq({_type_text(ttype.sequence_type.elem_type)})"
+    if kind == "optional_type":
+        return f"optional({_type_text(ttype.optional_type.elem_type)})"
+    return kind or "undefined"
+
+
 def _node_arg(value_info: Any) -> NodeArg:
     ttype = value_info.type
     if not ttype.HasField("tensor_type"):
-        kind = ttype.WhichOneof("value") or "undefined"
-        return NodeArg(value_info.name, None, kind)
+        return NodeArg(value_info.name, None, _type_text(ttype))
     tensor = ttype.tensor_type
     shape: list[Dim] | None = None
     if tensor.HasField("shape"):
@@ -113,6 +124,12 @@ class SessionModel:
             if foreign:
                 parts.append(f"operator(s) {', '.join(foreign)} are outside the default ai.onnx domain")
             raise ModelError(f"{self.source}: {'; '.join(parts)}; {unsupported_hint(missing)}")
+
+    @property
+    def needs_program(self) -> bool:
+        """True when an input or output is a sequence or an optional: the model runs on the dynamic
+        path (plugnn.dynamic) from the start."""
+        return any(not a.type.startswith("tensor(") for a in self.inputs + self.outputs)
 
     @property
     def dynamic(self) -> bool:

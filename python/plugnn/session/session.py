@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from plugnn.errors import SessionError
+from plugnn.errors import InputError, SessionError
+from plugnn.onnx.context import DynamicModelError
 from plugnn.runtime import Runtime
 from plugnn.session.feeds import check_feed, check_output_names
 from plugnn.session.model import NodeArg, SessionModel
@@ -81,9 +82,15 @@ class InferenceSession:
             self._output_names = [o.name for o in self._outputs]
             self._label = f"model {self._model.name!r}"
             self._closed = False
-            if not self._model.dynamic:
+            self._dynamic: Any = None
+            if self._model.needs_program:
+                self._go_dynamic()
+            elif not self._model.dynamic:
                 key = tuple(tuple(d for d in a.shape or () if isinstance(d, int)) for a in self._inputs)
-                self._cache.release(self._cache.acquire(key))
+                try:
+                    self._cache.release(self._cache.acquire(key))
+                except DynamicModelError:
+                    self._go_dynamic()
         except BaseException:
             self._finalizer()
             raise
@@ -127,6 +134,8 @@ class InferenceSession:
             raise SessionError(f"{self._label}: the session is closed")
         names = self._output_names if output_names is None else \
             check_output_names(self._outputs, output_names, self._label)
+        if self._dynamic is not None:
+            return self._run_dynamic(names, input_feed)
         key = self._fast_key(input_feed)
         # Shapes seen before were checked (ranks, fixed dims, symbols) when they were first seen.
         spec = self._cache.lookup(key) if key is not None else None
@@ -134,12 +143,52 @@ class InferenceSession:
         if spec is None:  # a new combination of shapes, or anything unusual: every check
             arrays = check_feed(self._inputs, input_feed, self._label)
             feed = dict(zip(self._input_names, arrays))
-            spec = self._cache.acquire(tuple(a.shape for a in arrays))
+            try:
+                spec = self._cache.acquire(tuple(a.shape for a in arrays))
+            except DynamicModelError:  # the model needs the dynamic path: from now on, every run
+                self._go_dynamic()
+                return self._run_dynamic(names, input_feed)
         try:
             results = spec.loaded.run(feed)
         finally:
             self._cache.release(spec)
         return [results[n] for n in names]
+
+    def _go_dynamic(self) -> None:
+        """Run the model on plugnn's dynamic path from now on (plugnn.dynamic.DynamicModel)."""
+        from plugnn.dynamic import DynamicModel
+
+        model = self._model
+        self._dynamic = DynamicModel(model.proto, model.source, self._runtime, self._cache.backends, name=model.name,
+                                     initializers=model.initializers)
+        weakref.finalize(self, self._dynamic.close)
+
+    def _run_dynamic(self, names: Sequence[str], input_feed: Any) -> list[Any]:
+        """A run on the dynamic path: tensor inputs checked as usual, a sequence input must be a
+        list of arrays, an optional one an array, a list or None."""
+        if not isinstance(input_feed, Mapping):
+            raise InputError(f"{self._label}: input_feed must be a dict of input name to value, got "
+                             f"{type(input_feed).__name__}")
+        others = {a.name: a for a in self._inputs if not a.type.startswith("tensor(")}
+        tensors = [a for a in self._inputs if a.name not in others]
+        arrays = check_feed(tensors, {n: v for n, v in input_feed.items() if n not in others}, self._label)
+        feed: dict[str, Any] = dict(zip((a.name for a in tensors), arrays))
+        for name, arg in others.items():
+            if name not in input_feed:
+                raise InputError(f"{self._label}: missing input {name!r} ({arg.type})")
+            value = input_feed[name]
+            if arg.type.startswith("seq(") and not isinstance(value, (list, tuple)):
+                raise InputError(f"{self._label}: input {name!r} is a sequence ({arg.type}): pass a list of "
+                                 f"numpy.ndarray, not {type(value).__name__}")
+            feed[name] = value
+        results = dict(zip(self._output_names, self._dynamic.run(feed)))
+        return [results[n] for n in names]
+
+    @property
+    def dynamic(self) -> Any:
+        """The model's plugnn.dynamic.DynamicModel when it runs on the dynamic path (control flow,
+        sequences, shapes decided by the data), else None; its explain() shows every segment."""
+        return self._dynamic
 
     def _fast_key(self, feed: Any) -> tuple[tuple[int, ...], ...] | None:
         """The inputs' shapes, in input order, when the feed is a dict of exactly the inputs'
@@ -190,6 +239,8 @@ class InferenceSession:
     def close(self) -> None:
         """Unload every specialization; close the runtime if the session owns it."""
         self._closed = True
+        if self._dynamic is not None:
+            self._dynamic.close()
         self._finalizer()
 
     def __enter__(self) -> InferenceSession:
