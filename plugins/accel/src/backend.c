@@ -48,6 +48,10 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_RESHAPE, pn_plugin_float32_only, accel_copy_create},
     {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
     {PN_LAYER_COPY, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_ELEMENTWISE_UNARY, accel_unary_check, accel_unary_create},
+    {PN_LAYER_REDUCE, accel_reduce_check, accel_reduce_create},
+    {PN_LAYER_NORMALIZATION, accel_normalization_check, accel_normalization_create},
+    {PN_LAYER_GATHER, accel_gather_check, accel_gather_create},
 };
 
 /* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory

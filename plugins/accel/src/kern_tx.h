@@ -1,0 +1,540 @@
+/*
+ * CpuAcc's transformer-era vector kernels (the accel_tx_kernels of tx.h), written once and
+ * compiled per ISA: kern_tx_portable.c, kern_tx_avx2.c and kern_tx_avx512.c each define
+ * KSUF(name) (appends the ISA's suffix) and KTXTABLE (the table's name) and include this file
+ * once. Plain C loops are shaped for the auto-vectorizer (lane arrays for reductions,
+ * branch-free selects), the attention tiles use the vector primitives of kern_vector.h, and
+ * the math is kern_math.h's (exp, log, erf with the accuracy plugins/accel/README.md states).
+ */
+#include "tx.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KINLINE static inline __attribute__((always_inline))
+#define KALIGN64 __attribute__((aligned(64)))
+#else
+#define KINLINE static inline
+#define KALIGN64
+#endif
+
+#include "kern_math.h"
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function" /* kern_vector.h's deint: pooling's, not ours */
+#endif
+#include "kern_vector.h"
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#define TX_LANES 16
+#define TX_BLOCK 4096 /* floats summed in float lanes before the partial goes to a double */
+
+/* ---- Sums of a row ----------------------------------------------------------------------- */
+
+/* sum (x[i] - c)^2 (sq 1) or sum (x[i] - c) (sq 0) over one block of at most TX_BLOCK floats,
+ * in float lanes. */
+KINLINE float KSUF(tx_block_sum)(const float* x, int64_t n, float c, const int sq) {
+    float acc[TX_LANES] = {0};
+    int64_t i = 0;
+    for (; i + TX_LANES <= n; i += TX_LANES) {
+        for (int j = 0; j < TX_LANES; ++j) {
+            const float d = x[i + j] - c;
+            acc[j] += sq ? d * d : d;
+        }
+    }
+    float s = 0.0f;
+    for (; i < n; ++i) {
+        const float d = x[i] - c;
+        s += sq ? d * d : d;
+    }
+    for (int j = 0; j < TX_LANES; ++j) {
+        s += acc[j];
+    }
+    return s;
+}
+
+/* sum over the whole row, block partials added in double. */
+static double KSUF(tx_row_sum)(const float* x, int64_t n, float c, int sq) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i += TX_BLOCK) {
+        const int64_t m = n - i < TX_BLOCK ? n - i : TX_BLOCK;
+        s += sq ? KSUF(tx_block_sum)(x + i, m, c, 1) : KSUF(tx_block_sum)(x + i, m, c, 0);
+    }
+    return s;
+}
+
+/* ---- NORMALIZATION -------------------------------------------------------------------------- */
+
+static void KSUF(tx_moments)(const float* x, int64_t n, float eps, float* mean, float* rstd) {
+    const double m = n > 0 ? KSUF(tx_row_sum)(x, n, 0.0f, 0) / (double)n : 0.0;
+    const float mf = (float)m;
+    /* the variance about the rounded mean, corrected to the exact one: E(x - mf)^2 - (m - mf)^2 */
+    const double dm = m - (double)mf;
+    const double var = n > 0 ? KSUF(tx_row_sum)(x, n, mf, 1) / (double)n - dm * dm : 0.0;
+    *mean = mf;
+    *rstd = (float)(1.0 / sqrt((var > 0.0 ? var : 0.0) + (double)eps));
+}
+
+static void KSUF(tx_norm_rows)(int rms, const float* x, float* y, int64_t rows, int64_t n,
+                               const float* scale, const float* bias, float eps) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n;
+        float* yr = y + r * n;
+        float mean = 0.0f, rstd;
+        if (rms) {
+            const double ms = n > 0 ? KSUF(tx_row_sum)(xr, n, 0.0f, 1) / (double)n : 0.0;
+            rstd = (float)(1.0 / sqrt(ms + (double)eps));
+        } else {
+            KSUF(tx_moments)(xr, n, eps, &mean, &rstd);
+        }
+        if (bias != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] = KFMA((xr[i] - mean) * rstd, scale[i], bias[i]);
+            }
+        } else {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] = (xr[i] - mean) * rstd * scale[i];
+            }
+        }
+    }
+}
+
+static void KSUF(tx_affine_row)(const float* x, float* y, int64_t n, float c, float a, float b) {
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] = KFMA(x[i] - c, a, b);
+    }
+}
+
+/* ---- ELEMENTWISE_UNARY ------------------------------------------------------------------------ */
+
+/* floor, ceil, round (halves to even) without libm: t = x rounded to the nearest integer (the
+ * 1.5 * 2^23 trick, exact for |x| < 2^22), then one step down or up; |x| >= 2^22 is an integer
+ * already (and NaN, inf stay as they are). The result takes x's sign, so -0.3 rounds to -0. */
+KINLINE float KSUF(tx_round)(float x, const int mode) { /* mode: 0 round, 1 floor, 2 ceil */
+    const float a = fabsf(x);
+    float t = KSUF(round_near)(a < 4194304.0f ? x : 0.0f);
+    if (mode == 1) {
+        t = t > x ? t - 1.0f : t;
+    } else if (mode == 2) {
+        t = t < x ? t + 1.0f : t;
+    }
+    return a < 4194304.0f ? KSUF(copysign)(t, x) : x;
+}
+
+/* sin (cos 0) or cos (cos 1) of |x| <= 8192: Cody-Waite reduction by pi/4 with Cephes'
+ * three-part constant (j * 0.78515625 exact), then Cephes' sinf/cosf polynomials on
+ * [-pi/4, pi/4], the octant choosing the polynomial and the sign. Larger |x| are computed by
+ * unary_row's fix-up (libm in double). */
+KINLINE float KSUF(tx_sincos)(float x, const int is_cos) {
+    const float a = fabsf(x) <= 8192.0f ? fabsf(x) : 0.0f; /* NaN, inf, large: fixed up */
+    int32_t j = (int32_t)(a * 1.27323954473516f);
+    j = (j + 1) & ~1;
+    const float fj = (float)j;
+    float r = KFMA(fj, -0.78515625f, a);
+    r = KFMA(fj, -2.4187564849853515625e-4f, r);
+    r = KFMA(fj, -3.77489497744594108e-8f, r);
+    const int32_t oct = j & 7;
+    const float z = r * r;
+    float ps = -1.9515295891e-4f;
+    ps = KFMA(ps, z, 8.3321608736e-3f);
+    ps = KFMA(ps, z, -1.6666654611e-1f);
+    const float sn = KFMA(ps * z, r, r);
+    float pc = 2.443315711809948e-5f;
+    pc = KFMA(pc, z, -1.388731625493765e-3f);
+    pc = KFMA(pc, z, 4.166664568298827e-2f);
+    const float cs = KFMA(pc * z, z, KFMA(-0.5f, z, 1.0f));
+    /* sin: octants 0, 4 sin; 2, 6 cos; 4, 6 negative. cos: 0, 4 cos; 2, 6 sin; 2, 4 negative */
+    const int use_cos = is_cos ? (oct & 2) == 0 : (oct & 2) != 0;
+    const int neg = is_cos ? (oct == 2 || oct == 4) : (oct >= 4);
+    const float v = use_cos ? cs : sn;
+    const float s = neg ? -v : v;
+    /* sin is odd: x's sign bit flips the result's (so sin(-0) = -0) */
+    return is_cos ? s : KSUF(from_bits)(KSUF(to_bits)(s) ^ (KSUF(to_bits)(x) & 0x80000000u));
+}
+
+KINLINE float KSUF(tx_sign)(float x) {
+    return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == 0.0f ? 0.0f : x));
+}
+
+#define TX_UNARY_CHUNK 256
+
+static void KSUF(tx_unary_row)(pn_unary_op op, const float* x, float* y, int64_t n) {
+    int64_t i;
+    switch (op) {
+    case PN_UNARY_ABS: for (i = 0; i < n; ++i) y[i] = fabsf(x[i]); break;
+    case PN_UNARY_NEG: for (i = 0; i < n; ++i) y[i] = -x[i]; break;
+    case PN_UNARY_SIGN: for (i = 0; i < n; ++i) y[i] = KSUF(tx_sign)(x[i]); break;
+    case PN_UNARY_RECIPROCAL: for (i = 0; i < n; ++i) y[i] = 1.0f / x[i]; break;
+    case PN_UNARY_SQRT: for (i = 0; i < n; ++i) y[i] = sqrtf(x[i]); break;
+    case PN_UNARY_RSQRT: for (i = 0; i < n; ++i) y[i] = 1.0f / sqrtf(x[i]); break;
+    case PN_UNARY_EXP: for (i = 0; i < n; ++i) y[i] = KSUF(vm_exp)(x[i]); break;
+    case PN_UNARY_LOG: for (i = 0; i < n; ++i) y[i] = KSUF(vm_log)(x[i]); break;
+    case PN_UNARY_ERF: for (i = 0; i < n; ++i) y[i] = KSUF(vm_erf)(x[i]); break;
+    case PN_UNARY_FLOOR: for (i = 0; i < n; ++i) y[i] = KSUF(tx_round)(x[i], 1); break;
+    case PN_UNARY_CEIL: for (i = 0; i < n; ++i) y[i] = KSUF(tx_round)(x[i], 2); break;
+    case PN_UNARY_ROUND: for (i = 0; i < n; ++i) y[i] = KSUF(tx_round)(x[i], 0); break;
+    case PN_UNARY_SIN:
+    case PN_UNARY_COS: {
+        const int is_cos = op == PN_UNARY_COS;
+        float in[TX_UNARY_CHUNK];
+        for (int64_t c = 0; c < n; c += TX_UNARY_CHUNK) {
+            const int64_t m = n - c < TX_UNARY_CHUNK ? n - c : TX_UNARY_CHUNK;
+            memcpy(in, x + c, (size_t)m * sizeof(float)); /* y may be x */
+            if (is_cos) {
+                for (i = 0; i < m; ++i) y[c + i] = KSUF(tx_sincos)(in[i], 1);
+            } else {
+                for (i = 0; i < m; ++i) y[c + i] = KSUF(tx_sincos)(in[i], 0);
+            }
+            for (i = 0; i < m; ++i) {
+                if (!(fabsf(in[i]) <= 8192.0f)) { /* large, inf, NaN: libm in double */
+                    y[c + i] = (float)(is_cos ? cos((double)in[i]) : sin((double)in[i]));
+                }
+            }
+        }
+        break;
+    }
+    default: /* unary.c accepts no other operation */
+        for (i = 0; i < n; ++i) y[i] = NAN;
+        break;
+    }
+}
+
+/* ---- REDUCE ----------------------------------------------------------------------------------- */
+
+/* One block (<= TX_BLOCK floats) of a run in float lanes; MAX/MIN return NaN when one is seen. */
+KINLINE float KSUF(tx_red_block)(accel_tx_red red, const float* x, int64_t n, float m) {
+    float acc[TX_LANES];
+    const float init = red == ACCEL_TX_MAX ? -INFINITY : red == ACCEL_TX_MIN ? INFINITY : 0.0f;
+    for (int j = 0; j < TX_LANES; ++j) {
+        acc[j] = init;
+    }
+    int64_t i = 0;
+    switch (red) {
+    case ACCEL_TX_SUM:
+        for (; i + TX_LANES <= n; i += TX_LANES)
+            for (int j = 0; j < TX_LANES; ++j) acc[j] += x[i + j];
+        for (; i < n; ++i) acc[0] += x[i];
+        break;
+    case ACCEL_TX_SUMSQ:
+        for (; i + TX_LANES <= n; i += TX_LANES)
+            for (int j = 0; j < TX_LANES; ++j) acc[j] = KFMA(x[i + j], x[i + j], acc[j]);
+        for (; i < n; ++i) acc[0] = KFMA(x[i], x[i], acc[0]);
+        break;
+    case ACCEL_TX_ABS:
+        for (; i + TX_LANES <= n; i += TX_LANES)
+            for (int j = 0; j < TX_LANES; ++j) acc[j] += fabsf(x[i + j]);
+        for (; i < n; ++i) acc[0] += fabsf(x[i]);
+        break;
+    case ACCEL_TX_EXPSUM:
+        for (; i + TX_LANES <= n; i += TX_LANES)
+            for (int j = 0; j < TX_LANES; ++j) acc[j] += KSUF(vm_exp)(x[i + j] - m);
+        for (; i < n; ++i) acc[0] += KSUF(vm_exp)(x[i] - m);
+        break;
+    case ACCEL_TX_MAX:
+        for (; i + TX_LANES <= n; i += TX_LANES)
+            for (int j = 0; j < TX_LANES; ++j) {
+                const float v = x[i + j];
+                acc[j] = (v > acc[j] || v != v) ? v : acc[j];
+            }
+        for (; i < n; ++i) acc[0] = (x[i] > acc[0] || x[i] != x[i]) ? x[i] : acc[0];
+        break;
+    case ACCEL_TX_MIN:
+        for (; i + TX_LANES <= n; i += TX_LANES)
+            for (int j = 0; j < TX_LANES; ++j) {
+                const float v = x[i + j];
+                acc[j] = (v < acc[j] || v != v) ? v : acc[j];
+            }
+        for (; i < n; ++i) acc[0] = (x[i] < acc[0] || x[i] != x[i]) ? x[i] : acc[0];
+        break;
+    default: /* PROD runs in double: reduce_run */
+        break;
+    }
+    float r = acc[0];
+    for (int j = 1; j < TX_LANES; ++j) {
+        const float v = acc[j];
+        if (red == ACCEL_TX_MAX) {
+            r = (v > r || v != v) ? v : r;
+        } else if (red == ACCEL_TX_MIN) {
+            r = (v < r || v != v) ? v : r;
+        } else {
+            r += v;
+        }
+    }
+    return r;
+}
+
+static double KSUF(tx_reduce_run)(accel_tx_red red, const float* x, int64_t n, float m) {
+    if (red == ACCEL_TX_PROD) {
+        double p = 1.0;
+        for (int64_t i = 0; i < n; ++i) {
+            p *= (double)x[i];
+        }
+        return p;
+    }
+    const int extreme = red == ACCEL_TX_MAX || red == ACCEL_TX_MIN;
+    double r = red == ACCEL_TX_MAX ? -INFINITY : red == ACCEL_TX_MIN ? INFINITY : 0.0;
+    for (int64_t i = 0; i < n; i += TX_BLOCK) {
+        const int64_t len = n - i < TX_BLOCK ? n - i : TX_BLOCK;
+        const double v = (double)KSUF(tx_red_block)(red, x + i, len, m);
+        if (!extreme) {
+            r += v;
+        } else if (v != v || r != r) {
+            r = r != r ? r : v; /* NaN wins */
+        } else {
+            r = red == ACCEL_TX_MAX ? (v > r ? v : r) : (v < r ? v : r);
+        }
+    }
+    return r;
+}
+
+static void KSUF(tx_reduce_cols)(accel_tx_red red, double* acc, const float* x, int64_t n,
+                                 const double* m) {
+    int64_t i;
+    switch (red) {
+    case ACCEL_TX_SUM: for (i = 0; i < n; ++i) acc[i] += (double)x[i]; break;
+    case ACCEL_TX_SUMSQ: for (i = 0; i < n; ++i) { const double v = x[i]; acc[i] += v * v; } break;
+    case ACCEL_TX_ABS: for (i = 0; i < n; ++i) acc[i] += (double)fabsf(x[i]); break;
+    case ACCEL_TX_PROD: for (i = 0; i < n; ++i) acc[i] *= (double)x[i]; break;
+    case ACCEL_TX_EXPSUM:
+        for (i = 0; i < n; ++i) acc[i] += (double)KSUF(vm_exp)(x[i] - (float)m[i]);
+        break;
+    case ACCEL_TX_MAX:
+        for (i = 0; i < n; ++i) {
+            const double v = x[i];
+            acc[i] = (v > acc[i] || v != v) ? v : acc[i];
+        }
+        break;
+    case ACCEL_TX_MIN:
+        for (i = 0; i < n; ++i) {
+            const double v = x[i];
+            acc[i] = (v < acc[i] || v != v) ? v : acc[i];
+        }
+        break;
+    }
+}
+
+/* Whether v replaces best (at a later position): see tx.h. */
+KINLINE int KSUF(tx_arg_takes)(int is_min, int last, float v, float best) {
+    const int better = is_min ? (last ? v <= best : v < best) : (last ? v >= best : v > best);
+    return last ? (v != v) || (best == best && better) : (v != v && best == best) || better;
+}
+
+static int64_t KSUF(tx_arg_run)(int is_min, int last, const float* x, int64_t n, int64_t stride) {
+    float best = x[0];
+    int64_t idx = 0;
+    for (int64_t l = 1; l < n; ++l) {
+        const float v = x[l * stride];
+        if (KSUF(tx_arg_takes)(is_min, last, v, best)) {
+            best = v;
+            idx = l;
+        }
+    }
+    return idx;
+}
+
+static void KSUF(tx_arg_cols)(int is_min, int last, float* best, int64_t* idx, const float* x,
+                              int64_t n, int64_t l) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        const int take = KSUF(tx_arg_takes)(is_min, last, v, best[i]);
+        best[i] = take ? v : best[i];
+        idx[i] = take ? l : idx[i];
+    }
+}
+
+/* ---- Fused attention -------------------------------------------------------------------------- */
+
+/* R rows x 2 vectors of scores at column j: s = scale * q kt. */
+KINLINE void KSUF(tx_scores_tile)(const int R, int64_t d, const float* q, int64_t qrs, int64_t qcs,
+                                  const float* kt, int64_t ldk, int64_t j, float scale, float* s,
+                                  int64_t lds) {
+    vf acc[ACCEL_TX_MR][2];
+    for (int r = 0; r < R; ++r) {
+        acc[r][0] = KSUF(vset1)(0.0f);
+        acc[r][1] = acc[r][0];
+    }
+    for (int64_t p = 0; p < d; ++p) {
+        const float* kp = kt + p * ldk + j;
+        const vf k0 = KSUF(vload)(kp), k1 = KSUF(vload)(kp + VW);
+        for (int r = 0; r < R; ++r) {
+            const vf qb = KSUF(vset1)(q[r * qrs + p * qcs]);
+            acc[r][0] = KSUF(vfma)(qb, k0, acc[r][0]);
+            acc[r][1] = KSUF(vfma)(qb, k1, acc[r][1]);
+        }
+    }
+    const vf sc = KSUF(vset1)(scale);
+    for (int r = 0; r < R; ++r) {
+        KSUF(vstore)(s + r * lds + j, KSUF(vmul)(acc[r][0], sc));
+        KSUF(vstore)(s + r * lds + j + VW, KSUF(vmul)(acc[r][1], sc));
+    }
+}
+
+KINLINE void KSUF(tx_scores_rows)(const int R, int64_t n, int64_t d, const float* q, int64_t qrs,
+                                  int64_t qcs, const float* kt, int64_t ldk, float scale,
+                                  const float* mask, int64_t mrs, float* s, int64_t lds) {
+    for (int64_t j = 0; j < n; j += 2 * VW) {
+        KSUF(tx_scores_tile)(R, d, q, qrs, qcs, kt, ldk, j, scale, s, lds);
+    }
+    if (mask != NULL) {
+        for (int r = 0; r < R; ++r) {
+            float* sr = s + r * lds;
+            const float* mr = mask + r * mrs;
+            for (int64_t j = 0; j < n; ++j) {
+                sr[j] += mr[j];
+            }
+        }
+    }
+}
+
+static void KSUF(tx_attn_scores)(int64_t nr, int64_t n, int64_t d, const float* q, int64_t qrs,
+                                 int64_t qcs, const float* kt, int64_t ldk, float scale,
+                                 const float* mask, int64_t mrs, float* s, int64_t lds) {
+    switch (nr) {
+    case 4: KSUF(tx_scores_rows)(4, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
+    case 3: KSUF(tx_scores_rows)(3, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
+    case 2: KSUF(tx_scores_rows)(2, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
+    default: KSUF(tx_scores_rows)(1, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
+    }
+}
+
+static float KSUF(tx_attn_exp_row)(float* s, int64_t n) {
+    float mx[TX_LANES];
+    for (int j = 0; j < TX_LANES; ++j) {
+        mx[j] = -INFINITY;
+    }
+    int64_t i = 0;
+    for (; i + TX_LANES <= n; i += TX_LANES) {
+        for (int j = 0; j < TX_LANES; ++j) {
+            mx[j] = s[i + j] > mx[j] ? s[i + j] : mx[j];
+        }
+    }
+    float m = -INFINITY;
+    for (; i < n; ++i) {
+        m = s[i] > m ? s[i] : m;
+    }
+    for (int j = 0; j < TX_LANES; ++j) {
+        m = mx[j] > m ? mx[j] : m;
+    }
+    /* A NaN score gives NaN through exp and the sum, as the unfused softmax; all -inf gives
+     * exp(NaN) = NaN too. m only has to be finite where the scores are. */
+    float acc[TX_LANES] = {0};
+    for (i = 0; i + TX_LANES <= n; i += TX_LANES) {
+        for (int j = 0; j < TX_LANES; ++j) {
+            const float e = KSUF(vm_exp)(s[i + j] - m);
+            s[i + j] = e;
+            acc[j] += e;
+        }
+    }
+    float sum = 0.0f;
+    for (; i < n; ++i) {
+        const float e = KSUF(vm_exp)(s[i] - m);
+        s[i] = e;
+        sum += e;
+    }
+    for (int j = 0; j < TX_LANES; ++j) {
+        sum += acc[j];
+    }
+    return sum;
+}
+
+/* The widest block of output columns attn_pv keeps in registers, in vectors. */
+#if VW == 16
+#define TX_PV_NV 4
+#else
+#define TX_PV_NV 2
+#endif
+
+/* R rows x NV vectors of o at column c. */
+KINLINE void KSUF(tx_pv_tile)(const int R, const int NV, int64_t n, const float* p, int64_t ldp,
+                              const float* v, int64_t ldv, int64_t c, int64_t dv, const float* inv,
+                              float* o, int64_t ors, int64_t ocs) {
+    vf acc[ACCEL_TX_MR][TX_PV_NV];
+    for (int r = 0; r < R; ++r) {
+        for (int k = 0; k < NV; ++k) {
+            acc[r][k] = KSUF(vset1)(0.0f);
+        }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        vf vk[TX_PV_NV];
+        for (int k = 0; k < NV; ++k) {
+            vk[k] = KSUF(vload)(v + j * ldv + c + k * VW);
+        }
+        for (int r = 0; r < R; ++r) {
+            const vf pb = KSUF(vset1)(p[r * ldp + j]);
+            for (int k = 0; k < NV; ++k) {
+                acc[r][k] = KSUF(vfma)(pb, vk[k], acc[r][k]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        const vf sc = KSUF(vset1)(inv[r]);
+        float* orow = o + r * ors;
+        for (int k = 0; k < NV; ++k) {
+            const int64_t c0 = c + k * VW;
+            const int64_t w = dv - c0 < VW ? dv - c0 : VW;
+            if (w <= 0) {
+                break;
+            }
+            const vf val = KSUF(vmul)(acc[r][k], sc);
+            if (ocs == 1) {
+                if (w == VW) {
+                    KSUF(vstore)(orow + c0, val);
+                } else {
+                    KSUF(vstore_n)(orow + c0, val, w);
+                }
+            } else {
+                float t[VW];
+                KSUF(vstore)(t, val);
+                for (int64_t l = 0; l < w; ++l) {
+                    orow[(c0 + l) * ocs] = t[l];
+                }
+            }
+        }
+    }
+}
+
+KINLINE void KSUF(tx_pv_rows)(const int R, int64_t n, int64_t dv, const float* p, int64_t ldp,
+                              const float* v, int64_t ldv, const float* inv, float* o, int64_t ors,
+                              int64_t ocs) {
+    for (int64_t c = 0; c < dv; c += TX_PV_NV * VW) {
+        const int64_t left = (dv - c + VW - 1) / VW;
+        switch (left >= TX_PV_NV ? TX_PV_NV : left) {
+#if TX_PV_NV == 4
+        case 4: KSUF(tx_pv_tile)(R, 4, n, p, ldp, v, ldv, c, dv, inv, o, ors, ocs); break;
+        case 3: KSUF(tx_pv_tile)(R, 3, n, p, ldp, v, ldv, c, dv, inv, o, ors, ocs); break;
+#endif
+        case 2: KSUF(tx_pv_tile)(R, 2, n, p, ldp, v, ldv, c, dv, inv, o, ors, ocs); break;
+        default: KSUF(tx_pv_tile)(R, 1, n, p, ldp, v, ldv, c, dv, inv, o, ors, ocs); break;
+        }
+    }
+}
+
+static void KSUF(tx_attn_pv)(int64_t nr, int64_t n, int64_t dv, const float* p, int64_t ldp,
+                             const float* v, int64_t ldv, const float* inv, float* o, int64_t ors,
+                             int64_t ocs) {
+    switch (nr) {
+    case 4: KSUF(tx_pv_rows)(4, n, dv, p, ldp, v, ldv, inv, o, ors, ocs); break;
+    case 3: KSUF(tx_pv_rows)(3, n, dv, p, ldp, v, ldv, inv, o, ors, ocs); break;
+    case 2: KSUF(tx_pv_rows)(2, n, dv, p, ldp, v, ldv, inv, o, ors, ocs); break;
+    default: KSUF(tx_pv_rows)(1, n, dv, p, ldp, v, ldv, inv, o, ors, ocs); break;
+    }
+}
+
+const accel_tx_kernels KTXTABLE = {
+    VW,
+    KSUF(tx_norm_rows),
+    KSUF(tx_moments),
+    KSUF(tx_affine_row),
+    KSUF(tx_unary_row),
+    KSUF(tx_reduce_run),
+    KSUF(tx_reduce_cols),
+    KSUF(tx_arg_run),
+    KSUF(tx_arg_cols),
+    KSUF(tx_attn_scores),
+    KSUF(tx_attn_exp_row),
+    KSUF(tx_attn_pv),
+};
