@@ -1,4 +1,5 @@
 /* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
+#include "attention.h"
 #include "chain_run.h"
 #include "families.h"
 #include "optimize.h"
@@ -54,10 +55,11 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_GATHER, accel_gather_check, accel_gather_create},
 };
 
-/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory
- * context of every create function is the factory's copy of the backend's accel_env. */
+/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h) and its fused
+ * attentions (attention.h), told apart by their payload. The factory context of every create
+ * function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
-                                accel_chain_create};
+                                accel_precompiled_create};
 
 /* ---- Backend and factory ------------------------------------------------- */
 

@@ -401,37 +401,55 @@ static void KSUF(tx_attn_scores)(int64_t nr, int64_t n, int64_t d, const float* 
     }
 }
 
+/* exp(v) for v <= 0 (softmax's x - max): exp_core's reduction and polynomial with one scaling
+ * by 2^n, no upper clamp; results below 2^-126 (v < -87.34) are flushed to 0, which next to
+ * the row's largest term, 1, changes no sum. NaN stays NaN. */
+KINLINE float KSUF(tx_exp_neg)(float v) {
+    const float c = v > -87.336f ? v : -87.336f; /* NaN -> -87.336: chosen below */
+    const float fn = KSUF(round_near)(c * 1.44269504088896341f);
+    float r = KFMA(fn, -0.693359375f, c);
+    r = KFMA(fn, 2.12194440e-4f, r);
+    const float z = r * r;
+    float p = 1.9875691500E-4f;
+    p = KFMA(p, r, 1.3981999507E-3f);
+    p = KFMA(p, r, 8.3334519073E-3f);
+    p = KFMA(p, r, 4.1665795894E-2f);
+    p = KFMA(p, r, 1.6666665459E-1f);
+    p = KFMA(p, r, 5.0000001201E-1f);
+    p = KFMA(p, z, r) + 1.0f;
+    const float y = p * KSUF(from_bits)((uint32_t)((int32_t)fn + 127) << 23); /* fn >= -126 */
+    return v > -87.336f ? y : (v != v ? v : 0.0f);
+}
+
 static float KSUF(tx_attn_exp_row)(float* s, int64_t n) {
-    float mx[TX_LANES];
-    for (int j = 0; j < TX_LANES; ++j) {
-        mx[j] = -INFINITY;
-    }
+    vf m0 = KSUF(vset1)(-INFINITY), m1 = m0;
     int64_t i = 0;
-    for (; i + TX_LANES <= n; i += TX_LANES) {
-        for (int j = 0; j < TX_LANES; ++j) {
-            mx[j] = s[i + j] > mx[j] ? s[i + j] : mx[j];
-        }
+    for (; i + 2 * VW <= n; i += 2 * VW) { /* vmax skips NaN: see below */
+        m0 = KSUF(vmax)(KSUF(vload)(s + i), m0);
+        m1 = KSUF(vmax)(KSUF(vload)(s + i + VW), m1);
     }
+    float mx[VW];
+    KSUF(vstore)(mx, KSUF(vmax)(m0, m1));
     float m = -INFINITY;
+    for (int j = 0; j < VW; ++j) {
+        m = mx[j] > m ? mx[j] : m;
+    }
     for (; i < n; ++i) {
         m = s[i] > m ? s[i] : m;
     }
-    for (int j = 0; j < TX_LANES; ++j) {
-        m = mx[j] > m ? mx[j] : m;
-    }
-    /* A NaN score gives NaN through exp and the sum, as the unfused softmax; all -inf gives
-     * exp(NaN) = NaN too. m only has to be finite where the scores are. */
+    /* A NaN score gives NaN through exp and the sum, as the unfused softmax; a row all -inf
+     * gives exp(NaN) = NaN too. m only has to be the largest of the numbers. */
     float acc[TX_LANES] = {0};
     for (i = 0; i + TX_LANES <= n; i += TX_LANES) {
         for (int j = 0; j < TX_LANES; ++j) {
-            const float e = KSUF(vm_exp)(s[i + j] - m);
+            const float e = KSUF(tx_exp_neg)(s[i + j] - m);
             s[i + j] = e;
             acc[j] += e;
         }
     }
     float sum = 0.0f;
     for (; i < n; ++i) {
-        const float e = KSUF(vm_exp)(s[i] - m);
+        const float e = KSUF(tx_exp_neg)(s[i] - m);
         s[i] = e;
         sum += e;
     }
