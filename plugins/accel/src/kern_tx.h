@@ -111,32 +111,35 @@ static void KSUF(tx_affine_row)(const float* x, float* y, int64_t n, float c, fl
 
 /* ---- ELEMENTWISE_UNARY ------------------------------------------------------------------------ */
 
-/* floor, ceil, round (halves to even) without libm: t = x rounded to the nearest integer (the
- * 1.5 * 2^23 trick, exact for |x| < 2^22), then one step down or up; |x| >= 2^22 is an integer
- * already (and NaN, inf stay as they are). The result takes x's sign, so -0.3 rounds to -0. */
+/* floor, ceil, round (halves to even) without libm: |x| rounded to the nearest integer by
+ * adding and taking away 2^23 (exact for |x| < 2^23; from 2^23 on every float is an integer,
+ * and NaN and inf stay as they are), x's sign put back, then one step down or up. The result
+ * takes x's sign, so -0.3 rounds to -0. */
 KINLINE float KSUF(tx_round)(float x, const int mode) { /* mode: 0 round, 1 floor, 2 ceil */
     const float a = fabsf(x);
-    float t = KSUF(round_near)(a < 4194304.0f ? x : 0.0f);
+    const int small = a < 8388608.0f;
+    float t = KSUF(copysign)((small ? a : 0.0f) + 8388608.0f - 8388608.0f, x);
     if (mode == 1) {
         t = t > x ? t - 1.0f : t;
     } else if (mode == 2) {
         t = t < x ? t + 1.0f : t;
     }
-    return a < 4194304.0f ? KSUF(copysign)(t, x) : x;
+    return small ? KSUF(copysign)(t, x) : x;
 }
 
-/* sin (cos 0) or cos (cos 1) of |x| <= 8192: Cody-Waite reduction by pi/4 with Cephes'
- * three-part constant (j * 0.78515625 exact), then Cephes' sinf/cosf polynomials on
- * [-pi/4, pi/4], the octant choosing the polynomial and the sign. Larger |x| are computed by
- * unary_row's fix-up (libm in double). */
+/* sin (is_cos 0) or cos (is_cos 1) of |x| <= 8192: the octant j (even) from |x| 4 / pi, the
+ * reduction r = |x| - j pi/4 in double with pi/4 in three parts (the first two of 39 bits, so
+ * their products with j < 2^14 are exact: r keeps its relative accuracy next to the zeros),
+ * then Cephes' sinf/cosf polynomials in float on [-pi/4, pi/4], the octant choosing the
+ * polynomial and the sign. Larger |x|, inf and NaN are computed by unary_row's fix-up (libm in
+ * double). */
 KINLINE float KSUF(tx_sincos)(float x, const int is_cos) {
-    const float a = fabsf(x) <= 8192.0f ? fabsf(x) : 0.0f; /* NaN, inf, large: fixed up */
-    int32_t j = (int32_t)(a * 1.27323954473516f);
+    const double a = fabsf(x) <= 8192.0f ? (double)fabsf(x) : 0.0; /* NaN, inf, large: fixed up */
+    int32_t j = (int32_t)(a * 1.2732395447351628);
     j = (j + 1) & ~1;
-    const float fj = (float)j;
-    float r = KFMA(fj, -0.78515625f, a);
-    r = KFMA(fj, -2.4187564849853515625e-4f, r);
-    r = KFMA(fj, -3.77489497744594108e-8f, r);
+    const double fj = (double)j;
+    const double rd = ((a - fj * 0.7853981633979856) - fj * -5.373173277489155e-13) - fj * 3.184158581755475e-25;
+    const float r = (float)rd;
     const int32_t oct = j & 7;
     const float z = r * r;
     float ps = -1.9515295891e-4f;
@@ -401,11 +404,12 @@ static void KSUF(tx_attn_scores)(int64_t nr, int64_t n, int64_t d, const float* 
     }
 }
 
-/* exp(v) for v <= 0 (softmax's x - max): exp_core's reduction and polynomial with one scaling
- * by 2^n, no upper clamp; results below 2^-126 (v < -87.34) are flushed to 0, which next to
- * the row's largest term, 1, changes no sum. NaN stays NaN. */
+/* exp(v) for v <= 0 (softmax's x - max, never NaN: the caller handles rows with a NaN):
+ * exp_core's reduction and polynomial with one scaling by 2^n, no upper clamp; results below
+ * 2^-126 (v < -87.34, -inf included) are flushed to 0, which next to the row's largest term,
+ * 1, changes no sum. */
 KINLINE float KSUF(tx_exp_neg)(float v) {
-    const float c = v > -87.336f ? v : -87.336f; /* NaN -> -87.336: chosen below */
+    const float c = v > -87.336f ? v : -87.336f;
     const float fn = KSUF(round_near)(c * 1.44269504088896341f);
     float r = KFMA(fn, -0.693359375f, c);
     r = KFMA(fn, 2.12194440e-4f, r);
@@ -418,27 +422,38 @@ KINLINE float KSUF(tx_exp_neg)(float v) {
     p = KFMA(p, r, 5.0000001201E-1f);
     p = KFMA(p, z, r) + 1.0f;
     const float y = p * KSUF(from_bits)((uint32_t)((int32_t)fn + 127) << 23); /* fn >= -126 */
-    return v > -87.336f ? y : (v != v ? v : 0.0f);
+    return v > -87.336f ? y : 0.0f;
 }
 
 static float KSUF(tx_attn_exp_row)(float* s, int64_t n) {
     vf m0 = KSUF(vset1)(-INFINITY), m1 = m0;
+    vnan bad = KSUF(vnan_none)();
     int64_t i = 0;
-    for (; i + 2 * VW <= n; i += 2 * VW) { /* vmax skips NaN: see below */
-        m0 = KSUF(vmax)(KSUF(vload)(s + i), m0);
-        m1 = KSUF(vmax)(KSUF(vload)(s + i + VW), m1);
+    for (; i + 2 * VW <= n; i += 2 * VW) { /* vmax skips NaN: tracked apart */
+        const vf a = KSUF(vload)(s + i), b = KSUF(vload)(s + i + VW);
+        m0 = KSUF(vmax)(a, m0);
+        m1 = KSUF(vmax)(b, m1);
+        bad = KSUF(vnan_or)(bad, a, b);
     }
     float mx[VW];
-    KSUF(vstore)(mx, KSUF(vmax)(m0, m1));
+    KSUF(vstore)(mx, KSUF(vnan_apply)(bad, KSUF(vmax)(m0, m1)));
     float m = -INFINITY;
+    int nan = 0;
     for (int j = 0; j < VW; ++j) {
         m = mx[j] > m ? mx[j] : m;
+        nan |= mx[j] != mx[j];
     }
     for (; i < n; ++i) {
         m = s[i] > m ? s[i] : m;
+        nan |= s[i] != s[i];
     }
-    /* A NaN score gives NaN through exp and the sum, as the unfused softmax; a row all -inf
-     * gives exp(NaN) = NaN too. m only has to be the largest of the numbers. */
+    if (nan || m == -INFINITY) {
+        /* a NaN score, or a row all -inf: NaN throughout, as the unfused softmax gives */
+        for (i = 0; i < n; ++i) {
+            s[i] = NAN;
+        }
+        return NAN;
+    }
     float acc[TX_LANES] = {0};
     for (i = 0; i + TX_LANES <= n; i += TX_LANES) {
         for (int j = 0; j < TX_LANES; ++j) {
@@ -470,13 +485,35 @@ static float KSUF(tx_attn_exp_row)(float* s, int64_t n) {
 KINLINE void KSUF(tx_pv_tile)(const int R, const int NV, int64_t n, const float* p, int64_t ldp,
                               const float* v, int64_t ldv, int64_t c, int64_t dv, const float* inv,
                               float* o, int64_t ors, int64_t ocs) {
-    vf acc[ACCEL_TX_MR][TX_PV_NV];
+    /* one vector of columns: two sets of accumulators (even and odd keys), as one set is too
+     * few to hide the latency of the multiply-adds (by NV alone, so a row sums in the same
+     * order whatever the rows beside it) */
+    vf acc[ACCEL_TX_MR][TX_PV_NV], acc2[ACCEL_TX_MR][TX_PV_NV];
     for (int r = 0; r < R; ++r) {
         for (int k = 0; k < NV; ++k) {
             acc[r][k] = KSUF(vset1)(0.0f);
+            acc2[r][k] = acc[r][k];
         }
     }
-    for (int64_t j = 0; j < n; ++j) {
+    int64_t j = 0;
+    if (NV == 1) {
+        for (; j + 2 <= n; j += 2) {
+            vf vk[TX_PV_NV], vk2[TX_PV_NV];
+            for (int k = 0; k < NV; ++k) {
+                vk[k] = KSUF(vload)(v + j * ldv + c + k * VW);
+                vk2[k] = KSUF(vload)(v + (j + 1) * ldv + c + k * VW);
+            }
+            for (int r = 0; r < R; ++r) {
+                const vf pb = KSUF(vset1)(p[r * ldp + j]);
+                const vf pb2 = KSUF(vset1)(p[r * ldp + j + 1]);
+                for (int k = 0; k < NV; ++k) {
+                    acc[r][k] = KSUF(vfma)(pb, vk[k], acc[r][k]);
+                    acc2[r][k] = KSUF(vfma)(pb2, vk2[k], acc2[r][k]);
+                }
+            }
+        }
+    }
+    for (; j < n; ++j) {
         vf vk[TX_PV_NV];
         for (int k = 0; k < NV; ++k) {
             vk[k] = KSUF(vload)(v + j * ldv + c + k * VW);
@@ -485,6 +522,13 @@ KINLINE void KSUF(tx_pv_tile)(const int R, const int NV, int64_t n, const float*
             const vf pb = KSUF(vset1)(p[r * ldp + j]);
             for (int k = 0; k < NV; ++k) {
                 acc[r][k] = KSUF(vfma)(pb, vk[k], acc[r][k]);
+            }
+        }
+    }
+    if (NV == 1) {
+        for (int r = 0; r < R; ++r) {
+            for (int k = 0; k < NV; ++k) {
+                acc[r][k] = KSUF(vadd)(acc[r][k], acc2[r][k]);
             }
         }
     }
