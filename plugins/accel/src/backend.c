@@ -26,6 +26,9 @@ typedef struct accel_backend {
 /* The arithmetic binary operations (ADD .. PRELU) on float32. Every activation kind runs, as a
  * layer and fused (a CELU with alpha 0 is malformed: the shared validation refuses it). */
 static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
+    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: mask_ops.c */
+        return PN_OK;
+    }
     pn_status s = pn_plugin_float32_only(plugin, layer, reason);
     const pn_elementwise_binary_desc* d = layer->descriptor;
     if (s == PN_OK && d->op > PN_BINARY_PRELU) {
@@ -53,6 +56,8 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_REDUCE, accel_reduce_check, accel_reduce_create},
     {PN_LAYER_NORMALIZATION, accel_normalization_check, accel_normalization_create},
     {PN_LAYER_GATHER, accel_gather_check, accel_gather_create},
+    {PN_LAYER_SELECT, accel_select_check, accel_select_create},
+    {PN_LAYER_EXPAND, NULL, accel_expand_create},
 };
 
 /* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h) and its fused

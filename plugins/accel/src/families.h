@@ -71,4 +71,13 @@ pn_status accel_normalization_create(void*, const pn_layer*, pn_workload**, pn_s
 pn_status accel_gather_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_gather_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* Attention-mask building (mask_ops.c): SELECT with a BOOL condition and float32 values,
+ * EXPAND of any element type, and ELEMENTWISE_BINARY LOGICAL_AND/OR/XOR on BOOL (the binary
+ * family's check and create hand those layers over: accel_logic_binary tells which). */
+pn_status accel_select_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_expand_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+int accel_logic_binary(const pn_layer*);
+pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */
