@@ -160,9 +160,7 @@ static void units_range(void* raw, int64_t b, int64_t e) {
             tk->attn_scores(nr, a->sk, a->d, j->q + off[0] + i * a->q_rs, a->q_rs, a->q_cs, kt, s->ldk,
                             a->scale, mask, mrs, sc, s->ldk);
             float inv[ACCEL_TX_MR];
-            for (int64_t r = 0; r < nr; ++r) {
-                inv[r] = 1.0f / tk->attn_exp_row(sc + r * s->ldk, a->sk);
-            }
+            tk->attn_softmax_rows(sc, nr, a->sk, s->ldk, inv);
             tk->attn_pv(nr, a->sk, a->dv, sc, s->ldk, v, ldv, inv, j->o + off[4] + i * a->o_rs, a->o_rs,
                         a->o_cs);
         }

@@ -5,7 +5,7 @@
  * the Transposes around them), so the score matrix is never written to memory: per batch
  * (batch dims, heads) and block of ACCEL_TX_MR query rows, the scores of the block (a few KiB)
  * go through the softmax and straight into the product with V (kern_tx.h's attn_scores,
- * attn_exp_row, attn_pv).
+ * attn_softmax_rows, attn_pv).
  *
  * Every operand is read through strides, so Transposes of Q, K, V and of the output are
  * absorbed: Q(b, i, p), K^T(b, p, j), V(b, j, c), mask(b, i, j), out(b, i, c) are each an

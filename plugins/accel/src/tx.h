@@ -74,8 +74,10 @@ typedef struct accel_tx_kernels {
     void (*attn_scores)(int64_t nr, int64_t n, int64_t d, const float* q, int64_t qrs, int64_t qcs,
                         const float* kt, int64_t ldk, float scale, const float* mask, int64_t mrs,
                         float* s, int64_t lds);
-    /* s[j] = exp(s[j] - max s) for j < n; returns the sum of the new s[j]. */
-    float (*attn_exp_row)(float* s, int64_t n);
+    /* Softmax numerators of nr (<= ACCEL_TX_MR) rows of n scores, row r at s + r * lds:
+     * s[j] = exp(s[j] - the row's largest), inv[r] = 1 / their sum (a row with a NaN, or all
+     * -inf, NaN throughout, as the unfused softmax gives). */
+    void (*attn_softmax_rows)(float* s, int64_t nr, int64_t n, int64_t lds, float* inv);
     /* o(r, c) = inv[r] * sum_j p[r][j] v[j][c] for r < nr (<= ACCEL_TX_MR), c < dv; p rows of
      * ldp floats, v: n rows of ldv floats (a multiple of vw, zeros past dv); o(r, c) at o[r *
      * ors + c * ocs]. */
