@@ -33,48 +33,49 @@
 #define TX_LANES 16
 #define TX_BLOCK 4096 /* floats summed in float lanes before the partial goes to a double */
 
-/* ---- Sums of a row ----------------------------------------------------------------------- */
-
-/* sum (x[i] - c)^2 (sq 1) or sum (x[i] - c) (sq 0) over one block of at most TX_BLOCK floats,
- * in float lanes. */
-KINLINE float KSUF(tx_block_sum)(const float* x, int64_t n, float c, const int sq) {
-    float acc[TX_LANES] = {0};
-    int64_t i = 0;
-    for (; i + TX_LANES <= n; i += TX_LANES) {
-        for (int j = 0; j < TX_LANES; ++j) {
-            const float d = x[i + j] - c;
-            acc[j] += sq ? d * d : d;
-        }
-    }
-    float s = 0.0f;
-    for (; i < n; ++i) {
-        const float d = x[i] - c;
-        s += sq ? d * d : d;
-    }
-    for (int j = 0; j < TX_LANES; ++j) {
-        s += acc[j];
-    }
-    return s;
-}
-
-/* sum over the whole row, block partials added in double. */
-static double KSUF(tx_row_sum)(const float* x, int64_t n, float c, int sq) {
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i += TX_BLOCK) {
-        const int64_t m = n - i < TX_BLOCK ? n - i : TX_BLOCK;
-        s += sq ? KSUF(tx_block_sum)(x + i, m, c, 1) : KSUF(tx_block_sum)(x + i, m, c, 0);
-    }
-    return s;
-}
-
 /* ---- NORMALIZATION -------------------------------------------------------------------------- */
 
+/* sum (x[i] - c)^2 (sq 1) or sum x[i] (sq 0) of a row of at most TX_BLOCK floats in two
+ * vector accumulators (the tail, under a vector, in scalars). */
+KINLINE float KSUF(tx_vec_sum)(const float* x, int64_t n, float c, const int sq) {
+    const vf nc = KSUF(vset1)(-c);
+    vf a0 = KSUF(vset1)(0.0f), a1 = a0;
+    int64_t i = 0;
+    for (; i + 2 * VW <= n; i += 2 * VW) {
+        vf u = KSUF(vload)(x + i), w = KSUF(vload)(x + i + VW);
+        if (sq) {
+            u = KSUF(vadd)(u, nc);
+            w = KSUF(vadd)(w, nc);
+            a0 = KSUF(vfma)(u, u, a0);
+            a1 = KSUF(vfma)(w, w, a1);
+        } else {
+            a0 = KSUF(vadd)(a0, u);
+            a1 = KSUF(vadd)(a1, w);
+        }
+    }
+    float t = 0.0f;
+    for (; i < n; ++i) {
+        const float d = sq ? x[i] - c : x[i];
+        t += sq ? d * d : d;
+    }
+    return KSUF(vsum)(KSUF(vadd)(a0, a1)) + t;
+}
+
+/* The mean and 1 / sqrt(var + eps) of n floats: sums in float vector lanes over blocks of
+ * TX_BLOCK, in double across blocks; the variance about the rounded mean, corrected to the
+ * exact one: E(x - mf)^2 - (m - mf)^2. */
 static void KSUF(tx_moments)(const float* x, int64_t n, float eps, float* mean, float* rstd) {
-    const double m = n > 0 ? KSUF(tx_row_sum)(x, n, 0.0f, 0) / (double)n : 0.0;
+    double s = 0.0, ss = 0.0;
+    for (int64_t i = 0; i < n; i += TX_BLOCK) {
+        s += (double)KSUF(tx_vec_sum)(x + i, n - i < TX_BLOCK ? n - i : TX_BLOCK, 0.0f, 0);
+    }
+    const double m = n > 0 ? s / (double)n : 0.0;
     const float mf = (float)m;
-    /* the variance about the rounded mean, corrected to the exact one: E(x - mf)^2 - (m - mf)^2 */
+    for (int64_t i = 0; i < n; i += TX_BLOCK) {
+        ss += (double)KSUF(tx_vec_sum)(x + i, n - i < TX_BLOCK ? n - i : TX_BLOCK, mf, 1);
+    }
     const double dm = m - (double)mf;
-    const double var = n > 0 ? KSUF(tx_row_sum)(x, n, mf, 1) / (double)n - dm * dm : 0.0;
+    const double var = n > 0 ? ss / (double)n - dm * dm : 0.0;
     *mean = mf;
     *rstd = (float)(1.0 / sqrt((var > 0.0 ? var : 0.0) + (double)eps));
 }
@@ -86,8 +87,11 @@ static void KSUF(tx_norm_rows)(int rms, const float* x, float* y, int64_t rows, 
         float* yr = y + r * n;
         float mean = 0.0f, rstd;
         if (rms) {
-            const double ms = n > 0 ? KSUF(tx_row_sum)(xr, n, 0.0f, 1) / (double)n : 0.0;
-            rstd = (float)(1.0 / sqrt(ms + (double)eps));
+            double ss = 0.0;
+            for (int64_t i = 0; i < n; i += TX_BLOCK) {
+                ss += (double)KSUF(tx_vec_sum)(xr + i, n - i < TX_BLOCK ? n - i : TX_BLOCK, 0.0f, 1);
+            }
+            rstd = (float)(1.0 / sqrt((n > 0 ? ss / (double)n : 0.0) + (double)eps));
         } else {
             KSUF(tx_moments)(xr, n, eps, &mean, &rstd);
         }
