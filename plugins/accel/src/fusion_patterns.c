@@ -268,8 +268,10 @@ static int split_factors(const factor* f, uint32_t n, int which, const factor** 
                 return 0;
             }
             ++nc;
-        } else {
+        } else if (nt < 2) {
             tensors[nt++] = &f[i];
+        } else {
+            return 0; /* three tensors: no constant half */
         }
     }
     if (nc != 1 || nt != 2) {
@@ -341,6 +343,9 @@ static int all_shaped_as(const pat_ctx* c, const pn_tensor_info* x) {
 
 /* x * 0.5 * (1 + erf(x / sqrt 2)) ending at Mul layer `top`. */
 static int match_gelu_erf(pat_ctx* c, int64_t top, pat_match* m) {
+    if (!is_binary(layer_at(c, top), PN_BINARY_MUL)) {
+        return 0;
+    }
     for (int which = 0; which < 2; ++which) {
         c->num_members = 0;
         add_member(c, top);
@@ -389,6 +394,9 @@ static int x_cubed(pat_ctx* c, uint32_t t, uint32_t x) {
 /* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) ending at Mul layer `top`. */
 static int match_gelu_tanh(pat_ctx* c, int64_t top, pat_match* m) {
     const double k1 = sqrt(2.0 / 3.14159265358979323846);
+    if (!is_binary(layer_at(c, top), PN_BINARY_MUL)) {
+        return 0;
+    }
     for (int which = 0; which < 2; ++which) {
         c->num_members = 0;
         add_member(c, top);
@@ -433,10 +441,14 @@ static int match_gelu_tanh(pat_ctx* c, int64_t top, pat_match* m) {
 /* x * sigmoid(x) -> SWISH; x * hard_sigmoid(x) with alpha 1/6, beta 1/2 -> HARD_SWISH. */
 static int match_swish(pat_ctx* c, int64_t top, pat_match* m) {
     const pn_layer* l = layer_at(c, top);
+    if (!is_binary(l, PN_BINARY_MUL)) {
+        return 0;
+    }
     for (uint32_t s = 0; s < 2; ++s) {
         const uint32_t gate = l->input_ids[s], x = l->input_ids[1 - s];
         const int64_t pg = prod(c, gate);
-        if (pg < 0 || !inner(c, gate, 1) || layer_at(c, pg)->input_ids[0] != x ||
+        if (pg < 0 || !inner(c, gate, 1) || layer_at(c, pg)->kind != PN_LAYER_ACTIVATION ||
+            layer_at(c, pg)->input_ids[0] != x ||
             !pn_same_dims(&l->outputs[0], &l->inputs[1 - s]) || !pn_same_dims(&l->inputs[0], &l->inputs[1])) {
             continue;
         }
