@@ -4,7 +4,6 @@
 #include "chain_run.h"
 #include "tx.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,25 +13,20 @@ typedef struct attn_state {
     accel_attention a;        /* a copy of the payload */
     accel_env env;
     const accel_tx_kernels* tk;
-    int threads;              /* slots of the workspace (the pool's threads) */
+    int threads;              /* the pool's threads */
     int64_t ldk, ldv;         /* padded row lengths of the packed K^T and V */
     int v_in_place;           /* V read where it is (contiguous columns, dv a multiple of vw) */
     int64_t batches;          /* product of the batch dims */
     int64_t chunks;           /* row ranges per batch */
     int64_t chunk_rows;       /* rows per range (a multiple of ACCEL_TX_MR) */
+    int64_t items;            /* the units in that many equal runs, each with a workspace slot
+                                 of its own (so no two threads share one) */
     size_t slot_floats;       /* floats of one slot: K^T, V, the scores of ACCEL_TX_MR rows, a mask block */
-    atomic_int* busy;         /* slot claims */
 } attn_state;
 
 void accel_attention_release(void* payload) { free(payload); }
 
-static void attn_release(void* raw) {
-    attn_state* s = (attn_state*)raw;
-    if (s != NULL) {
-        free((void*)s->busy);
-        free(s);
-    }
-}
+static void attn_release(void* raw) { free(raw); }
 
 /* Element offsets of batch t in q, k, v, mask, out. */
 static void batch_offsets(const accel_attention* a, int64_t t, int64_t off[5]) {
@@ -100,24 +94,11 @@ static void pack_v(const accel_attention* a, const float* v, float* vp, int64_t 
     }
 }
 
-/* A free slot of the workspace (at most `threads` ranges run at once). */
-static int claim_slot(attn_state* s) {
-    for (;;) {
-        for (int i = 0; i < s->threads; ++i) {
-            if (atomic_load_explicit(&s->busy[i], memory_order_relaxed) == 0 &&
-                atomic_exchange_explicit(&s->busy[i], 1, memory_order_acquire) == 0) {
-                return i;
-            }
-        }
-    }
-}
-
-static void units_range(void* raw, int64_t b, int64_t e) {
-    const attn_job* j = (const attn_job*)raw;
-    attn_state* s = j->s;
+/* Units [b, e) with workspace slot `slot`. */
+static void run_units(const attn_job* j, int64_t b, int64_t e, int64_t slot) {
+    const attn_state* s = j->s;
     const accel_attention* a = &s->a;
     const accel_tx_kernels* tk = s->tk;
-    const int slot = claim_slot(s);
     float* kt = j->ws + (size_t)slot * s->slot_floats;
     float* vp = kt + a->d * s->ldk;
     float* sc = vp + (s->v_in_place ? 0 : a->sk * s->ldv);
@@ -165,7 +146,15 @@ static void units_range(void* raw, int64_t b, int64_t e) {
                         a->o_cs);
         }
     }
-    atomic_store_explicit(&s->busy[slot], 0, memory_order_release);
+}
+
+/* Items [b, e): item t runs its share of the units with slot t. */
+static void items_range(void* raw, int64_t b, int64_t e) {
+    const attn_job* j = (const attn_job*)raw;
+    const int64_t units = j->s->batches * j->s->chunks, items = j->s->items;
+    for (int64_t t = b; t < e; ++t) {
+        run_units(j, t * units / items, (t + 1) * units / items, t);
+    }
 }
 
 static pn_status attn_execute(void* raw, const pn_execute_args* args, pn_string_out* message_out) {
@@ -190,9 +179,9 @@ static pn_status attn_execute(void* raw, const pn_execute_args* args, pn_string_
                   a->num_inputs > 3 ? (const float*)args->inputs[3].data : NULL,
                   (float*)args->outputs[0].data,
                   (float*)args->workspace};
-    const int64_t per_unit = s->chunk_rows * a->sk * (a->d + a->dv);
-    accel_parallel_for_grain(s->env.threads, s->batches * s->chunks, MIN_WORK / (per_unit > 0 ? per_unit : 1) + 1,
-                             units_range, &j);
+    const int64_t per_item = s->batches * s->chunks / s->items * s->chunk_rows * a->sk * (a->d + a->dv);
+    accel_parallel_for_grain(s->env.threads, s->items, MIN_WORK / (per_item > 0 ? per_item : 1) + 1,
+                             items_range, &j);
     return PN_OK;
 }
 
@@ -246,16 +235,12 @@ pn_status accel_attention_create(void* context, const pn_layer* layer, pn_worklo
     s->chunks = (a->sq + s->chunk_rows - 1) / s->chunk_rows;
     s->slot_floats = (size_t)(a->d * s->ldk + (s->v_in_place ? 0 : a->sk * s->ldv) + 2 * ACCEL_TX_MR * s->ldk + 16);
     s->slot_floats = (s->slot_floats + 15) / 16 * 16; /* slots start on 64 bytes */
-    s->busy = (atomic_int*)calloc((size_t)s->threads, sizeof(atomic_int));
-    if (s->busy == NULL) {
-        free(s);
-        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
-    }
-    for (int i = 0; i < s->threads; ++i) {
-        atomic_init(&s->busy[i], 0);
-    }
+    /* four runs of units per thread at most (as many as parallel_for makes parts) */
+    const int64_t units = s->batches * s->chunks;
+    s->items = units < 4 * (int64_t)s->threads ? units : 4 * (int64_t)s->threads;
+    s->items = s->items > 0 ? s->items : 1;
     *workload_out = pn_workload_new(s, attn_execute, attn_release,
-                                    (size_t)s->threads * s->slot_floats * sizeof(float));
+                                    (size_t)s->items * s->slot_floats * sizeof(float));
     if (*workload_out == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }

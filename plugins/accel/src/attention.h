@@ -10,10 +10,11 @@
  * Every operand is read through strides, so Transposes of Q, K, V and of the output are
  * absorbed: Q(b, i, p), K^T(b, p, j), V(b, j, c), mask(b, i, j), out(b, i, c) are each an
  * element offset sum over the batch dims plus the two matrix strides (0 where an operand is
- * broadcast). Each unit of work (a batch and a range of rows) packs its batch's K^T into rows
- * of keys (padded with zeros to a multiple of 2 vectors) and, unless V can be read in place
- * (its columns contiguous and a multiple of the vector width), V into padded rows, in a
- * per-thread slot of the workspace.
+ * broadcast). The units of work (a batch and a range of rows) are cut into at most four runs
+ * per thread, each with a slot of the workspace of its own (so no two threads ever share one);
+ * a run packs each batch's K^T into rows of keys (padded with zeros to a multiple of 2 vectors)
+ * and, unless V can be read in place (its columns contiguous and a multiple of the vector
+ * width), V into padded rows, once per batch it meets.
  *
  * Numerics: each score is a float32 dot product over p in order (one fused multiply-add
  * chain), times the scale, plus the mask; the softmax subtracts the row's largest score and
