@@ -436,3 +436,51 @@ def unfused_plan_with(net: Network, fuse: bool) -> list[tuple[str, str]]:
     with runtime(fuse=fuse) as rt:
         return plan(plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"]))
 
+
+
+def window_attention(net: Network, x: Tensor, windows: int, heads: int, depth: int, shift_mask: str) -> Tensor:
+    """Swin's (shifted) window attention as torchvision exports it: per window and head, Q K^T
+    plus a relative position bias [H, S, S], reshaped to [1, W, H, S, S] to add the shift mask
+    [1, W, 1, S, S] (shifted blocks), reshaped back, Softmax, @ V."""
+    w, s, _ = x.shape
+    q = net.add_transpose(net.add_reshape(net.add_matmul(x, rand(x.shape[2], heads * depth, scale=0.3), name="pq"),
+                                          (w, s, heads, depth), name="qr"), (0, 2, 1, 3), name="qt")
+    k = net.add_transpose(net.add_reshape(net.add_matmul(x, rand(x.shape[2], heads * depth, scale=0.3), name="pk"),
+                                          (w, s, heads, depth), name="kr"), (0, 2, 3, 1), name="kt")
+    v = net.add_transpose(net.add_reshape(net.add_matmul(x, rand(x.shape[2], heads * depth, scale=0.3), name="pv"),
+                                          (w, s, heads, depth), name="vr"), (0, 2, 1, 3), name="vt")
+    scores = net.add_add(net.add_mul(net.add_matmul(q, k, name="qk"), F32(depth ** -0.5), name="sc"),
+                         rand(heads, s, s), name="bias")
+    if shift_mask != "none":
+        mask = (RNG.integers(0, 2, (1, windows, 1, s, s)) * -100.0).astype(F32)
+        scores = net.add_reshape(scores, (1, windows, heads, s, s), name="r1")
+        m = mask if shift_mask == "const" else net.add_input("shift", mask.shape)
+        scores = net.add_reshape(net.add_add(scores, m, name="shift_add"), (windows, heads, s, s), name="r2")
+    ctx = net.add_matmul(net.add_softmax(scores, -1, name="sm"), v, name="pv2")
+    return net.add_reshape(net.add_transpose(ctx, (0, 2, 1, 3), name="ot"), (w, s, heads * depth), name="or")
+
+
+@pytest.mark.parametrize("shift_mask", ["none", "const"])
+def test_window_attention_with_its_masks_becomes_one_layer(shift_mask: str) -> None:
+    net = Network("swin_block")
+    x = net.add_input("x", (4, 49, 12))
+    net.add_output(window_attention(net, x, windows=4, heads=2, depth=16, shift_mask=shift_mask), "y")
+    optimized = fused_plan(net, attention_inputs(net))
+    assert plan(optimized).count(("Precompiled", "CpuAcc")) == 1
+    pre = next(layer for layer in optimized.layers if layer.type_name.startswith("Precompiled"))
+    assert {"bias", "sm", "qk"} <= set(pre.replaces)
+    if shift_mask == "const":  # the two constant masks summed into one the layer owns
+        assert {"r1", "shift_add", "r2"} <= set(pre.replaces)
+        assert "constant masks summed" in pre.descriptor.label
+        assert len(pre.inputs) == 3
+
+
+def test_window_attention_with_a_run_time_mask_behind_a_reshape_is_left_alone() -> None:
+    net = Network("swin_block_runtime_mask")
+    x = net.add_input("x", (4, 49, 12))
+    net.add_output(window_attention(net, x, windows=4, heads=2, depth=16, shift_mask="runtime"), "y")
+    inputs = attention_inputs(net)
+    inputs["shift"] = (RNG.integers(0, 2, (1, 4, 1, 49, 49)) * -100.0).astype(F32)
+    optimized = fused_plan(net, inputs)
+    assert ("Precompiled", "CpuAcc") not in plan(optimized)
+    assert ("Softmax", "CpuAcc") in plan(optimized)

@@ -24,7 +24,13 @@ typedef struct attn_state {
     size_t slot_floats;       /* floats of one slot: K^T, V, the scores of ACCEL_TX_MR rows, a mask block */
 } attn_state;
 
-void accel_attention_release(void* payload) { free(payload); }
+void accel_attention_release(void* payload) {
+    accel_attention* a = (accel_attention*)payload;
+    if (a != NULL) {
+        free(a->own_mask);
+        free(a);
+    }
+}
 
 static void attn_release(void* raw) { free(raw); }
 
@@ -176,7 +182,7 @@ static pn_status attn_execute(void* raw, const pn_execute_args* args, pn_string_
                   (const float*)args->inputs[0].data,
                   (const float*)args->inputs[1].data,
                   (const float*)args->inputs[2].data,
-                  a->num_inputs > 3 ? (const float*)args->inputs[3].data : NULL,
+                  a->num_inputs > 3 ? (const float*)args->inputs[3].data : a->own_mask,
                   (float*)args->outputs[0].data,
                   (float*)args->workspace};
     const int64_t per_item = s->batches * s->chunks / s->items * s->chunk_rows * a->sk * (a->d + a->dv);

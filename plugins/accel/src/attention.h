@@ -48,12 +48,15 @@ typedef struct accel_attention {
     int64_t m_rs, m_cs;      /* mask(i, j) = m[i * m_rs + j * m_cs] */
     int64_t o_rs, o_cs;      /* out(i, c) = o[i * o_rs + c * o_cs] */
     float scale;             /* applied to Q K^T before the mask is added */
+    float* own_mask;         /* NULL, or (with 3 inputs) the sum of the constant masks the pattern
+                                added (Reshapes between them), of the scores' shape: read
+                                through mb, m_rs, m_cs like a mask input; owned (malloc) */
     char label[ACCEL_ATTN_LABEL_MAX];
 } accel_attention;
 
 #define ACCEL_ATTN_MAGIC 0x4e545441u /* "ATTN" */
 
-/* pn_precompiled_desc.release_payload of an attention (free). */
+/* pn_precompiled_desc.release_payload of an attention (frees it and its own mask). */
 void accel_attention_release(void* payload);
 
 /* The workload of a PRECOMPILED layer whose payload is an accel_attention (checked against

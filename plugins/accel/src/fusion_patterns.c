@@ -50,7 +50,7 @@ void accel_patterns_release(accel_patterns* p, int owns_payloads) {
     for (uint32_t i = 0; i < p->num_items; ++i) {
         free(p->items[i].name);
         if (owns_payloads) {
-            free(p->items[i].payload);
+            accel_attention_release(p->items[i].payload);
         }
     }
     for (uint32_t i = 0; i < p->num_lists; ++i) {
@@ -709,6 +709,134 @@ static int batch_strides(const operand* o, uint32_t nb, const int64_t* bd, int64
     return 1;
 }
 
+/* The masks added to the scores between the first product (and its scale) and the softmax. */
+#define MAX_MASKS 4
+#define MAX_OWN_MASK (1 << 22) /* floats of a summed constant mask, at most */
+typedef struct mask_chain {
+    uint32_t count;
+    uint32_t id[MAX_MASKS];
+    pn_tensor_info info[MAX_MASKS];
+    const void* data[MAX_MASKS];       /* constant data, or NULL */
+    pn_tensor_info at[MAX_MASKS];      /* the shape the mask is added at (its Add's output) */
+    int reshaped;                      /* a Reshape lies between a mask and the scores */
+} mask_chain;
+
+/* Tensor id comes from a MatMul through Reshapes, Adds (of either operand) and Muls or Divs
+ * by constants, each read only by the next. */
+static int leads_to_matmul(const pat_ctx* c, uint32_t id, int depth) {
+    const int64_t p = prod(c, id);
+    if (p < 0 || !inner(c, id, 1) || depth > 8) {
+        return 0;
+    }
+    const pn_layer* l = layer_at(c, p);
+    float v;
+    switch (l->kind) {
+    case PN_LAYER_MATMUL: return 1;
+    case PN_LAYER_RESHAPE: return leads_to_matmul(c, l->input_ids[0], depth + 1);
+    case PN_LAYER_ELEMENTWISE_BINARY:
+        if (is_binary(l, PN_BINARY_ADD)) {
+            return leads_to_matmul(c, l->input_ids[0], depth + 1) || leads_to_matmul(c, l->input_ids[1], depth + 1);
+        }
+        if (is_binary(l, PN_BINARY_MUL) || is_binary(l, PN_BINARY_DIV)) {
+            return (const_scalar(l, 1, &v) && leads_to_matmul(c, l->input_ids[0], depth + 1)) ||
+                   (is_binary(l, PN_BINARY_MUL) && const_scalar(l, 0, &v) &&
+                    leads_to_matmul(c, l->input_ids[1], depth + 1));
+        }
+        return 0;
+    default: return 0;
+    }
+}
+
+/* From the softmax's input *t back over Adds of masks and Reshapes (each read only by the
+ * next, each Add keeping its scores operand's shape) to the tensor before them; 0 when a step
+ * does not fit. */
+static int mask_steps(pat_ctx* c, uint32_t* t, mask_chain* mc) {
+    int reshape_seen = 0;
+    for (int step = 0; step < 2 * MAX_MASKS; ++step) {
+        const int64_t p = prod(c, *t);
+        if (p < 0 || !inner(c, *t, 1)) {
+            return 1;
+        }
+        const pn_layer* l = layer_at(c, p);
+        if (l->kind == PN_LAYER_RESHAPE) {
+            if (!leads_to_matmul(c, l->input_ids[0], 0) || !add_member(c, p)) {
+                return 1; /* not ours: the product comes through something else */
+            }
+            reshape_seen = 1;
+            *t = l->input_ids[0];
+            continue;
+        }
+        if (!is_binary(l, PN_BINARY_ADD)) {
+            return 1;
+        }
+        uint32_t s = 2;
+        for (uint32_t k = 0; k < 2 && s == 2; ++k) {
+            if (keeps_shape(l, k) && leads_to_matmul(c, l->input_ids[k], 0)) {
+                s = k;
+            }
+        }
+        if (s == 2 || mc->count >= MAX_MASKS || !add_member(c, p)) {
+            return 0;
+        }
+        mc->id[mc->count] = l->input_ids[1 - s];
+        mc->info[mc->count] = l->inputs[1 - s];
+        mc->data[mc->count] = l->constant_data != NULL ? l->constant_data[1 - s] : NULL;
+        mc->at[mc->count] = l->outputs[0];
+        mc->reshaped |= reshape_seen;
+        ++mc->count;
+        *t = l->input_ids[s];
+    }
+    return 0;
+}
+
+/* The masks of mc (all constant) summed into one float array of the scores' shape (elements in
+ * the same order: Reshapes keep it); 1, 0 when a mask is not constant or the sum would be too
+ * large, -1 when out of memory. */
+static int combine_masks(const mask_chain* mc, const pn_tensor_info* scores, float** out) {
+    const int64_t n = pn_num_elements(scores);
+    if (n > MAX_OWN_MASK) {
+        return 0;
+    }
+    for (uint32_t k = 0; k < mc->count; ++k) {
+        if (mc->data[k] == NULL || mc->info[k].dtype != PN_DTYPE_FLOAT32 || pn_num_elements(&mc->at[k]) != n) {
+            return 0;
+        }
+    }
+    float* sum = (float*)malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (sum == NULL) {
+        return -1;
+    }
+    /* in the order the Adds run: the one nearest the product first */
+    for (int64_t e = 0; e < n; ++e) {
+        sum[e] = 0.0f;
+    }
+    for (int32_t k = (int32_t)mc->count - 1; k >= 0; --k) {
+        const pn_tensor_info* at = &mc->at[k];
+        int64_t str[PN_MAX_DIMS];
+        if (pn_broadcast_strides(&mc->info[k], at, str) != 0) {
+            free(sum);
+            return 0;
+        }
+        const float* m = (const float*)mc->data[k];
+        int64_t idx[PN_MAX_DIMS] = {0};
+        for (int64_t e = 0; e < n; ++e) {
+            int64_t off = 0;
+            for (uint32_t i = 0; i < at->rank; ++i) {
+                off += idx[i] * str[i];
+            }
+            sum[e] += m[off];
+            for (int32_t i = (int32_t)at->rank - 1; i >= 0; --i) {
+                if (++idx[i] < at->dims[i]) {
+                    break;
+                }
+                idx[i] = 0;
+            }
+        }
+    }
+    *out = sum;
+    return 1;
+}
+
 /* softmax(scale * A B + mask) V from the Softmax layer `sm`. */
 static int match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
     const pn_layer* sl = layer_at(c, sm);
@@ -729,34 +857,13 @@ static int match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
         return 0;
     }
     const pn_layer* ml2 = layer_at(c, pv);
-    /* the mask, the scale and the first product */
+    /* the masks (Adds, Reshapes between them), the scale and the first product */
     uint32_t t = sl->input_ids[0];
-    uint32_t mask_id = 0;
-    int has_mask = 0;
-    pn_tensor_info mask_info;
-    const void* mask_const = NULL;
+    mask_chain mc;
+    memset(&mc, 0, sizeof(mc));
     double scale = 1.0;
-    int64_t p = prod(c, t);
-    if (p >= 0 && inner(c, t, 1) && is_binary(layer_at(c, p), PN_BINARY_ADD)) {
-        const pn_layer* al = layer_at(c, p);
-        for (uint32_t s = 0; s < 2 && !has_mask; ++s) {
-            const uint32_t cand = al->input_ids[s];
-            const int64_t pc = prod(c, cand);
-            if (pc < 0 || !inner(c, cand, 1) || !keeps_shape(al, s)) {
-                continue;
-            }
-            const pn_layer* cl = layer_at(c, pc);
-            if (cl->kind == PN_LAYER_MATMUL || is_binary(cl, PN_BINARY_MUL) || is_binary(cl, PN_BINARY_DIV)) {
-                has_mask = 1;
-                mask_id = al->input_ids[1 - s];
-                mask_info = al->inputs[1 - s];
-                mask_const = al->constant_data != NULL ? al->constant_data[1 - s] : NULL;
-                t = cand;
-            }
-        }
-        if (!has_mask || !add_member(c, p)) {
-            return 0;
-        }
+    if (!mask_steps(c, &t, &mc)) {
+        return 0;
     }
     fold_scale(c, &t, &scale);
     const int64_t pm1 = prod(c, t);
@@ -820,12 +927,25 @@ static int match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
         a->bdims[i] = scores->dims[i];
         a->ob[i] = os[i];
     }
+    /* one mask added at the scores' own shape: an input of the layer, read through broadcast
+     * strides; several, or any behind a Reshape: all constant, summed now into one of the
+     * scores' shape that the payload owns */
+    const int has_mask = mc.count > 0;
+    const int mask_input = mc.count == 1 && !mc.reshaped;
     int64_t ms[PN_MAX_DIMS] = {0};
     if (!batch_strides(&q, nb, a->bdims, a->qb) || !batch_strides(&k, nb, a->bdims, a->kb) ||
         !batch_strides(&v, nb, a->bdims, a->vb) ||
-        (has_mask && pn_broadcast_strides(&mask_info, scores, ms) != 0)) {
+        (mask_input && pn_broadcast_strides(&mc.info[0], scores, ms) != 0)) {
         free(a);
         return 0;
+    }
+    if (has_mask && !mask_input) {
+        const int made = combine_masks(&mc, scores, &a->own_mask);
+        if (made <= 0) {
+            free(a);
+            return made;
+        }
+        contiguous_strides(scores, ms);
     }
     for (uint32_t i = 0; i < nb; ++i) {
         a->mb[i] = ms[i];
@@ -853,11 +973,11 @@ static int match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
         a->inputs[i] = ops[i]->info;
     }
     m->num_inputs = 3;
-    if (has_mask) {
-        m->input_ids[3] = mask_id;
-        m->inputs[3] = mask_info;
-        m->constants[3] = mask_const;
-        a->inputs[3] = mask_info;
+    if (mask_input) {
+        m->input_ids[3] = mc.id[0];
+        m->inputs[3] = mc.info[0];
+        m->constants[3] = mc.data[0];
+        a->inputs[3] = mc.info[0];
         m->num_inputs = 4;
     }
     a->num_inputs = m->num_inputs;
@@ -865,7 +985,8 @@ static int match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
     snprintf(a->label, sizeof(a->label),
              "attention: %lld x %lld batch(es) of [%lld, %lld] x [%lld, %lld]^T, scale %g%s, softmax, x V [%lld, %lld]",
              (long long)(nb > 0 ? a->bdims[0] : 1), (long long)(nb > 1 ? a->bdims[nb - 1] : 1), (long long)sq,
-             (long long)dd, (long long)sk, (long long)dd, (double)a->scale, has_mask ? ", mask" : "",
+             (long long)dd, (long long)sk, (long long)dd, (double)a->scale,
+             !has_mask ? "" : mask_input ? ", mask" : ", constant masks summed",
              (long long)sk, (long long)dv);
     for (uint32_t i = 0; i < 4; ++i) {
         a->inputs[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
@@ -967,7 +1088,7 @@ static int make_item(pat_ctx* c, const pat_match* m, pat_item* it) {
     }
     it->name = joined_name(c);
     if (it->name == NULL) {
-        free(it->payload);
+        accel_attention_release(it->payload);
         it->payload = NULL;
         return -1;
     }
@@ -1113,7 +1234,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
                 if (made > 0) {
                     ++p->num_items;
                 } else {
-                    free(m.payload);
+                    accel_attention_release(m.payload);
                     s = made < 0 ? PN_ERR_OUT_OF_MEMORY : PN_OK;
                 }
             }
