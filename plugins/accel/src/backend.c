@@ -1,4 +1,5 @@
 /* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
+#include "attention.h"
 #include "chain_run.h"
 #include "families.h"
 #include "optimize.h"
@@ -25,6 +26,9 @@ typedef struct accel_backend {
 /* The arithmetic binary operations (ADD .. PRELU) on float32. Every activation kind runs, as a
  * layer and fused (a CELU with alpha 0 is malformed: the shared validation refuses it). */
 static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
+    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: mask_ops.c */
+        return PN_OK;
+    }
     pn_status s = pn_plugin_float32_only(plugin, layer, reason);
     const pn_elementwise_binary_desc* d = layer->descriptor;
     if (s == PN_OK && d->op > PN_BINARY_PRELU) {
@@ -48,12 +52,19 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_RESHAPE, pn_plugin_float32_only, accel_copy_create},
     {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
     {PN_LAYER_COPY, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_ELEMENTWISE_UNARY, accel_unary_check, accel_unary_create},
+    {PN_LAYER_REDUCE, accel_reduce_check, accel_reduce_create},
+    {PN_LAYER_NORMALIZATION, accel_normalization_check, accel_normalization_create},
+    {PN_LAYER_GATHER, accel_gather_check, accel_gather_create},
+    {PN_LAYER_SELECT, accel_select_check, accel_select_create},
+    {PN_LAYER_EXPAND, NULL, accel_expand_create},
 };
 
-/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory
- * context of every create function is the factory's copy of the backend's accel_env. */
+/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h) and its fused
+ * attentions (attention.h), told apart by their payload. The factory context of every create
+ * function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
-                                accel_chain_create};
+                                accel_precompiled_create};
 
 /* ---- Backend and factory ------------------------------------------------- */
 

@@ -41,6 +41,7 @@
 #define ACCEL_FAMILIES_H
 
 #include "accel.h"
+#include "plugnn/pn_plugin.h"
 
 pn_status accel_binary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
@@ -53,5 +54,30 @@ pn_status accel_transpose_create(void*, const pn_layer*, pn_workload**, pn_strin
 pn_status accel_conv2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_fully_connected_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
+/* Transformer-era kinds (float32), each with its own check (pn_plugin_check_fn) of what it
+ * runs beyond the shared validation:
+ *   ELEMENTWISE_UNARY (unary.c): ABS, NEG, SIGN, RECIPROCAL, SQRT, RSQRT, EXP, LOG, ERF, SIN,
+ *     COS, FLOOR, CEIL, ROUND (the other operations are refused);
+ *   REDUCE (reduce.c): every operation over any axes (ARG_MAX/ARG_MIN: float32 x, INT64 out);
+ *   NORMALIZATION (normalization.c): LAYER, RMS (scale, bias broadcast), GROUP; LP refused;
+ *   GATHER (gather.c): TAKE on float32 data, INT32/INT64 indices; ELEMENTS and ND refused. */
+pn_status accel_unary_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_reduce_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_reduce_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_normalization_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_normalization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_gather_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_gather_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
+/* Attention-mask building (mask_ops.c): SELECT with a BOOL condition and float32 values,
+ * EXPAND of any element type, and ELEMENTWISE_BINARY LOGICAL_AND/OR/XOR on BOOL (the binary
+ * family's check and create hand those layers over: accel_logic_binary tells which). */
+pn_status accel_select_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_expand_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+int accel_logic_binary(const pn_layer*);
+pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 #endif /* ACCEL_FAMILIES_H */
