@@ -2,6 +2,7 @@
  * (the kernels are in conv_nchwc_avx512.c; see conv_nchwc.h). */
 #include "conv_nchwc.h"
 #include "gemm.h"
+#include "shared_weights.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -42,6 +43,33 @@ void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t 
                     int64_t ch = cb * B + ci;
                     *dst++ = ch < c ? w[(ch * kh + ky) * kw + kx] : 0.0f;
                 }
+}
+
+const float* accel_nchwc_packed(accel_packs* packs, const float* w, const float* bias, int64_t o, int64_t c,
+                                int64_t kh, int64_t kw, int64_t ib, int depthwise) {
+    accel_pack_key key;
+    accel_pack_key_init(&key, depthwise ? ACCEL_PACK_NCHWC_DW : ACCEL_PACK_NCHWC, ACCEL_ISA_AVX512, w, bias);
+    key.params[0] = o;
+    key.params[1] = c;
+    key.params[2] = kh;
+    key.params[3] = kw;
+    key.params[4] = ib;
+    size_t wfloats = depthwise ? (size_t)(blocks(c) * kh * kw * B) : (size_t)(blocks(o) * ((c + ib - 1) / ib) * kh * kw * ib * B);
+    int64_t ob = depthwise ? blocks(c) : blocks(o);
+    int fresh = 0;
+    float* wb = accel_packs_get(packs, &key, wfloats + (size_t)(ob * B), &fresh);
+    if (wb != NULL && fresh) {
+        if (depthwise) {
+            accel_nchwc_pack_dw_weights(w, c, kh, kw, wb);
+        } else {
+            accel_nchwc_pack_weights(w, o, c, kh, kw, ib, wb);
+        }
+        float* dst = wb + wfloats; /* wfloats is a multiple of 16: 64-byte aligned */
+        for (int64_t oc = 0; oc < ob * B; ++oc) {
+            dst[oc] = bias != NULL && oc < (depthwise ? c : o) ? bias[oc] : 0.0f;
+        }
+    }
+    return wb;
 }
 
 #if defined(ACCEL_HAVE_X86_KERNELS) /* blocked tensors exist only with the AVX-512 kernels */
@@ -134,18 +162,11 @@ typedef struct nchwc_state {
     int has_addend, has_act;
     pn_activation_desc act;
     uint32_t num_inputs;
-    float* wb;               /* [ocb][cb][kh][kw][16][16], 64-byte aligned, inside w_raw */
-    float* bias;             /* ocb * 16 (zeros without a bias), 64-byte aligned, inside w_raw */
-    float* w_raw;            /* the allocation holding both */
+    const float* wb;         /* [ocb][cb][kh][kw][16][16], 64-byte aligned (accel_nchwc_packed) */
+    const float* bias;       /* ocb * 16 (zeros without a bias) right after wb */
 } nchwc_state;
 
-static void nchwc_release(void* vs) {
-    nchwc_state* s = (nchwc_state*)vs;
-    if (s != NULL) {
-        free(s->w_raw);
-        free(s);
-    }
-}
+static void nchwc_release(void* vs) { free(vs); }
 
 typedef struct nchwc_run {
     const nchwc_state* s;
@@ -211,8 +232,8 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
     return PN_OK;
 }
 
-pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
-                                  pn_workload** workload_out, pn_string_out* message_out) {
+pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                 pn_workload** workload_out, pn_string_out* message_out) {
     *workload_out = NULL;
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
     if (env->isa != ACCEL_ISA_AVX512 || d->layout != PN_LAYOUT_NCHW || d->groups != 1 ||
@@ -268,22 +289,16 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
     size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * ib * B);
-    s->w_raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
-    if (s->w_raw == NULL) {
+    s->wb = accel_nchwc_packed(packs, (const float*)layer->constant_data[1],
+                               has_bias ? (const float*)layer->constant_data[2] : NULL, o, c, kh, kw, ib, 0);
+    if (s->wb == NULL) {
         nchwc_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
     }
-    s->wb = align64(s->w_raw);
-    s->bias = align64(s->wb + wfloats);
-    accel_nchwc_pack_weights((const float*)layer->constant_data[1], o, c, kh, kw, ib, s->wb);
-    const float* bsrc = has_bias ? (const float*)layer->constant_data[2] : NULL;
-    for (int64_t oc = 0; oc < g->ocb * B; ++oc) {
-        s->bias[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;
-    }
+    s->bias = s->wb + wfloats;
     size_t ws = ((size_t)n * (xt.image_floats + yt.image_floats) + 32) * sizeof(float);
     pn_workload* wl = pn_workload_new(s, nchwc_execute, nchwc_release, ws);
-    if (wl == NULL) {
-        nchwc_release(s);
+    if (wl == NULL) { /* s released by pn_workload_new */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     *workload_out = wl;
@@ -292,10 +307,11 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
 
 #else
 
-pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
-                                  pn_workload** workload_out, pn_string_out* message_out) {
+pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                 pn_workload** workload_out, pn_string_out* message_out) {
     (void)env;
     (void)layer;
+    (void)packs;
     (void)message_out;
     *workload_out = NULL; /* no AVX-512 kernel on this architecture */
     return PN_OK;

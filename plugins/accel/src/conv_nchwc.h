@@ -17,6 +17,7 @@
 #define ACCEL_CONV_NCHWC_H
 
 #include "accel.h"
+#include "shared_weights.h"
 
 #include <stdint.h>
 
@@ -139,12 +140,19 @@ void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t 
 /* True when 16-channel blocks of `channels` waste at most a quarter of the work. */
 int accel_nchwc_blocks_pay(int64_t channels);
 
+/* The weights `w` ([o][c][kh][kw]; depthwise [c][1][kh][kw]) in the layout of
+ * accel_nchwc_pack_weights (depthwise: accel_nchwc_pack_dw_weights), followed by the bias
+ * padded to whole 16-channel blocks (zeros where `bias` is NULL and past the channels): a
+ * shared block of `packs` (shared_weights.h). NULL when out of memory. */
+const float* accel_nchwc_packed(accel_packs* packs, const float* w, const float* bias, int64_t o, int64_t c,
+                                int64_t kh, int64_t kw, int64_t ib, int depthwise);
+
 /* The direct blocked convolution for an NCHW Convolution2d layer when it is the better path
- * on this CPU: PN_OK with *workload_out set; PN_OK with *workload_out NULL when the layer is
- * not one it runs (no AVX-512, grouped, 1x1, weights not constant, too few output channels
- * for 16-wide blocks to pay); or an error (out of memory). Assumes CpuAcc accepted the layer
- * (float32). */
-pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
-                                  pn_workload** workload_out, pn_string_out* message_out);
+ * on this CPU: PN_OK with *workload_out set (its weights a block of `packs`); PN_OK with
+ * *workload_out NULL when the layer is not one it runs (no AVX-512, grouped, weights not
+ * constant, too few output channels for 16-wide blocks to pay); or an error (out of memory).
+ * Assumes CpuAcc accepted the layer (float32). */
+pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                 pn_workload** workload_out, pn_string_out* message_out);
 
 #endif /* ACCEL_CONV_NCHWC_H */

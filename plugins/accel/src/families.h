@@ -41,6 +41,7 @@
 #define ACCEL_FAMILIES_H
 
 #include "accel.h"
+#include "shared_weights.h"
 
 pn_status accel_binary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
@@ -53,5 +54,8 @@ pn_status accel_transpose_create(void*, const pn_layer*, pn_workload**, pn_strin
 pn_status accel_conv2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_fully_connected_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* CONVOLUTION_2D's build function (shared_weights.h), also run by CONVOLUTION (conv_spatial.c)
+ * on the 2-D view of a 1-D or 2-D forward convolution. */
+pn_status accel_conv2d_build(const accel_env*, const pn_layer*, accel_packs*, pn_workload**, pn_string_out*);
 
 #endif /* ACCEL_FAMILIES_H */
