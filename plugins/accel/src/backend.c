@@ -48,6 +48,10 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_RESHAPE, pn_plugin_float32_only, accel_copy_create},
     {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
     {PN_LAYER_COPY, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_CONVOLUTION, pn_plugin_float32_only, accel_convolution_create},
+    {PN_LAYER_POOLING, accel_pooling_nd_check, accel_pooling_nd_create},
+    {PN_LAYER_RESIZE, accel_resize_check, accel_resize_create},
+    {PN_LAYER_PAD, pn_plugin_float32_only, accel_pad_create},
 };
 
 /* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory
