@@ -34,6 +34,7 @@ typedef struct packed_step {
     int post_act;            /* a fused activation that is not a clamp, applied after the kernel */
     pn_activation_desc act;  /* (post_act) */
     int64_t o, c;            /* a convolution's output and input channels (weights [o][c/groups][kh][kw]) */
+    nchwc_window win;        /* the taps it runs (g.kh x g.kw of the weights' kernel: chain_taps) */
     int32_t w_in, b_in;      /* a convolution's weights and bias: indices into the replacement's
                                 inputs (constants, packed by the workload), b_in -1: no bias */
 } packed_step;
@@ -190,6 +191,27 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
     return (int32_t)ch->num_tensors++;
 }
 
+/* The taps [t0, t0 + n) of a kernel axis of k taps that read an input element for some output:
+ * output i reads input i * stride - pad + t * dilation, inside [0, in) for some i in [0, out).
+ * The others read only padding whatever the output (a dilated convolution on a small map:
+ * DeepLabV3's ASPP rates 24 and 36 on 14 x 14 leave only the middle tap of 3), so the chain
+ * runs without them, with the padding shifted by t0 taps: the same sums, less work, and a
+ * narrower halo. */
+static void chain_taps(int64_t k, int64_t in, int64_t out, int64_t stride, int64_t pad, int64_t dil, int64_t* t0,
+                       int64_t* n) {
+    int64_t first = -1, last = -1;
+    for (int64_t t = 0; t < k; ++t) {
+        int64_t lo = t * dil - pad;                                   /* output 0's input */
+        int64_t i0 = lo >= 0 ? 0 : (-lo + stride - 1) / stride;      /* the first output at or past 0 */
+        if (i0 < out && lo + i0 * stride < in) {
+            first = first < 0 ? t : first;
+            last = t;
+        }
+    }
+    *t0 = first < 0 ? 0 : first; /* no tap reads the input (all padding): keep one, it reads zeros */
+    *n = first < 0 ? 1 : last - first + 1;
+}
+
 /* The index of constant tensor `id` among the chain's constant inputs, added when new. */
 static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* info) {
     for (uint32_t i = 0; i < ch->num_consts; ++i) {
@@ -314,14 +336,20 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         g->oc_last = o - (g->ocb - 1) * B;
         g->oh = cs->y_info->dims[2];
         g->ow = cs->y_info->dims[3];
-        g->kh = wi->dims[2];
-        g->kw = wi->dims[3];
         g->sh = d->stride_h;
         g->sw = d->stride_w;
         g->dh = d->dilation_h;
         g->dw = d->dilation_w;
-        st->pt = d->pad_top;
-        st->pl = d->pad_left;
+        st->win.full_kh = wi->dims[2];
+        st->win.full_kw = wi->dims[3];
+        chain_taps(wi->dims[2], h, cs->y_info->dims[2], g->sh, d->pad_top, g->dh, &st->win.ky0, &st->win.kh);
+        chain_taps(wi->dims[3], w, cs->y_info->dims[3], g->sw, d->pad_left, g->dw, &st->win.kx0, &st->win.kw);
+        g->kh = st->win.kh;
+        g->kw = st->win.kw;
+        st->pt = (int64_t)d->pad_top - st->win.ky0 * g->dh; /* < 0: the window starts inside the image */
+        st->pl = (int64_t)d->pad_left - st->win.kx0 * g->dw;
+        g->img_top = st->pt; /* the kernel reads x from the view at (ht - pt, hl - pl) */
+        g->img_h = h;
         if (!clamp_of(step_act(cs), &st->lo, &st->hi)) { /* lo, hi: +-inf */
             st->post_act = accel_copy_activation(step_act(cs), &st->act);
         }
@@ -331,8 +359,8 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         int64_t need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
         xt->ht = max64(xt->ht, st->pt);
         xt->hl = max64(xt->hl, st->pl);
-        xt->hb = max64(xt->hb, max64((int64_t)d->pad_bottom, need_h - st->pt - h));
-        xt->hr = max64(xt->hr, max64((int64_t)d->pad_right, need_w - st->pl - w));
+        xt->hb = max64(xt->hb, need_h - st->pt - h);
+        xt->hr = max64(xt->hr, need_w - st->pl - w);
         st->o = o;
         st->c = c;
         st->w_in = (int32_t)const_input(ch, l->input_ids[1], &l->inputs[1]);
@@ -773,7 +801,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
         const nchwc_geom* g = &st->g;
         const float* bsrc = st->b_in >= 0 ? (const float*)layer->constant_data[st->b_in] : NULL;
         s->w[i] = accel_nchwc_packed(packs, (const float*)layer->constant_data[st->w_in], bsrc, st->o, st->c,
-                                     g->kh, g->kw, g->ib, st->depthwise);
+                                     &st->win, g->ib, st->depthwise);
         if (s->w[i] == NULL) {
             chain_state_release(s);
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing the weights of '%s'",

@@ -46,30 +46,58 @@ void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t 
 }
 
 const float* accel_nchwc_packed(accel_packs* packs, const float* w, const float* bias, int64_t o, int64_t c,
-                                int64_t kh, int64_t kw, int64_t ib, int depthwise) {
+                                const nchwc_window* win, int64_t ib, int depthwise) {
     accel_pack_key key;
     accel_pack_key_init(&key, depthwise ? ACCEL_PACK_NCHWC_DW : ACCEL_PACK_NCHWC, ACCEL_ISA_AVX512, w, bias);
     key.params[0] = o;
     key.params[1] = c;
-    key.params[2] = kh;
-    key.params[3] = kw;
+    key.params[2] = win->kh;
+    key.params[3] = win->kw;
     key.params[4] = ib;
-    size_t wfloats = depthwise ? (size_t)(blocks(c) * kh * kw * B) : (size_t)(blocks(o) * ((c + ib - 1) / ib) * kh * kw * ib * B);
+    key.params[5] = win->ky0 * win->full_kw + win->kx0; /* the window inside the full kernel */
+    key.params[6] = win->full_kh;
+    key.params[7] = win->full_kw;
+    const int64_t kh = win->kh, kw = win->kw, fkh = win->full_kh, fkw = win->full_kw;
+    const int64_t cb = (c + ib - 1) / ib;
+    size_t wfloats = depthwise ? (size_t)(blocks(c) * kh * kw * B) : (size_t)(blocks(o) * cb * kh * kw * ib * B);
     int64_t ob = depthwise ? blocks(c) : blocks(o);
     int fresh = 0;
     float* wb = accel_packs_get(packs, &key, wfloats + (size_t)(ob * B), &fresh);
     if (wb != NULL && fresh) {
+        /* the layouts of accel_nchwc_pack_weights / accel_nchwc_pack_dw_weights, taps of the window */
+        float* dst = wb;
         if (depthwise) {
-            accel_nchwc_pack_dw_weights(w, c, kh, kw, wb);
+            for (int64_t b = 0; b < blocks(c); ++b)
+                for (int64_t ky = 0; ky < kh; ++ky)
+                    for (int64_t kx = 0; kx < kw; ++kx)
+                        for (int64_t ci = 0; ci < B; ++ci) {
+                            int64_t ch = b * B + ci;
+                            *dst++ = ch < c ? w[(ch * fkh + win->ky0 + ky) * fkw + win->kx0 + kx] : 0.0f;
+                        }
         } else {
-            accel_nchwc_pack_weights(w, o, c, kh, kw, ib, wb);
+            for (int64_t b = 0; b < blocks(o); ++b)
+                for (int64_t cbi = 0; cbi < cb; ++cbi)
+                    for (int64_t ky = 0; ky < kh; ++ky)
+                        for (int64_t kx = 0; kx < kw; ++kx)
+                            for (int64_t ci = 0; ci < ib; ++ci)
+                                for (int64_t co = 0; co < B; ++co) {
+                                    int64_t oc = b * B + co, ic = cbi * ib + ci;
+                                    *dst++ = oc < o && ic < c ? w[((oc * c + ic) * fkh + win->ky0 + ky) * fkw + win->kx0 + kx]
+                                                              : 0.0f;
+                                }
         }
-        float* dst = wb + wfloats; /* wfloats is a multiple of 16: 64-byte aligned */
+        float* bdst = wb + wfloats; /* wfloats is a multiple of 16: 64-byte aligned */
         for (int64_t oc = 0; oc < ob * B; ++oc) {
-            dst[oc] = bias != NULL && oc < (depthwise ? c : o) ? bias[oc] : 0.0f;
+            bdst[oc] = bias != NULL && oc < (depthwise ? c : o) ? bias[oc] : 0.0f;
         }
     }
     return wb;
+}
+
+void accel_nchwc_full_window(nchwc_window* win, int64_t kh, int64_t kw) {
+    win->ky0 = win->kx0 = 0;
+    win->kh = win->full_kh = kh;
+    win->kw = win->full_kw = kw;
 }
 
 #if defined(ACCEL_HAVE_X86_KERNELS) /* blocked tensors exist only with the AVX-512 kernels */
@@ -276,6 +304,8 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     g->sw = d->stride_w;
     g->dh = d->dilation_h;
     g->dw = d->dilation_w;
+    g->img_top = d->pad_top; /* the kernel reads x from the storage's origin, the image at row pad_top */
+    g->img_h = h;
     /* The padded input holds every tap of every output (at least the padded image). */
     int64_t need_h = (oh - 1) * g->sh + (kh - 1) * g->dh + 1, need_w = (ow - 1) * g->sw + (kw - 1) * g->dw + 1;
     int64_t rows = h + d->pad_top + d->pad_bottom, cols = w + d->pad_left + d->pad_right;
@@ -289,8 +319,10 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
     size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * ib * B);
+    nchwc_window win;
+    accel_nchwc_full_window(&win, kh, kw);
     s->wb = accel_nchwc_packed(packs, (const float*)layer->constant_data[1],
-                               has_bias ? (const float*)layer->constant_data[2] : NULL, o, c, kh, kw, ib, 0);
+                               has_bias ? (const float*)layer->constant_data[2] : NULL, o, c, &win, ib, 0);
     if (s->wb == NULL) {
         nchwc_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
