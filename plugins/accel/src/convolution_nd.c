@@ -20,8 +20,9 @@
  *   (dilation 1 and kernel <= stride on every axis: U-Net's 2x2 stride 2), there is nothing to
  *   sum: the GEMM's epilogue adds the bias, applies the activation and stores each block of
  *   col into its output positions as soon as the micro-kernels finished it (no col2im pass, no
- *   first pass over the output unless some positions are reached by no tap). On a Zen 5 core
- *   that took 32 -> 16 2x2 s2 on 112x112 from about 0.54 to ... ms.
+ *   first pass over the output unless some positions are reached by no tap), the k rows of one
+ *   output row interleaved. On a Zen 5 core (CPU time of one thread) that took 32 -> 16 2x2 s2
+ *   on 112 x 112 from 0.54 ms (col2im) to 0.32 ms (onnxruntime 0.34 ms).
  *
  * 1-D and 2-D layers of the last two paths are 3-D layers whose leading spatial axes have size
  * 1. Every workload is reshapable and keeps its packed weights in shared blocks
