@@ -19,6 +19,7 @@
  * backend. */
 #include "families.h"
 #include "plugnn/pn_resize_plan.h"
+#include "resize_rows.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 /* Taps per output index the separable kernels take at most (antialias with a scale of about
  * 1/1000 and below needs more; such a layer is refused). */
 #define RESIZE_MAX_TAPS 2048
+/* Tap rows the vertical pass combines in one call (antialias may have more: then in groups). */
+#define RESIZE_COMBINE_TAPS 64
 /* Output floats a job of the separable kernels covers at least, when the plane has them. */
 #define RESIZE_JOB_FLOATS 4096
 
@@ -60,11 +63,13 @@ pn_status accel_resize_check(const pn_plugin* plugin, const pn_layer* layer, pn_
 
 /* ---- the plan ------------------------------------------------------------------------------- */
 
-/* One axis of the separable kernels: output index o reads input indices idx[o * taps + t]
- * (clamped) with weights w[...]; special[o] is a pn_resize_special. */
+/* One axis of the separable kernels: output index o reads input indices idx[t * out + o]
+ * (clamped; tap-major, for the vectorized gather) with weights w[t * out + o]; special[o] is a
+ * pn_resize_special. */
 typedef struct sep_axis {
     int64_t in, out, taps;
     int identity;           /* left as it is: taps 1, idx = o, w = 1 */
+    int any_special;        /* some output index is special (else special[] need not be read) */
     int32_t* idx;
     float* w;
     unsigned char* special;
@@ -89,6 +94,7 @@ typedef struct resize_plan {
     sep_axis h, w;
     int64_t rows_per_job, jobs, max_span; /* max_span: input rows a job reads at most */
     int64_t parts;                        /* jobs are run in this many parts, one scratch each */
+    const accel_resize_rows* rows_k;      /* the row kernels of env.isa */
     float* scratch;                       /* parts * max_span * out[W] floats: the rows of the
                                              horizontal pass (execute() is never concurrent
                                              with itself, so the workload owns it) */
@@ -158,10 +164,11 @@ static void plan_sep_axis(sep_axis* ax, const pn_resize_desc* d, int32_t axis, i
         if (!ax->identity) {
             pn_resize_plan_index(d, (uint32_t)axis, in, out, ax->taps, o, &first, wd, &ax->special[o]);
         }
+        ax->any_special |= ax->special[o] != PN_RESIZE_NORMAL;
         for (int64_t t = 0; t < ax->taps; ++t) {
             int64_t i = first + t;
-            ax->idx[o * ax->taps + t] = (int32_t)(i < 0 ? 0 : (i >= in ? in - 1 : i));
-            ax->w[o * ax->taps + t] = (float)wd[t];
+            ax->idx[t * out + o] = (int32_t)(i < 0 ? 0 : (i >= in ? in - 1 : i));
+            ax->w[t * out + o] = (float)wd[t];
         }
     }
 }
@@ -185,7 +192,7 @@ static void plan_separable(resize_plan* p, const pn_resize_desc* d, unsigned cha
         int64_t lo = INT64_MAX, hi = -1;
         for (int64_t oy = oy0; oy < oh && oy < oy0 + p->rows_per_job; ++oy) {
             for (int64_t t = 0; t < p->h.taps; ++t) {
-                int64_t i = p->h.idx[oy * p->h.taps + t];
+                int64_t i = p->h.idx[t * oh + oy];
                 lo = i < lo ? i : lo;
                 hi = i > hi ? i : hi;
             }
@@ -265,23 +272,67 @@ static void nearest_rows(void* vctx, int64_t begin, int64_t end) {
 /* ---- LINEAR and CUBIC: separable along the last two axes ----------------------------------- */
 
 /* tmp[ox] = the row xr interpolated along W. */
-static void horizontal(const sep_axis* w, const float* xr, float* tmp) {
+static void horizontal(const accel_resize_rows* k, const sep_axis* w, const float* xr, float* tmp) {
     if (w->identity) {
         memcpy(tmp, xr, (size_t)w->out * sizeof(float));
-        return;
+    } else {
+        k->gather(xr, w->idx, w->w, w->taps, w->out, tmp);
     }
-    if (w->taps == 2) {
-        for (int64_t o = 0; o < w->out; ++o) {
-            tmp[o] = w->w[2 * o] * xr[w->idx[2 * o]] + w->w[2 * o + 1] * xr[w->idx[2 * o + 1]];
+}
+
+/* One job: output rows [oy0, oy1) of one plane, with `tmp` (max_span rows) for the input rows
+ * interpolated along W. */
+static void separable_job(const resize_run* r, int64_t job, float* tmp) {
+    const resize_plan* p = r->p;
+    const sep_axis* h = &p->h;
+    const sep_axis* w = &p->w;
+    const int64_t ow = w->out, blocks = (h->out + p->rows_per_job - 1) / p->rows_per_job;
+    int64_t plane = job / blocks, oy0 = (job % blocks) * p->rows_per_job;
+    int64_t oy1 = oy0 + p->rows_per_job < h->out ? oy0 + p->rows_per_job : h->out;
+    const float* xp = r->x + plane * h->in * w->in;
+    float* yp = r->y + plane * h->out * ow;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int64_t t = 0; t < h->taps; ++t) {
+        for (int64_t oy = oy0; oy < oy1; ++oy) {
+            int64_t i = h->idx[t * h->out + oy];
+            lo = i < lo ? i : lo;
+            hi = i > hi ? i : hi;
         }
-        return;
     }
-    for (int64_t o = 0; o < w->out; ++o) {
-        const int32_t* ix = w->idx + o * w->taps;
-        const float* wt = w->w + o * w->taps;
-        float acc = 0.0f;
-        for (int64_t t = 0; t < w->taps; ++t) acc += wt[t] * xr[ix[t]];
-        tmp[o] = acc;
+    for (int64_t iy = lo; iy <= hi; ++iy) {
+        horizontal(p->rows_k, w, xp + iy * w->in, tmp + (iy - lo) * ow);
+    }
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+        float* yr = yp + oy * ow;
+        if (h->special[oy] == PN_RESIZE_EXTRAPOLATE) {
+            for (int64_t o = 0; o < ow; ++o) yr[o] = p->extrapolation;
+            continue;
+        }
+        if (h->identity) {
+            memcpy(yr, tmp + (h->idx[oy] - lo) * ow, (size_t)ow * sizeof(float));
+        } else {
+            const float* rows[RESIZE_COMBINE_TAPS];
+            float wt[RESIZE_COMBINE_TAPS];
+            for (int64_t t0 = 0; t0 < h->taps; t0 += RESIZE_COMBINE_TAPS) { /* taps in groups */
+                int64_t n = h->taps - t0 < RESIZE_COMBINE_TAPS ? h->taps - t0 : RESIZE_COMBINE_TAPS;
+                for (int64_t t = 0; t < n; ++t) {
+                    rows[t] = tmp + (h->idx[(t0 + t) * h->out + oy] - lo) * ow;
+                    wt[t] = h->w[(t0 + t) * h->out + oy];
+                }
+                if (t0 == 0) {
+                    p->rows_k->combine(rows, wt, n, yr, ow);
+                } else { /* yr += the later groups' taps, in order */
+                    for (int64_t t = 0; t < n; ++t) {
+                        const float* r = rows[t];
+                        const float wv = wt[t];
+                        for (int64_t o = 0; o < ow; ++o) yr[o] += wv * r[o];
+                    }
+                }
+            }
+        }
+        for (int64_t o = 0; w->any_special && o < ow; ++o) {
+            if (w->special[o] == PN_RESIZE_EXTRAPOLATE) yr[o] = p->extrapolation;
+        }
     }
 }
 
@@ -290,54 +341,11 @@ static void horizontal(const sep_axis* w, const float* xr, float* tmp) {
 static void separable_parts(void* vctx, int64_t begin, int64_t end) {
     const resize_run* r = (const resize_run*)vctx;
     const resize_plan* p = r->p;
-    const sep_axis* h = &p->h;
-    const sep_axis* w = &p->w;
-    const int64_t ow = w->out, blocks = (h->out + p->rows_per_job - 1) / p->rows_per_job;
     for (int64_t part = begin; part < end; ++part) {
-    float* tmp = p->scratch + part * p->max_span * ow;
-    for (int64_t job = part * p->jobs / p->parts; job < (part + 1) * p->jobs / p->parts; ++job) {
-        int64_t plane = job / blocks, oy0 = (job % blocks) * p->rows_per_job;
-        int64_t oy1 = oy0 + p->rows_per_job < h->out ? oy0 + p->rows_per_job : h->out;
-        const float* xp = r->x + plane * h->in * w->in;
-        float* yp = r->y + plane * h->out * ow;
-        int64_t lo = INT64_MAX, hi = -1;
-        for (int64_t i = oy0 * h->taps; i < oy1 * h->taps; ++i) {
-            lo = h->idx[i] < lo ? h->idx[i] : lo;
-            hi = h->idx[i] > hi ? h->idx[i] : hi;
+        float* tmp = p->scratch + part * p->max_span * p->w.out;
+        for (int64_t job = part * p->jobs / p->parts; job < (part + 1) * p->jobs / p->parts; ++job) {
+            separable_job(r, job, tmp);
         }
-        for (int64_t iy = lo; iy <= hi; ++iy) {
-            horizontal(w, xp + iy * w->in, tmp + (iy - lo) * ow);
-        }
-        for (int64_t oy = oy0; oy < oy1; ++oy) {
-            float* yr = yp + oy * ow;
-            if (h->special[oy] == PN_RESIZE_EXTRAPOLATE) {
-                for (int64_t o = 0; o < ow; ++o) yr[o] = p->extrapolation;
-                continue;
-            }
-            const int32_t* iy = h->idx + oy * h->taps;
-            const float* wy = h->w + oy * h->taps;
-            if (h->identity) {
-                memcpy(yr, tmp + (iy[0] - lo) * ow, (size_t)ow * sizeof(float));
-            } else if (h->taps == 2) {
-                const float* t0 = tmp + (iy[0] - lo) * ow;
-                const float* t1 = tmp + (iy[1] - lo) * ow;
-                const float w0 = wy[0], w1 = wy[1];
-                for (int64_t o = 0; o < ow; ++o) yr[o] = w0 * t0[o] + w1 * t1[o];
-            } else {
-                const float* t0 = tmp + (iy[0] - lo) * ow;
-                const float w0 = wy[0];
-                for (int64_t o = 0; o < ow; ++o) yr[o] = w0 * t0[o];
-                for (int64_t t = 1; t < h->taps; ++t) {
-                    const float* tt = tmp + (iy[t] - lo) * ow;
-                    const float wt = wy[t];
-                    for (int64_t o = 0; o < ow; ++o) yr[o] += wt * tt[o];
-                }
-            }
-            for (int64_t o = 0; o < ow; ++o) {
-                if (w->special[o] == PN_RESIZE_EXTRAPOLATE) yr[o] = p->extrapolation;
-            }
-        }
-    }
     }
 }
 
@@ -379,6 +387,7 @@ pn_status accel_resize_create(void* context, const pn_layer* layer, pn_workload*
                        layer->name != NULL ? layer->name : "?");
     }
     p->env = *env;
+    p->rows_k = accel_resize_rows_for(env->isa);
     p->x_info = *x;
     p->y_info = *y;
     p->x_info.extension = p->y_info.extension = NULL;
