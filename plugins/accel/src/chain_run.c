@@ -800,7 +800,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
         }
         const nchwc_geom* g = &st->g;
         const float* bsrc = st->b_in >= 0 ? (const float*)layer->constant_data[st->b_in] : NULL;
-        s->w[i] = accel_nchwc_packed(packs, (const float*)layer->constant_data[st->w_in], bsrc, st->o, st->c,
+        s->w[i] = accel_nchwc_packed(packs, env->threads, (const float*)layer->constant_data[st->w_in], bsrc, st->o, st->c,
                                      &st->win, g->ib, st->depthwise);
         if (s->w[i] == NULL) {
             chain_state_release(s);

@@ -45,8 +45,52 @@ void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t 
                 }
 }
 
-const float* accel_nchwc_packed(accel_packs* packs, const float* w, const float* bias, int64_t o, int64_t c,
-                                const nchwc_window* win, int64_t ib, int depthwise) {
+/* What tile_pack packs. */
+typedef struct pack_tiles {
+    const float* w;
+    float* dst;
+    int64_t o, c;
+    const nchwc_window* win;
+    int64_t ib, cb;
+    int depthwise;
+} pack_tiles;
+
+/* Output blocks [begin, end): each a tile of 16 output channels read row by row from the source
+ * (contiguous taps) and written into its [cb][kh][kw][ib][16] part (a few KiB: in L1), instead of
+ * gathering every destination float from 16 rows far apart. */
+static void tile_pack(void* vctx, int64_t begin, int64_t end) {
+    const pack_tiles* t = (const pack_tiles*)vctx;
+    const nchwc_window* win = t->win;
+    const int64_t kh = win->kh, kw = win->kw, fkh = win->full_kh, fkw = win->full_kw, ib = t->ib;
+    for (int64_t b = begin; b < end; ++b) {
+        if (t->depthwise) { /* [cb][kh][kw][16] */
+            float* dst = t->dst + b * kh * kw * B;
+            for (int64_t ci = 0; ci < B; ++ci) {
+                int64_t ch = b * B + ci;
+                for (int64_t ky = 0; ky < kh; ++ky)
+                    for (int64_t kx = 0; kx < kw; ++kx)
+                        dst[(ky * kw + kx) * B + ci] = ch < t->c ? t->w[(ch * fkh + win->ky0 + ky) * fkw + win->kx0 + kx] : 0.0f;
+            }
+            continue;
+        }
+        float* dst = t->dst + b * t->cb * kh * kw * ib * B;
+        for (int64_t co = 0; co < B; ++co) {
+            int64_t oc = b * B + co;
+            for (int64_t ic = 0; ic < t->cb * ib; ++ic) {
+                int64_t cbi = ic / ib, ci = ic % ib;
+                float* d = dst + (cbi * kh * kw * ib + ci) * B + co; /* + (ky * kw + kx) * ib * B */
+                const float* src = oc < t->o && ic < t->c ? t->w + ((oc * t->c + ic) * fkh + win->ky0) * fkw + win->kx0
+                                                          : NULL;
+                for (int64_t ky = 0; ky < kh; ++ky)
+                    for (int64_t kx = 0; kx < kw; ++kx)
+                        d[(ky * kw + kx) * ib * B] = src != NULL ? src[ky * fkw + kx] : 0.0f;
+            }
+        }
+    }
+}
+
+const float* accel_nchwc_packed(accel_packs* packs, accel_threads* threads, const float* w, const float* bias,
+                                int64_t o, int64_t c, const nchwc_window* win, int64_t ib, int depthwise) {
     accel_pack_key key;
     accel_pack_key_init(&key, depthwise ? ACCEL_PACK_NCHWC_DW : ACCEL_PACK_NCHWC, ACCEL_ISA_AVX512, w, bias);
     key.params[0] = o;
@@ -64,28 +108,10 @@ const float* accel_nchwc_packed(accel_packs* packs, const float* w, const float*
     int fresh = 0;
     float* wb = accel_packs_get(packs, &key, wfloats + (size_t)(ob * B), &fresh);
     if (wb != NULL && fresh) {
-        /* the layouts of accel_nchwc_pack_weights / accel_nchwc_pack_dw_weights, taps of the window */
-        float* dst = wb;
-        if (depthwise) {
-            for (int64_t b = 0; b < blocks(c); ++b)
-                for (int64_t ky = 0; ky < kh; ++ky)
-                    for (int64_t kx = 0; kx < kw; ++kx)
-                        for (int64_t ci = 0; ci < B; ++ci) {
-                            int64_t ch = b * B + ci;
-                            *dst++ = ch < c ? w[(ch * fkh + win->ky0 + ky) * fkw + win->kx0 + kx] : 0.0f;
-                        }
-        } else {
-            for (int64_t b = 0; b < blocks(o); ++b)
-                for (int64_t cbi = 0; cbi < cb; ++cbi)
-                    for (int64_t ky = 0; ky < kh; ++ky)
-                        for (int64_t kx = 0; kx < kw; ++kx)
-                            for (int64_t ci = 0; ci < ib; ++ci)
-                                for (int64_t co = 0; co < B; ++co) {
-                                    int64_t oc = b * B + co, ic = cbi * ib + ci;
-                                    *dst++ = oc < o && ic < c ? w[((oc * c + ic) * fkh + win->ky0 + ky) * fkw + win->kx0 + kx]
-                                                              : 0.0f;
-                                }
-        }
+        /* the layouts of accel_nchwc_pack_weights / accel_nchwc_pack_dw_weights, taps of the window,
+         * one 16-channel output block at a time over the threads (tile_pack) */
+        pack_tiles t = {w, wb, o, c, win, ib, cb, depthwise};
+        accel_parallel_for(threads, depthwise ? blocks(c) : blocks(o), tile_pack, &t);
         float* bdst = wb + wfloats; /* wfloats is a multiple of 16: 64-byte aligned */
         for (int64_t oc = 0; oc < ob * B; ++oc) {
             bdst[oc] = bias != NULL && oc < (depthwise ? c : o) ? bias[oc] : 0.0f;
@@ -321,7 +347,7 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * ib * B);
     nchwc_window win;
     accel_nchwc_full_window(&win, kh, kw);
-    s->wb = accel_nchwc_packed(packs, (const float*)layer->constant_data[1],
+    s->wb = accel_nchwc_packed(packs, env->threads, (const float*)layer->constant_data[1],
                                has_bias ? (const float*)layer->constant_data[2] : NULL, o, c, &win, ib, 0);
     if (s->wb == NULL) {
         nchwc_release(s);

@@ -158,10 +158,10 @@ void accel_nchwc_full_window(nchwc_window* win, int64_t kh, int64_t kw);
 /* The weights `w` ([o][c][full_kh][full_kw]; depthwise [c][1][full_kh][full_kw]), the taps of
  * `win`, in the layout of accel_nchwc_pack_weights (depthwise: accel_nchwc_pack_dw_weights) with
  * kh x kw = the window's, followed by the bias padded to whole 16-channel blocks (zeros where
- * `bias` is NULL and past the channels): a shared block of `packs` (shared_weights.h). NULL
- * when out of memory. */
-const float* accel_nchwc_packed(accel_packs* packs, const float* w, const float* bias, int64_t o, int64_t c,
-                                const nchwc_window* win, int64_t ib, int depthwise);
+ * `bias` is NULL and past the channels): a shared block of `packs` (shared_weights.h), packed
+ * over `threads`. NULL when out of memory. */
+const float* accel_nchwc_packed(accel_packs* packs, accel_threads* threads, const float* w, const float* bias,
+                                int64_t o, int64_t c, const nchwc_window* win, int64_t ib, int depthwise);
 
 /* The direct blocked convolution for an NCHW Convolution2d layer when it is the better path
  * on this CPU: PN_OK with *workload_out set (its weights a block of `packs`); PN_OK with
