@@ -101,7 +101,7 @@ const float* accel_nchwc_packed(accel_packs* packs, accel_threads* threads, cons
     key.params[5] = win->ky0 * win->full_kw + win->kx0; /* the window inside the full kernel */
     key.params[6] = win->full_kh;
     key.params[7] = win->full_kw;
-    const int64_t kh = win->kh, kw = win->kw, fkh = win->full_kh, fkw = win->full_kw;
+    const int64_t kh = win->kh, kw = win->kw;
     const int64_t cb = (c + ib - 1) / ib;
     size_t wfloats = depthwise ? (size_t)(blocks(c) * kh * kw * B) : (size_t)(blocks(o) * cb * kh * kw * ib * B);
     int64_t ob = depthwise ? blocks(c) : blocks(o);
