@@ -58,6 +58,10 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_GATHER, accel_gather_check, accel_gather_create},
     {PN_LAYER_SELECT, accel_select_check, accel_select_create},
     {PN_LAYER_EXPAND, NULL, accel_expand_create},
+    {PN_LAYER_CONVOLUTION, pn_plugin_float32_only, accel_convolution_create},
+    {PN_LAYER_POOLING, accel_pooling_nd_check, accel_pooling_nd_create},
+    {PN_LAYER_RESIZE, accel_resize_check, accel_resize_create},
+    {PN_LAYER_PAD, pn_plugin_float32_only, accel_pad_create},
 };
 
 /* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h) and its fused
@@ -70,6 +74,7 @@ static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]
 
 static void backend_destroy(pn_backend* backend) {
     accel_backend* b = (accel_backend*)backend->self;
+    accel_pack_counter_free(b->env.packed);
     accel_threads_destroy(b->env.threads);
     for (int i = 0; i < b->num_retired; ++i) {
         accel_threads_destroy(b->retired[i]);
@@ -186,7 +191,7 @@ static pn_status set_stream_bytes(accel_backend* b, const char* value, pn_string
     return PN_OK;
 }
 
-#define ACCEL_OPTIONS "num_threads, isa, fuse, blocked_chains, nontemporal_bytes"
+#define ACCEL_OPTIONS "num_threads, isa, fuse, blocked_chains, nontemporal_bytes, packed_weight_bytes"
 
 static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
                                     pn_string_out* message_out) {
@@ -205,6 +210,11 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     }
     if (streq(key, "nontemporal_bytes")) {
         return set_stream_bytes(b, value, message_out);
+    }
+    if (streq(key, "packed_weight_bytes")) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc option packed_weight_bytes is read-only (the bytes of prepacked weights "
+                       "its workloads hold)");
     }
     if (!streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
@@ -253,6 +263,10 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
         pn_write(value_out, "%lld", (long long)b->env.stream_bytes);
         return PN_OK;
     }
+    if (key != NULL && streq(key, "packed_weight_bytes")) {
+        pn_write(value_out, "%lld", (long long)accel_pack_counter_bytes(b->env.packed));
+        return PN_OK;
+    }
     if (key == NULL || !streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
                        key == NULL ? "(null)" : key);
@@ -282,6 +296,12 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->best_isa = accel_detect_isa();
     b->env.isa = b->best_isa;
     b->env.stream_bytes = accel_llc_bytes();
+    b->env.plugin = &accel;
+    b->env.packed = accel_pack_counter_new();
+    if (b->env.packed == NULL) {
+        free(b);
+        return NULL;
+    }
     b->fuse = 1;
     b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);

@@ -43,6 +43,8 @@
 #include "accel.h"
 #include "plugnn/pn_plugin.h"
 
+#include "shared_weights.h"
+
 pn_status accel_binary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_activation_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
@@ -54,6 +56,20 @@ pn_status accel_transpose_create(void*, const pn_layer*, pn_workload**, pn_strin
 pn_status accel_conv2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_fully_connected_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* The 1.1 spatial kinds (float32): CONVOLUTION (convolution_nd.c: forward 1-D and 2-D on
+ * CONVOLUTION_2D's paths, 3-D through a GEMM, transposed through a GEMM and col2im), POOLING
+ * (pooling_nd.c: 1-D and 2-D on POOLING_2D's kernels; accel_pooling_nd_check refuses 3-D),
+ * RESIZE (resize.c: NEAREST any axes; LINEAR and CUBIC along the last two axes, which
+ * accel_resize_check requires), PAD (pad.c: every mode). */
+pn_status accel_convolution_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_pooling_nd_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_pooling_nd_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_resize_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_resize_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_pad_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* CONVOLUTION_2D's build function (shared_weights.h), also run by CONVOLUTION (convolution_nd.c)
+ * on the 2-D view of a 1-D or 2-D forward convolution. */
+pn_status accel_conv2d_build(const accel_env*, const pn_layer*, accel_packs*, pn_workload**, pn_string_out*);
 
 /* Transformer-era kinds (float32), each with its own check (pn_plugin_check_fn) of what it
  * runs beyond the shared validation:
