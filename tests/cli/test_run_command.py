@@ -290,6 +290,9 @@ def test_onnx_model_compared_with_onnxruntime(small_onnx: Path, tmp_path: Path) 
     text = plugnn("run", str(small_onnx), "--compare", "onnxruntime", "--iterations", "1").stdout
     assert "Compared with onnxruntime" in text and "outputs agree" in text
     assert text.splitlines()[-1].split()[0] == "probabilities" and text.rstrip().endswith("ok")
+    section = text[text.index("Compared with onnxruntime"):].splitlines()
+    assert section[3].split() == ["output", "max", "abs", "diff", "max", "rel", "diff", "max|onnxruntime|", "verdict"]
+    assert all(len(line) <= 100 for line in section if "model:" not in line)
 
 
 def test_demo_compared_with_onnxruntime() -> None:

@@ -87,17 +87,19 @@ def format_report(report: dict[str, Any]) -> str:
         c = report["compare"]
         out.append("")
         verdict = "agree" if c["agree"] else "DIFFER"
-        out.append(f"Compared with onnxruntime {c['version']} ({c['provider']}) on {c['model']}: outputs {verdict} "
-                   f"(tolerance: max abs diff <= {c['atol']:g} + {c['rtol']:g} * max|onnxruntime|)")
+        out.append(f"Compared with onnxruntime {c['version']} ({c['provider']}): outputs {verdict}")
+        out.append(f"  model: {c['model']}")
+        out.append(f"  tolerance: max abs diff <= {c['atol']:g} + {c['rtol']:g} * max|onnxruntime|")
+        rows = []
         for r in c["outputs"]:
             if "problem" in r:
-                out.append(f"  {r['name']}  DIFFERS: {r['problem']}")
-            else:
-                rel = r["max_rel_diff"]
-                rel_text = rel if isinstance(rel, str) else format(rel, ".3g")
-                out.append(f"  {r['name']}  max abs diff {r['max_abs_diff']:.3g}  max rel diff {rel_text}  "
-                           f"(relative to max|onnxruntime| = {r['reference_max_abs']:.4g})  "
-                           f"{'ok' if r['ok'] else 'DIFFERS'}")
+                rows.append([r["name"], "", "", "", f"DIFFERS: {r['problem']}"])
+                continue
+            rel = r["max_rel_diff"]
+            rows.append([r["name"], f"{r['max_abs_diff']:.3g}", rel if isinstance(rel, str) else format(rel, ".3g"),
+                         f"{r['reference_max_abs']:.4g}", "ok" if r["ok"] else "DIFFERS"])
+        out += ["  " + line for line in _table(
+            rows, ["output", "max abs diff", "max rel diff", "max|onnxruntime|", "verdict"], right={1, 2, 3})]
     if "details" in report:
         out.append("")
         out.append("Details (every layer, every backend's answer):")
