@@ -59,4 +59,14 @@ pn_status pnv_broadcast_output(const pn_layer* layer, pn_string_out* reason);
 /* layout is NCHW or NHWC. */
 pn_status pnv_layout(const pn_layer* layer, pn_data_layout layout, pn_string_out* reason);
 
+/* The pooling parameters POOLING_2D and POOLING share (pn_validate_window.c): kind, output
+ * rounding, AVERAGE's padding method and LP's order p; `what` names the kind in the reason. */
+pn_status pnv_pool_mode(const char* what, pn_pooling_kind kind, pn_output_rounding rounding,
+                        pn_padding_method padding_method, float p, pn_string_out* reason);
+
+/* Index of the first output along an axis whose window holds no input element (only
+ * padding), or -1 when every window holds at least one. */
+int64_t pnv_first_empty_window(int64_t in, uint32_t pad_begin, uint32_t k, uint32_t stride,
+                               uint32_t dilation, int64_t out);
+
 #endif /* PLUGNN_PN_VALIDATE_INTERNAL_H */

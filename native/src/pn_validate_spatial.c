@@ -180,31 +180,7 @@ static pn_status check_pool_desc(const pn_pooling_desc* d, pn_string_out* reason
             return PNV_FAIL(reason, POOL ": kernel[%u] must be >= 1, got 0", a);
         }
     }
-    if (d->rounding != PN_ROUNDING_FLOOR && d->rounding != PN_ROUNDING_CEIL) {
-        return PNV_FAIL(reason, POOL ": unknown output rounding %d", (int)d->rounding);
-    }
-    if (d->kind == PN_POOLING_AVERAGE && d->padding_method != PN_PADDING_EXCLUDE &&
-        d->padding_method != PN_PADDING_INCLUDE) {
-        return PNV_FAIL(reason, POOL ": unknown padding method %d", (int)d->padding_method);
-    }
-    if (d->kind == PN_POOLING_LP && !(d->p > 0.0f && isfinite(d->p))) {
-        return PNV_FAIL(reason, POOL ": the Lp order p must be finite and > 0, got %g",
-                        (double)d->p);
-    }
-    return PN_OK;
-}
-
-/* Index of the first window along an axis that holds no input element, or -1. */
-static int64_t first_empty_window(int64_t in, uint32_t pad_begin, uint32_t k, uint32_t stride,
-                                  uint32_t dilation, int64_t out) {
-    for (int64_t o = 0; o < out; ++o) {
-        int64_t start = o * (int64_t)stride - (int64_t)pad_begin;
-        int64_t tap = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
-        if (tap >= (int64_t)k || start + tap * (int64_t)dilation >= in) {
-            return o;
-        }
-    }
-    return -1;
+    return pnv_pool_mode(POOL, d->kind, d->rounding, d->padding_method, d->p, reason);
 }
 
 pn_status pn_validate_pooling(const pn_layer* layer, pn_string_out* reason) {
@@ -231,7 +207,7 @@ pn_status pn_validate_pooling(const pn_layer* layer, pn_string_out* reason) {
                      (d->kind == PN_POOLING_AVERAGE && d->padding_method == PN_PADDING_EXCLUDE);
     if (needs_real && pn_num_elements(&y) > 0) {
         for (uint32_t a = 0; a < rank; ++a) {
-            int64_t o = first_empty_window(x->dims[2 + a], d->pads_begin[a], d->kernel[a],
+            int64_t o = pnv_first_empty_window(x->dims[2 + a], d->pads_begin[a], d->kernel[a],
                                            d->strides[a], d->dilations[a], y.dims[2 + a]);
             if (o >= 0) {
                 return PNV_FAIL(reason,

@@ -141,24 +141,26 @@ static pn_status check_pool_desc(const pn_pooling_2d_desc* d, pn_string_out* rea
     }
     PNV_TRY(check_window_params(POOL, d->stride_h, d->stride_w, d->dilation_h, d->dilation_w,
                                 reason));
-    if (d->rounding != PN_ROUNDING_FLOOR && d->rounding != PN_ROUNDING_CEIL) {
-        return PNV_FAIL(reason, POOL ": unknown output rounding %d", (int)d->rounding);
+    return pnv_pool_mode(POOL, d->kind, d->rounding, d->padding_method, d->p, reason);
+}
+
+pn_status pnv_pool_mode(const char* what, pn_pooling_kind kind, pn_output_rounding rounding,
+                        pn_padding_method padding_method, float p, pn_string_out* reason) {
+    if (rounding != PN_ROUNDING_FLOOR && rounding != PN_ROUNDING_CEIL) {
+        return PNV_FAIL(reason, "%s: unknown output rounding %d", what, (int)rounding);
     }
-    if (d->kind == PN_POOLING_AVERAGE && d->padding_method != PN_PADDING_EXCLUDE &&
-        d->padding_method != PN_PADDING_INCLUDE) {
-        return PNV_FAIL(reason, POOL ": unknown padding method %d", (int)d->padding_method);
+    if (kind == PN_POOLING_AVERAGE && padding_method != PN_PADDING_EXCLUDE &&
+        padding_method != PN_PADDING_INCLUDE) {
+        return PNV_FAIL(reason, "%s: unknown padding method %d", what, (int)padding_method);
     }
-    if (d->kind == PN_POOLING_LP && !(d->p > 0.0f && isfinite(d->p))) {
-        return PNV_FAIL(reason, POOL ": the Lp order p must be finite and > 0, got %g",
-                        (double)d->p);
+    if (kind == PN_POOLING_LP && !(p > 0.0f && isfinite(p))) {
+        return PNV_FAIL(reason, "%s: the Lp order p must be finite and > 0, got %g", what, (double)p);
     }
     return PN_OK;
 }
 
-/* Index of the first output along an axis whose window holds no real
- * element, or -1 when every window holds at least one. */
-static int64_t first_empty_window(int64_t in, uint32_t pad_begin, uint32_t k, uint32_t stride,
-                                  uint32_t dilation, int64_t out) {
+int64_t pnv_first_empty_window(int64_t in, uint32_t pad_begin, uint32_t k, uint32_t stride,
+                               uint32_t dilation, int64_t out) {
     for (int64_t o = 0; o < out; ++o) {
         int64_t start = o * (int64_t)stride - (int64_t)pad_begin;
         /* The first tap at or past index 0, then whether it lands inside the input. */
@@ -178,9 +180,9 @@ static pn_status check_pool_coverage(const pn_pooling_2d_desc* d, const int64_t 
     if (!needs_real) {
         return PN_OK;
     }
-    int64_t row = first_empty_window(nchw[2], d->pad_top, d->kernel_h, d->stride_h,
+    int64_t row = pnv_first_empty_window(nchw[2], d->pad_top, d->kernel_h, d->stride_h,
                                      d->dilation_h, oh);
-    int64_t col = first_empty_window(nchw[3], d->pad_left, d->kernel_w, d->stride_w,
+    int64_t col = pnv_first_empty_window(nchw[3], d->pad_left, d->kernel_w, d->stride_w,
                                      d->dilation_w, ow);
     if (row >= 0 && ow > 0) {
         return PNV_FAIL(reason, POOL ": the window of output row %lld covers only padding, "
