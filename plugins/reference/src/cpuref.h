@@ -236,6 +236,12 @@ int64_t cpuref_span(const pn_tensor_info* info, uint32_t begin, uint32_t end);
 /* memcpy of n floats that accepts n == 0 with NULL pointers. */
 void cpuref_copy_floats(float* dst, const float* src, int64_t n);
 
+/* The 1-, 2- and 3-D spatial kernels (CONVOLUTION, QUANTIZED_CONVOLUTION, POOLING) run as 3-D:
+ * the `rank` values of an axis parameter land in the last `rank` of three slots and the leading
+ * slots take `fill` (1 for sizes, strides and dilations, 0 for pads). */
+void cpuref_spatial3_dims(uint32_t rank, const int64_t* values, int64_t fill, int64_t out[3]);
+void cpuref_spatial3_u32(uint32_t rank, const uint32_t* values, int64_t fill, int64_t out[3]);
+
 /* ---- gather.c: shared by the indexing and movement kernels ----------------------- */
 
 /* Row-major element strides of a dense tensor of `info`'s dims. */

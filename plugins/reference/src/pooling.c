@@ -171,17 +171,13 @@ pn_status cpuref_pooling_create(void* context, const pn_layer* layer,
     }
     uint32_t rank = d->spatial_rank;
     s->planes = x->dims[0] * x->dims[1];
-    for (uint32_t slot = 0; slot < 3; ++slot) {
-        int used = slot >= 3 - rank;
-        uint32_t a = used ? slot - (3 - rank) : 0;
-        s->in[slot] = used ? x->dims[2 + a] : 1;
-        s->out[slot] = used ? layer->outputs[0].dims[2 + a] : 1;
-        s->kernel[slot] = used ? d->kernel[a] : 1;
-        s->stride[slot] = used ? d->strides[a] : 1;
-        s->dilation[slot] = used ? d->dilations[a] : 1;
-        s->pad_begin[slot] = used ? d->pads_begin[a] : 0;
-        s->pad_end[slot] = used ? d->pads_end[a] : 0;
-    }
+    cpuref_spatial3_dims(rank, x->dims + 2, 1, s->in);
+    cpuref_spatial3_dims(rank, layer->outputs[0].dims + 2, 1, s->out);
+    cpuref_spatial3_u32(rank, d->kernel, 1, s->kernel);
+    cpuref_spatial3_u32(rank, d->strides, 1, s->stride);
+    cpuref_spatial3_u32(rank, d->dilations, 1, s->dilation);
+    cpuref_spatial3_u32(rank, d->pads_begin, 0, s->pad_begin);
+    cpuref_spatial3_u32(rank, d->pads_end, 0, s->pad_end);
     s->x = is_float ? s->data : NULL;
     return cpuref_typed_workload_new(layer, sizeof(*d), NULL, pooling_kernel, s, workload_out,
                                      message_out);

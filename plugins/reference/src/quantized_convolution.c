@@ -112,16 +112,12 @@ static void qconv_geometry(qconv_state* s, const pn_layer* layer,
     s->outputs = y->dims[1];
     s->c_per_group = s->channels / d->groups;
     s->o_per_group = s->outputs / d->groups;
-    for (uint32_t slot = 0; slot < 3; ++slot) {
-        int used = slot >= 3 - rank;
-        uint32_t a = used ? slot - (3 - rank) : 0;
-        s->in[slot] = used ? x->dims[2 + a] : 1;
-        s->k[slot] = used ? w->dims[2 + a] : 1;
-        s->out[slot] = used ? y->dims[2 + a] : 1;
-        s->stride[slot] = used ? d->strides[a] : 1;
-        s->dilation[slot] = used ? d->dilations[a] : 1;
-        s->pad[slot] = used ? d->pads_begin[a] : 0;
-    }
+    cpuref_spatial3_dims(rank, x->dims + 2, 1, s->in);
+    cpuref_spatial3_dims(rank, w->dims + 2, 1, s->k);
+    cpuref_spatial3_dims(rank, y->dims + 2, 1, s->out);
+    cpuref_spatial3_u32(rank, d->strides, 1, s->stride);
+    cpuref_spatial3_u32(rank, d->dilations, 1, s->dilation);
+    cpuref_spatial3_u32(rank, d->pads_begin, 0, s->pad);
 }
 
 pn_status cpuref_quantized_convolution_create(void* context, const pn_layer* layer,

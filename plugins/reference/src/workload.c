@@ -52,6 +52,18 @@ void cpuref_copy_floats(float* dst, const float* src, int64_t n) {
     }
 }
 
+void cpuref_spatial3_dims(uint32_t rank, const int64_t* values, int64_t fill, int64_t out[3]) {
+    for (uint32_t slot = 0; slot < 3; ++slot) {
+        out[slot] = slot >= 3 - rank ? values[slot - (3 - rank)] : fill;
+    }
+}
+
+void cpuref_spatial3_u32(uint32_t rank, const uint32_t* values, int64_t fill, int64_t out[3]) {
+    for (uint32_t slot = 0; slot < 3; ++slot) {
+        out[slot] = slot >= 3 - rank ? (int64_t)values[slot - (3 - rank)] : fill;
+    }
+}
+
 /* ---- State ---------------------------------------------------------------- */
 
 /* Which constant buffers a layer reads: per input the address the layer gave for its
