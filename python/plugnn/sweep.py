@@ -594,6 +594,15 @@ U8, I8, I16, U16, I32, U32, I64, U64 = (DataType.UINT8, DataType.INT8, DataType.
                                         DataType.INT32, DataType.UINT32, DataType.INT64, DataType.UINT64)
 BOOL, F16, F64 = DataType.BOOL, DataType.FLOAT16, DataType.FLOAT64
 INTEGER_TYPES = (I8, U8, I16, U16, I32, U32, I64, U64)
+# A shape whose rows are longer than a 16-wide vector and not a multiple of 8: every kind has a
+# case of it, so a backend's vector loops and their tails both run.
+WIDE = (3, 37)
+
+
+def _every_type() -> list[DataType]:
+    """ANY_TYPES, the integer types they leave out and the float types, each once."""
+    types = [*ANY_TYPES, I16, U16, U32, U64, *_float_types()]
+    return list(dict.fromkeys(types))
 
 
 def _away_from_integers(rng: np.random.Generator, shape: Sequence[int], dtype: DataType, low: int = -40,
@@ -660,7 +669,7 @@ def elementwise_unary(rng: np.random.Generator) -> Iterator[Case | None]:
         if op.name == "INVALID":
             continue
         first = BOOL if op.name == "LOGICAL_NOT" else I32 if op.name == "BITWISE_NOT" else F32
-        for shape in [(2, 3, 4), (17,), (), (0, 3)]:
+        for shape in [(2, 3, 4), WIDE, (), (0, 3)]:
             yield _case(kind, f"{op.name.lower()}{_shape_text(shape)} {first.numpy_name}",
                         d.ElementwiseUnaryDescriptor(op), [_unary_input(rng, op, shape, first)])
         for dtype in _UNARY_INTEGER_TYPES.get(op.name, ()):
@@ -677,16 +686,17 @@ def elementwise_unary(rng: np.random.Generator) -> Iterator[Case | None]:
 
 def select(rng: np.random.Generator) -> Iterator[Case | None]:
     for shapes in [((2, 3, 4),) * 3, ((3, 1), (1, 4), (3, 4)), ((4,), (2, 3, 4), ()), ((), (2, 2), (2, 1)),
-                   ((0, 3), (0, 3), (3,))]:
+                   ((0, 3), (0, 3), (3,)), (WIDE, WIDE, WIDE[-1:])]:
         arrays = [_data(rng, shapes[0], BOOL), _data(rng, shapes[1], F32), _data(rng, shapes[2], F32)]
         yield _case(d.LayerKind.SELECT, "select" + "".join(_shape_text(s) for s in shapes), None, arrays)
-    for dtype in (*ANY_TYPES, I16, U16, U32, U64, *_float_types()):
+    for dtype in _every_type():
         arrays = [_data(rng, (2, 5), BOOL), _data(rng, (2, 5), dtype), _data(rng, (5,), dtype)]
         yield _case(d.LayerKind.SELECT, f"select[2,5][2,5][5] {dtype.numpy_name}", None, arrays)
 
 
 _REDUCE_AXES = [((2, 3, 4), (1,), True), ((2, 3, 4), (0, 2), False), ((3, 5), (0, 1), True),
-                ((3, 5), (0, 1), False), ((2, 3, 4), (), True), ((2, 0, 3), (1,), True)]
+                ((3, 5), (0, 1), False), ((2, 3, 4), (), True), ((2, 0, 3), (1,), True), (WIDE, (1,), False),
+                ((37, 6), (0,), True)]
 
 
 def _reduce_input(rng: np.random.Generator, op: d.ReduceOp, shape: Sequence[int], dtype: DataType) -> np.ndarray:
@@ -709,7 +719,8 @@ def reduce(rng: np.random.Generator) -> Iterator[Case | None]:
             continue
         if op.name.startswith("ARG"):
             for shape, axis, last, keep in [((3, 5), 1, False, True), ((3, 5), 0, True, False),
-                                            ((2, 3, 4), 2, False, False), ((2, 3, 4), 1, True, True), ((7,), 0, False, True)]:
+                                            ((2, 3, 4), 2, False, False), ((2, 3, 4), 1, True, True), ((7,), 0, False, True),
+                                            (WIDE, 1, False, False), ((37, 3), 0, True, True)]:
                 desc = d.ReduceDescriptor(op, (axis,), keep, last)
                 yield _case(kind, f"{op.name.lower()}{_shape_text(shape)} axis {axis}{' last' if last else ''}"
                                   f"{' keep_dims' if keep else ''}", desc, [_reduce_input(rng, op, shape, F32)])
@@ -738,7 +749,7 @@ def normalization(rng: np.random.Generator) -> Iterator[Case | None]:
     for op in (N.LAYER, N.RMS):
         for shape, axis, param_shape, bias in [((2, 3, 8), -1, (8,), True), ((2, 3, 4), 1, (3, 4), False),
                                                ((2, 3, 4), 1, (1, 4), True), ((4, 6), 0, (4, 6), True),
-                                               ((5,), 0, (5,), False)]:
+                                               ((5,), 0, (5,), False), ((2, 3, 40), -1, (40,), True)]:
             arrays = [_data(rng, shape, F32, 2.0), _data(rng, param_shape, F32)]
             if bias:
                 arrays.append(_data(rng, param_shape, F32))
@@ -746,7 +757,7 @@ def normalization(rng: np.random.Generator) -> Iterator[Case | None]:
             yield _case(kind, f"{op.name.lower()}{_shape_text(shape)} axis {axis} scale {_shape_text(param_shape)}"
                               f"{' +bias' if bias else ''}", desc, arrays, constants=tuple(range(1, len(arrays))))
     for shape, groups, bias in [((2, 6, 3, 2), 3, True), ((1, 4, 5), 4, True), ((2, 6, 4), 1, False),
-                                ((2, 4, 2, 2, 2), 2, True), ((3, 2), 2, True)]:
+                                ((2, 4, 2, 2, 2), 2, True), ((3, 2), 2, True), ((1, 8, 4, 37), 4, True)]:
         c = shape[1]
         arrays = [_data(rng, shape, F32, 2.0), _data(rng, (c,), F32)] + ([_data(rng, (c,), F32)] if bias else [])
         label = "instance" if groups == c else f"{groups} groups"
@@ -800,7 +811,9 @@ def gather(rng: np.random.Generator) -> Iterator[Case | None]:
         indices = np.concatenate(columns, axis=-1)
         yield _case(kind, f"nd[4,5,3] batch_dims {batch} indices {_shape_text(idx_shape)}",
                     d.GatherDescriptor(G.ND, 0, batch), [data, indices])
-    for dtype in (*ANY_TYPES, I16, U64, *_float_types()):
+    yield _case(kind, f"take{_shape_text(WIDE)} rows", d.GatherDescriptor(G.TAKE, 0),
+                [_data(rng, WIDE, F32), _indices(rng, (5,), WIDE[0])])
+    for dtype in _every_type():
         yield _case(kind, f"take[3,4] axis 1 {dtype.numpy_name}", d.GatherDescriptor(G.TAKE, 1),
                     [_data(rng, (3, 4), dtype), _indices(rng, (5,), 4)])
 
@@ -829,6 +842,8 @@ def scatter(rng: np.random.Generator) -> Iterator[Case | None]:
             yield _case(kind, f"elements {reduction.name.lower()} {dtype.numpy_name}",
                         d.ScatterDescriptor(S.ELEMENTS, reduction, 0),
                         [_data(rng, (4, 3), dtype), indices, _data(rng, (3, 3), dtype)])
+    yield _case(kind, f"elements add{_shape_text(WIDE)} axis 0", d.ScatterDescriptor(S.ELEMENTS, "add", 0),
+                [_data(rng, WIDE, F32), _indices(rng, (5, WIDE[1]), WIDE[0]), _data(rng, (5, WIDE[1]), F32)])
     yield _case(kind, "elements none bool", d.ScatterDescriptor(S.ELEMENTS, "none", 1),
                 [_data(rng, (3, 4), BOOL), _indices(rng, (3, 2), 4), _data(rng, (3, 2), BOOL)])
 
@@ -861,9 +876,9 @@ def slice_(rng: np.random.Generator) -> Iterator[Case | None]:
                           ((2, 3, 4), (S(None), S(2, 0, -1), S(1, -1))),
                           ((2, 3, 4, 5), (S(1, None), S(None), S(None, None, 3), S(4, 0, -2))),
                           ((7,), (S(5, 2),)),
-                          ((3, 4), (S(None), S(3, 4)))]:
+                          ((3, 4), (S(None), S(3, 4))), (WIDE, (S(None, None, -1), S(1, None)))]:
         yield _slice_case(rng, shape, slices)
-    for dtype in (*ANY_TYPES, I16, U64, *_float_types()):
+    for dtype in _every_type():
         yield _slice_case(rng, (3, 4), (S(2, None, -1), S(None, None, 2)), dtype)
 
 
@@ -871,12 +886,12 @@ def split(rng: np.random.Generator) -> Iterator[Case | None]:
     """Even and uneven pieces, an empty piece, one piece, along each axis (negative too)."""
     kind = d.LayerKind.SPLIT
     for shape, axis, sizes in [((4, 6), -1, (2, 3, 1)), ((4, 6), 0, (2, 2)), ((2, 7, 3), 1, (3, 0, 4)),
-                               ((5,), 0, (5,)), ((2, 3, 4), -3, (1, 1))]:
+                               ((5,), 0, (5,)), ((2, 3, 4), -3, (1, 1)), (WIDE, 1, (17, 20))]:
         a = axis % len(shape)
         outputs = [TensorInfo(shape[:a] + (n,) + shape[a + 1:], F32) for n in sizes]
         yield _case(kind, f"split{_shape_text(shape)} axis {axis} sizes {_shape_text(sizes)}",
                     d.SplitDescriptor(axis), [_data(rng, shape, F32)], outputs=outputs)
-    for dtype in (*ANY_TYPES, I16, U64, *_float_types()):
+    for dtype in _every_type():
         yield _case(kind, f"split[3,5] axis 1 {dtype.numpy_name}", d.SplitDescriptor(1), [_data(rng, (3, 5), dtype)],
                     outputs=[TensorInfo((3, 2), dtype), TensorInfo((3, 3), dtype)])
 
@@ -889,7 +904,7 @@ def pad(rng: np.random.Generator) -> Iterator[Case | None]:
         if mode.name == "INVALID":
             continue
         geometries = [((3, 4), (1, 2), (2, 1)), ((2, 3, 5), (0, 1, 2), (1, 0, 3)), ((6,), (-2,), (3,)),
-                      ((4, 5), (1, -1), (-2, 2))]
+                      ((4, 5), (1, -1), (-2, 2)), (WIDE, (1, 3), (2, 5))]
         if mode is d.PadMode.WRAP:
             geometries.append(((2, 3), (3, 4), (5, 7)))
         for shape, begin, end in geometries:
@@ -900,7 +915,7 @@ def pad(rng: np.random.Generator) -> Iterator[Case | None]:
         yield _case(kind, f"constant[3,4] value input{' constant' if constant else ''}",
                     d.PadDescriptor("constant", (1, 1), (0, 2)),
                     [_data(rng, (3, 4), F32), np.array([2.5], np.float32)], constants=(1,) if constant else ())
-    for dtype in (*ANY_TYPES, I16, U64, *_float_types()):
+    for dtype in _every_type():
         yield _case(kind, f"constant[3,4] value {dtype.numpy_name}", d.PadDescriptor("constant", (1, 0), (2, 1)),
                     [_data(rng, (3, 4), dtype), _data(rng, (), dtype)])
         yield _case(kind, f"reflect[3,4] {dtype.numpy_name}", d.PadDescriptor("reflect", (2, 1), (1, 3)),
@@ -911,10 +926,10 @@ def expand(rng: np.random.Generator) -> Iterator[Case | None]:
     """New leading dims, dims of 1 stretched, a scalar, an empty output; every element type."""
     kind = d.LayerKind.EXPAND
     for shape, out in [((3, 4), (2, 3, 4)), ((3, 1), (3, 5)), ((1, 4, 1), (2, 3, 4, 6)), ((), (2, 3)),
-                       ((2, 1), (2, 0)), ((5,), (5,))]:
+                       ((2, 1), (2, 0)), ((5,), (5,)), ((1, 37), WIDE)]:
         yield _case(kind, f"expand{_shape_text(shape)}->{_shape_text(out)}", None, [_data(rng, shape, F32)],
                     outputs=[TensorInfo(out, F32)])
-    for dtype in (*ANY_TYPES, I16, U64, *_float_types()):
+    for dtype in _every_type():
         yield _case(kind, f"expand[3,1]->[2,3,4] {dtype.numpy_name}", None, [_data(rng, (3, 1), dtype)],
                     outputs=[TensorInfo((2, 3, 4), dtype)])
 
@@ -933,6 +948,7 @@ RESIZE_GEOMETRIES: list[tuple[str, tuple[int, ...], tuple[float, ...]]] = [
     ("2 axes", (1, 2, 4, 5), (1.0, 1.0, 2.0, 0.6)),
     ("3 axes", (1, 3, 4, 5), (1.0, 2.0, 0.5, 1.4)),
     ("4 axes", (2, 3, 4, 3), (1.5, 2.0, 0.75, 2.0)),
+    ("2 wide axes", (1, 2, 9, 37), (1.0, 1.0, 2.0, 1.5)),
 ]
 
 
@@ -960,7 +976,7 @@ def resize(rng: np.random.Generator) -> Iterator[Case | None]:
                         ("cubic", {"exclude_outside": True, "cubic_coeff_a": -0.5})]:
         label = "+" + ",".join(extra)
         yield _resize_case(rng, f"{label} 2 axes", (1, 2, 8, 7), (1.0, 1.0, 0.5, 0.6), mode=mode, **extra)
-    for dtype in (*ANY_TYPES, I16, U64, *_float_types()):
+    for dtype in _every_type():
         yield _resize_case(rng, "2 axes", (1, 2, 3, 4), (1.0, 1.0, 2.0, 1.5), dtype, mode="nearest")
     for dtype in _float_types():
         for mode in ("linear", "cubic"):
@@ -1006,6 +1022,11 @@ def cast(rng: np.random.Generator) -> Iterator[Case | None]:
             x = _cast_input(rng, source, target)
             yield _case(kind, f"{source.numpy_name} to {target.numpy_name}", d.CastDescriptor(), [x],
                         outputs=[TensorInfo(x.shape, target)])
+    for source, target in [(F32, F16), (F16, F32), (F32, I32), (I32, F32), (F64, F32), (U8, F32)]:
+        x = _cast_input(rng, source, target)
+        x = np.resize(x, WIDE)
+        yield _case(kind, f"{source.numpy_name} to {target.numpy_name}{_shape_text(WIDE)}", d.CastDescriptor(), [x],
+                    outputs=[TensorInfo(WIDE, target)])
     for target in (F16, *(t for t in types if t is DataType.BFLOAT16)):
         yield _case(kind, f"float64 to {target.numpy_name} rounds once", d.CastDescriptor(),
                     [_double_rounding_trap(10 if target is F16 else 7)], outputs=[TensorInfo((4,), target)])
@@ -1037,6 +1058,10 @@ CONVOLUTIONS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any], 
                                                 "groups": 3}, False, None),
     ("transposed", (1, 2, 2, 3, 3), (2, 3, 2, 2, 3), {"strides": (2, 1, 2), "pads_begin": (0, 0, 1),
                                                       "pads_end": (0, 0, 0)}, True, None),
+    ("forward", (1, 8, 10, 37), (16, 8, 3, 3), {"pads_begin": (1, 1), "pads_end": (1, 1)}, True, "relu"),
+    ("forward", (1, 6, 37), (6, 1, 5), {"pads_begin": (2,), "pads_end": (2,), "groups": 6}, True, None),
+    ("transposed", (1, 8, 6, 19), (8, 4, 3, 3), {"strides": (2, 2), "pads_begin": (1, 1), "pads_end": (1, 1),
+                                                 "output_padding": (1, 1)}, True, None),
 ]
 
 
@@ -1073,6 +1098,8 @@ POOLINGS: list[tuple[tuple[int, ...], dict[str, Any]]] = [
     ((1, 2, 4, 5, 4), {"kernel": (2, 2, 3), "strides": (2, 1, 1), "pads_begin": (0, 1, 1), "pads_end": (1, 0, 1),
                        "rounding": "ceil", "padding_method": "include"}),
     ((1, 1, 5, 4, 6), {"kernel": (3, 2, 2), "strides": (1, 2, 2), "dilations": (2, 1, 1)}),
+    ((1, 4, 10, 37), {"kernel": (3, 3), "strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1)}),
+    ((2, 3, 37), {"kernel": (4,), "strides": (3,)}),
 ]
 
 
@@ -1112,7 +1139,8 @@ def top_k(rng: np.random.Generator) -> Iterator[Case | None]:
     kind = d.LayerKind.TOP_K
     for largest in (True, False):
         for shape, axis, k, sorted_ in [((3, 7), -1, 3, True), ((4, 5, 3), 1, 5, True), ((4, 5, 3), 0, 1, True),
-                                        ((6,), 0, 0, True), ((3, 7), 1, 1, False), ((2, 9), -2, 2, True)]:
+                                        ((6,), 0, 0, True), ((3, 7), 1, 1, False), ((2, 9), -2, 2, True),
+                                        (WIDE, 1, 6, True)]:
             a = axis % len(shape)
             out = shape[:a] + (k,) + shape[a + 1:]
             name = f"{'largest' if largest else 'smallest'}{_shape_text(shape)} axis {axis} k={k}" + (
@@ -1134,7 +1162,7 @@ def cumulative(rng: np.random.Generator) -> Iterator[Case | None]:
             continue
         for exclusive in (False, True):
             for reverse in (False, True):
-                for shape, axis in [((3, 5), 1), ((2, 3, 4), -3), ((7,), 0)]:
+                for shape, axis in [((3, 5), 1), ((2, 3, 4), -3), ((7,), 0), (WIDE, -1)]:
                     x = _data(rng, shape, F32) if op.name == "SUM" else (
                         rng.uniform(0.6, 1.4, shape) * rng.choice([-1, 1], shape)).astype(np.float32)
                     name = f"{op.name.lower()}{_shape_text(shape)} axis {axis}" + (
@@ -1155,7 +1183,7 @@ def one_hot(rng: np.random.Generator) -> Iterator[Case | None]:
     kind = d.LayerKind.ONE_HOT
     depth = 5
     for itype, axis, shape in [(I64, 0, (3, 4)), (I32, -1, (3, 4)), (I64, 1, (2, 3)), (I64, -1, ()),
-                               (U8, -2, (4,)), (F32, -1, (2, 3)), (F16, 1, (3, 2))]:
+                               (U8, -2, (4,)), (F32, -1, (2, 3)), (F16, 1, (3, 2)), (I64, -1, WIDE)]:
         if itype.is_float:
             indices = _away_from_integers(rng, shape, itype, -depth - 1, depth + 2)
         elif itype.name.startswith("UINT"):
@@ -1182,10 +1210,10 @@ def triangular(rng: np.random.Generator) -> Iterator[Case | None]:
     kind = d.LayerKind.TRIANGULAR
     for upper in (True, False):
         for shape, k in [((4, 5), 0), ((4, 5), 1), ((5, 3), -2), ((2, 3, 3), 0), ((2, 1, 4, 4), -1), ((3, 4), 6),
-                         ((3, 4), -5), ((0, 3), 0)]:
+                         ((3, 4), -5), ((0, 3), 0), ((20, 37), 3)]:
             yield _case(kind, f"{'upper' if upper else 'lower'}{_shape_text(shape)} k={k}",
                         d.TriangularDescriptor(upper, k), [_data(rng, shape, F32)])
-    for dtype in (*ANY_TYPES, I16, U64, *_float_types()):
+    for dtype in _every_type():
         yield _case(kind, f"upper[3,4] k=1 {dtype.numpy_name}", d.TriangularDescriptor(True, 1),
                     [_data(rng, (3, 4), dtype)])
 
