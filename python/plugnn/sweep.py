@@ -949,6 +949,8 @@ RESIZE_GEOMETRIES: list[tuple[str, tuple[int, ...], tuple[float, ...]]] = [
     ("3 axes", (1, 3, 4, 5), (1.0, 2.0, 0.5, 1.4)),
     ("4 axes", (2, 3, 4, 3), (1.5, 2.0, 0.75, 2.0)),
     ("2 wide axes", (1, 2, 9, 37), (1.0, 1.0, 2.0, 1.5)),
+    ("x2 on 2 axes", (1, 2, 5, 9), (1.0, 1.0, 2.0, 2.0)),  # NEAREST: each element repeated
+    ("1 axis, not the last", (1, 3, 4, 6), (1.0, 1.0, 2.0, 1.0)),
 ]
 
 
