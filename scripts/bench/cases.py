@@ -168,6 +168,94 @@ def _matmul_case(name: str, a: tuple[int, ...], b: tuple[int, ...], quick_a: tup
                 lambda q: f"{what}MatMul {list(quick_a if q else a)} @ {list(quick_b if q else b)}")
 
 
+def _spatial_model(op: str, x_shape: tuple[int, ...], y_shape: tuple[int, ...], inputs: list[str],
+                   initializers: dict[str, np.ndarray], **attrs: Any) -> Any:
+    """One node reading graph input "x" and `inputs` (initializer names, or "" for an omitted
+    optional input) in that order."""
+    from onnx import TensorProto, checker, helper, numpy_helper
+
+    node = helper.make_node(op, ["x", *inputs], ["y"], name=op.lower(), **attrs)
+    graph = helper.make_graph(
+        [node], op.lower(), [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))],
+        initializer=[numpy_helper.from_array(a, n) for n, a in initializers.items()])
+    model = helper.make_model(graph, producer_name="plugnn.scripts.bench",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    checker.check_model(model)
+    return model
+
+
+def conv1d_model(cin: int, cout: int, length: int, kernel: int, stride: int) -> Any:
+    rng = np.random.default_rng(0)
+    weight = (rng.standard_normal((cout, cin, kernel)) * np.sqrt(2.0 / (cin * kernel))).astype(np.float32)
+    bias = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+    out = (length - kernel) // stride + 1
+    return _spatial_model("Conv", (1, cin, length), (1, cout, out), ["w", "b"], {"w": weight, "b": bias},
+                          kernel_shape=[kernel], strides=[stride])
+
+
+def conv_transpose_model(cin: int, cout: int, size: int, kernel: int, stride: int) -> Any:
+    rng = np.random.default_rng(0)
+    weight = (rng.standard_normal((cin, cout, kernel, kernel)) * np.sqrt(1.0 / cin)).astype(np.float32)
+    bias = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+    out = (size - 1) * stride + kernel
+    return _spatial_model("ConvTranspose", (1, cin, size, size), (1, cout, out, out), ["w", "b"],
+                          {"w": weight, "b": bias}, kernel_shape=[kernel, kernel], strides=[stride, stride])
+
+
+def resize_model(channels: int, size: int, out: int, mode: str, transform: str) -> Any:
+    sizes = np.array([1, channels, out, out], np.int64)
+    return _spatial_model("Resize", (1, channels, size, size), (1, channels, out, out), ["", "", "sizes"],
+                          {"sizes": sizes}, mode=mode, coordinate_transformation_mode=transform,
+                          nearest_mode="floor")
+
+
+def pad_model(channels: int, size: int, pad: int, mode: str) -> Any:
+    pads = np.array([0, 0, pad, pad, 0, 0, pad, pad], np.int64)
+    out = size + 2 * pad
+    return _spatial_model("Pad", (1, channels, size, size), (1, channels, out, out), ["pads"], {"pads": pads},
+                          mode=mode)
+
+
+def _sized(name: str, kind: str, metric: str, full: tuple[Any, ...], quick: tuple[Any, ...],
+           build: Callable[..., Any], describe: Callable[..., str]) -> Case:
+    return Case(name, kind, metric, lambda q: build(*(quick if q else full)),
+                lambda q: describe(*(quick if q else full)))
+
+
+# The 1.1 spatial kinds as the zoo's models use them (audio_m5's Conv1d, U-Net's ConvTranspose 2x2
+# stride 2 and bilinear Resize, FPN's and YOLO's nearest Resize, FCN's and DeepLab's bilinear
+# Resize to the input size), and Pad.
+SPATIAL_CASES: list[Case] = [
+    _sized("conv1d k80 s16 1->32 16000", "op", "flops", (1, 32, 16000, 80, 16), (1, 8, 400, 80, 16), conv1d_model,
+           lambda ci, co, n, k, s: f"Conv 1-D {ci}->{co} k{k} s{s} on {n} samples (audio_m5's first layer)"),
+    _sized("conv1d k3 64->64 2000", "op", "flops", (64, 64, 2000, 3, 1), (8, 8, 40, 3, 1), conv1d_model,
+           lambda ci, co, n, k, s: f"Conv 1-D {ci}->{co} k{k} s{s} on {n} samples"),
+    _sized("convtranspose 2x2 s2 256->128 14", "op", "flops", (256, 128, 14, 2, 2), (8, 4, 4, 2, 2),
+           conv_transpose_model, lambda ci, co, n, k, s: f"ConvTranspose {ci}->{co} {k}x{k} s{s} on {n}x{n} (U-Net)"),
+    _sized("convtranspose 2x2 s2 64->32 56", "op", "flops", (64, 32, 56, 2, 2), (8, 4, 6, 2, 2),
+           conv_transpose_model, lambda ci, co, n, k, s: f"ConvTranspose {ci}->{co} {k}x{k} s{s} on {n}x{n} (U-Net)"),
+    _sized("convtranspose 2x2 s2 32->16 112", "op", "flops", (32, 16, 112, 2, 2), (4, 4, 8, 2, 2),
+           conv_transpose_model, lambda ci, co, n, k, s: f"ConvTranspose {ci}->{co} {k}x{k} s{s} on {n}x{n} (U-Net)"),
+    _sized("convtranspose 4x4 s2 128->64 28", "op", "flops", (128, 64, 28, 4, 2), (8, 4, 4, 4, 2),
+           conv_transpose_model, lambda ci, co, n, k, s: f"ConvTranspose {ci}->{co} {k}x{k} s{s} on {n}x{n} (overlapping taps)"),
+    _sized("resize nearest x2 256 14->28", "op", "bytes", (256, 14, 28, "nearest", "asymmetric"),
+           (4, 4, 8, "nearest", "asymmetric"), resize_model,
+           lambda c, n, o, m, t: f"Resize {m} ({t}) {c}x{n}x{n} -> {o}x{o} (FPN, YOLO)"),
+    _sized("resize bilinear x2 64 56->112", "op", "bytes", (64, 56, 112, "linear", "align_corners"),
+           (4, 4, 8, "linear", "align_corners"), resize_model,
+           lambda c, n, o, m, t: f"Resize {m} ({t}) {c}x{n}x{n} -> {o}x{o} (U-Net bilinear)"),
+    _sized("resize bilinear 21 28->224", "op", "bytes", (21, 28, 224, "linear", "half_pixel"),
+           (3, 4, 32, "linear", "half_pixel"), resize_model,
+           lambda c, n, o, m, t: f"Resize {m} ({t}) {c}x{n}x{n} -> {o}x{o} (FCN, DeepLab, LR-ASPP)"),
+    _sized("pad reflect 2 64x112", "op", "bytes", (64, 112, 2, "reflect"), (4, 8, 2, "reflect"), pad_model,
+           lambda c, n, p, m: f"Pad {m} {p} on each side of {c}x{n}x{n}"),
+    _sized("pad constant 3 64x112", "op", "bytes", (64, 112, 3, "constant"), (4, 8, 3, "constant"), pad_model,
+           lambda c, n, p, m: f"Pad {m} {p} on each side of {c}x{n}x{n}"),
+]
+
+
 # -- the rows -------------------------------------------------------------------------------
 
 def _conv_case(name: str, cin: int, cout: int, size: int, kernel: int, stride: int = 1, groups: int = 1,
@@ -270,6 +358,7 @@ CASES: list[Case] = [
          lambda q: f"BERT self-attention block, batch 1, {8 if q else 128} tokens, {32 if q else 768} wide, "
                    f"{2 if q else 12} heads"),
 ]
+CASES += SPATIAL_CASES
 
 
 # -- work counting --------------------------------------------------------------------------
@@ -310,6 +399,9 @@ def flops(model: Any) -> int:
         if node.op_type == "Conv":
             out, weight = shapes_of(node.output[0]), shapes_of(node.input[1])
             total += 2 * int(np.prod(out)) * int(np.prod(weight[1:]))   # 2*N*OH*OW*OC * IC/g*KH*KW
+        elif node.op_type == "ConvTranspose":  # every input element times its O/g * KH*KW taps
+            x, weight = shapes_of(node.input[0]), shapes_of(node.input[1])
+            total += 2 * int(np.prod(x)) * int(np.prod(weight[1:]))
         elif node.op_type in ("Gemm", "MatMul"):
             out, a = shapes_of(node.output[0]), shapes_of(node.input[0])
             trans_a = any(attr.name == "transA" and helper.get_attribute_value(attr) for attr in node.attribute)

@@ -133,6 +133,10 @@ typedef struct accel_env {
     int64_t stream_bytes;   /* layers whose inputs + outputs exceed this store their output
                              * non-temporally (option nontemporal_bytes; default: the
                              * last-level cache, accel_llc_bytes) */
+    const struct pn_plugin* plugin;          /* CpuAcc's description (backend.c): reshape
+                                              * judges layers with it (shared_weights.h) */
+    struct accel_pack_counter* packed;       /* the backend's count of packed weight bytes
+                                              * (shared_weights.h), or NULL */
 } accel_env;
 
 /* ---- Shared helpers (workload.c) ------------------------------------------- */

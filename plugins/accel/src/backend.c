@@ -1,4 +1,5 @@
 /* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
+#include "attention.h"
 #include "chain_run.h"
 #include "families.h"
 #include "optimize.h"
@@ -25,6 +26,9 @@ typedef struct accel_backend {
 /* The arithmetic binary operations (ADD .. PRELU) on float32. Every activation kind runs, as a
  * layer and fused (a CELU with alpha 0 is malformed: the shared validation refuses it). */
 static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
+    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: mask_ops.c */
+        return PN_OK;
+    }
     pn_status s = pn_plugin_float32_only(plugin, layer, reason);
     const pn_elementwise_binary_desc* d = layer->descriptor;
     if (s == PN_OK && d->op > PN_BINARY_PRELU) {
@@ -48,17 +52,29 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_RESHAPE, pn_plugin_float32_only, accel_copy_create},
     {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
     {PN_LAYER_COPY, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_ELEMENTWISE_UNARY, accel_unary_check, accel_unary_create},
+    {PN_LAYER_REDUCE, accel_reduce_check, accel_reduce_create},
+    {PN_LAYER_NORMALIZATION, accel_normalization_check, accel_normalization_create},
+    {PN_LAYER_GATHER, accel_gather_check, accel_gather_create},
+    {PN_LAYER_SELECT, accel_select_check, accel_select_create},
+    {PN_LAYER_EXPAND, NULL, accel_expand_create},
+    {PN_LAYER_CONVOLUTION, pn_plugin_float32_only, accel_convolution_create},
+    {PN_LAYER_POOLING, accel_pooling_nd_check, accel_pooling_nd_create},
+    {PN_LAYER_RESIZE, accel_resize_check, accel_resize_create},
+    {PN_LAYER_PAD, pn_plugin_float32_only, accel_pad_create},
 };
 
-/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h). The factory
- * context of every create function is the factory's copy of the backend's accel_env. */
+/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h) and its fused
+ * attentions (attention.h), told apart by their payload. The factory context of every create
+ * function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
-                                accel_chain_create};
+                                accel_precompiled_create};
 
 /* ---- Backend and factory ------------------------------------------------- */
 
 static void backend_destroy(pn_backend* backend) {
     accel_backend* b = (accel_backend*)backend->self;
+    accel_pack_counter_free(b->env.packed);
     accel_threads_destroy(b->env.threads);
     for (int i = 0; i < b->num_retired; ++i) {
         accel_threads_destroy(b->retired[i]);
@@ -175,7 +191,7 @@ static pn_status set_stream_bytes(accel_backend* b, const char* value, pn_string
     return PN_OK;
 }
 
-#define ACCEL_OPTIONS "num_threads, isa, fuse, blocked_chains, nontemporal_bytes"
+#define ACCEL_OPTIONS "num_threads, isa, fuse, blocked_chains, nontemporal_bytes, packed_weight_bytes"
 
 static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
                                     pn_string_out* message_out) {
@@ -194,6 +210,11 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     }
     if (streq(key, "nontemporal_bytes")) {
         return set_stream_bytes(b, value, message_out);
+    }
+    if (streq(key, "packed_weight_bytes")) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc option packed_weight_bytes is read-only (the bytes of prepacked weights "
+                       "its workloads hold)");
     }
     if (!streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
@@ -242,6 +263,10 @@ static pn_status backend_get_option(pn_backend* backend, const char* key, pn_str
         pn_write(value_out, "%lld", (long long)b->env.stream_bytes);
         return PN_OK;
     }
+    if (key != NULL && streq(key, "packed_weight_bytes")) {
+        pn_write(value_out, "%lld", (long long)accel_pack_counter_bytes(b->env.packed));
+        return PN_OK;
+    }
     if (key == NULL || !streq(key, "num_threads")) {
         return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
                        key == NULL ? "(null)" : key);
@@ -271,6 +296,12 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->best_isa = accel_detect_isa();
     b->env.isa = b->best_isa;
     b->env.stream_bytes = accel_llc_bytes();
+    b->env.plugin = &accel;
+    b->env.packed = accel_pack_counter_new();
+    if (b->env.packed == NULL) {
+        free(b);
+        return NULL;
+    }
     b->fuse = 1;
     b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);

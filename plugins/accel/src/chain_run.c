@@ -1,6 +1,7 @@
 /* CpuAcc blocked chains (see chain_run.h): which steps they run, the payload, its workload. */
 #include "chain_run.h"
 #include "conv_nchwc.h"
+#include "shared_weights.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -32,18 +33,25 @@ typedef struct packed_step {
     float lo, hi;            /* fused activation as a clamp */
     int post_act;            /* a fused activation that is not a clamp, applied after the kernel */
     pn_activation_desc act;  /* (post_act) */
-    float* w;                /* prepacked weights, 64-byte aligned, inside raw */
-    float* bias;             /* ocb * 16, inside raw */
-    float* raw;
+    int64_t o, c;            /* a convolution's output and input channels (weights [o][c/groups][kh][kw]) */
+    nchwc_window win;        /* the taps it runs (g.kh x g.kw of the weights' kernel: chain_taps) */
+    int32_t w_in, b_in;      /* a convolution's weights and bias: indices into the replacement's
+                                inputs (constants, packed by the workload), b_in -1: no bias */
 } packed_step;
 
+/* The chain's convolutions' weights and biases are inputs of the replacement layer (after the
+ * activations it reads), so the runtime keeps them alive and gives them to create_workload and
+ * reshape as constants: the workload packs them (shared_weights.h), not optimize_subgraph, and
+ * the workloads of one session's specializations share one packed copy. */
 struct accel_chain {
     uint32_t magic;
-    uint32_t num_tensors, num_steps, num_inputs, num_outputs;
+    uint32_t num_tensors, num_steps, num_inputs, num_outputs, num_consts;
     chain_tensor* tensors;
     packed_step* steps;
-    uint32_t* inputs;        /* tensor indices of the replacement's inputs */
+    uint32_t* inputs;        /* tensor indices of the replacement's activation inputs */
     uint32_t* outputs;       /* tensor indices of the replacement's outputs */
+    uint32_t* const_ids;     /* the tensor ids of the constant inputs, after the activations */
+    pn_tensor_info* const_infos;
     char label[64];
 };
 
@@ -157,10 +165,9 @@ void accel_chain_release(void* payload) {
     if (ch == NULL) {
         return;
     }
-    for (uint32_t i = 0; i < ch->num_steps; ++i) {
-        free(ch->steps[i].raw);
-    }
     free(ch->steps);
+    free(ch->const_ids);
+    free(ch->const_infos);
     free(ch->tensors);
     free(ch->inputs);
     free(ch->outputs);
@@ -182,6 +189,41 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
     t->info.struct_size = sizeof(t->info);
     t->info.extension = NULL;
     return (int32_t)ch->num_tensors++;
+}
+
+/* The taps [t0, t0 + n) of a kernel axis of k taps that read an input element for some output:
+ * output i reads input i * stride - pad + t * dilation, inside [0, in) for some i in [0, out).
+ * The others read only padding whatever the output (a dilated convolution on a small map:
+ * DeepLabV3's ASPP rates 24 and 36 on 14 x 14 leave only the middle tap of 3), so the chain
+ * runs without them, with the padding shifted by t0 taps: the same sums, less work, and a
+ * narrower halo. */
+static void chain_taps(int64_t k, int64_t in, int64_t out, int64_t stride, int64_t pad, int64_t dil, int64_t* t0,
+                       int64_t* n) {
+    int64_t first = -1, last = -1;
+    for (int64_t t = 0; t < k; ++t) {
+        int64_t lo = t * dil - pad;                                   /* output 0's input */
+        int64_t i0 = lo >= 0 ? 0 : (-lo + stride - 1) / stride;      /* the first output at or past 0 */
+        if (i0 < out && lo + i0 * stride < in) {
+            first = first < 0 ? t : first;
+            last = t;
+        }
+    }
+    *t0 = first < 0 ? 0 : first; /* no tap reads the input (all padding): keep one, it reads zeros */
+    *n = first < 0 ? 1 : last - first + 1;
+}
+
+/* The index of constant tensor `id` among the chain's constant inputs, added when new. */
+static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* info) {
+    for (uint32_t i = 0; i < ch->num_consts; ++i) {
+        if (ch->const_ids[i] == id) {
+            return i;
+        }
+    }
+    ch->const_ids[ch->num_consts] = id;
+    ch->const_infos[ch->num_consts] = *info;
+    ch->const_infos[ch->num_consts].struct_size = sizeof(pn_tensor_info);
+    ch->const_infos[ch->num_consts].extension = NULL;
+    return ch->num_consts++;
 }
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
@@ -234,7 +276,10 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
     ch->steps = (packed_step*)calloc((size_t)count + 1, sizeof(packed_step));
     ch->inputs = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
     ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
-    if (ch->tensors == NULL || ch->steps == NULL || ch->inputs == NULL || ch->outputs == NULL) {
+    ch->const_ids = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
+    ch->const_infos = (pn_tensor_info*)calloc((size_t)count * 2 + 1, sizeof(pn_tensor_info));
+    if (ch->tensors == NULL || ch->steps == NULL || ch->inputs == NULL || ch->outputs == NULL ||
+        ch->const_ids == NULL || ch->const_infos == NULL) {
         accel_chain_release(ch);
         return NULL;
     }
@@ -291,14 +336,20 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         g->oc_last = o - (g->ocb - 1) * B;
         g->oh = cs->y_info->dims[2];
         g->ow = cs->y_info->dims[3];
-        g->kh = wi->dims[2];
-        g->kw = wi->dims[3];
         g->sh = d->stride_h;
         g->sw = d->stride_w;
         g->dh = d->dilation_h;
         g->dw = d->dilation_w;
-        st->pt = d->pad_top;
-        st->pl = d->pad_left;
+        st->win.full_kh = wi->dims[2];
+        st->win.full_kw = wi->dims[3];
+        chain_taps(wi->dims[2], h, cs->y_info->dims[2], g->sh, d->pad_top, g->dh, &st->win.ky0, &st->win.kh);
+        chain_taps(wi->dims[3], w, cs->y_info->dims[3], g->sw, d->pad_left, g->dw, &st->win.kx0, &st->win.kw);
+        g->kh = st->win.kh;
+        g->kw = st->win.kw;
+        st->pt = (int64_t)d->pad_top - st->win.ky0 * g->dh; /* < 0: the window starts inside the image */
+        st->pl = (int64_t)d->pad_left - st->win.kx0 * g->dw;
+        g->img_top = st->pt; /* the kernel reads x from the view at (ht - pt, hl - pl) */
+        g->img_h = h;
         if (!clamp_of(step_act(cs), &st->lo, &st->hi)) { /* lo, hi: +-inf */
             st->post_act = accel_copy_activation(step_act(cs), &st->act);
         }
@@ -308,26 +359,18 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         int64_t need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
         xt->ht = max64(xt->ht, st->pt);
         xt->hl = max64(xt->hl, st->pl);
-        xt->hb = max64(xt->hb, max64((int64_t)d->pad_bottom, need_h - st->pt - h));
-        xt->hr = max64(xt->hr, max64((int64_t)d->pad_right, need_w - st->pl - w));
-        size_t wfloats = st->depthwise ? (size_t)(g->cb * g->kh * g->kw * B)
-                                       : (size_t)(g->ocb * g->cb * g->kh * g->kw * g->ib * B);
-        st->raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
-        if (st->raw == NULL) {
-            accel_chain_release(ch);
-            return NULL;
-        }
-        st->w = align64(st->raw);
-        st->bias = align64(st->w + wfloats);
-        const float* wsrc = (const float*)l->constant_data[1];
-        if (st->depthwise) {
-            accel_nchwc_pack_dw_weights(wsrc, c, g->kh, g->kw, st->w);
-        } else {
-            accel_nchwc_pack_weights(wsrc, o, c, g->kh, g->kw, g->ib, st->w);
-        }
-        const float* bsrc = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (const float*)l->constant_data[2] : NULL;
-        for (int64_t oc = 0; oc < g->ocb * B; ++oc) {
-            st->bias[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;
+        xt->hb = max64(xt->hb, need_h - st->pt - h);
+        xt->hr = max64(xt->hr, need_w - st->pl - w);
+        st->o = o;
+        st->c = c;
+        st->w_in = (int32_t)const_input(ch, l->input_ids[1], &l->inputs[1]);
+        st->b_in = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (int32_t)const_input(ch, l->input_ids[2], &l->inputs[2])
+                                                          : -1;
+    }
+    for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
+        if (!ch->steps[i].pooling) {
+            ch->steps[i].w_in += (int32_t)ch->num_inputs;
+            ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
@@ -354,11 +397,16 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
     return ch;
 }
 
-uint32_t accel_chain_num_inputs(const accel_chain* ch) { return ch->num_inputs; }
+uint32_t accel_chain_num_inputs(const accel_chain* ch) { return ch->num_inputs + ch->num_consts; }
 uint32_t accel_chain_num_outputs(const accel_chain* ch) { return ch->num_outputs; }
 const char* accel_chain_label(const accel_chain* ch) { return ch->label; }
 
 void accel_chain_input(const accel_chain* ch, uint32_t i, uint32_t* id, pn_tensor_info* info) {
+    if (i >= ch->num_inputs) {
+        *id = ch->const_ids[i - ch->num_inputs];
+        *info = ch->const_infos[i - ch->num_inputs];
+        return;
+    }
     *id = ch->tensors[ch->inputs[i]].id;
     *info = ch->tensors[ch->inputs[i]].info;
 }
@@ -375,6 +423,8 @@ void accel_chain_output(const accel_chain* ch, uint32_t i, uint32_t* id, pn_tens
 typedef struct chain_state {
     accel_env env;
     const accel_chain* ch;   /* the payload: lives until every workload made from it is gone */
+    const float** w;         /* per step: its packed weights (accel_nchwc_packed), or NULL */
+    const float** bias;      /* per step: its bias, 16-channel blocks (inside the same block) */
     nchwc_tensor* storage;   /* one per chain tensor */
     unsigned char* dirty;    /* per tensor: its step zeros its halo every run (plan_storage) */
     float* raw;
@@ -383,6 +433,8 @@ typedef struct chain_state {
 static void chain_state_release(void* vs) {
     chain_state* s = (chain_state*)vs;
     if (s != NULL) {
+        free(s->w);
+        free(s->bias);
         free(s->storage);
         free(s->dirty);
         free(s->raw);
@@ -399,6 +451,8 @@ static nchwc_view view_of(const nchwc_tensor* t, int64_t n, int64_t dr, int64_t 
 typedef struct step_run {
     const chain_state* s;
     const packed_step* st;
+    const float* w;          /* the step's packed weights and bias (convolutions) */
+    const float* bias;
 } step_run;
 
 static int64_t step_jobs(const packed_step* st, int64_t n) {
@@ -458,10 +512,10 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, y);
     } else if (st->depthwise) {
-        for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_dwconv_row_avx512(g, &xv, st->w, st->bias, &yv, &epi, u, y);
+        for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_dwconv_row_avx512(g, &xv, r->w, r->bias, &yv, &epi, u, y);
     } else {
         int64_t ob = u * 2;
-        accel_nchwc_conv_rows_avx512(g, &xv, st->w, st->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows);
+        accel_nchwc_conv_rows_avx512(g, &xv, r->w, r->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows);
     }
     if (st->post_act) { /* the rows just written, still in the caches; every lane maps 0 to 0 */
         int64_t b0 = st->depthwise ? u : 2 * u, b1 = st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
@@ -534,9 +588,9 @@ static void step_parallel(const chain_state* s, const packed_step* st, step_run*
 static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const chain_state* s = (const chain_state*)vs;
     const accel_chain* ch = s->ch;
-    if (args == NULL || args->num_inputs != ch->num_inputs || args->num_outputs != ch->num_outputs) {
+    if (args == NULL || args->num_inputs != ch->num_inputs + ch->num_consts || args->num_outputs != ch->num_outputs) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: the blocked chain expects %u inputs and %u outputs",
-                       ch->num_inputs, ch->num_outputs);
+                       ch->num_inputs + ch->num_consts, ch->num_outputs);
     }
     for (uint32_t i = 0; i < ch->num_inputs; ++i) {
         if (args->inputs[i].data == NULL) {
@@ -553,7 +607,7 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        step_run r = {s, st};
+        step_run r = {s, st, s->w[i], s->bias[i]};
         step_parallel(s, st, &r);
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
@@ -688,9 +742,8 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
     return total;
 }
 
-pn_status accel_chain_create(void* context, const pn_layer* layer,
+static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
                              pn_workload** workload_out, pn_string_out* message_out) {
-    const accel_env* env = (const accel_env*)context;
     const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
     const accel_chain* ch = d != NULL ? (const accel_chain*)d->payload : NULL;
     if (ch == NULL || ch->magic != CHAIN_MAGIC) {
@@ -702,15 +755,23 @@ pn_status accel_chain_create(void* context, const pn_layer* layer,
                        "CpuAcc: precompiled layer '%s' needs the avx512 kernels, option isa is %s",
                        layer->name, accel_isa_name(env->isa));
     }
-    if (layer->num_inputs != ch->num_inputs || layer->num_outputs != ch->num_outputs) {
+    if (layer->num_inputs != ch->num_inputs + ch->num_consts || layer->num_outputs != ch->num_outputs) {
         return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
                        "CpuAcc: precompiled layer '%s' has %u inputs and %u outputs, its chain %u and %u",
-                       layer->name, layer->num_inputs, layer->num_outputs, ch->num_inputs, ch->num_outputs);
+                       layer->name, layer->num_inputs, layer->num_outputs, ch->num_inputs + ch->num_consts,
+                       ch->num_outputs);
     }
-    for (uint32_t i = 0; i < ch->num_inputs; ++i) {
-        if (!same_info(&layer->inputs[i], &ch->tensors[ch->inputs[i]].info)) {
+    for (uint32_t i = 0; i < ch->num_inputs + ch->num_consts; ++i) {
+        const pn_tensor_info* want = i < ch->num_inputs ? &ch->tensors[ch->inputs[i]].info
+                                                        : &ch->const_infos[i - ch->num_inputs];
+        if (!same_info(&layer->inputs[i], want)) {
             return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
                            "CpuAcc: precompiled layer '%s' input %u does not have its chain's shape", layer->name, i);
+        }
+        if (i >= ch->num_inputs && (layer->constant_data == NULL || layer->constant_data[i] == NULL)) {
+            return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                           "CpuAcc: precompiled layer '%s' input %u (weights of its chain) is not a constant",
+                           layer->name, i);
         }
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
@@ -723,13 +784,32 @@ pn_status accel_chain_create(void* context, const pn_layer* layer,
     if (s != NULL) {
         s->storage = (nchwc_tensor*)calloc(ch->num_tensors, sizeof(nchwc_tensor));
         s->dirty = (unsigned char*)calloc(ch->num_tensors + 1, 1);
+        s->w = (const float**)calloc(ch->num_steps + 1, sizeof(float*));
+        s->bias = (const float**)calloc(ch->num_steps + 1, sizeof(float*));
     }
-    if (s == NULL || s->storage == NULL || s->dirty == NULL) {
+    if (s == NULL || s->storage == NULL || s->dirty == NULL || s->w == NULL || s->bias == NULL) {
         chain_state_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     s->env = *env;
     s->ch = ch;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        const packed_step* st = &ch->steps[i];
+        if (st->pooling) {
+            continue;
+        }
+        const nchwc_geom* g = &st->g;
+        const float* bsrc = st->b_in >= 0 ? (const float*)layer->constant_data[st->b_in] : NULL;
+        s->w[i] = accel_nchwc_packed(packs, env->threads, (const float*)layer->constant_data[st->w_in], bsrc, st->o, st->c,
+                                     &st->win, g->ib, st->depthwise);
+        if (s->w[i] == NULL) {
+            chain_state_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing the weights of '%s'",
+                           layer->name);
+        }
+        s->bias[i] = s->w[i] + (st->depthwise ? (size_t)(g->cb * g->kh * g->kw * B)
+                                              : (size_t)(g->ocb * g->cb * g->kh * g->kw * g->ib * B));
+    }
     for (uint32_t i = 0; i < ch->num_tensors; ++i) {
         const chain_tensor* t = &ch->tensors[i];
         nchwc_tensor* nt = &s->storage[i];
@@ -759,12 +839,16 @@ pn_status accel_chain_create(void* context, const pn_layer* layer,
     }
     free(offsets);
     pn_workload* wl = pn_workload_new(s, chain_execute, chain_state_release, 0);
-    if (wl == NULL) {
-        chain_state_release(s);
+    if (wl == NULL) { /* s released by pn_workload_new */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     *workload_out = wl;
     return PN_OK;
+}
+
+pn_status accel_chain_create(void* context, const pn_layer* layer,
+                             pn_workload** workload_out, pn_string_out* message_out) {
+    return accel_reshapable_new((const accel_env*)context, layer, chain_build, workload_out, message_out);
 }
 
 #else

@@ -8,8 +8,11 @@
  * Chain planning (chain_plan.h) resolves each convolution with what fusion gave it (a
  * following activation, a residual add) into an accel_chain_step, asks accel_chain_step_fit
  * which steps the blocked kernels run, and hands runs of two or more to accel_chain_new. The
- * chain (the payload of the PRECOMPILED layer) owns prepacked copies of the weights, so the
- * replacement layer's inputs are only the activations the chain reads from outside.
+ * chain (the payload of the PRECOMPILED layer) holds the geometry only: the replacement layer's
+ * inputs are the activations the chain reads from outside, then the convolutions' weights and
+ * biases as constants, which the workload packs (create_workload) into blocks shared with the
+ * workloads reshaped from it (shared_weights.h), so a session's specializations of one model,
+ * each planned by its own optimize_subgraph, share one packed copy.
  */
 #ifndef ACCEL_CHAIN_RUN_H
 #define ACCEL_CHAIN_RUN_H
@@ -54,8 +57,9 @@ typedef struct accel_chain accel_chain;
 
 /* A chain of `count` steps that fit, in execution order. `export_ids` are the tensors
  * produced by the chain that are used after it. The replacement layer's inputs are
- * accel_chain_num_inputs tensors (ids and infos by accel_chain_input), its outputs
- * accel_chain_num_outputs (accel_chain_output). NULL when out of memory. */
+ * accel_chain_num_inputs tensors (ids and infos by accel_chain_input: the activations, then the
+ * weights and biases, each tensor once), its outputs accel_chain_num_outputs
+ * (accel_chain_output). NULL when out of memory. */
 accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, const uint32_t* export_ids,
                              uint32_t num_export);
 uint32_t accel_chain_num_inputs(const accel_chain* chain);
@@ -68,8 +72,10 @@ const char* accel_chain_label(const accel_chain* chain); /* e.g. "blocked chain 
 void accel_chain_release(void* payload);
 
 /* The workload of a PRECOMPILED layer whose payload is a chain made by this build (anything
- * else is refused with PN_ERR_INVALID_ARGUMENT): the create_precompiled of CpuAcc's
- * pn_plugin, whose context is the factory's accel_env. */
+ * else is refused with PN_ERR_INVALID_ARGUMENT, and so are weights that are not constants):
+ * the create_precompiled of CpuAcc's pn_plugin, whose context is the factory's accel_env. The
+ * workload is reshapable (shared_weights.h): a chain planned for other shapes with the same
+ * constants reuses its packed weights. */
 pn_status accel_chain_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                              pn_string_out* message_out);
 

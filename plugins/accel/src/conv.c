@@ -10,6 +10,7 @@
 #include "conv_nchwc.h"
 #include "depthwise.h"
 #include "gemm.h"
+#include "shared_weights.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,8 @@ typedef struct conv_state {
     int has_bias, has_addend, has_act;
     pn_activation_desc act;
     uint32_t num_inputs;
-    float* wpack;           /* groups prepacked A blocks, or NULL (weights at run time) */
+    const float* wpack;     /* groups prepacked A or B blocks (a shared block, accel_packs),
+                               or NULL (weights at run time) */
     struct im2col_row* rows; /* kdim entries (im2col mode) */
     accel_dw* depthwise;     /* depthwise modes: the kernels' state (depthwise.c) */
     size_t wpack_stride;    /* floats per group */
@@ -48,7 +50,6 @@ typedef struct conv_state {
 static void conv_release(void* vs) {
     conv_state* s = (conv_state*)vs;
     if (s != NULL) {
-        free(s->wpack);
         free(s->rows);
         accel_dw_destroy(s->depthwise);
         free(s->offs);
@@ -364,11 +365,10 @@ static pn_status conv_execute(void* vs, const pn_execute_args* args, pn_string_o
     return PN_OK;
 }
 
-pn_status accel_conv2d_create(void* context, const pn_layer* layer,
-                              pn_workload** workload_out, pn_string_out* message_out) {
-    const accel_env* env = (const accel_env*)context;
+pn_status accel_conv2d_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                             pn_workload** workload_out, pn_string_out* message_out) {
     pn_workload* direct = NULL;
-    pn_status st = accel_conv_nchwc_create(env, layer, &direct, message_out);
+    pn_status st = accel_conv_nchwc_build(env, layer, packs, &direct, message_out);
     if (st != PN_OK || direct != NULL) {
         *workload_out = direct;
         return st;
@@ -429,15 +429,11 @@ pn_status accel_conv2d_create(void* context, const pn_layer* layer,
         s->mode = pointwise ? CONV_NHWC_GEMM_1X1 : CONV_NHWC_GEMM;
         if (wc != NULL && s->og > 0 && s->kdim > 0) {
             /* B_g[k][o] = W[g*og + o][k]: prepack W_g^T */
-            s->wpack_stride = gemm_packed_b_floats(s->arch, s->kdim, s->og);
-            s->wpack = (float*)malloc(s->wpack_stride * (size_t)s->groups * sizeof(float) + 64);
+            s->wpack = accel_pack_gemm(packs, env->isa, 0, wc, s->kdim, s->og, 1, s->kdim, s->groups,
+                                       s->og * s->kdim, &s->wpack_stride);
             if (s->wpack == NULL) {
                 conv_release(s);
                 return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
-            }
-            for (int64_t g = 0; g < s->groups; ++g) {
-                gemm_pack_b_full(s->arch, s->kdim, s->og, wc + g * s->og * s->kdim, 1, s->kdim,
-                                 s->wpack + g * s->wpack_stride);
             }
         }
         s->rows = (im2col_row*)malloc((size_t)(s->kdim > 0 ? s->kdim : 1) * sizeof(im2col_row));
@@ -458,20 +454,25 @@ pn_status accel_conv2d_create(void* context, const pn_layer* layer,
         s->mode = pointwise ? CONV_GEMM_1X1 : CONV_GEMM_IM2COL;
         s->trans = wc != NULL && conv_prefers_transposed(s->arch, s->og, s->p);
         if (wc != NULL && s->og > 0 && s->kdim > 0) {
-            s->wpack_stride = s->trans ? gemm_packed_b_floats(s->arch, s->kdim, s->og)
-                                       : gemm_packed_a_floats(s->arch, s->og, s->kdim);
-            s->wpack = (float*)malloc(s->wpack_stride * (size_t)s->groups * sizeof(float) + 64);
+            /* Reshaped from a workload that packed the weights in the other orientation (its
+             * output had another size): keep that one, so the two share one copy. */
+            accel_pack_key mine, other;
+            accel_pack_gemm_key(&mine, env->isa, !s->trans, wc, s->trans ? s->kdim : s->og,
+                                s->trans ? s->og : s->kdim, s->trans ? 1 : s->kdim, s->trans ? s->kdim : 1,
+                                s->groups, s->og * s->kdim);
+            accel_pack_gemm_key(&other, env->isa, s->trans, wc, s->trans ? s->og : s->kdim,
+                                s->trans ? s->kdim : s->og, s->trans ? s->kdim : 1, s->trans ? 1 : s->kdim,
+                                s->groups, s->og * s->kdim);
+            if (!accel_packs_offered(packs, &mine) && accel_packs_offered(packs, &other)) {
+                s->trans = !s->trans;
+            }
+            s->wpack = s->trans ? accel_pack_gemm(packs, env->isa, 0, wc, s->kdim, s->og, 1, s->kdim, s->groups,
+                                                  s->og * s->kdim, &s->wpack_stride)
+                                : accel_pack_gemm(packs, env->isa, 1, wc, s->og, s->kdim, s->kdim, 1, s->groups,
+                                                  s->og * s->kdim, &s->wpack_stride);
             if (s->wpack == NULL) {
                 conv_release(s);
                 return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
-            }
-            for (int64_t g = 0; g < s->groups; ++g) {
-                const float* wg = wc + g * s->og * s->kdim;
-                if (s->trans) {
-                    gemm_pack_b_full(s->arch, s->kdim, s->og, wg, 1, s->kdim, s->wpack + g * s->wpack_stride);
-                } else {
-                    gemm_pack_a_full(s->arch, s->og, s->kdim, wg, s->kdim, 1, s->wpack + g * s->wpack_stride);
-                }
             }
         }
         if (s->mode == CONV_GEMM_IM2COL) {
@@ -524,4 +525,10 @@ pn_status accel_conv2d_create(void* context, const pn_layer* layer,
     }
     *workload_out = wl;
     return PN_OK;
+}
+
+pn_status accel_conv2d_create(void* context, const pn_layer* layer,
+                              pn_workload** workload_out, pn_string_out* message_out) {
+    return accel_reshapable_new((const accel_env*)context, layer, accel_conv2d_build, workload_out,
+                                message_out);
 }

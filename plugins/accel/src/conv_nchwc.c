@@ -2,6 +2,7 @@
  * (the kernels are in conv_nchwc_avx512.c; see conv_nchwc.h). */
 #include "conv_nchwc.h"
 #include "gemm.h"
+#include "shared_weights.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -42,6 +43,87 @@ void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t 
                     int64_t ch = cb * B + ci;
                     *dst++ = ch < c ? w[(ch * kh + ky) * kw + kx] : 0.0f;
                 }
+}
+
+/* What tile_pack packs. */
+typedef struct pack_tiles {
+    const float* w;
+    float* dst;
+    int64_t o, c;
+    const nchwc_window* win;
+    int64_t ib, cb;
+    int depthwise;
+} pack_tiles;
+
+/* Output blocks [begin, end): each a tile of 16 output channels read row by row from the source
+ * (contiguous taps) and written into its [cb][kh][kw][ib][16] part (a few KiB: in L1), instead of
+ * gathering every destination float from 16 rows far apart. */
+static void tile_pack(void* vctx, int64_t begin, int64_t end) {
+    const pack_tiles* t = (const pack_tiles*)vctx;
+    const nchwc_window* win = t->win;
+    const int64_t kh = win->kh, kw = win->kw, fkh = win->full_kh, fkw = win->full_kw, ib = t->ib;
+    for (int64_t b = begin; b < end; ++b) {
+        if (t->depthwise) { /* [cb][kh][kw][16] */
+            float* dst = t->dst + b * kh * kw * B;
+            for (int64_t ci = 0; ci < B; ++ci) {
+                int64_t ch = b * B + ci;
+                for (int64_t ky = 0; ky < kh; ++ky)
+                    for (int64_t kx = 0; kx < kw; ++kx)
+                        dst[(ky * kw + kx) * B + ci] = ch < t->c ? t->w[(ch * fkh + win->ky0 + ky) * fkw + win->kx0 + kx] : 0.0f;
+            }
+            continue;
+        }
+        float* dst = t->dst + b * t->cb * kh * kw * ib * B;
+        for (int64_t co = 0; co < B; ++co) {
+            int64_t oc = b * B + co;
+            for (int64_t ic = 0; ic < t->cb * ib; ++ic) {
+                int64_t cbi = ic / ib, ci = ic % ib;
+                float* d = dst + (cbi * kh * kw * ib + ci) * B + co; /* + (ky * kw + kx) * ib * B */
+                const float* src = oc < t->o && ic < t->c ? t->w + ((oc * t->c + ic) * fkh + win->ky0) * fkw + win->kx0
+                                                          : NULL;
+                for (int64_t ky = 0; ky < kh; ++ky)
+                    for (int64_t kx = 0; kx < kw; ++kx)
+                        d[(ky * kw + kx) * ib * B] = src != NULL ? src[ky * fkw + kx] : 0.0f;
+            }
+        }
+    }
+}
+
+const float* accel_nchwc_packed(accel_packs* packs, accel_threads* threads, const float* w, const float* bias,
+                                int64_t o, int64_t c, const nchwc_window* win, int64_t ib, int depthwise) {
+    accel_pack_key key;
+    accel_pack_key_init(&key, depthwise ? ACCEL_PACK_NCHWC_DW : ACCEL_PACK_NCHWC, ACCEL_ISA_AVX512, w, bias);
+    key.params[0] = o;
+    key.params[1] = c;
+    key.params[2] = win->kh;
+    key.params[3] = win->kw;
+    key.params[4] = ib;
+    key.params[5] = win->ky0 * win->full_kw + win->kx0; /* the window inside the full kernel */
+    key.params[6] = win->full_kh;
+    key.params[7] = win->full_kw;
+    const int64_t kh = win->kh, kw = win->kw;
+    const int64_t cb = (c + ib - 1) / ib;
+    size_t wfloats = depthwise ? (size_t)(blocks(c) * kh * kw * B) : (size_t)(blocks(o) * cb * kh * kw * ib * B);
+    int64_t ob = depthwise ? blocks(c) : blocks(o);
+    int fresh = 0;
+    float* wb = accel_packs_get(packs, &key, wfloats + (size_t)(ob * B), &fresh);
+    if (wb != NULL && fresh) {
+        /* the layouts of accel_nchwc_pack_weights / accel_nchwc_pack_dw_weights, taps of the window,
+         * one 16-channel output block at a time over the threads (tile_pack) */
+        pack_tiles t = {w, wb, o, c, win, ib, cb, depthwise};
+        accel_parallel_for(threads, depthwise ? blocks(c) : blocks(o), tile_pack, &t);
+        float* bdst = wb + wfloats; /* wfloats is a multiple of 16: 64-byte aligned */
+        for (int64_t oc = 0; oc < ob * B; ++oc) {
+            bdst[oc] = bias != NULL && oc < (depthwise ? c : o) ? bias[oc] : 0.0f;
+        }
+    }
+    return wb;
+}
+
+void accel_nchwc_full_window(nchwc_window* win, int64_t kh, int64_t kw) {
+    win->ky0 = win->kx0 = 0;
+    win->kh = win->full_kh = kh;
+    win->kw = win->full_kw = kw;
 }
 
 #if defined(ACCEL_HAVE_X86_KERNELS) /* blocked tensors exist only with the AVX-512 kernels */
@@ -134,18 +216,11 @@ typedef struct nchwc_state {
     int has_addend, has_act;
     pn_activation_desc act;
     uint32_t num_inputs;
-    float* wb;               /* [ocb][cb][kh][kw][16][16], 64-byte aligned, inside w_raw */
-    float* bias;             /* ocb * 16 (zeros without a bias), 64-byte aligned, inside w_raw */
-    float* w_raw;            /* the allocation holding both */
+    const float* wb;         /* [ocb][cb][kh][kw][16][16], 64-byte aligned (accel_nchwc_packed) */
+    const float* bias;       /* ocb * 16 (zeros without a bias) right after wb */
 } nchwc_state;
 
-static void nchwc_release(void* vs) {
-    nchwc_state* s = (nchwc_state*)vs;
-    if (s != NULL) {
-        free(s->w_raw);
-        free(s);
-    }
-}
+static void nchwc_release(void* vs) { free(vs); }
 
 typedef struct nchwc_run {
     const nchwc_state* s;
@@ -211,8 +286,8 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
     return PN_OK;
 }
 
-pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
-                                  pn_workload** workload_out, pn_string_out* message_out) {
+pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                 pn_workload** workload_out, pn_string_out* message_out) {
     *workload_out = NULL;
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
     if (env->isa != ACCEL_ISA_AVX512 || d->layout != PN_LAYOUT_NCHW || d->groups != 1 ||
@@ -255,6 +330,8 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     g->sw = d->stride_w;
     g->dh = d->dilation_h;
     g->dw = d->dilation_w;
+    g->img_top = d->pad_top; /* the kernel reads x from the storage's origin, the image at row pad_top */
+    g->img_h = h;
     /* The padded input holds every tap of every output (at least the padded image). */
     int64_t need_h = (oh - 1) * g->sh + (kh - 1) * g->dh + 1, need_w = (ow - 1) * g->sw + (kw - 1) * g->dw + 1;
     int64_t rows = h + d->pad_top + d->pad_bottom, cols = w + d->pad_left + d->pad_right;
@@ -268,22 +345,18 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
     s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
     size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * ib * B);
-    s->w_raw = (float*)malloc((wfloats + (size_t)(g->ocb * B) + 32) * sizeof(float));
-    if (s->w_raw == NULL) {
+    nchwc_window win;
+    accel_nchwc_full_window(&win, kh, kw);
+    s->wb = accel_nchwc_packed(packs, env->threads, (const float*)layer->constant_data[1],
+                               has_bias ? (const float*)layer->constant_data[2] : NULL, o, c, &win, ib, 0);
+    if (s->wb == NULL) {
         nchwc_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
     }
-    s->wb = align64(s->w_raw);
-    s->bias = align64(s->wb + wfloats);
-    accel_nchwc_pack_weights((const float*)layer->constant_data[1], o, c, kh, kw, ib, s->wb);
-    const float* bsrc = has_bias ? (const float*)layer->constant_data[2] : NULL;
-    for (int64_t oc = 0; oc < g->ocb * B; ++oc) {
-        s->bias[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;
-    }
+    s->bias = s->wb + wfloats;
     size_t ws = ((size_t)n * (xt.image_floats + yt.image_floats) + 32) * sizeof(float);
     pn_workload* wl = pn_workload_new(s, nchwc_execute, nchwc_release, ws);
-    if (wl == NULL) {
-        nchwc_release(s);
+    if (wl == NULL) { /* s released by pn_workload_new */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     *workload_out = wl;
@@ -292,10 +365,11 @@ pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
 
 #else
 
-pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
-                                  pn_workload** workload_out, pn_string_out* message_out) {
+pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                 pn_workload** workload_out, pn_string_out* message_out) {
     (void)env;
     (void)layer;
+    (void)packs;
     (void)message_out;
     *workload_out = NULL; /* no AVX-512 kernel on this architecture */
     return PN_OK;

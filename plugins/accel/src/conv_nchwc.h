@@ -17,6 +17,7 @@
 #define ACCEL_CONV_NCHWC_H
 
 #include "accel.h"
+#include "shared_weights.h"
 
 #include <stdint.h>
 
@@ -39,6 +40,11 @@ typedef struct nchwc_geom {
     int64_t oc_last;    /* real channels in the last output block (1..16) */
     int64_t oh, ow;     /* output rows and columns */
     int64_t kh, kw, sh, sw, dh, dw;
+    /* Optional (0: every tap row runs): the image's rows in the coordinates the kernel reads x
+     * in, [img_top, img_top + img_h). A one-row tile of output row oy then runs only the tap
+     * rows ky with img_top <= oy * sh + ky * dh < img_top + img_h (the others read only the
+     * zero halo: a dilated convolution on a small map, the border rows of any padded one). */
+    int64_t img_top, img_h;
 } nchwc_geom;
 
 /* One image of a blocked tensor inside its storage [blocks][rows][cols][16] (an input with
@@ -139,12 +145,30 @@ void accel_nchwc_pack_dw_weights(const float* w, int64_t c, int64_t kh, int64_t 
 /* True when 16-channel blocks of `channels` waste at most a quarter of the work. */
 int accel_nchwc_blocks_pay(int64_t channels);
 
+/* The taps of a kernel a blocked convolution runs: rows [ky0, ky0 + kh) and columns
+ * [kx0, kx0 + kw) of the full_kh x full_kw kernel (a blocked chain drops the taps that read
+ * only padding for every output: chain_run.c). */
+typedef struct nchwc_window {
+    int64_t ky0, kx0, kh, kw, full_kh, full_kw;
+} nchwc_window;
+
+/* The window of all kh x kw taps. */
+void accel_nchwc_full_window(nchwc_window* win, int64_t kh, int64_t kw);
+
+/* The weights `w` ([o][c][full_kh][full_kw]; depthwise [c][1][full_kh][full_kw]), the taps of
+ * `win`, in the layout of accel_nchwc_pack_weights (depthwise: accel_nchwc_pack_dw_weights) with
+ * kh x kw = the window's, followed by the bias padded to whole 16-channel blocks (zeros where
+ * `bias` is NULL and past the channels): a shared block of `packs` (shared_weights.h), packed
+ * over `threads`. NULL when out of memory. */
+const float* accel_nchwc_packed(accel_packs* packs, accel_threads* threads, const float* w, const float* bias,
+                                int64_t o, int64_t c, const nchwc_window* win, int64_t ib, int depthwise);
+
 /* The direct blocked convolution for an NCHW Convolution2d layer when it is the better path
- * on this CPU: PN_OK with *workload_out set; PN_OK with *workload_out NULL when the layer is
- * not one it runs (no AVX-512, grouped, 1x1, weights not constant, too few output channels
- * for 16-wide blocks to pay); or an error (out of memory). Assumes CpuAcc accepted the layer
- * (float32). */
-pn_status accel_conv_nchwc_create(const accel_env* env, const pn_layer* layer,
-                                  pn_workload** workload_out, pn_string_out* message_out);
+ * on this CPU: PN_OK with *workload_out set (its weights a block of `packs`); PN_OK with
+ * *workload_out NULL when the layer is not one it runs (no AVX-512, grouped, weights not
+ * constant, too few output channels for 16-wide blocks to pay); or an error (out of memory).
+ * Assumes CpuAcc accepted the layer (float32). */
+pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                 pn_workload** workload_out, pn_string_out* message_out);
 
 #endif /* ACCEL_CONV_NCHWC_H */

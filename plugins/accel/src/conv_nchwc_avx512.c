@@ -24,6 +24,18 @@ static inline __attribute__((always_inline)) void finish(__m512 v, float* dst, c
     _mm512_store_ps(dst, v);
 }
 
+/* The tap rows [*ky0, *ky1) a one-row tile of output row oy runs (nchwc_geom.img_h). */
+static inline __attribute__((always_inline)) void tap_rows(const nchwc_geom* g, int64_t oy, int64_t* ky0,
+                                                           int64_t* ky1) {
+    *ky0 = 0;
+    *ky1 = g->kh;
+    if (g->img_h > 0) {
+        const int64_t top = oy * g->sh;
+        while (*ky0 < *ky1 && top + *ky0 * g->dh < g->img_top) ++*ky0;
+        while (*ky1 > *ky0 && top + (*ky1 - 1) * g->dh >= g->img_top + g->img_h) --*ky1;
+    }
+}
+
 /* The clamp finish() applies for an epilogue. */
 static int clamp_kind(const nchwc_epilogue* epi) {
     return epi->hi < INFINITY ? 2 : epi->lo > -INFINITY ? 1 : 0;
@@ -53,9 +65,13 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
     const int64_t xstep = XS > 0 ? XS : g->sw * ib;        /* between neighbouring pixels */
     const int64_t rstride = g->sh * x->cols * ib;          /* between the rows of two outputs */
     const float* wob = wb + ob * wblock;
+    int64_t ky0 = 0, ky1 = g->kh;
+    if (W == PW) { /* one output row: only the tap rows that read the image */
+        tap_rows(g, oy, &ky0, &ky1);
+    }
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
-        for (int64_t ky = 0; ky < g->kh; ++ky) {
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
@@ -113,9 +129,11 @@ static inline __attribute__((always_inline)) void tile_half(const nchwc_geom* g,
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
     const int64_t xstep = XS > 0 ? XS : g->sw * ib;
     const float* wob = wb + ob * wblock;
+    int64_t ky0 = 0, ky1 = g->kh;
+    tap_rows(g, oy, &ky0, &ky1); /* one output row: only the tap rows that read the image */
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
-        for (int64_t ky = 0; ky < g->kh; ++ky) {
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;

@@ -125,6 +125,9 @@ pn_status accel_binary_create(void* context, const pn_layer* layer,
                               pn_workload** workload_out, pn_string_out* message_out) {
     const accel_env* env = (const accel_env*)context;
     const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
+    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: mask_ops.c */
+        return accel_logic_create(context, layer, workload_out, message_out);
+    }
     bcast_plan* p = (bcast_plan*)calloc(1, sizeof(*p));
     if (p == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

@@ -41,6 +41,9 @@
 #define ACCEL_FAMILIES_H
 
 #include "accel.h"
+#include "plugnn/pn_plugin.h"
+
+#include "shared_weights.h"
 
 pn_status accel_binary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
@@ -53,5 +56,44 @@ pn_status accel_transpose_create(void*, const pn_layer*, pn_workload**, pn_strin
 pn_status accel_conv2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_fully_connected_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* The 1.1 spatial kinds (float32): CONVOLUTION (convolution_nd.c: forward 1-D and 2-D on
+ * CONVOLUTION_2D's paths, 3-D through a GEMM, transposed through a GEMM and col2im), POOLING
+ * (pooling_nd.c: 1-D and 2-D on POOLING_2D's kernels; accel_pooling_nd_check refuses 3-D),
+ * RESIZE (resize.c: NEAREST any axes; LINEAR and CUBIC along the last two axes, which
+ * accel_resize_check requires), PAD (pad.c: every mode). */
+pn_status accel_convolution_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_pooling_nd_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_pooling_nd_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_resize_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_resize_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_pad_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* CONVOLUTION_2D's build function (shared_weights.h), also run by CONVOLUTION (convolution_nd.c)
+ * on the 2-D view of a 1-D or 2-D forward convolution. */
+pn_status accel_conv2d_build(const accel_env*, const pn_layer*, accel_packs*, pn_workload**, pn_string_out*);
+
+/* Transformer-era kinds (float32), each with its own check (pn_plugin_check_fn) of what it
+ * runs beyond the shared validation:
+ *   ELEMENTWISE_UNARY (unary.c): ABS, NEG, SIGN, RECIPROCAL, SQRT, RSQRT, EXP, LOG, ERF, SIN,
+ *     COS, FLOOR, CEIL, ROUND (the other operations are refused);
+ *   REDUCE (reduce.c): every operation over any axes (ARG_MAX/ARG_MIN: float32 x, INT64 out);
+ *   NORMALIZATION (normalization.c): LAYER, RMS (scale, bias broadcast), GROUP; LP refused;
+ *   GATHER (gather.c): TAKE on float32 data, INT32/INT64 indices; ELEMENTS and ND refused. */
+pn_status accel_unary_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_unary_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_reduce_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_reduce_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_normalization_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_normalization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_gather_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_gather_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
+/* Attention-mask building (mask_ops.c): SELECT with a BOOL condition and float32 values,
+ * EXPAND of any element type, and ELEMENTWISE_BINARY LOGICAL_AND/OR/XOR on BOOL (the binary
+ * family's check and create hand those layers over: accel_logic_binary tells which). */
+pn_status accel_select_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_select_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_expand_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+int accel_logic_binary(const pn_layer*);
+pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 #endif /* ACCEL_FAMILIES_H */

@@ -4,6 +4,7 @@
  * through pointers: gemm_indirect with offsets 0..k-1), not packed (see matmul.c). */
 #include "families.h"
 #include "gemm.h"
+#include "shared_weights.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ typedef struct fc_state {
     int64_t c_rs, c_cs; /* c's broadcast strides over [m, n] */
     pn_activation_desc act;
     uint32_t num_inputs;
-    float* bpack;
+    const float* bpack; /* constant b prepacked: a shared block (accel_packs), or NULL */
     int64_t* offs; /* 0..k-1: a read in place, or NULL: a packed */
     size_t ws_floats;
 } fc_state;
@@ -26,7 +27,6 @@ typedef struct fc_state {
 static void fc_release(void* vs) {
     fc_state* s = (fc_state*)vs;
     if (s != NULL) {
-        free(s->bpack);
         free(s->offs);
         free(s);
     }
@@ -96,9 +96,8 @@ static pn_status fc_execute(void* vs, const pn_execute_args* args, pn_string_out
     return PN_OK;
 }
 
-pn_status accel_fully_connected_create(void* context, const pn_layer* layer,
-                                       pn_workload** workload_out, pn_string_out* message_out) {
-    const accel_env* env = (const accel_env*)context;
+static pn_status fc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                          pn_workload** workload_out, pn_string_out* message_out) {
     const pn_fully_connected_desc* d = (const pn_fully_connected_desc*)layer->descriptor;
     fc_state* s = (fc_state*)calloc(1, sizeof(*s));
     if (s == NULL) {
@@ -127,13 +126,13 @@ pn_status accel_fully_connected_create(void* context, const pn_layer* layer,
     s->num_inputs = layer->num_inputs;
     const float* bc = layer->constant_data != NULL ? (const float*)layer->constant_data[1] : NULL;
     if (bc != NULL && s->k > 0 && s->n > 0) {
-        s->bpack = (float*)malloc(gemm_packed_b_floats(s->arch, s->k, s->n) * sizeof(float) + 64);
+        size_t each = 0;
+        s->bpack = accel_pack_gemm(packs, env->isa, 0, bc, s->k, s->n, s->transpose_b ? 1 : s->n,
+                                   s->transpose_b ? s->k : 1, 1, 0, &each);
         if (s->bpack == NULL) {
             fc_release(s);
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing b");
         }
-        gemm_pack_b_full(s->arch, s->k, s->n, bc, s->transpose_b ? 1 : s->n,
-                         s->transpose_b ? s->k : 1, s->bpack);
     }
     if (!s->transpose_a && s->arch->ukr_ind != NULL && s->k > 0 && s->m > 1) { /* m == 1: gemv */
         s->offs = (int64_t*)malloc((size_t)s->k * sizeof(int64_t));
@@ -151,4 +150,9 @@ pn_status accel_fully_connected_create(void* context, const pn_layer* layer,
     }
     *workload_out = wl;
     return PN_OK;
+}
+
+pn_status accel_fully_connected_create(void* context, const pn_layer* layer,
+                                       pn_workload** workload_out, pn_string_out* message_out) {
+    return accel_reshapable_new((const accel_env*)context, layer, fc_build, workload_out, message_out);
 }

@@ -18,6 +18,7 @@
  */
 #include "families.h"
 #include "gemm.h"
+#include "shared_weights.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@ typedef struct matmul_state {
     int64_t bdims[PN_MAX_DIMS];
     int64_t as[PN_MAX_DIMS], bs[PN_MAX_DIMS]; /* batch strides in matrices */
     int threads;              /* the pool's threads */
-    float* bpack;             /* constant b: its distinct matrices packed (NULL: packed per run) */
+    const float* bpack;       /* constant b: its distinct matrices packed, a shared block
+                                 (accel_packs; NULL: packed per run) */
     int64_t* offs;            /* 0..k-1: a read in place (gemm_indirect), or NULL: a packed */
     size_t bpack_floats;      /* floats of one packed matrix */
     size_t ws_one, ws_many;   /* workspace floats of a single-thread GEMM, of a threaded one */
@@ -39,7 +41,6 @@ typedef struct matmul_state {
 static void matmul_release(void* vs) {
     matmul_state* s = (matmul_state*)vs;
     if (s != NULL) {
-        free(s->bpack);
         free(s->offs);
         free(s);
     }
@@ -145,9 +146,8 @@ static int folds(const matmul_state* s) {
     return 1;
 }
 
-pn_status accel_matmul_create(void* context, const pn_layer* layer,
+static pn_status matmul_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
                               pn_workload** workload_out, pn_string_out* message_out) {
-    const accel_env* env = (const accel_env*)context;
     matmul_state* s = (matmul_state*)calloc(1, sizeof(*s));
     if (s == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
@@ -176,14 +176,11 @@ pn_status accel_matmul_create(void* context, const pn_layer* layer,
     const float* bc = layer->constant_data != NULL ? (const float*)layer->constant_data[1] : NULL;
     if (bc != NULL && s->k > 0 && s->n > 0) {
         int64_t matrices = pn_num_elements(&bb); /* b's own batch matrices (1 for rank <= 2) */
-        s->bpack_floats = gemm_packed_b_floats(s->arch, s->k, s->n);
-        s->bpack = (float*)malloc((size_t)matrices * s->bpack_floats * sizeof(float) + 64);
+        s->bpack = accel_pack_gemm(packs, env->isa, 0, bc, s->k, s->n, s->n, 1, matrices, s->k * s->n,
+                                   &s->bpack_floats);
         if (s->bpack == NULL) {
             matmul_release(s);
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing MatMul's b");
-        }
-        for (int64_t i = 0; i < matrices; ++i) {
-            gemm_pack_b_full(s->arch, s->k, s->n, bc + i * s->k * s->n, s->n, 1, s->bpack + (size_t)i * s->bpack_floats);
         }
     }
     if (s->arch->ukr_ind != NULL && s->k > 0 && s->m > 1) { /* m == 1 with a packed b: gemv */
@@ -202,10 +199,14 @@ pn_status accel_matmul_create(void* context, const pn_layer* layer,
         ws = (size_t)s->threads * s->ws_one;
     }
     pn_workload* wl = pn_workload_new(s, matmul_execute, matmul_release, ws * sizeof(float) + 64);
-    if (wl == NULL) {
-        matmul_release(s);
+    if (wl == NULL) { /* s released by pn_workload_new */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     *workload_out = wl;
     return PN_OK;
+}
+
+pn_status accel_matmul_create(void* context, const pn_layer* layer,
+                              pn_workload** workload_out, pn_string_out* message_out) {
+    return accel_reshapable_new((const accel_env*)context, layer, matmul_build, workload_out, message_out);
 }

@@ -2,6 +2,7 @@
 #include "optimize.h"
 #include "chain_plan.h"
 #include "fusion.h"
+#include "fusion_patterns.h"
 
 #include <stdlib.h>
 
@@ -27,6 +28,7 @@ void accel_release_optimization(pn_optimization* optimization) {
             }
         }
     }
+    accel_patterns_release(o->patterns, o->owns_payloads);
     free(o->chains);
     free(o->substitutions);
     free(o->items);
@@ -94,6 +96,10 @@ static void sort_layers(const pn_subgraph* sg, const pn_plugin* plugin, accel_op
                         unsigned char* state) {
     for (uint32_t i = 0; i < sg->num_layers; ++i) {
         const pn_layer* l = &sg->layers[i];
+        if (accel_patterns_kind_of(o->patterns, l->id) == 2) { /* our own PRECOMPILED match */
+            state[i] = LAYER_CLAIMED;
+            continue;
+        }
         uint32_t f = o->base.num_failed;
         pn_string_out reason = {o->reasons[f], FUSION_REASON_MAX};
         if (pn_plugin_check_layer(plugin, l, &reason) != PN_OK) {
@@ -121,7 +127,20 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
         return s;
     }
     const pn_subgraph* sg = subgraph;
+    accel_patterns* patterns = NULL;
+    if (fuse) { /* the later passes see each pattern match as one layer */
+        s = accel_find_patterns(subgraph, plugin, &patterns);
+        if (s != PN_OK) {
+            return pn_fail(message_out, s, "CpuAcc optimize_subgraph: out of memory");
+        }
+        sg = patterns != NULL ? accel_patterns_view(patterns) : subgraph;
+    }
     accel_optimization* o = optimization_new(sg->num_layers);
+    if (o != NULL) {
+        o->patterns = patterns;
+    } else {
+        accel_patterns_release(patterns, 1);
+    }
     unsigned char* state = (unsigned char*)calloc(sg->num_layers > 0 ? sg->num_layers : 1, 1);
     if (o == NULL || state == NULL) {
         accel_release_optimization(o == NULL ? NULL : &o->base);
@@ -141,6 +160,9 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
         if (state[i] == LAYER_KEPT || state[i] == LAYER_CANDIDATE) {
             o->untouched[o->base.num_untouched++] = sg->layers[i].id;
         }
+    }
+    if (s == PN_OK && patterns != NULL) {
+        s = accel_patterns_finish(patterns, o); /* in the subgraph's own layer ids again */
     }
     free(state);
     if (s != PN_OK) {

@@ -51,6 +51,8 @@ typedef struct chain_item {
     accel_chain* payload;      /* the runtime's once the result is returned */
 } chain_item;
 
+struct accel_patterns; /* fusion_patterns.h */
+
 /* What accel_optimize_subgraph returns; every array has one slot per subgraph layer. */
 typedef struct accel_optimization {
     pn_optimization base; /* first: accel_release_optimization casts back */
@@ -63,12 +65,14 @@ typedef struct accel_optimization {
     pn_failed_layer* failed;
     char (*reasons)[FUSION_REASON_MAX];
     uint32_t* untouched;
+    struct accel_patterns* patterns; /* the pattern pass's matches (fusion_patterns.h), or NULL */
 } accel_optimization;
 
 /* What optimize_subgraph makes of each layer (one state per subgraph layer). */
 enum { LAYER_FAILED = 0, LAYER_KEPT = 1, LAYER_CANDIDATE = 2, LAYER_CLAIMED = 3 };
 
-/* optimize_subgraph: the fusions of fusion.h (none when `fuse` is 0), then, when `chains` is
+/* optimize_subgraph: the pattern fusions of fusion_patterns.h and the fusions of fusion.h over
+ * them (none when `fuse` is 0), then, when `chains` is
  * 1, the blocked chains of chain_plan.h for `isa`; the layers pn_plugin_check_layer(plugin,
  * ...) refuses as failed, the rest untouched. *optimization_out is the caller's until it
  * passes it to accel_release_optimization. PN_ERR_INVALID_ARGUMENT for a malformed subgraph,
