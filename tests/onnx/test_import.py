@@ -369,7 +369,11 @@ def _load_error(nodes: list[Any], inputs: dict[str, Any], inits: dict[str, Any] 
      "cannot squeeze axis 0 of shape [2, 3]: its size is 2, not 1"),
     ([N("Unsqueeze", ["x"], ["y"])], {"x": [2, 3]}, {}, 13, "axes are required"),
     ([N("Concat", ["x", "x"], ["y"])], {"x": [2, 3]}, {}, 13, "attribute 'axis' is required"),
-    ([N("Constant", [], ["y"], value_string="hi")], {}, {}, 13, "attribute 'value_string' = '...' is not supported"),
+    ([N("Constant", [], ["y"], value_string="hi")], {}, {}, 13, "graph output 'y' is a string tensor, a run-time "
+     "value of plugnn's dynamic path"),
+    ([N("Constant", [], ["y"], sparse_value=helper.make_sparse_tensor(
+        helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]), helper.make_tensor("i", TensorProto.INT64, [1], [0]),
+        [2]))], {}, {}, 13, "attribute 'sparse_value' = '...' is not supported"),
     ([N("Relu", ["nope"], ["y"])], {"x": [2]}, {}, 13,
      "input 0 'nope' is produced by no earlier node, initializer or graph input"),
     ([N("Add", ["x", "i"], ["y"])], {"x": [2], "i": ([2], TensorProto.INT64)}, {}, 13,

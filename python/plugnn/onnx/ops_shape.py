@@ -4,7 +4,8 @@ Slice are in ops_indexing.py and ops_movement.py).
 
 Cast and CastLike take every pair of plugnn's element types: a CAST layer for tensors computed
 at run time (ONNX Cast's rules, backend_api.h's pn_cast_desc), a NumPy fold for values known at
-import; the float8/float6/float4, int4/int2 and string types are refused with the reason."""
+import; the float8/float6/float4, int4/int2 types are refused with the reason. A cast to or from
+string is a runtime step of the dynamic path (plugnn.dynamic.strings)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 
 from plugnn.network import Tensor
 from plugnn.onnx import folding, numeric
-from plugnn.onnx.context import NodeContext, np_dtype, type_name
+from plugnn.onnx.context import NodeContext, PendingInput, np_dtype, type_name
+from plugnn.onnx.ops_control import needs_runtime
 from plugnn.onnx.registry import op
 from plugnn.tensor import DataType
 
@@ -164,9 +166,15 @@ def constant(ctx: NodeContext) -> list[Any]:
     if len(given) != 1:
         raise ctx.error(f"exactly one of {', '.join(_CONSTANT_FORMS)} must be set, got {given or 'none'}")
     form = given[0]
-    if form in ("value_string", "value_strings", "sparse_value"):
-        raise ctx.unsupported_value(form, "...", "value, value_float(s), value_int(s) (no strings, no sparse)")
+    if form == "sparse_value":
+        raise ctx.unsupported_value(form, "...", "value, value_float(s), value_int(s), value_string(s) (no sparse)")
     value = ctx.attr(form)
+    if form.startswith("value_string"):  # a string tensor: a run-time value of the dynamic path
+        texts = [v.decode() if isinstance(v, bytes) else str(v) for v in (value if form == "value_strings"
+                                                                           else [value])]
+        array = np.empty(len(texts), object)
+        array[:] = texts
+        return [array if form == "value_strings" else array.reshape(())]
     if form == "value":
         return [np.asarray(value)]
     if form.startswith("value_float"):
@@ -210,6 +218,9 @@ def _target(ctx: NodeContext, elem_type: int, where: str) -> DataType:
         return DataType.from_any(np_dtype(elem_type))
     except ValueError:
         pass
+    if name == "string":
+        raise needs_runtime(ctx, f"{where} is string; string tensors are run-time values, and the runtime casts "
+                                 f"to and from them")
     if name.startswith(("float8", "float4", "float6")):
         why = "the 8-, 6- and 4-bit float types are out of plugnn's scope (no plugnn element type holds them)"
     elif name in ("int4", "uint4", "int2", "uint2"):
@@ -242,6 +253,9 @@ def _like_target(ctx: NodeContext) -> DataType:
     value = ctx.value(1)
     if isinstance(value, Tensor):
         return value.dtype
+    if isinstance(value, (np.ndarray, PendingInput)) and np.dtype(value.dtype) == np.dtype(object):
+        raise needs_runtime(ctx, f"input 1 (target_type) {ctx.input_name(1)!r} is a string tensor, a run-time "
+                                 f"value; the runtime casts to and from strings")
     if isinstance(value, np.ndarray):
         try:
             return DataType.from_any(value.dtype)
@@ -254,6 +268,9 @@ def _like_target(ctx: NodeContext) -> DataType:
 
 def _fold_cast(ctx: NodeContext, target: DataType) -> list[Any]:
     value = np.asarray(ctx.value(0))
+    if value.dtype == np.dtype(object):
+        raise needs_runtime(ctx, f"input 0 (input) {ctx.input_name(0)!r} is a string tensor, a run-time value; the "
+                                 f"runtime casts to and from strings")
     try:
         DataType.from_any(value.dtype)
     except ValueError:
