@@ -130,28 +130,39 @@ def identity(ctx: NodeContext) -> list[Any]:
 
 
 def _dropout_checks(ctx: NodeContext) -> None:
-    if ctx.output_used(1):
-        raise ctx.error("output 1 (mask) is used; plugnn imports Dropout for inference only and does not "
-                        "produce the mask")
-    if ctx.opset >= 12 and ctx.has_input(2):
-        training = ctx.const(2, "training_mode")
-        if bool(np.asarray(training).reshape(-1)[0]):
-            raise ctx.error("training_mode is true; plugnn runs inference only (training_mode must be false)")
+    """Dropout as plugnn runs it: inference form, or training form with ratio 0 (both the identity)."""
     if ctx.opset >= 12 and ctx.has_input(1):
         ratio = ctx.value(1)  # ignored at inference, but it must be a float tensor
         if _dtype_of(ratio).kind != "f":
             raise ctx.error(f"ratio has element type {_dtype_of(ratio)}")
+    if ctx.opset >= 12 and ctx.has_input(2):
+        training = ctx.const(2, "training_mode")
+        if bool(np.asarray(training).reshape(-1)[0]):
+            ratio = float(np.asarray(ctx.const(1, "ratio")).reshape(-1)[0]) if ctx.has_input(1) else 0.5
+            if ratio != 0.0:
+                raise ctx.error(f"training_mode is true with ratio {ratio}: training dropout zeroes elements at "
+                                f"random; plugnn runs Dropout in inference form, or in training form with ratio 0 "
+                                f"(both the identity with a mask of ones)")
+
+
+def _dropout_mask(ctx: NodeContext, x: Any) -> np.ndarray | None:
+    """The mask output (ones: nothing dropped), bool from opset 10, the data's type before."""
+    if not ctx.output_used(1):
+        return None
+    dtype = np.dtype(np.bool_) if ctx.opset >= 10 else _dtype_of(x)
+    return np.ones(tuple(x.shape), dtype)
 
 
 def _fold_dropout(ctx: NodeContext) -> list[Any]:
     _dropout_checks(ctx)
-    return [ctx.value(0), None]
+    return [ctx.value(0), _dropout_mask(ctx, ctx.value(0))]
 
 
-@op("Dropout", ("ratio", "seed"), fold=_fold_dropout, outputs_note="the mask output is not produced")
+@op("Dropout", ("ratio", "seed"), fold=_fold_dropout)
 def dropout(ctx: NodeContext) -> list[Any]:
     _dropout_checks(ctx)
-    return [ctx.network.add_dropout(ctx.tensor(0, "data"), name=ctx.name()), None]
+    x = ctx.tensor(0, "data")
+    return [ctx.network.add_dropout(x, name=ctx.name()), _dropout_mask(ctx, x)]
 
 
 # ---- Constant, ConstantOfShape, Shape ----------------------------------------------------------
