@@ -333,7 +333,12 @@ class _Importer(ImportState):
     def _convert(self, ctx: NodeContext) -> None:
         node = ctx.node
         if node.domain not in ("", "ai.onnx"):
-            raise ctx.error(f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain)")
+            preview = functions.body(ctx, node.domain) if node.domain == functions.PREVIEW_DOMAIN else None
+            if preview is None:
+                raise ctx.error(f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain, "
+                                f"and {functions.PREVIEW_DOMAIN}'s operators with an ONNX function body)")
+            expansion.walk(ctx, preview, self._convert)
+            return
         converter = OPS.get(node.op_type)
         inputs = [self.values.get(n) if n else None for n in node.input]
         for i, (n, v) in enumerate(zip(node.input, inputs)):
