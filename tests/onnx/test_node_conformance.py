@@ -40,6 +40,9 @@ EXCLUDED = [
      "each step. 2 of the 192 elements differ by one float16 ulp, beyond the test's rtol 1e-3, and plugnn's are the "
      "nearer to the exact (float64) values: errors 2.0e-4 and 1.4e-4 against 2.9e-4 and 3.5e-4 (the expanded form "
      "computes the same and is excluded with it)"),
+    # The difference arises in Softmax alone (every node before it agrees bit for bit in the expanded form; 14 of
+    # its 144 outputs differ by one ulp, 4.9e-4): ONNX's reference rounds exp, the sum and the quotient each to
+    # float16. Matching it would make every float16 Softmax less accurate, so plugnn does not.
     (r"^test_dft_inverse", "the expected outputs come from NumPy's complex64 FFT, whose imaginary parts are off by "
      "1.9e-7 where the exact value is 0, beyond the test's atol of 1e-7; plugnn's DFT computes in double (3e-15 "
      "there; the inverse DFT against float64 NumPy: tests/conformance/test_spectral.py, tests/onnx/test_misc_ops.py)"),
@@ -47,6 +50,26 @@ EXCLUDED = [
      "element is a scalar: len() of an unsized array raises TypeError inside onnx.backend.test.runner, and "
      "onnxruntime fails it the same way); tests/onnx/test_dynamic.py compares plugnn's output with ONNX's reference "
      "evaluator instead"),
+    (r"^test_ai_onnx_ml_", "the ai.onnx.ml domain (ArrayFeatureExtractor, Binarizer, LabelEncoder, TreeEnsemble): "
+     "classical machine-learning operators are out of a neural-network runtime's scope, by decision; plugnn imports "
+     "ONNX's default domain (and ai.onnx.preview's function bodies) and refuses such a model naming the missing "
+     "default-domain opset. onnxruntime passes these 8"),
+    (r"^test_(adagrad|adam|momentum|nesterov_momentum)_", "ai.onnx.preview.training's optimizers (Adagrad, Adam, "
+     "Momentum): training, out of an inference runtime's scope; onnxruntime fails them too"),
+    (r"^test_gradient_of_add", "ai.onnx.preview.training's Gradient (simple suite): computing gradients is training, "
+     "out of an inference runtime's scope; onnxruntime fails them too"),
+    (r"^test_bernoulli", "Bernoulli's expected outputs are draws of NumPy's global generator, which ONNX does not "
+     "specify and no other generator reproduces (the seeded cases too: NumPy's RandomState(seed)); plugnn's Bernoulli "
+     "(its function body over RandomUniformLike, Philox) is deterministic when seeded and is checked in "
+     "tests/onnx/test_random_ops.py; onnxruntime fails them too"),
+    (r"^test_training_dropout(?!_zero_ratio)", "Dropout with training_mode true and a ratio > 0 zeroes elements at "
+     "random (the expected values are one draw of NumPy's RandomState); plugnn runs Dropout in inference form and in "
+     "training form with ratio 0 (the test_training_dropout_zero_ratio cases pass) and refuses ratio > 0 with that "
+     "reason; onnxruntime fails them too"),
+    (r"^test_image_decoder_", "ImageDecoder decodes JPEG, PNG, BMP, TIFF, WebP, JPEG 2000 and PNM files: a codec, "
+     "not a neural-network computation, and bit-exact only against the decoder that made the expected outputs "
+     "(Pillow); by decision plugnn takes decoded pixels from the application and refuses the operator; "
+     "onnxruntime fails them too"),
 ]
 
 
