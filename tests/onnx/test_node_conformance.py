@@ -39,10 +39,10 @@ EXCLUDED = [
      "layer's result to float16 once; ONNX's expected values come from NumPy float16 arithmetic that rounds inside "
      "each step. 2 of the 192 elements differ by one float16 ulp, beyond the test's rtol 1e-3, and plugnn's are the "
      "nearer to the exact (float64) values: errors 2.0e-4 and 1.4e-4 against 2.9e-4 and 3.5e-4 (the expanded form "
-     "computes the same and is excluded with it)"),
-    # The difference arises in Softmax alone (every node before it agrees bit for bit in the expanded form; 14 of
-    # its 144 outputs differ by one ulp, 4.9e-4): ONNX's reference rounds exp, the sum and the quotient each to
-    # float16. Matching it would make every float16 Softmax less accurate, so plugnn does not.
+     "computes the same and is excluded with it). The difference arises in Softmax alone: in the expanded form every "
+     "node before it agrees bit for bit, and 14 of its 144 outputs differ by one ulp (4.9e-4) because ONNX's "
+     "reference rounds exp, the sum and the quotient each to float16; matching that would make every float16 "
+     "Softmax less accurate, so plugnn does not. onnxruntime fails the plain form and passes the expanded one"),
     (r"^test_dft_inverse", "the expected outputs come from NumPy's complex64 FFT, whose imaginary parts are off by "
      "1.9e-7 where the exact value is 0, beyond the test's atol of 1e-7; plugnn's DFT computes in double (3e-15 "
      "there; the inverse DFT against float64 NumPy: tests/conformance/test_spectral.py, tests/onnx/test_misc_ops.py)"),

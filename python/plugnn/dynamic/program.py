@@ -293,8 +293,9 @@ class Program:
 
 class DynamicModel:
     """A whole ONNX model on the dynamic path: `run(feed)` takes a dict of input name to value
-    (a numpy.ndarray, a list of arrays for a sequence, None for an empty optional) and returns
-    the outputs in graph order (arrays, lists, None)."""
+    (a numpy.ndarray - of dtype object holding str for a string tensor -, a list of arrays for a
+    sequence, None for an empty optional) and returns the outputs in graph order (arrays, lists,
+    None)."""
 
     def __init__(self, proto: Any, source: str, runtime: Any, backends: Sequence[str] | None, *,
                  name: str | None = None, initializers: Mapping[str, np.ndarray] | None = None,
