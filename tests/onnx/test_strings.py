@@ -299,3 +299,12 @@ def test_other_operators_on_strings_are_refused_naming_the_node() -> None:
     with pytest.raises(RunError, match=r"node 'reshape' \(#0, Reshape\): operator 'Reshape' does not take string "
                                        r"tensors"):
         run(m, {"s": strings("a", "b")})
+
+
+def test_shape_and_size_of_a_string_tensor_feed_numeric_layers() -> None:
+    nodes = [N("Shape", ["s"], ["dims"], start=-1), N("Size", ["s"], ["count"]),
+             N("Cast", ["dims"], ["f"], to=F32), N("Mul", ["f", "x"], ["y"])]
+    m = model(nodes, [vi("s", STR, [2, 3]), vi("x", F32, [1])], [vi("count", I64, []), vi("y", F32, [1])])
+    feeds = {"s": strings(*"abcdef", shape=(2, 3)), "x": np.array([2.5], np.float32)}
+    for g, w in zip(run(m, feeds), reference(m, feeds)):
+        same(g, w)

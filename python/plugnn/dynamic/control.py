@@ -1,6 +1,7 @@
 """The nodes a program's runtime runs: If, Loop, Scan, SequenceMap and function calls (running
 sub-programs), the sequence and optional operators (sequences.py), the operators on string
-tensors (strings.py), Identity of a sequence, optional or string tensor. Each handler reads its inputs from the environment and writes its outputs there.
+tensors (strings.py), Identity of a sequence, optional or string tensor. Each handler reads its
+inputs from the environment and writes its outputs there.
 
 Sub-programs (programs of a branch, a body, a function body) are made once per node and keep
 their own segments: a Loop whose body sees the same shapes every iteration imports it once and

@@ -8,8 +8,9 @@ and the nodes that read or make one are runtime steps:
 
 - StringNormalizer, StringConcat, StringSplit, RegexFullMatch: string in, string / bool / int64
   out;
-- Equal of two string tensors (bool out), Cast and CastLike to and from string, Identity (in
-  control.py); Constant with a string value is an array known at import (ops_shape.py).
+- Equal of two string tensors (bool out), Cast and CastLike to and from string, Shape and Size
+  of a string tensor, Identity (in control.py); Constant with a string value is an array known
+  at import (ops_shape.py).
 
 A numeric or bool result (Equal's, RegexFullMatch's, StringSplit's counts, a Cast from string)
 is an ordinary array: the next segment reads it as a network input, so strings and numeric
@@ -33,7 +34,7 @@ from plugnn.errors import InputError, ModelError, RunError
 Step = Any  # plugnn.dynamic.control.Step (which imports this module)
 
 STRING_OPERATORS = ("StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "Equal", "Cast",
-                    "CastLike", "Identity", "Constant")
+                    "CastLike", "Shape", "Size", "Identity", "Constant")
 
 # Languages whose case mapping Unicode's SpecialCasing.txt gives rules of their own (dotted and
 # dotless i in Turkish and Azeri, the dot above i in Lithuanian): Python's str.lower/upper apply
@@ -275,7 +276,25 @@ def _cast_like(step: Step) -> None:
     _cast_to(step, target)
 
 
+# ---- Shape and Size of a string tensor --------------------------------------------------------
+
+
+def _shape(step: Step) -> None:
+    dims = list(_strings(step, 0, "data").shape)
+    rank = len(dims)
+    start, end = int(step.attr("start", 0)), int(step.attr("end", rank))
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    step.set(0, np.asarray(dims[start:end], np.int64))
+
+
+def _size(step: Step) -> None:
+    step.set(0, np.asarray(_strings(step, 0, "data").size, np.int64))
+
+
 HANDLERS: dict[str, Callable[[Step], None]] = {
+    "Shape": _shape,
+    "Size": _size,
     "StringNormalizer": _string_normalizer,
     "StringConcat": _string_concat,
     "StringSplit": _string_split,
