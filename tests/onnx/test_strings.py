@@ -308,3 +308,15 @@ def test_shape_and_size_of_a_string_tensor_feed_numeric_layers() -> None:
     feeds = {"s": strings(*"abcdef", shape=(2, 3)), "x": np.array([2.5], np.float32)}
     for g, w in zip(run(m, feeds), reference(m, feeds)):
         same(g, w)
+
+
+def test_bfloat16_to_string_and_back() -> None:
+    import ml_dtypes
+
+    bf16 = TensorProto.BFLOAT16
+    m = model([N("Cast", ["x"], ["s"], to=STR), N("Cast", ["s"], ["back"], to=bf16)],
+              [vi("x", bf16, [3])], [vi("s", STR, [3]), vi("back", bf16, [3])])
+    x = np.array([1.5, -0.125, 3.0], ml_dtypes.bfloat16)
+    text, back = run(m, {"x": x})
+    assert text.tolist() == ["1.5", "-0.125", "3.0"]
+    assert back.dtype == x.dtype and back.tolist() == x.tolist()

@@ -237,7 +237,10 @@ def _from_string(step: Step, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def _to_string(x: np.ndarray) -> np.ndarray:
-    """ONNX's reference: NumPy's text of each value (the shortest that reads back the same)."""
+    """ONNX's reference: NumPy's text of each value (the shortest that reads back the same);
+    bfloat16, which NumPy cannot turn into text, through float32 (which holds it exactly)."""
+    if x.dtype.kind not in "biuf":
+        x = x.astype(np.float32)
     return x.astype(np.str_).astype(object) if x.size else np.empty(x.shape, object)
 
 
@@ -247,7 +250,7 @@ def _cast_to(step: Step, target: np.dtype) -> None:
         if x.dtype.kind in "OU":
             step.set(0, _strings(step, 0, "input"))
             return
-        if x.dtype.kind not in "biuf":
+        if x.dtype.kind not in "biuf" and x.dtype.name != "bfloat16":
             raise step.error(f"input 0 (input) is {x.dtype}; plugnn casts numeric and bool tensors to string")
         step.set(0, _to_string(x))
         return
