@@ -266,3 +266,35 @@ def test_binding_renames_subgraphs_and_resolves_references() -> None:
     assert list(branch.node[0].input) == ["x0", "p/inner"] and list(branch.node[0].output) == ["p/t_out"]
     assert branch.initializer[0].name == "p/inner" and branch.output[0].name == "p/t_out"
     assert branch.node[0].attribute[0].i == 1 and branch.node[0].attribute[0].name == "axis"
+
+
+def _preview_model(node: Any, shape: list[int]) -> Any:
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in ("q", "k", "v")]
+    graph = helper.make_graph([node], "preview", info, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26),
+                                                   helper.make_opsetid("ai.onnx.preview", 1)])
+
+
+def test_preview_domain_flex_attention_through_its_body(runtime: Any) -> None:
+    """FlexAttention (ai.onnx.preview) with a score_mod subgraph: its context-dependent body,
+    against ONNX's reference at rtol 1e-5, atol 1e-6."""
+    dims = ["B", "H", "L", "S"]
+    score = helper.make_graph([helper.make_node("Mul", ["s", "half"], ["m"]), helper.make_node("Tanh", ["m"], ["out"])],
+                              "score_mod", [helper.make_tensor_value_info("s", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, dims)],
+                              [numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", score_mod=score)
+    m = _preview_model(node, [1, 2, 3, 4])
+    rng = np.random.default_rng(11)
+    feeds = {n: rng.standard_normal((1, 2, 3, 4)).astype(np.float32) for n in ("q", "k", "v")}
+    want = ReferenceEvaluator(m).run(None, feeds)[0]
+    got = run_plugnn(runtime, m, feeds)["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_preview_domain_operator_without_body_is_refused() -> None:
+    node = helper.make_node("NoSuchOp", ["q"], ["y"], domain="ai.onnx.preview", name="p")
+    with pytest.raises(ModelError, match=r"node 'p' \(#0, NoSuchOp\): operator domain 'ai.onnx.preview' is not "
+                                         r"supported \(only the default ai.onnx domain, and ai.onnx.preview's "
+                                         r"operators with an ONNX function body\)"):
+        plugnn.onnx.load(_preview_model(node, [1, 2, 3, 4]))

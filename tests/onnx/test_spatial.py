@@ -398,8 +398,6 @@ ERRORS = {
                                  r"attribute 'pads' cannot be combined with auto_pad=SAME_UPPER"),
     "transpose W channels": (lambda: single("ConvTranspose", (1, 3, 4), {"W": weights(2, 3, 3)}, inputs=("W",))[0],
                              r"a ConvTranspose's W is \[C, M / group, k...\] with C = 3"),
-    "maxpool indices": (lambda: single("MaxPool", (1, 1, 4, 4), outputs=("Y", "I"), kernel_shape=[2, 2])[0],
-                        r"output 1 \(Indices\) is used"),
     "maxpool storage_order 2": (lambda: single("MaxPool", (1, 1, 4, 4), kernel_shape=[2, 2], storage_order=2)[0],
                                 r"attribute 'storage_order' = 2 is not supported"),
     "pool kernel rank": (lambda: single("AveragePool", (1, 1, 4, 4, 4), kernel_shape=[2, 2])[0],

@@ -1,6 +1,7 @@
 """The nodes a program's runtime runs: If, Loop, Scan, SequenceMap and function calls (running
-sub-programs), the sequence and optional operators (sequences.py), Identity of a sequence or
-optional. Each handler reads its inputs from the environment and writes its outputs there.
+sub-programs), the sequence and optional operators (sequences.py), the operators on string
+tensors (strings.py), Identity of a sequence, optional or string tensor. Each handler reads its
+inputs from the environment and writes its outputs there.
 
 Sub-programs (programs of a branch, a body, a function body) are made once per node and keep
 their own segments: a Loop whose body sees the same shapes every iteration imports it once and
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from plugnn.dynamic import sequences
+from plugnn.dynamic import sequences, strings
 from plugnn.dynamic.segments import function_body, outer_reads
 from plugnn.dynamic.values import check_declared, dense, describe
 from plugnn.errors import ModelError, RunError
@@ -385,6 +386,7 @@ HANDLERS: dict[str, Callable[[Step], None]] = {
     "SequenceMap": _sequence_map,
     "Identity": _identity,
     **sequences.HANDLERS,
+    **strings.HANDLERS,
 }
 
 
@@ -395,5 +397,7 @@ def run_node(program: Program, index: int, cause: ModelError, values: dict[str, 
     handler = HANDLERS.get(node.op_type)
     if handler is not None:
         handler(step)
+    elif any(strings.is_string_array(step.input(i)) for i in range(len(node.input)) if step.has(i)):
+        raise strings.not_for_strings(step)
     else:
         _function_call(step, cause)

@@ -22,6 +22,7 @@ import numpy as np
 
 from plugnn.dynamic.control import run_node
 from plugnn.dynamic.segments import Imported, Rebind, RuntimeNode, SegmentImporter, outer_reads
+from plugnn.dynamic.strings import as_string_input
 from plugnn.dynamic.values import dense, describe
 from plugnn.errors import InputError, ModelError, PlugnnError
 from plugnn.loaded import LoadedNetwork
@@ -32,6 +33,7 @@ from plugnn.optimizer import optimize
 log = logging.getLogger("plugnn")
 
 DEFAULT_SEGMENT_CAPACITY = 16  # specializations kept per variant of a segment (LRU)
+_STRING = 8  # onnx.TensorProto.STRING
 
 
 class Engine:
@@ -291,8 +293,9 @@ class Program:
 
 class DynamicModel:
     """A whole ONNX model on the dynamic path: `run(feed)` takes a dict of input name to value
-    (a numpy.ndarray, a list of arrays for a sequence, None for an empty optional) and returns
-    the outputs in graph order (arrays, lists, None)."""
+    (a numpy.ndarray - of dtype object holding str for a string tensor -, a list of arrays for a
+    sequence, None for an empty optional) and returns the outputs in graph order (arrays, lists,
+    None)."""
 
     def __init__(self, proto: Any, source: str, runtime: Any, backends: Sequence[str] | None, *,
                  name: str | None = None, initializers: Mapping[str, np.ndarray] | None = None,
@@ -308,6 +311,8 @@ class DynamicModel:
         known.update(constants or {})
         self.input_names = [v.name for v in graph.input if v.name not in known]
         self.output_names = [v.name for v in graph.output]
+        self.string_inputs = {v.name for v in graph.input if v.type.HasField("tensor_type")
+                              and v.type.tensor_type.elem_type == _STRING}
         self.program = Program(self.engine, graph, graph.node, opset_of(proto, source), self.input_names,
                                self.output_names, known, "")
 
@@ -319,6 +324,8 @@ class DynamicModel:
                              + (f"; missing {missing}" if missing else "")
                              + (f"; unknown {unknown}" if unknown else ""))
         env = {name: _value(feed[name], name, self.engine.source) for name in self.input_names}
+        for name in self.string_inputs.intersection(env):
+            env[name] = as_string_input(env[name], f"{self.engine.source}: input {name!r}")
         with self.engine.lock:
             if self.engine.closed:
                 raise PlugnnError(f"{self.engine.source}: the model was closed")

@@ -8,8 +8,9 @@ reused for any later environment whose recorded values have the same shapes and 
 (and, for the bound ones, the same contents).
 
 The walk stops before the first node that
-- the runtime runs (If with a run-time condition, Loop, Scan, sequences and optionals, a function
-  whose body holds one: the converters raise DynamicModelError), or reads a sequence or optional;
+- the runtime runs (If with a run-time condition, Loop, Scan, sequences and optionals, the string
+  operators, a function whose body holds one: the converters raise DynamicModelError), or reads a
+  sequence, an optional or a string tensor;
 - needs at import a value computed in this segment (RunTimeValueError): the next segment starts
   there with the value computed, and binds it;
 - reads an output of a data-dependent layer of this segment (its shape is known after running).
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.dynamic.strings import is_string_array
 from plugnn.errors import ModelError
 from plugnn.network import GraphKind, Network, Tensor
 from plugnn.onnx.context import DynamicModelError, ImportState, NodeContext, RunTimeValueError
@@ -175,18 +177,21 @@ class SegmentImporter(_Importer):
             stop += 1
         if stop == start:
             raise RuntimeNode(DynamicModelError(f"{self.source}: node #{start} ({nodes[start].op_type}) reads a "
-                                                f"sequence or optional value"))
+                                                f"sequence, an optional or a string tensor"))
         return self._finish(start, stop)
 
     def _reads_dynamic(self, node: Any) -> bool:
-        """Whether node reads a sequence or optional, or an output of a data-dependent layer."""
+        """Whether node reads a sequence, an optional, a string tensor (strings.py: the runtime runs
+        what reads one), or an output of a data-dependent layer."""
         for name in node.input:
             if not name:
                 continue
-            if name in self.env and not isinstance(self.env[name], np.ndarray):
+            if name in self.env and (not isinstance(self.env[name], np.ndarray) or is_string_array(self.env[name])):
                 return True
             value = dict.get(self.values, name)
             if isinstance(value, Tensor) and value.data_dependent:
+                return True
+            if is_string_array(value) or (value is None and is_string_array(self.program.constants.get(name))):
                 return True
         return False
 

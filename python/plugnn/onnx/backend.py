@@ -16,9 +16,10 @@ remaining float32 inputs are fed to the network as usual. Dynamic input dims are
 the arrays passed to `run()` in the same way.
 
 Models `plugnn.onnx.load` cannot build as one Network (control flow, sequences and optionals,
-values the import needs computed at run time, data-dependent shapes feeding further nodes: the
-importer's DynamicModelError) run on the dynamic path, a `plugnn.dynamic.DynamicModel` (kept as
-`rep.dynamic`): inputs and outputs may then be lists (sequences) and None (empty optionals).
+string tensors, values the import needs computed at run time, data-dependent shapes feeding
+further nodes: the importer's DynamicModelError) run on the dynamic path, a
+`plugnn.dynamic.DynamicModel` (kept as `rep.dynamic`): inputs and outputs may then be lists
+(sequences), None (empty optionals) and object arrays of str (string tensors).
 """
 
 from __future__ import annotations

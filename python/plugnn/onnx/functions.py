@@ -16,7 +16,8 @@ nodes in the node's place (expansion.py walks them):
   body imports;
 - a body node whose operator has no converter but a function body expands the same way.
 
-A converter always wins over the body: only operators plugnn has no converter for expand.
+A converter always wins over the body: only operators plugnn has no converter for expand. An
+operator of ONNX's preview domain (`ai.onnx.preview`: FlexAttention) imports only this way.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from plugnn.onnx.context import NodeContext, PendingInput, onnx_module
 from plugnn.onnx.expansion import Expansion, base_name, fresh_node_name, fresh_value
 
 NOTE = "imported through its ONNX function body"
+PREVIEW_DOMAIN = "ai.onnx.preview"  # ONNX's preview operators: imported through their bodies only
 
 
 def has_body(op_type: str, opset: int) -> bool:
@@ -39,18 +41,26 @@ def has_body(op_type: str, opset: int) -> bool:
     return schema is not None and bool(schema.has_function or schema.has_context_dependent_function)
 
 
-def _schema(op_type: str, opset: int) -> Any:
+def _schema(op_type: str, opset: int, domain: str = "") -> Any:
     onnx = onnx_module()
     try:
-        return onnx.defs.get_schema(op_type, opset, "")
+        return onnx.defs.get_schema(op_type, opset, domain)
     except onnx.defs.SchemaError:
         return None
 
 
-def body(ctx: NodeContext) -> Expansion | None:
+def domain_version(ctx: NodeContext, domain: str) -> int:
+    """The model's opset of `domain` (1 when the model does not say: a segment's graph)."""
+    imports = getattr(ctx.importer.proto, "opset_import", ())
+    return next((int(o.version) for o in imports if o.domain == domain), 1)
+
+
+def body(ctx: NodeContext, domain: str = "") -> Expansion | None:
     """The nodes of ctx's operator's function body bound to ctx's node, or None when ONNX gives
-    the operator at ctx's opset no function body."""
-    schema = _schema(ctx.op_type, ctx.opset)
+    the operator at ctx's opset no function body. `domain` PREVIEW_DOMAIN: an operator of ONNX's
+    preview domain (FlexAttention), read at the model's opset of that domain."""
+    version = domain_version(ctx, domain) if domain == PREVIEW_DOMAIN else ctx.opset
+    schema = _schema(ctx.op_type, version, domain if domain == PREVIEW_DOMAIN else "")
     if schema is None or not (schema.has_function or schema.has_context_dependent_function):
         return None
     for attr in ctx.node.attribute:
@@ -58,7 +68,7 @@ def body(ctx: NodeContext) -> Expansion | None:
             known = ", ".join(sorted(schema.attributes)) or "none"
             raise ctx.error(f"attribute {attr.name!r} is not one of {ctx.op_type}-{schema.since_version}'s (they are: "
                             f"{known})")
-    function = _function(ctx, schema)
+    function = _function(ctx, schema, version)
     onnx = onnx_module()
     opset = next((o.version for o in function.opset_import if o.domain in ("", "ai.onnx")), ctx.opset)
     attributes = _attributes(ctx, schema, function)
@@ -74,16 +84,16 @@ def body(ctx: NodeContext) -> Expansion | None:
     return Expansion(nodes, [opset] * len(nodes), note=NOTE)
 
 
-def _function(ctx: NodeContext, schema: Any) -> Any:
+def _function(ctx: NodeContext, schema: Any, version: int) -> Any:
     onnx = onnx_module()
     function = onnx.FunctionProto()
     try:
         if schema.has_function:
-            function.ParseFromString(schema.get_function_with_opset_version(ctx.opset))
+            function.ParseFromString(schema.get_function_with_opset_version(version))
         else:
             types = [_type_proto(ctx, i).SerializeToString() for i in range(ctx.num_inputs)]
             function.ParseFromString(schema.get_context_dependent_function_with_opset_version(
-                ctx.opset, ctx.node.SerializeToString(), types))
+                version, ctx.node.SerializeToString(), types))
     except Exception as exc:  # noqa: BLE001 - onnx raises its own C++ errors for malformed nodes
         raise ctx.error(f"ONNX cannot build its function body for this node: {exc}") from None
     if not function.node:

@@ -71,6 +71,7 @@ def _register_all() -> None:
     from plugnn.onnx import ops_quantization  # noqa: F401
     from plugnn.onnx import ops_bitcast, ops_determinant, ops_einsum, ops_random  # noqa: F401
     from plugnn.onnx import ops_rearrange, ops_sampling, ops_spectral, ops_tfidf  # noqa: F401
+    from plugnn.onnx import ops_string  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -266,6 +267,10 @@ class _Importer(ImportState):
                 raise DynamicModelError(f"{self.source}: input {name!r} is not a tensor ({ttype.WhichOneof('value')}); "
                                         f"sequences and optionals need plugnn's dynamic path (plugnn.InferenceSession "
                                         f"or plugnn.onnx.backend; plugnn.onnx.load builds a Network of tensors)")
+            if ttype.tensor_type.elem_type == onnx_module().TensorProto.STRING:
+                raise DynamicModelError(f"{self.source}: input {name!r} is a string tensor; string tensors are "
+                                        f"run-time values of plugnn's dynamic path (plugnn.InferenceSession or "
+                                        f"plugnn.onnx.backend; plugnn.onnx.load builds a Network of numeric tensors)")
             shape = self._input_shape(value_info)
             dtype = np_dtype(ttype.tensor_type.elem_type)
             try:
@@ -328,7 +333,12 @@ class _Importer(ImportState):
     def _convert(self, ctx: NodeContext) -> None:
         node = ctx.node
         if node.domain not in ("", "ai.onnx"):
-            raise ctx.error(f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain)")
+            preview = functions.body(ctx, node.domain) if node.domain == functions.PREVIEW_DOMAIN else None
+            if preview is None:
+                raise ctx.error(f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain, "
+                                f"and {functions.PREVIEW_DOMAIN}'s operators with an ONNX function body)")
+            expansion.walk(ctx, preview, self._convert)
+            return
         converter = OPS.get(node.op_type)
         inputs = [self.values.get(n) if n else None for n in node.input]
         for i, (n, v) in enumerate(zip(node.input, inputs)):
@@ -401,6 +411,10 @@ class _Importer(ImportState):
                     raise ModelError(f"{self.source}: graph output {name!r} is declared with shape {text}, "
                                      f"plugnn computes {list(shape)}")
             if isinstance(value, np.ndarray):
+                if value.dtype == np.dtype(object):
+                    raise DynamicModelError(f"{self.source}: graph output {name!r} is a string tensor, a run-time "
+                                            f"value of plugnn's dynamic path (plugnn.InferenceSession, "
+                                            f"plugnn.onnx.backend)")
                 try:
                     DataType.from_any(value.dtype)
                 except ValueError:

@@ -206,16 +206,69 @@ def _pool(ctx: NodeContext, kind: str, p: float = 2.0) -> list[Any]:
     return [_from_2d(ctx, y, spatial)]
 
 
-@op("MaxPool", ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"),
-    outputs_note="the Indices output is not produced")
+@op("MaxPool", ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"))
 def max_pool(ctx: NodeContext) -> list[Any]:
-    if ctx.output_used(1):
-        raise ctx.error("output 1 (Indices) is used; plugnn's max pooling does not produce indices")
     order = int(ctx.attr("storage_order", 0))
     if order not in (0, 1):
-        raise ctx.unsupported_value("storage_order", order, "0, 1 (it only orders the Indices output, which is "
-                                    "not used)")
-    return [*_pool(ctx, "max"), None]
+        raise ctx.unsupported_value("storage_order", order, "0 (row major), 1 (column major)")
+    y = _pool(ctx, "max")[0]
+    return [y, _max_pool_indices(ctx, y, order) if ctx.output_used(1) else None]
+
+
+def _window_slots(in_spatial: tuple[int, ...], out_spatial: tuple[int, ...], kernel: list[int], strides: list[int],
+                  dilations: list[int], begins: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per output position, its window's input positions in scan order: (row-major flat indices,
+    the sentinel P for the slots past the in-bound ones; the multi-indices of those positions)."""
+    size = int(np.prod(in_spatial, dtype=np.int64))
+    offsets = list(np.ndindex(*kernel))
+    flat = np.full((int(np.prod(out_spatial, dtype=np.int64)), len(offsets)), size, np.int64)
+    where = np.zeros(flat.shape + (len(in_spatial),), np.int64)
+    for q, out in enumerate(np.ndindex(*out_spatial)):
+        slot = 0
+        for offset in offsets:
+            pos = [o * s - b + k * d for o, s, b, k, d in zip(out, strides, begins, offset, dilations)]
+            if all(0 <= p < n for p, n in zip(pos, in_spatial)):
+                flat[q, slot] = int(np.ravel_multi_index(pos, in_spatial))
+                where[q, slot] = pos
+                slot += 1
+    return flat, where
+
+
+def _max_pool_indices(ctx: NodeContext, y: Any, order: int) -> Any:
+    """MaxPool's Indices output from existing layers: the input flattened per channel with one
+    sentinel of the type's lowest value appended, every window's in-bound elements gathered in
+    ONNX's scan order (sentinels after them, so the first maximum of the scan wins as in ONNX),
+    ARG_MAX over each window, the chosen slot mapped to its input position (row or column major)
+    plus the channel's offset (n * C + c) * H * W."""
+    net = ctx.network
+    x = ctx.tensor(0, "X")
+    n, c, *spatial = x.shape
+    out_spatial = tuple(y.shape[2:])
+    kernel = list(ctx.ints("kernel_shape"))
+    strides, dilations, begins, _ = _window_params(ctx, tuple(spatial), kernel, bool(int(ctx.attr("ceil_mode", 0))))
+    flat, where = _window_slots(tuple(spatial), out_spatial, kernel, strides, dilations, begins)
+    size = int(np.prod(spatial, dtype=np.int64))
+    dtype = np.dtype(x.dtype.numpy_name)
+    lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    sentinel = ctx.array_tensor(np.full((n, c, 1), lowest, dtype), "indices_sentinel")
+    rows = net.add_concat([net.add_reshape(x, (n, c, size), name=ctx.aux("indices_flat")), sentinel], 2,
+                          name=ctx.aux("indices_with_sentinel"))
+    slots, width = flat.shape
+    windows = net.add_gather(rows, ctx.array_tensor(flat.reshape(-1), "indices_windows"), axis=2,
+                             name=ctx.aux("indices_windows"))
+    windows = net.add_reshape(windows, (n, c, slots, width), name=ctx.aux("indices_window_rows"))
+    chosen = net.add_reduce("arg_max", windows, axes=[3], keep_dims=True, name=ctx.aux("indices_argmax"))
+    dims = list(spatial) if order == 0 else list(spatial)[::-1]
+    coords = where if order == 0 else where[..., ::-1]
+    position = np.zeros(flat.shape, np.int64)
+    for axis, extent in enumerate(dims):  # the position's index in the storage order asked for
+        position = position * extent + coords[..., axis]
+    positions = net.add_expand(ctx.array_tensor(position.reshape(1, 1, slots, width), "indices_positions"),
+                               (n, c, slots, width), name=ctx.aux("indices_positions"))
+    picked = net.add_gather(positions, chosen, axis=3, op="elements", name=ctx.aux("indices_pick"))
+    channel = (np.arange(n * c, dtype=np.int64) * size).reshape(n, c, 1, 1)
+    indices = net.add_add(picked, ctx.array_tensor(channel, "indices_channel_offsets"), name=ctx.aux("indices_add"))
+    return net.add_reshape(indices, (n, c, *out_spatial), name=ctx.aux("indices"))
 
 
 @op("AveragePool", ("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"))

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.descriptors import UnaryOp
 from plugnn.onnx import numeric
 from plugnn.onnx.context import NodeContext
 from plugnn.onnx.registry import op
@@ -72,8 +73,10 @@ def softmax(ctx: NodeContext) -> list[Any]:
     outputs_note="inference form: the running mean/var and saved statistics outputs are not produced")
 def batch_normalization(ctx: NodeContext) -> list[Any]:
     training = int(ctx.attr("training_mode", 0))
-    if training != 0:
-        raise ctx.unsupported_value("training_mode", training, "0 (plugnn imports inference only)")
+    if training not in (0, 1):
+        raise ctx.unsupported_value("training_mode", training, "0 (inference), 1 (training: batch statistics)")
+    if training == 1:
+        return _batch_normalization_training(ctx)
     spatial = int(ctx.attr("spatial", 1))
     if spatial != 1:
         raise ctx.unsupported_value("spatial", spatial, "1 (per-channel statistics)")
@@ -90,6 +93,50 @@ def batch_normalization(ctx: NodeContext) -> list[Any]:
     if len(shape) > 4:
         y = ctx.network.add_reshape(y, shape, name=ctx.aux("restore_shape"))
     return [y, None, None, None, None]
+
+
+def _batch_normalization_training(ctx: NodeContext) -> list[Any]:
+    """training_mode=1 (opset 14+), ONNX's definition from existing layers: Y normalized with the
+    batch's mean and population variance over every axis but 1; running_mean / running_var =
+    input * momentum + batch statistic * (1 - momentum)."""
+    net = ctx.network
+    x = ctx.tensor(0, "X")
+    if not x.dtype.is_float:
+        raise ctx.error(f"input 0 (X) is {x.dtype.numpy_name}; training-mode BatchNormalization takes float types")
+    if len(x.shape) < 2:
+        raise ctx.error(f"input 0 (X) has rank {len(x.shape)}; BatchNormalization needs [N, C, ...]")
+    dtype = np.dtype(x.dtype.numpy_name)
+    channels = x.shape[1]
+    axes = [a for a in range(len(x.shape)) if a != 1]
+    stat_shape = (channels,) + (1,) * (len(x.shape) - 2)
+    momentum = float(ctx.attr("momentum", 0.9))
+    epsilon = float(ctx.attr("epsilon", 1e-5))
+    params = [net.add_reshape(ctx.tensor(i, what), stat_shape, name=ctx.aux(f"{what}_per_channel"))
+              for i, what in ((1, "scale"), (2, "B"))]
+    mean = net.add_reduce("mean", x, axes=axes, keep_dims=True, name=ctx.aux("batch_mean"))
+    centred = net.add_sub(x, mean, name=ctx.aux("centred"))
+    var = net.add_reduce("mean", net.add_mul(centred, centred, name=ctx.aux("squares")), axes=axes, keep_dims=True,
+                         name=ctx.aux("batch_var"))
+    std = net.add_unary(UnaryOp.SQRT, net.add_add(var, ctx.array_tensor(np.array(epsilon, dtype), "epsilon"),
+                                                  name=ctx.aux("var_eps")), name=ctx.aux("std"))
+    y = net.add_add(net.add_mul(net.add_div(centred, std, name=ctx.aux("normalized")), params[0],
+                                name=ctx.aux("scaled")), params[1], name=ctx.name())
+    outputs: list[Any] = [y]
+    for i, (stat, what) in enumerate(((mean, "mean"), (var, "var")), start=1):
+        if not ctx.output_used(i):
+            outputs.append(None)
+            continue
+        batch = net.add_reshape(stat, (channels,), name=ctx.aux(f"batch_{what}_c"))
+        kept = net.add_mul(ctx.tensor(2 + i, f"input_{what}"), ctx.array_tensor(np.array(momentum, dtype), "momentum"),
+                           name=ctx.aux(f"kept_{what}"))
+        new = net.add_mul(batch, ctx.array_tensor(np.array(1.0 - momentum, dtype), "one_minus_momentum"),
+                          name=ctx.aux(f"new_{what}"))
+        outputs.append(net.add_add(kept, new, name=ctx.aux(f"running_{what}")))
+    for i, what in ((3, "saved mean"), (4, "saved var")):
+        if ctx.output_used(i):
+            raise ctx.error(f"output {i} ({what}) is used; ONNX's BatchNormalization has no such output from "
+                            f"opset 14 (training_mode's first opset)")
+    return outputs + [None, None]
 
 
 @op("LRN", ("alpha", "beta", "bias", "size"))

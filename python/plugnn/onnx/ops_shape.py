@@ -4,7 +4,8 @@ Slice are in ops_indexing.py and ops_movement.py).
 
 Cast and CastLike take every pair of plugnn's element types: a CAST layer for tensors computed
 at run time (ONNX Cast's rules, backend_api.h's pn_cast_desc), a NumPy fold for values known at
-import; the float8/float6/float4, int4/int2 and string types are refused with the reason."""
+import; the float8/float6/float4, int4/int2 types are refused with the reason. A cast to or from
+string is a runtime step of the dynamic path (plugnn.dynamic.strings)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 
 from plugnn.network import Tensor
 from plugnn.onnx import folding, numeric
-from plugnn.onnx.context import NodeContext, np_dtype, type_name
+from plugnn.onnx.context import NodeContext, PendingInput, np_dtype, type_name
+from plugnn.onnx.ops_control import needs_runtime
 from plugnn.onnx.registry import op
 from plugnn.tensor import DataType
 
@@ -128,28 +130,39 @@ def identity(ctx: NodeContext) -> list[Any]:
 
 
 def _dropout_checks(ctx: NodeContext) -> None:
-    if ctx.output_used(1):
-        raise ctx.error("output 1 (mask) is used; plugnn imports Dropout for inference only and does not "
-                        "produce the mask")
-    if ctx.opset >= 12 and ctx.has_input(2):
-        training = ctx.const(2, "training_mode")
-        if bool(np.asarray(training).reshape(-1)[0]):
-            raise ctx.error("training_mode is true; plugnn runs inference only (training_mode must be false)")
+    """Dropout as plugnn runs it: inference form, or training form with ratio 0 (both the identity)."""
     if ctx.opset >= 12 and ctx.has_input(1):
         ratio = ctx.value(1)  # ignored at inference, but it must be a float tensor
         if _dtype_of(ratio).kind != "f":
             raise ctx.error(f"ratio has element type {_dtype_of(ratio)}")
+    if ctx.opset >= 12 and ctx.has_input(2):
+        training = ctx.const(2, "training_mode")
+        if bool(np.asarray(training).reshape(-1)[0]):
+            ratio = float(np.asarray(ctx.const(1, "ratio")).reshape(-1)[0]) if ctx.has_input(1) else 0.5
+            if ratio != 0.0:
+                raise ctx.error(f"training_mode is true with ratio {ratio}: training dropout zeroes elements at "
+                                f"random; plugnn runs Dropout in inference form, or in training form with ratio 0 "
+                                f"(both the identity with a mask of ones)")
+
+
+def _dropout_mask(ctx: NodeContext, x: Any) -> np.ndarray | None:
+    """The mask output (ones: nothing dropped), bool from opset 10, the data's type before."""
+    if not ctx.output_used(1):
+        return None
+    dtype = np.dtype(np.bool_) if ctx.opset >= 10 else _dtype_of(x)
+    return np.ones(tuple(x.shape), dtype)
 
 
 def _fold_dropout(ctx: NodeContext) -> list[Any]:
     _dropout_checks(ctx)
-    return [ctx.value(0), None]
+    return [ctx.value(0), _dropout_mask(ctx, ctx.value(0))]
 
 
-@op("Dropout", ("ratio", "seed"), fold=_fold_dropout, outputs_note="the mask output is not produced")
+@op("Dropout", ("ratio", "seed"), fold=_fold_dropout)
 def dropout(ctx: NodeContext) -> list[Any]:
     _dropout_checks(ctx)
-    return [ctx.network.add_dropout(ctx.tensor(0, "data"), name=ctx.name()), None]
+    x = ctx.tensor(0, "data")
+    return [ctx.network.add_dropout(x, name=ctx.name()), _dropout_mask(ctx, x)]
 
 
 # ---- Constant, ConstantOfShape, Shape ----------------------------------------------------------
@@ -164,9 +177,15 @@ def constant(ctx: NodeContext) -> list[Any]:
     if len(given) != 1:
         raise ctx.error(f"exactly one of {', '.join(_CONSTANT_FORMS)} must be set, got {given or 'none'}")
     form = given[0]
-    if form in ("value_string", "value_strings", "sparse_value"):
-        raise ctx.unsupported_value(form, "...", "value, value_float(s), value_int(s) (no strings, no sparse)")
+    if form == "sparse_value":
+        raise ctx.unsupported_value(form, "...", "value, value_float(s), value_int(s), value_string(s) (no sparse)")
     value = ctx.attr(form)
+    if form.startswith("value_string"):  # a string tensor: a run-time value of the dynamic path
+        texts = [v.decode() if isinstance(v, bytes) else str(v) for v in (value if form == "value_strings"
+                                                                           else [value])]
+        array = np.empty(len(texts), object)
+        array[:] = texts
+        return [array if form == "value_strings" else array.reshape(())]
     if form == "value":
         return [np.asarray(value)]
     if form.startswith("value_float"):
@@ -210,6 +229,9 @@ def _target(ctx: NodeContext, elem_type: int, where: str) -> DataType:
         return DataType.from_any(np_dtype(elem_type))
     except ValueError:
         pass
+    if name == "string":
+        raise needs_runtime(ctx, f"{where} is string; string tensors are run-time values, and the runtime casts "
+                                 f"to and from them")
     if name.startswith(("float8", "float4", "float6")):
         why = "the 8-, 6- and 4-bit float types are out of plugnn's scope (no plugnn element type holds them)"
     elif name in ("int4", "uint4", "int2", "uint2"):
@@ -242,6 +264,9 @@ def _like_target(ctx: NodeContext) -> DataType:
     value = ctx.value(1)
     if isinstance(value, Tensor):
         return value.dtype
+    if isinstance(value, (np.ndarray, PendingInput)) and np.dtype(value.dtype) == np.dtype(object):
+        raise needs_runtime(ctx, f"input 1 (target_type) {ctx.input_name(1)!r} is a string tensor, a run-time "
+                                 f"value; the runtime casts to and from strings")
     if isinstance(value, np.ndarray):
         try:
             return DataType.from_any(value.dtype)
@@ -254,6 +279,9 @@ def _like_target(ctx: NodeContext) -> DataType:
 
 def _fold_cast(ctx: NodeContext, target: DataType) -> list[Any]:
     value = np.asarray(ctx.value(0))
+    if value.dtype == np.dtype(object):
+        raise needs_runtime(ctx, f"input 0 (input) {ctx.input_name(0)!r} is a string tensor, a run-time value; the "
+                                 f"runtime casts to and from strings")
     try:
         DataType.from_any(value.dtype)
     except ValueError:

@@ -13,7 +13,8 @@ sends n-gram k to output column ngram_indexes[k] (counts of n-grams sharing a co
 then TF keeps the counts, IDF gives weights[i] (or 1) where a count is > 0, TFIDF multiplies
 them by weights[i]. Every step is exact: integer counts in float32 well below 2^24.
 A pool n-gram listed twice counts at its last listing only (ONNX's reference keeps the last).
-String input (pool_strings) is refused: plugnn tensors hold no strings (docs/onnx.md).
+String input (pool_strings) is refused: TfIdfVectorizer is imported as layers, which hold no strings
+(string tensors are run-time values of the dynamic path: docs/onnx.md, "String tensors").
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ class _Pool:
 
     def __init__(self, ctx: NodeContext) -> None:
         if ctx.has("pool_strings"):
-            raise ctx.error("attribute 'pool_strings': string n-grams need string tensors, which plugnn does not "
-                            "have (docs/onnx.md, string operators); pool_int64s with integer input is supported")
+            raise ctx.error("attribute 'pool_strings': plugnn imports TfIdfVectorizer as layers, which hold no "
+                            "strings (docs/onnx.md, 'String tensors'); pool_int64s with integer input is supported")
         pool = ctx.ints("pool_int64s")
         counts = ctx.ints("ngram_counts")
         indexes = ctx.ints("ngram_indexes")
