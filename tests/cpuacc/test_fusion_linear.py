@@ -1,7 +1,8 @@
 """CpuAcc's linear fusion (plugins/accel/src/fusion_linear.h, linear.h): a MatMul with constant
 weights (or a Gemm between Reshapes, as transformers' Conv1D exports) with the bias Add, the
 residual Add, the activation and the Reshapes that alone consume its output, run as one
-PRECOMPILED layer whose GEMM epilogue adds the bias and the residual and applies the activation.
+PRECOMPILED layer whose GEMM epilogue adds the bias and the residual and applies the activation
+(and a LayerNorm or RMSNorm over the last axis after them).
 
 Checked on every kernel set (option isa) at 1, 2, 3 and 7 threads: against NumPy float64
 within max|a - b| <= 1e-4 * max(1, max|b|) (float32 products summed in another order), the same
@@ -174,6 +175,54 @@ def test_gelu_and_tanh_gelu_decompositions_fuse_too() -> None:
     ((kind, _),) = plan(optimized)
     assert "+ bias + gelu(" in kind
     assert list(optimized.layers[0].replaces) == ["mm", "bias", "g1", "g2", "g3", "g4", "g5"]
+
+
+def layer_norm(v: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, eps: float, rms: bool) -> np.ndarray:
+    mean = 0.0 if rms else v.mean(axis=-1, keepdims=True)
+    var = (v * v).mean(axis=-1, keepdims=True) if rms else ((v - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (v - mean) / np.sqrt(var + eps) * scale + (0.0 if bias is None else bias)
+
+
+@pytest.mark.parametrize("a_shape,n,op,with_bias", [
+    ((1, 128, 256), 64, "layer", True),    # BERT-tiny's output block
+    ((2, 9, 17), 40, "layer", True),
+    ((13, 37), 29, "rms", False),
+    ((3, 5, 19), 700, "layer", True),      # N above an N block of the GEMM: normalized after it
+])
+def test_residual_block_with_its_layer_norm_becomes_one_layer(a_shape: tuple[int, ...], n: int, op: str,
+                                                               with_bias: bool) -> None:
+    """x @ w + bias + residual, then LayerNorm (or RMSNorm) over the last axis: one layer."""
+    k = a_shape[-1]
+    out_shape = a_shape[:-1] + (n,)
+    net = Network("block")
+    x = net.add_input("x", a_shape)
+    w, b = rand(k, n, scale=k ** -0.5), rand(n)
+    scale, nbias = rand(n) + 1, rand(n) if with_bias else None
+    y = net.add_add(net.add_add(net.add_matmul(x, w, name="mm"), b, name="bias"), net.add_input("r", out_shape),
+                    name="res")
+    net.add_output(net.add_normalization(op, y, scale, nbias, epsilon=1e-5, name="ln"), "y")
+    inputs = {"x": rand(*a_shape), "r": rand(*out_shape)}
+    pre = inputs["x"].astype(np.float64) @ w + b + inputs["r"]
+    expected = layer_norm(pre, scale.astype(np.float64), None if nbias is None else nbias.astype(np.float64), 1e-5,
+                          op == "rms")
+    optimized = check(net, inputs, {"y": expected})
+    ((kind, _),) = plan(optimized)
+    assert kind.endswith(f"+ residual + {op}_norm(eps 1e-05))"), kind
+    assert list(optimized.layers[0].replaces) == ["mm", "bias", "res", "ln"]
+
+
+def test_a_layer_norm_over_two_axes_is_not_fused() -> None:
+    net = Network("ln2")
+    x = net.add_input("x", (2, 6, 9))
+    w, b = rand(9, 5), rand(5)
+    y = net.add_add(net.add_matmul(x, w, name="mm"), b, name="bias")
+    net.add_output(net.add_normalization("layer", y, np.ones((6, 5), F32), axis=-2, name="ln"), "y")
+    inputs = {"x": rand(2, 6, 9)}
+    pre = inputs["x"].astype(np.float64) @ w + b
+    mean = pre.mean(axis=(-2, -1), keepdims=True)
+    var = ((pre - mean) ** 2).mean(axis=(-2, -1), keepdims=True)
+    optimized = check(net, inputs, {"y": (pre - mean) / np.sqrt(var + 1e-5)})
+    assert [layer.name for layer in optimized.layers] == ["mm+bias", "ln"]
 
 
 # ---- Gemm between Reshapes (transformers' Conv1D, GPT-2) -----------------------------------------

@@ -438,8 +438,11 @@ def test_option_fuse_0_keeps_every_pattern_apart() -> None:
     assert ("Precompiled", "CpuAcc") not in unfused_plan_with(net, fuse=False)
     fused = unfused_plan_with(net, fuse=True)
     with runtime(fuse=True) as rt:
-        assert attention_count(plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])) == 1
-    assert ("Normalization", "CpuAcc") in fused
+        optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+    assert attention_count(optimized) == 1
+    # the LayerNorm match joins the output projection before it (tests/cpuacc/test_fusion_linear.py)
+    assert any(r["type"].startswith("Precompiled(matmul") and "layer_norm" in r["type"]
+               for r in optimized.assignments())
     assert ("Activation", "CpuAcc") in fused
 
 

@@ -10,8 +10,12 @@
 #define LINEAR_MAX_MEMBERS 16 /* layers of one fusion, at most */
 #define LINEAR_MAX_TENSOR_ID (1u << 24)
 
+#define LINEAR_MAX_INPUTS 6   /* a, b, bias, residual, normalization scale and bias */
+
 typedef struct linear_slot {
     uint32_t replaced[LINEAR_MAX_MEMBERS];
+    pn_tensor_info inputs[LINEAR_MAX_INPUTS]; /* the replacement's (fusion_item holds 4 at most) */
+    uint32_t input_ids[LINEAR_MAX_INPUTS];
     accel_linear* payload;
 } linear_slot;
 
@@ -130,7 +134,7 @@ static int64_t last_dim(const pn_tensor_info* t) { return t->rank > 0 ? t->dims[
 
 typedef struct lin_links {
     int64_t head, reshape_in;      /* -1: none */
-    int64_t bias_add, residual_add, act, last;
+    int64_t bias_add, residual_add, act, norm, last;
     uint32_t bias_slot, addend_slot;
     int reshapes;                  /* Reshapes fused (before and after) */
     int64_t members[LINEAR_MAX_MEMBERS];
@@ -192,7 +196,7 @@ static int head_ok(const pn_layer* h, lin_links* L) {
 }
 
 /* Stages of the chain after the head: links come in this order (Reshapes anywhere). */
-enum { STAGE_PRODUCT = 0, STAGE_BIAS = 1, STAGE_RESIDUAL = 2, STAGE_ACT = 3 };
+enum { STAGE_PRODUCT = 0, STAGE_BIAS = 1, STAGE_RESIDUAL = 2, STAGE_ACT = 3, STAGE_NORM = 4 };
 
 /* The link layer `j` makes after tensor `t` (read by it) at `stage`: the new stage, or -1 when
  * it is none. */
@@ -203,6 +207,23 @@ static int link_of(const lin_links* L, const pn_layer* l, const pn_tensor_info* 
         return l->num_inputs == 1 && last_dim(&l->outputs[0]) == L->n && l->outputs[0].rank >= 1 ? stage : -1;
     case PN_LAYER_ACTIVATION:
         return stage < STAGE_ACT && l->num_inputs == 1 ? STAGE_ACT : -1;
+    case PN_LAYER_NORMALIZATION: { /* LAYER or RMS over the last axis, x the chain's tensor */
+        const pn_normalization_desc* d = (const pn_normalization_desc*)l->descriptor;
+        const int has_b = d != NULL && (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
+        if (d == NULL || stage >= STAGE_NORM || (d->op != PN_NORMALIZATION_LAYER && d->op != PN_NORMALIZATION_RMS) ||
+            t->rank < 1 || (d->axis != -1 && d->axis != (int32_t)t->rank - 1) || last_dim(t) != L->n ||
+            l->num_inputs != 2u + (has_b ? 1u : 0u) || l->input_ids[0] != t_id ||
+            l->outputs[0].dtype != PN_DTYPE_FLOAT32 || !pn_same_dims(&l->outputs[0], t)) {
+            return -1;
+        }
+        for (uint32_t i = 1; i < l->num_inputs; ++i) {
+            if (constant_of(l, i) == NULL || l->inputs[i].dtype != PN_DTYPE_FLOAT32 ||
+                !is_row_vector(&l->inputs[i], L->n)) {
+                return -1;
+            }
+        }
+        return STAGE_NORM;
+    }
     case PN_LAYER_ELEMENTWISE_BINARY: {
         const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)l->descriptor;
         if (d == NULL || d->op != PN_BINARY_ADD || d->fused_activation != NULL || l->num_inputs != 2 ||
@@ -231,7 +252,7 @@ static int link_of(const lin_links* L, const pn_layer* l, const pn_tensor_info* 
 static void find_links(const lin_ctx* c, uint32_t h, lin_links* L) {
     const pn_subgraph* sg = c->sg;
     memset(L, 0, sizeof(*L));
-    L->head = L->reshape_in = L->bias_add = L->residual_add = L->act = -1;
+    L->head = L->reshape_in = L->bias_add = L->residual_add = L->act = L->norm = -1;
     L->last = h;
     const pn_layer* head = &sg->layers[h];
     if (!head_ok(head, L)) {
@@ -273,6 +294,8 @@ static void find_links(const lin_ctx* c, uint32_t h, lin_links* L) {
         } else if (next == STAGE_RESIDUAL) {
             L->residual_add = j;
             L->addend_slot = slot;
+        } else if (next == STAGE_NORM) {
+            L->norm = j;
         } else {
             L->act = j;
         }
@@ -352,7 +375,15 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
     }
     p->has_bias = L->bias_add >= 0 || (L->is_fc && L->bias_slot == 2);
     p->has_addend = L->residual_add >= 0;
-    p->num_inputs = 2u + (p->has_bias ? 1u : 0u) + (p->has_addend ? 1u : 0u);
+    if (L->norm >= 0) {
+        const pn_normalization_desc* d = (const pn_normalization_desc*)sg->layers[L->norm].descriptor;
+        p->has_norm = 1;
+        p->norm_rms = d->op == PN_NORMALIZATION_RMS;
+        p->has_norm_bias = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
+        p->norm_eps = d->epsilon;
+    }
+    p->num_inputs = 2u + (p->has_bias ? 1u : 0u) + (p->has_addend ? 1u : 0u) + (p->has_norm ? 1u : 0u) +
+                    (p->has_norm_bias ? 1u : 0u);
     if (L->act >= 0) {
         const pn_activation_desc* a = (const pn_activation_desc*)sg->layers[L->act].descriptor;
         p->has_act = 1;
@@ -377,6 +408,10 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
         at += snprintf(p->label + at, sizeof(p->label) - (size_t)at, " + %s(%g, %g)", act_name(p->act.kind),
                        (double)p->act.alpha, (double)p->act.beta);
     }
+    if (p->has_norm && at >= 0 && (size_t)at < sizeof(p->label)) {
+        at += snprintf(p->label + at, sizeof(p->label) - (size_t)at, " + %s(eps %g)",
+                       p->norm_rms ? "rms_norm" : "layer_norm", (double)p->norm_eps);
+    }
     if (L->reshapes > 0 && at >= 0 && (size_t)at < sizeof(p->label)) {
         snprintf(p->label + at, sizeof(p->label) - (size_t)at, ", %d reshape%s absorbed", L->reshapes,
                  L->reshapes > 1 ? "s" : "");
@@ -384,7 +419,8 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
     return p;
 }
 
-/* Fills item `it` (its replacement `r`) and slot `sl` for links L. 0 when out of memory. */
+/* Fills item `it` (its replacement `r`) and slot `sl` (the replacement's inputs) for links L. 0
+ * when out of memory. */
 static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, linear_slot* sl, pn_layer* r) {
     const pn_layer* head = &sg->layers[L->head];
     const pn_layer* last = &sg->layers[L->last];
@@ -396,22 +432,29 @@ static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, lin
     const accel_linear* p = sl->payload;
     uint32_t n = 0;
     const pn_layer* a_from = L->reshape_in >= 0 ? &sg->layers[L->reshape_in] : head;
-    it->inputs[n] = a_from->inputs[0];
-    it->input_ids[n++] = a_from->input_ids[0];
-    it->inputs[n] = head->inputs[1];
-    it->input_ids[n++] = head->input_ids[1];
+    sl->inputs[n] = a_from->inputs[0];
+    sl->input_ids[n++] = a_from->input_ids[0];
+    sl->inputs[n] = head->inputs[1];
+    sl->input_ids[n++] = head->input_ids[1];
     if (p->has_bias) {
         const pn_layer* from = L->bias_add >= 0 ? &sg->layers[L->bias_add] : head;
-        it->inputs[n] = from->inputs[L->bias_slot];
-        it->input_ids[n++] = from->input_ids[L->bias_slot];
+        sl->inputs[n] = from->inputs[L->bias_slot];
+        sl->input_ids[n++] = from->input_ids[L->bias_slot];
     }
     if (p->has_addend) {
         const pn_layer* from = &sg->layers[L->residual_add];
-        it->inputs[n] = from->inputs[L->addend_slot];
-        it->input_ids[n++] = from->input_ids[L->addend_slot];
+        sl->inputs[n] = from->inputs[L->addend_slot];
+        sl->input_ids[n++] = from->input_ids[L->addend_slot];
+    }
+    if (p->has_norm) {
+        const pn_layer* from = &sg->layers[L->norm];
+        for (uint32_t i = 1; i < from->num_inputs; ++i) {
+            sl->inputs[n] = from->inputs[i];
+            sl->input_ids[n++] = from->input_ids[i];
+        }
     }
     for (uint32_t i = 0; i < n; ++i) {
-        it->inputs[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
+        sl->inputs[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
     }
     it->output = last->outputs[0];
     it->output.struct_size = (uint32_t)sizeof(pn_tensor_info);
@@ -431,11 +474,11 @@ static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, lin
     r->kind = PN_LAYER_PRECOMPILED;
     r->descriptor = &it->desc.pre;
     r->num_inputs = n;
-    r->inputs = it->inputs;
+    r->inputs = sl->inputs;
     r->constant_data = NULL; /* the runtime knows its constants by tensor id */
     r->num_outputs = 1;
     r->outputs = &it->output;
-    r->input_ids = it->input_ids;
+    r->input_ids = sl->input_ids;
     r->output_ids = &it->output_id;
     return 1;
 }

@@ -4,6 +4,7 @@
 #include "linear.h"
 #include "gemm.h"
 #include "shared_weights.h"
+#include "tx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,17 @@ typedef struct linear_state {
     int64_t m, n, k;
     float alpha;
     int has_addend, has_act;
+    uint32_t addend_index; /* the residual's input */
     pn_activation_desc act;
     uint32_t num_inputs;
     const float* bias;   /* beta * the bias (N floats: the constant itself when beta is 1), or NULL */
     float* own_bias;     /* the scaled copy when beta is not 1 (malloc) */
     const float* bpack;  /* b packed: a shared block (accel_packs) */
+    const accel_tx_kernels* tk;
+    int has_norm, norm_rms, norm_in_epilogue; /* the normalization; in the epilogue: whole rows */
+    float norm_eps;
+    const float* norm_scale; /* N floats (constants) */
+    const float* norm_bias;  /* N floats, or NULL */
     int64_t* offs;       /* 0..k-1: a read in place, or NULL: a packed */
     size_t ws_floats;
 } linear_state;
@@ -61,6 +68,23 @@ static void linear_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64
             accel_apply_activation(s->env.isa, &s->act, row, nb);
         }
     }
+    if (s->norm_in_epilogue) { /* the block holds whole rows (n0 == 0, nb == n) */
+        s->tk->norm_rows(s->norm_rms, y, y, mb, nb, s->norm_scale, s->norm_bias, s->norm_eps);
+    }
+}
+
+#define NORM_MIN_PARALLEL 16384 /* elements per thread below which a wake-up does not pay (normalization.c) */
+
+typedef struct linear_norm_job {
+    const linear_state* s;
+    float* y;
+} linear_norm_job;
+
+static void norm_range(void* raw, int64_t b, int64_t e) {
+    const linear_norm_job* j = (const linear_norm_job*)raw;
+    const linear_state* s = j->s;
+    s->tk->norm_rows(s->norm_rms, j->y + b * s->n, j->y + b * s->n, e - b, s->n, s->norm_scale, s->norm_bias,
+                     s->norm_eps);
 }
 
 static pn_status linear_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
@@ -74,7 +98,7 @@ static pn_status linear_execute(void* vs, const pn_execute_args* args, pn_string
     }
     const float* a = (const float*)args->inputs[0].data;
     float* y = (float*)args->outputs[0].data;
-    linear_epi e = {s, s->has_addend ? (const float*)args->inputs[s->num_inputs - 1].data : NULL};
+    linear_epi e = {s, s->has_addend ? (const float*)args->inputs[s->addend_index].data : NULL};
     if (y == NULL || (s->k > 0 && a == NULL) || (s->has_addend && e.addend == NULL)) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: fused linear layer tensor without data");
     }
@@ -84,9 +108,13 @@ static pn_status linear_execute(void* vs, const pn_execute_args* args, pn_string
     const gemm_indirect ind = {a, s->offs, s->m, 0, s->k}; /* row i at a + i * k */
     gemm_operand ga = {a, s->k, 1, NULL, NULL, NULL, NULL, s->offs != NULL ? &ind : NULL};
     gemm_operand gb = {NULL, s->n, 1, s->bpack, NULL, NULL, NULL, NULL};
-    int need_epi = s->alpha != 1.0f || s->bias != NULL || e.addend != NULL || s->has_act;
+    int need_epi = s->alpha != 1.0f || s->bias != NULL || e.addend != NULL || s->has_act || s->norm_in_epilogue;
     gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, y, s->n, 0, (float*)args->workspace,
              need_epi ? linear_epilogue : NULL, &e);
+    if (s->has_norm && !s->norm_in_epilogue) {
+        linear_norm_job j = {s, y};
+        accel_parallel_for_grain(s->env.threads, s->m, NORM_MIN_PARALLEL / (s->n > 0 ? s->n : 1) + 1, norm_range, &j);
+    }
     return PN_OK;
 }
 
@@ -146,8 +174,17 @@ static const char* check_tensors(const accel_linear* p, const pn_layer* layer, i
         }
         ++next;
     }
-    if (p->has_addend && pn_num_elements(&layer->inputs[next]) != *m * *n) {
+    if (p->has_addend && pn_num_elements(&layer->inputs[next++]) != *m * *n) {
         return "the residual does not have M * N elements";
+    }
+    for (uint32_t i = 0; i < (p->has_norm ? 1u : 0u) + (p->has_norm_bias ? 1u : 0u); ++i, ++next) {
+        const pn_tensor_info* t = &layer->inputs[next];
+        if (!only_last_dim(t) || pn_num_elements(t) != *n || (t->rank == 0 && *n != 1)) {
+            return "a normalization operand is not [N] or [1, ..., 1, N]";
+        }
+        if (layer->constant_data[next] == NULL) {
+            return "a normalization operand is not a constant";
+        }
     }
     if (pn_num_elements(&layer->outputs[0]) != *m * *n) {
         return "the output does not have M * N elements";
@@ -181,6 +218,7 @@ static pn_status linear_build(const accel_env* env, const pn_layer* layer, accel
     s->k = k;
     s->alpha = p->alpha;
     s->has_addend = p->has_addend != 0;
+    s->addend_index = 2u + (p->has_bias ? 1u : 0u);
     s->has_act = p->has_act && accel_copy_activation(&p->act, &s->act);
     s->num_inputs = layer->num_inputs;
     if (p->has_bias) {
@@ -195,6 +233,18 @@ static pn_status linear_build(const accel_env* env, const pn_layer* layer, accel
             for (int64_t j = 0; j < n; ++j) s->own_bias[j] = p->beta * c[j];
             s->bias = s->own_bias;
         }
+    }
+    if (p->has_norm) {
+        const uint32_t at = 2u + (p->has_bias ? 1u : 0u) + (p->has_addend ? 1u : 0u);
+        s->tk = accel_tx_kernels_for(env->isa);
+        s->has_norm = 1;
+        s->norm_rms = p->norm_rms != 0;
+        s->norm_eps = p->norm_eps;
+        s->norm_scale = (const float*)layer->constant_data[at];
+        s->norm_bias = p->has_norm_bias ? (const float*)layer->constant_data[at + 1] : NULL;
+        /* one thread: one job, whose N blocks hold whole rows when N fits one (gemm.c) */
+        s->norm_in_epilogue = accel_threads_count(env->threads) == 1 &&
+                              (n + s->arch->nr - 1) / s->arch->nr * s->arch->nr <= s->arch->ncj;
     }
     const float* bc = (const float*)layer->constant_data[1];
     if (k > 0 && n > 0) {
