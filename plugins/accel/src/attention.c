@@ -2,6 +2,7 @@
  * (attention.h). */
 #include "attention.h"
 #include "chain_run.h"
+#include "linear.h"
 #include "tx.h"
 
 #include <stdlib.h>
@@ -259,6 +260,9 @@ pn_status accel_precompiled_create(void* context, const pn_layer* layer, pn_work
     const uint32_t* magic = d != NULL ? (const uint32_t*)d->payload : NULL;
     if (magic != NULL && *magic == ACCEL_ATTN_MAGIC) {
         return accel_attention_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_LINEAR_MAGIC) { /* a fused linear layer (linear.h) */
+        return accel_linear_create(context, layer, workload_out, message_out);
     }
     return accel_chain_create(context, layer, workload_out, message_out);
 }

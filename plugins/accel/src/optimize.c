@@ -2,6 +2,7 @@
 #include "optimize.h"
 #include "chain_plan.h"
 #include "fusion.h"
+#include "fusion_linear.h"
 #include "fusion_patterns.h"
 
 #include <stdlib.h>
@@ -29,6 +30,7 @@ void accel_release_optimization(pn_optimization* optimization) {
         }
     }
     accel_patterns_release(o->patterns, o->owns_payloads);
+    accel_linear_fusions_release(o->linear, o->owns_payloads);
     free(o->chains);
     free(o->substitutions);
     free(o->items);
@@ -150,7 +152,10 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
     }
     sort_layers(sg, plugin, o, state);
 
-    if (fuse) {
+    if (fuse) { /* products with their bias, residual, activation, Reshapes (fusion_linear.h) */
+        s = accel_fuse_linear(sg, plugin, o, state);
+    }
+    if (fuse && s == PN_OK) {
         s = accel_fuse_layers(sg, plugin, o, state);
     }
     if (s == PN_OK && chains) {

@@ -30,6 +30,7 @@ typedef struct fusion_item {
         pn_convolution_2d_desc conv;
         pn_fully_connected_desc fc;
         pn_elementwise_binary_desc binary;
+        pn_precompiled_desc pre;   /* a fused linear layer (fusion_linear.h) */
     } desc;
     pn_activation_desc act;
     pn_tensor_info inputs[FUSION_MAX_INPUTS];
@@ -52,6 +53,7 @@ typedef struct chain_item {
 } chain_item;
 
 struct accel_patterns; /* fusion_patterns.h */
+struct accel_linear_fusions; /* fusion_linear.h */
 
 /* What accel_optimize_subgraph returns; every array has one slot per subgraph layer. */
 typedef struct accel_optimization {
@@ -66,6 +68,7 @@ typedef struct accel_optimization {
     char (*reasons)[FUSION_REASON_MAX];
     uint32_t* untouched;
     struct accel_patterns* patterns; /* the pattern pass's matches (fusion_patterns.h), or NULL */
+    struct accel_linear_fusions* linear; /* the linear fusions' storage (fusion_linear.h), or NULL */
 } accel_optimization;
 
 /* What optimize_subgraph makes of each layer (one state per subgraph layer). */

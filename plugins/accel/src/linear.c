@@ -1,0 +1,280 @@
+/* CpuAcc fused linear layer (linear.h): one GEMM over a's rows with a prepacked constant b,
+ * the bias, residual and activation in its epilogue. a is read in place (gemm_indirect) by the
+ * AVX2 and AVX-512 micro-kernels, as MatMul and FullyConnected read it (matmul.c). */
+#include "linear.h"
+#include "gemm.h"
+#include "shared_weights.h"
+#include "tx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct linear_state {
+    accel_env env;
+    const gemm_arch* arch;
+    const accel_kernels* kern;
+    int64_t m, n, k;
+    float alpha;
+    int has_addend, has_act;
+    uint32_t addend_index; /* the residual's input */
+    pn_activation_desc act;
+    uint32_t num_inputs;
+    const float* bias;   /* beta * the bias (N floats: the constant itself when beta is 1), or NULL */
+    float* own_bias;     /* the scaled copy when beta is not 1 (malloc) */
+    const float* bpack;  /* b packed: a shared block (accel_packs) */
+    const accel_tx_kernels* tk;
+    int has_norm, norm_rms, norm_in_epilogue; /* the normalization; in the epilogue: whole rows */
+    float norm_eps;
+    const float* norm_scale; /* N floats (constants) */
+    const float* norm_bias;  /* N floats, or NULL */
+    int64_t* offs;       /* 0..k-1: a read in place, or NULL: a packed */
+    size_t ws_floats;
+} linear_state;
+
+void accel_linear_release(void* payload) { free(payload); }
+
+static void linear_state_release(void* vs) {
+    linear_state* s = (linear_state*)vs;
+    if (s != NULL) {
+        free(s->own_bias);
+        free(s->offs);
+        free(s);
+    }
+}
+
+typedef struct linear_epi {
+    const linear_state* s;
+    const float* addend;
+} linear_epi;
+
+/* Each row of the finished block: * alpha, + bias, + addend, activation (the unfused layers'
+ * order, each by the kernel the unfused layer runs). */
+static void linear_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64_t n0, int64_t mb,
+                            int64_t nb) {
+    const linear_epi* e = (const linear_epi*)vctx;
+    const linear_state* s = e->s;
+    for (int64_t i = 0; i < mb; ++i) {
+        float* row = y + i * ldc;
+        if (s->alpha != 1.0f) {
+            s->kern->scale(row, s->alpha, nb);
+        }
+        if (s->bias != NULL) {
+            s->kern->binary_row(PN_BINARY_ADD, row, 1, s->bias + n0, 1, row, nb);
+        }
+        if (e->addend != NULL) {
+            s->kern->binary_row(PN_BINARY_ADD, row, 1, e->addend + (m0 + i) * s->n + n0, 1, row, nb);
+        }
+        if (s->has_act) {
+            accel_apply_activation(s->env.isa, &s->act, row, nb);
+        }
+    }
+    if (s->norm_in_epilogue) { /* the block holds whole rows (n0 == 0, nb == n) */
+        s->tk->norm_rows(s->norm_rms, y, y, mb, nb, s->norm_scale, s->norm_bias, s->norm_eps);
+    }
+}
+
+#define NORM_MIN_PARALLEL 16384 /* elements per thread below which a wake-up does not pay (normalization.c) */
+
+typedef struct linear_norm_job {
+    const linear_state* s;
+    float* y;
+} linear_norm_job;
+
+static void norm_range(void* raw, int64_t b, int64_t e) {
+    const linear_norm_job* j = (const linear_norm_job*)raw;
+    const linear_state* s = j->s;
+    s->tk->norm_rows(s->norm_rms, j->y + b * s->n, j->y + b * s->n, e - b, s->n, s->norm_scale, s->norm_bias,
+                     s->norm_eps);
+}
+
+static pn_status linear_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
+    const linear_state* s = (const linear_state*)vs;
+    if (args == NULL || args->num_inputs != s->num_inputs || args->num_outputs != 1) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc execute: the fused linear layer expects %u inputs and 1 output", s->num_inputs);
+    }
+    if (s->m * s->n == 0) {
+        return PN_OK;
+    }
+    const float* a = (const float*)args->inputs[0].data;
+    float* y = (float*)args->outputs[0].data;
+    linear_epi e = {s, s->has_addend ? (const float*)args->inputs[s->addend_index].data : NULL};
+    if (y == NULL || (s->k > 0 && a == NULL) || (s->has_addend && e.addend == NULL)) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: fused linear layer tensor without data");
+    }
+    if (s->ws_floats > 0 && args->workspace == NULL) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: the fused linear layer needs a workspace");
+    }
+    const gemm_indirect ind = {a, s->offs, s->m, 0, s->k}; /* row i at a + i * k */
+    gemm_operand ga = {a, s->k, 1, NULL, NULL, NULL, NULL, s->offs != NULL ? &ind : NULL};
+    gemm_operand gb = {NULL, s->n, 1, s->bpack, NULL, NULL, NULL, NULL};
+    int need_epi = s->alpha != 1.0f || s->bias != NULL || e.addend != NULL || s->has_act || s->norm_in_epilogue;
+    gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, y, s->n, 0, (float*)args->workspace,
+             need_epi ? linear_epilogue : NULL, &e);
+    if (s->has_norm && !s->norm_in_epilogue) {
+        linear_norm_job j = {s, y};
+        accel_parallel_for_grain(s->env.threads, s->m, NORM_MIN_PARALLEL / (s->n > 0 ? s->n : 1) + 1, norm_range, &j);
+    }
+    return PN_OK;
+}
+
+/* 1 when t's dims are all 1 but the last (which may be anything); rank 0 too. */
+static int only_last_dim(const pn_tensor_info* t) {
+    for (uint32_t i = 0; i + 1 < t->rank; ++i) {
+        if (t->dims[i] != 1) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* NULL when the layer's tensors follow linear.h's rules for payload p, else what is wrong;
+ * *m, *n, *k the GEMM's sizes. */
+static const char* check_tensors(const accel_linear* p, const pn_layer* layer, int64_t* m, int64_t* n,
+                                 int64_t* k) {
+    if (layer->num_inputs != p->num_inputs || layer->num_outputs != 1) {
+        return "its number of inputs or outputs is not its payload's";
+    }
+    for (uint32_t i = 0; i < layer->num_inputs; ++i) {
+        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
+            return "an input is not float32";
+        }
+    }
+    if (layer->outputs[0].dtype != PN_DTYPE_FLOAT32) {
+        return "its output is not float32";
+    }
+    const pn_tensor_info* ai = &layer->inputs[0];
+    const pn_tensor_info* bi = &layer->inputs[1];
+    if (ai->rank < 1 || bi->rank < 2) {
+        return "a has rank 0 or b a rank below 2";
+    }
+    for (uint32_t i = 0; i + 2 < bi->rank; ++i) {
+        if (bi->dims[i] != 1) {
+            return "b has a leading dim other than 1";
+        }
+    }
+    *k = ai->dims[ai->rank - 1];
+    *m = accel_span(ai, 0, ai->rank - 1);
+    int64_t bk = bi->dims[bi->rank - (p->transpose_b ? 1 : 2)];
+    *n = bi->dims[bi->rank - (p->transpose_b ? 2 : 1)];
+    if (bk != *k) {
+        return "b's rows are not a's last dim";
+    }
+    if (layer->constant_data == NULL || layer->constant_data[1] == NULL) {
+        return "b is not a constant";
+    }
+    uint32_t next = 2;
+    if (p->has_bias) {
+        const pn_tensor_info* ci = &layer->inputs[next];
+        if (!only_last_dim(ci) || pn_num_elements(ci) != *n || (ci->rank == 0 && *n != 1)) {
+            return "the bias is not [N] or [1, ..., 1, N]";
+        }
+        if (layer->constant_data[next] == NULL) {
+            return "the bias is not a constant";
+        }
+        ++next;
+    }
+    if (p->has_addend && pn_num_elements(&layer->inputs[next++]) != *m * *n) {
+        return "the residual does not have M * N elements";
+    }
+    for (uint32_t i = 0; i < (p->has_norm ? 1u : 0u) + (p->has_norm_bias ? 1u : 0u); ++i, ++next) {
+        const pn_tensor_info* t = &layer->inputs[next];
+        if (!only_last_dim(t) || pn_num_elements(t) != *n || (t->rank == 0 && *n != 1)) {
+            return "a normalization operand is not [N] or [1, ..., 1, N]";
+        }
+        if (layer->constant_data[next] == NULL) {
+            return "a normalization operand is not a constant";
+        }
+    }
+    if (pn_num_elements(&layer->outputs[0]) != *m * *n) {
+        return "the output does not have M * N elements";
+    }
+    return NULL;
+}
+
+static pn_status linear_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                              pn_workload** workload_out, pn_string_out* message_out) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
+    const accel_linear* p = d != NULL ? (const accel_linear*)d->payload : NULL;
+    if (p == NULL || p->magic != ACCEL_LINEAR_MAGIC) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc: precompiled layer '%s' was not made by this CpuAcc build", layer->name);
+    }
+    int64_t m = 0, n = 0, k = 0;
+    const char* wrong = check_tensors(p, layer, &m, &n, &k);
+    if (wrong != NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc: precompiled linear layer '%s': %s",
+                       layer->name, wrong);
+    }
+    linear_state* s = (linear_state*)calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    s->env = *env;
+    s->arch = gemm_arch_for(env->isa);
+    s->kern = accel_kernels_for(env->isa);
+    s->m = m;
+    s->n = n;
+    s->k = k;
+    s->alpha = p->alpha;
+    s->has_addend = p->has_addend != 0;
+    s->addend_index = 2u + (p->has_bias ? 1u : 0u);
+    s->has_act = p->has_act && accel_copy_activation(&p->act, &s->act);
+    s->num_inputs = layer->num_inputs;
+    if (p->has_bias) {
+        const float* c = (const float*)layer->constant_data[2];
+        s->bias = c;
+        if (p->beta != 1.0f && n > 0) {
+            s->own_bias = (float*)malloc((size_t)n * sizeof(float));
+            if (s->own_bias == NULL) {
+                linear_state_release(s);
+                return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+            }
+            for (int64_t j = 0; j < n; ++j) s->own_bias[j] = p->beta * c[j];
+            s->bias = s->own_bias;
+        }
+    }
+    if (p->has_norm) {
+        const uint32_t at = 2u + (p->has_bias ? 1u : 0u) + (p->has_addend ? 1u : 0u);
+        s->tk = accel_tx_kernels_for(env->isa);
+        s->has_norm = 1;
+        s->norm_rms = p->norm_rms != 0;
+        s->norm_eps = p->norm_eps;
+        s->norm_scale = (const float*)layer->constant_data[at];
+        s->norm_bias = p->has_norm_bias ? (const float*)layer->constant_data[at + 1] : NULL;
+        /* one thread: one job, whose N blocks hold whole rows when N fits one (gemm.c) */
+        s->norm_in_epilogue = accel_threads_count(env->threads) == 1 &&
+                              (n + s->arch->nr - 1) / s->arch->nr * s->arch->nr <= s->arch->ncj;
+    }
+    const float* bc = (const float*)layer->constant_data[1];
+    if (k > 0 && n > 0) {
+        size_t each = 0;
+        s->bpack = accel_pack_gemm(packs, env->isa, 0, bc, k, n, p->transpose_b ? 1 : n, p->transpose_b ? k : 1, 1,
+                                   0, &each);
+        if (s->bpack == NULL) {
+            linear_state_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing b");
+        }
+    }
+    if (s->arch->ukr_ind != NULL && k > 0 && m > 1) { /* m == 1: the GEMV kernel */
+        s->offs = (int64_t*)malloc((size_t)k * sizeof(int64_t));
+        if (s->offs == NULL) {
+            linear_state_release(s);
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+        }
+        for (int64_t q = 0; q < k; ++q) s->offs[q] = q;
+    }
+    s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), m, n, k, s->offs != NULL,
+                                         1, 0);
+    pn_workload* wl = pn_workload_new(s, linear_execute, linear_state_release, s->ws_floats * sizeof(float) + 64);
+    if (wl == NULL) { /* s released by pn_workload_new */
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    *workload_out = wl;
+    return PN_OK;
+}
+
+pn_status accel_linear_create(void* context, const pn_layer* layer, pn_workload** workload_out,
+                              pn_string_out* message_out) {
+    return accel_reshapable_new((const accel_env*)context, layer, linear_build, workload_out, message_out);
+}

@@ -1,0 +1,369 @@
+"""CpuAcc's linear fusion (plugins/accel/src/fusion_linear.h, linear.h): a MatMul with constant
+weights (or a Gemm between Reshapes, as transformers' Conv1D exports) with the bias Add, the
+residual Add, the activation and the Reshapes that alone consume its output, run as one
+PRECOMPILED layer whose GEMM epilogue adds the bias and the residual and applies the activation
+(and a LayerNorm or RMSNorm over the last axis after them).
+
+Checked on every kernel set (option isa) at 1, 2, 3 and 7 threads: against NumPy float64
+within max|a - b| <= 1e-4 * max(1, max|b|) (float32 products summed in another order), the same
+bits at every thread count, and the same bits as the unfused layers on CpuAcc (option fuse=0:
+the same GEMM, the same adds, the same activation kernel); explain() names the replaced layers.
+What must not fuse stays apart: a bias broadcast along another axis, a bias given at run time,
+an intermediate tensor read twice or that is an output, weights given at run time or with a
+batch dim, a residual that broadcasts. A session's specializations share the packed weights."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+import plugnn
+from plugnn import Network
+from plugnn.network import Tensor
+
+from .common import BEST_ISA, HAVE_CPUACC, ISA_ORDER, THREADS
+
+pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
+
+ISAS = ISA_ORDER[:ISA_ORDER.index(BEST_ISA) + 1]
+TOLERANCE = 1e-4
+RNG = np.random.default_rng(2611)
+F32 = np.float32
+
+
+def rand(*shape: int, scale: float = 1.0) -> np.ndarray:
+    return (RNG.standard_normal(shape) * scale).astype(F32)
+
+
+def runtime(fuse: bool = True, num_threads: int = 2, isa: str = "auto") -> plugnn.Runtime:
+    return plugnn.Runtime(backend_options={"CpuAcc": {"fuse": "1" if fuse else "0", "num_threads": num_threads,
+                                                      "isa": isa}})
+
+
+def plan(optimized: Any) -> list[tuple[str, str]]:
+    """(type, backend) of every layer that runs, a PRECOMPILED layer's type with its label."""
+    return [(r["type"], r["backend"]) for r in optimized.assignments()]
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.shape == expected.shape
+    scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
+    err = float(np.max(np.abs(actual.astype(np.float64) - expected))) if expected.size else 0.0
+    assert err <= TOLERANCE * scale, f"max|diff| {err:g} > {TOLERANCE:g} * {scale:g}"
+
+
+def run(net: Network, rt: plugnn.Runtime, inputs: Mapping[str, np.ndarray]) -> tuple[Any, dict[str, np.ndarray]]:
+    optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+    with rt.load_network(optimized) as loaded:
+        return optimized, {k: v.copy() for k, v in loaded.run(dict(inputs)).items()}
+
+
+def check(net: Network, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+          same_bits_as_unfused: bool = True) -> Any:
+    """Runs `net` fused on every kernel set and thread count: close to `expected`, the same bits
+    at every thread count and (unless told otherwise) as the unfused layers with that kernel
+    set. Returns the fused plan of the last run."""
+    optimized = None
+    for isa in ISAS:
+        with runtime(fuse=False, isa=isa) as rt:
+            _, unfused = run(net, rt, inputs)
+        first: dict[str, np.ndarray] | None = None
+        for n in THREADS:
+            with runtime(fuse=True, num_threads=n, isa=isa) as rt:
+                optimized, out = run(net, rt, inputs)
+            if first is None:
+                first = out
+                for name, want in expected.items():
+                    assert_close(out[name], want)
+                    if same_bits_as_unfused:
+                        np.testing.assert_array_equal(out[name], unfused[name], err_msg=f"isa={isa}: fused != unfused")
+                    else:
+                        assert_close(out[name], unfused[name].astype(np.float64))
+            else:
+                for name in out:
+                    np.testing.assert_array_equal(out[name], first[name], err_msg=f"isa={isa} threads={n}")
+    return optimized
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+ACTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "none": lambda v: v,
+    "relu": lambda v: np.maximum(v, 0.0),
+    "gelu": gelu,
+    "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
+}
+
+
+def activation(net: Network, t: Tensor, act: str, name: str) -> Tensor:
+    return t if act == "none" else net.add_activation(t, act, name=name)
+
+
+# ---- MatMul + bias + residual + activation -------------------------------------------------------
+
+
+@pytest.mark.parametrize("a_shape,n,bias_rank,residual,act", [
+    ((13, 37), 29, 1, False, "none"),
+    ((13, 37), 29, 2, True, "relu"),
+    ((1, 37), 40, 1, True, "gelu"),           # M == 1: the GEMV kernel
+    ((2, 9, 17), 33, 1, False, "gelu"),
+    ((2, 9, 17), 33, 3, True, "none"),
+    ((3, 7, 64), 64, 1, True, "sigmoid"),
+    ((2, 3, 5, 19), 23, 1, True, "relu"),
+    ((2, 3, 5, 19), 23, 4, False, "gelu"),
+    ((1, 128, 64), 256, 1, False, "gelu"),    # BERT-tiny's intermediate layer
+])
+def test_matmul_bias_residual_activation_become_one_layer(a_shape: tuple[int, ...], n: int, bias_rank: int,
+                                                           residual: bool, act: str) -> None:
+    k = a_shape[-1]
+    net = Network("linear")
+    x = net.add_input("x", a_shape)
+    w, b = rand(k, n, scale=k ** -0.5), rand(*([1] * (bias_rank - 1) + [n]))
+    y = net.add_add(net.add_matmul(x, w, name="blk/mm"), b, name="blk/bias")
+    out_shape = a_shape[:-1] + (n,)
+    r = rand(*out_shape)
+    if residual:
+        y = net.add_add(net.add_input("r", out_shape), y, name="blk/res")
+    net.add_output(activation(net, y, act, "blk/act"), "y")
+    inputs = {"x": rand(*a_shape)} | ({"r": r} if residual else {})
+    ref = x64 = inputs["x"].astype(np.float64) @ w.astype(np.float64) + b.astype(np.float64)
+    if residual:
+        ref = x64 + r
+    optimized = check(net, inputs, {"y": ACTS[act](ref)})
+    names = ["blk/mm", "blk/bias"] + (["blk/res"] if residual else []) + ([] if act == "none" else ["blk/act"])
+    ((kind, backend),) = plan(optimized)
+    assert backend == "CpuAcc" and kind.startswith(f"Precompiled(matmul [*, {k}] x [{k}, {n}] + bias"), kind
+    assert ("+ residual" in kind) == residual and ((act if act != "none" else "?") in kind) == (act != "none")
+    (layer,) = optimized.layers
+    assert list(layer.replaces) == names
+    assert layer.name == "+".join(["blk/mm"] + [s.split("/")[1] for s in names[1:]])
+    text = optimized.explain()
+    assert f"stands for: {', '.join(names)}" in text, text
+
+
+def test_matmul_with_the_bias_first_and_a_residual_alone() -> None:
+    """Add(bias, x @ w) (the bias as the first operand), and x @ w + residual without a bias."""
+    net = Network("linear")
+    x = net.add_input("x", (5, 11))
+    w1, w2, b = rand(11, 7), rand(7, 7), rand(7)
+    h = net.add_add(b, net.add_matmul(x, w1, name="m1"), name="b1")
+    net.add_output(net.add_add(net.add_matmul(h, w2, name="m2"), h, name="res"), "y")
+    xv = rand(5, 11)
+    h64 = xv.astype(np.float64) @ w1 + b
+    optimized = check(net, {"x": xv}, {"y": h64 @ w2 + h64}, same_bits_as_unfused=False)
+    # h is read twice (by m2 and by res), so m1+b1 is one layer and m2+res another
+    assert [layer.name for layer in optimized.layers] == ["m1+b1", "m2+res"]
+
+
+def test_gelu_and_tanh_gelu_decompositions_fuse_too() -> None:
+    """BERT's GELU written as Div, Erf, Add, Mul, Mul (a pattern match) joins the epilogue."""
+    net = Network("ffn")
+    x = net.add_input("x", (2, 9, 16))
+    w, b = rand(16, 40, scale=0.3), rand(40)
+    h = net.add_add(net.add_matmul(x, w, name="mm"), b, name="bias")
+    d = net.add_div(h, F32(math.sqrt(2.0)), name="g1")
+    p = net.add_add(net.add_unary("erf", d, name="g2"), F32(1.0), name="g3")
+    net.add_output(net.add_mul(net.add_mul(h, p, name="g4"), F32(0.5), name="g5"), "y")
+    xv = rand(2, 9, 16)
+    optimized = check(net, {"x": xv}, {"y": gelu(xv.astype(np.float64) @ w + b)}, same_bits_as_unfused=False)
+    ((kind, _),) = plan(optimized)
+    assert "+ bias + gelu(" in kind
+    assert list(optimized.layers[0].replaces) == ["mm", "bias", "g1", "g2", "g3", "g4", "g5"]
+
+
+def layer_norm(v: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, eps: float, rms: bool) -> np.ndarray:
+    mean = 0.0 if rms else v.mean(axis=-1, keepdims=True)
+    var = (v * v).mean(axis=-1, keepdims=True) if rms else ((v - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (v - mean) / np.sqrt(var + eps) * scale + (0.0 if bias is None else bias)
+
+
+@pytest.mark.parametrize("a_shape,n,op,with_bias", [
+    ((1, 128, 256), 64, "layer", True),    # BERT-tiny's output block
+    ((2, 9, 17), 40, "layer", True),
+    ((13, 37), 29, "rms", False),
+    ((3, 5, 19), 700, "layer", True),      # N above an N block of the GEMM: normalized after it
+])
+def test_residual_block_with_its_layer_norm_becomes_one_layer(a_shape: tuple[int, ...], n: int, op: str,
+                                                               with_bias: bool) -> None:
+    """x @ w + bias + residual, then LayerNorm (or RMSNorm) over the last axis: one layer."""
+    k = a_shape[-1]
+    out_shape = a_shape[:-1] + (n,)
+    net = Network("block")
+    x = net.add_input("x", a_shape)
+    w, b = rand(k, n, scale=k ** -0.5), rand(n)
+    scale, nbias = rand(n) + 1, rand(n) if with_bias else None
+    y = net.add_add(net.add_add(net.add_matmul(x, w, name="mm"), b, name="bias"), net.add_input("r", out_shape),
+                    name="res")
+    net.add_output(net.add_normalization(op, y, scale, nbias, epsilon=1e-5, name="ln"), "y")
+    inputs = {"x": rand(*a_shape), "r": rand(*out_shape)}
+    pre = inputs["x"].astype(np.float64) @ w + b + inputs["r"]
+    expected = layer_norm(pre, scale.astype(np.float64), None if nbias is None else nbias.astype(np.float64), 1e-5,
+                          op == "rms")
+    optimized = check(net, inputs, {"y": expected})
+    ((kind, _),) = plan(optimized)
+    assert kind.endswith(f"+ residual + {op}_norm(eps 1e-05))"), kind
+    assert list(optimized.layers[0].replaces) == ["mm", "bias", "res", "ln"]
+
+
+def test_a_layer_norm_over_two_axes_is_not_fused() -> None:
+    net = Network("ln2")
+    x = net.add_input("x", (2, 6, 9))
+    w, b = rand(9, 5), rand(5)
+    y = net.add_add(net.add_matmul(x, w, name="mm"), b, name="bias")
+    net.add_output(net.add_normalization("layer", y, np.ones((6, 5), F32), axis=-2, name="ln"), "y")
+    inputs = {"x": rand(2, 6, 9)}
+    pre = inputs["x"].astype(np.float64) @ w + b
+    mean = pre.mean(axis=(-2, -1), keepdims=True)
+    var = ((pre - mean) ** 2).mean(axis=(-2, -1), keepdims=True)
+    optimized = check(net, inputs, {"y": (pre - mean) / np.sqrt(var + 1e-5)})
+    assert [layer.name for layer in optimized.layers] == ["mm+bias", "ln"]
+
+
+# ---- Gemm between Reshapes (transformers' Conv1D, GPT-2) -----------------------------------------
+
+
+@pytest.mark.parametrize("transpose_b,alpha,beta,tail", [
+    (False, 1.0, 1.0, "residual"),
+    (True, 1.0, 1.0, "gelu_tanh"),
+    (False, 0.5, 2.0, "none"),
+    (True, 1.0, 1.0, "residual+relu"),
+])
+def test_gemm_between_reshapes_becomes_one_layer(transpose_b: bool, alpha: float, beta: float, tail: str) -> None:
+    s, e, f = 13, 24, 40
+    net = Network("conv1d")
+    x = net.add_input("x", (1, s, e))
+    w = rand(f, e, scale=0.2) if transpose_b else rand(e, f, scale=0.2)
+    c = rand(f)
+    a = net.add_reshape(x, (s, e), name="c/r0")
+    y = net.add_reshape(net.add_fully_connected(a, w, c, alpha=alpha, beta=beta, transpose_b=transpose_b, name="c/gemm"),
+                        (1, s, f), name="c/r1")
+    inputs = {"x": rand(1, s, e)}
+    w64 = (w.T if transpose_b else w).astype(np.float64)
+    ref = alpha * (inputs["x"].astype(np.float64) @ w64) + beta * c.astype(np.float64)
+    names = ["c/r0", "c/gemm", "c/r1"]
+    if "residual" in tail:
+        inputs["r"] = rand(1, s, f)
+        y = net.add_add(y, net.add_input("r", (1, s, f)), name="c/res")
+        ref = ref + inputs["r"]
+        names.append("c/res")
+    if tail in ("gelu_tanh", "residual+relu"):
+        act = "gelu_tanh" if tail == "gelu_tanh" else "relu"
+        y = net.add_activation(y, act, name="c/act")
+        ref = np.maximum(ref, 0.0) if act == "relu" else \
+            0.5 * ref * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (ref + 0.044715 * ref ** 3)))
+        names.append("c/act")
+    net.add_output(y, "y")
+    optimized = check(net, inputs, {"y": ref})
+    ((kind, _),) = plan(optimized)
+    assert kind.startswith(f"Precompiled(gemm [*, {e}] x [{e}, {f}]" + ("^T" if transpose_b else "")), kind
+    assert "2 reshapes absorbed" in kind
+    assert list(optimized.layers[0].replaces) == names
+
+
+def test_gemm_without_reshapes_is_left_to_layer_fusion() -> None:
+    """A rank-2 Gemm with a residual and an activation stays a FullyConnected layer (fusion.h)."""
+    net = Network("fc")
+    x = net.add_input("x", (6, 10))
+    w, c = rand(10, 8), rand(8)
+    y = net.add_add(net.add_fully_connected(x, w, c, name="fc"), net.add_input("r", (6, 8)), name="res")
+    net.add_output(net.add_activation(y, "relu", name="act"), "y")
+    inputs = {"x": rand(6, 10), "r": rand(6, 8)}
+    optimized = check(net, inputs, {"y": np.maximum(inputs["x"].astype(np.float64) @ w + c + inputs["r"], 0.0)})
+    assert plan(optimized) == [("FullyConnected", "CpuAcc")]
+
+
+# ---- What must not fuse ----------------------------------------------------------------------------
+
+
+def numpy_of(inputs: Mapping[str, np.ndarray], w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x @ w + b in float64, with w and b the run-time inputs where the network has them."""
+    w64 = inputs.get("w", w).astype(np.float64)
+    return inputs["x"].astype(np.float64) @ w64 + inputs.get("b", b).astype(np.float64)
+
+
+@pytest.mark.parametrize("case", ["bias along another axis", "bias at run time", "product read twice",
+                                  "product is an output", "weights at run time", "weights with a batch dim"])
+def test_what_must_not_fuse_stays_apart(case: str) -> None:
+    net = Network("apart")
+    x = net.add_input("x", (2, 6, 9))
+    inputs: dict[str, np.ndarray] = {"x": rand(2, 6, 9)}
+    w = rand(2, 9, 5) if case == "weights with a batch dim" else rand(9, 5)
+    b = rand(6, 1) if case == "bias along another axis" else rand(5)
+    if case == "weights at run time":
+        inputs["w"] = rand(9, 5)
+        product = net.add_matmul(x, net.add_input("w", (9, 5)), name="mm")
+    else:
+        product = net.add_matmul(x, w, name="mm")
+    if case == "bias at run time":
+        inputs["b"] = b
+        y = net.add_add(product, net.add_input("b", (5,)), name="bias")
+    else:
+        y = net.add_add(product, b, name="bias")
+    net.add_output(y, "y")
+    expected = {"y": numpy_of(inputs, w, b)}
+    if case == "product read twice":
+        net.add_output(net.add_activation(product, "relu", name="other"), "z")
+        expected["z"] = np.maximum(inputs["x"].astype(np.float64) @ w, 0.0)
+    elif case == "product is an output":
+        net.add_output(product, "p")
+        expected["p"] = inputs["x"].astype(np.float64) @ w
+    optimized = check(net, inputs, expected)
+    kinds = [k for k, _ in plan(optimized)]
+    assert not any(k.startswith("Precompiled") for k in kinds), kinds
+    assert "Matmul" in kinds and "ElementwiseBinary" in kinds
+
+
+def test_a_residual_that_broadcasts_is_not_fused() -> None:
+    """x @ w + bias fuses; the Add of a [1, S, N] tensor to [B, S, N] stays a layer of its own."""
+    net = Network("bcast")
+    x = net.add_input("x", (3, 4, 8))
+    w, b = rand(8, 6), rand(6)
+    y = net.add_add(net.add_add(net.add_matmul(x, w, name="mm"), b, name="bias"), net.add_input("r", (1, 4, 6)),
+                    name="res")
+    net.add_output(y, "y")
+    inputs = {"x": rand(3, 4, 8), "r": rand(1, 4, 6)}
+    optimized = check(net, inputs, {"y": inputs["x"].astype(np.float64) @ w + b + inputs["r"]})
+    assert [layer.name for layer in optimized.layers] == ["mm+bias", "res"]
+
+
+# ---- Specializations share the packed weights ----------------------------------------------------
+
+
+W_SHARED = rand(20, 12)
+B_SHARED = rand(12)
+W_SHARED.setflags(write=False)
+B_SHARED.setflags(write=False)
+
+
+def shared_net(seq: int) -> Network:
+    net = Network("shared")
+    x = net.add_input("x", (1, seq, 20))
+    y = net.add_add(net.add_matmul(x, net.add_shared_constant(W_SHARED, "w"), name="mm"),
+                    net.add_shared_constant(B_SHARED, "b"), name="bias")
+    net.add_output(net.add_activation(y, "relu", name="act"), "y")
+    return net
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_reshaped_fused_layers_share_the_packed_weights(isa: str) -> None:
+    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": 2, "isa": isa}}) as rt:
+        first = rt.load_network(plugnn.optimize(shared_net(7), rt, ["CpuAcc"]))
+        packed = int(rt.backend("CpuAcc").get_option("packed_weight_bytes"))
+        assert packed > 0
+        second_opt = plugnn.optimize(shared_net(31), rt, ["CpuAcc"])
+        second = rt.load_network(second_opt, reshape_from=[first])
+        assert [n.name for n in second_opt.layers] == ["mm+bias+act"]
+        assert second.reshaped_layers == ["mm+bias+act"] or set(second.reshaped_layers) == {"mm+bias+act"}
+        assert int(rt.backend("CpuAcc").get_option("packed_weight_bytes")) == packed
+        first.unload()
+        xv = rand(1, 31, 20)
+        got = second.run({"x": xv})["y"]
+        assert_close(got, np.maximum(xv.astype(np.float64) @ W_SHARED + B_SHARED, 0.0))
+        second.unload()
+
