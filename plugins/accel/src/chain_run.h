@@ -30,6 +30,9 @@ typedef struct accel_chain_step {
     const pn_tensor_info* y_info;    /* the fused output's info */
     uint32_t addend_id;              /* a residual added before the activation, 0: none */
     const pn_activation_desc* act;   /* a fused activation, NULL: none */
+    uint32_t scale_id;               /* a channel scale step (an ElementwiseBinary MUL layer x * s,
+                                        s of shape [N, C, 1, 1]: squeeze-and-excitation): s's id,
+                                        x's is x_id; 0 for every other step */
 } accel_chain_step;
 
 /* Whether the blocked kernels run a step inside a chain on `isa`. */
@@ -41,7 +44,13 @@ typedef enum accel_chain_fit {
                               too few for 16-channel blocks: its input becomes one block) */
 } accel_chain_fit;
 
-/* Pooling: AVX-512, NCHW, MAX or AVERAGE, channels as for convolutions. Convolutions:
+/* Channel scales (scale_id != 0): AVX-512, an ElementwiseBinary MUL without a fused
+ * activation on float32, x (x_id) of the output's shape [N, C, H, W], s (scale_id) [N, C, 1, 1],
+ * C as for convolutions. Grouped convolutions (1 < groups, not depthwise): as dense ones, where
+ * accel_nchwc_group_blocks accepts them (conv_nchwc.h). An activation that does not keep zero
+ * at zero (sigmoid, hard sigmoid: squeeze-and-excitation's gates) is applied after the kernel
+ * and the lanes past the last channel are zeroed again.
+ * Pooling: AVX-512, NCHW, MAX or AVERAGE, channels as for convolutions. Convolutions:
  * AVX-512, NCHW, groups 1 or depthwise (one output channel per input channel), constant
  * weights and bias, at least 8 output channels (and input channels, but for
  * ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks, an activation that
