@@ -224,3 +224,48 @@ def test_a_product_that_is_not_a_channel_scale_stays_out_of_chains() -> None:
     want = conv(ea * conv(ea, w1, None) * inputs["m"].astype(np.float64), w2, None)
     chains = run_everywhere(net, inputs, want)
     assert [ch.replaces for ch in chains] == [("a", "b")]
+
+
+# ---- depthwise steps of any kernel -------------------------------------------------------------
+
+DEPTHWISE = [(kh, kw, stride, dilation, width)
+             for kh, kw in ((5, 5), (7, 7)) for stride in (1, 2) for dilation in (1, 2) for width in (3, 7, 13)]
+DEPTHWISE += [(3, 3, 1, 1, 7), (3, 3, 2, 1, 9), (4, 4, 1, 1, 11), (9, 9, 1, 1, 10), (1, 7, 1, 1, 17), (7, 1, 2, 1, 6),
+              (5, 5, 1, 3, 12), (7, 7, 1, 1, 28)]
+
+
+@pytest.mark.parametrize("kh, kw, stride, dilation, width", DEPTHWISE)
+def test_depthwise_steps_of_any_kernel(kh: int, kw: int, stride: int, dilation: int, width: int) -> None:
+    """expand 1x1 -> depthwise kh x kw (+ swish) -> project 1x1 on 40 channels (the last block
+    half full), 'same' padding, widths that leave every tail of the 8-pixel tiles (a 3- or
+    7-pixel row is one narrow tile)."""
+    c = 40
+    net = Network("dw")
+    x = net.add_input("x", (2, 16, 9, width))
+    we, wd, bd = rand(c, 16, 1, 1, scale=0.25), rand(c, 1, kh, kw, scale=1.0 / np.sqrt(kh * kw)), rand(c, scale=0.1)
+    wp = rand(24, c, 1, 1, scale=1.0 / np.sqrt(c))
+    pad_h, pad_w = dilation * (kh - 1) // 2, dilation * (kw - 1) // 2
+    h = net.add_convolution2d(x, we, name="expand")
+    h = add_act(net, net.add_convolution2d(h, wd, bd, stride=stride, padding=(pad_h, pad_w), dilation=dilation,
+                                           groups=c, name="dw"), "swish", "act")
+    net.add_output(net.add_convolution2d(h, wp, name="project"), "y")
+    inputs = {"x": rand(2, 16, 9, width)}
+    e = conv(inputs["x"], we, None)
+    e = np.pad(e, ((0, 0), (0, 0), (pad_h, pad_h), (pad_w, pad_w)))
+    d = conv_2d(e, wd, bd, stride, dilation, c)
+    want = conv(act("swish", d), wp, None)
+    chains = run_everywhere(net, inputs, want)
+    if BEST_ISA == "avx512":
+        assert [ch.replaces for ch in chains] == [("expand", "dw", "act", "project")]
+
+
+def conv_2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, dilation: int, groups: int) -> np.ndarray:
+    """conv() for a padded x and a kh x kw kernel (kh != kw allowed)."""
+    o, cg, kh, kw = w.shape
+    win = np.lib.stride_tricks.sliding_window_view(np.asarray(x, np.float64), ((kh - 1) * dilation + 1,
+                                                                               (kw - 1) * dilation + 1), axis=(2, 3))
+    win = win[:, :, ::stride, ::stride, ::dilation, ::dilation]
+    og = o // groups
+    out = np.concatenate([np.einsum("nchwij,ocij->nohw", win[:, g * cg:(g + 1) * cg],
+                                    np.asarray(w[g * og:(g + 1) * og], np.float64)) for g in range(groups)], axis=1)
+    return out + np.asarray(b, np.float64)[None, :, None, None]

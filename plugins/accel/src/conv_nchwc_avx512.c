@@ -391,6 +391,80 @@ static inline __attribute__((always_inline)) void dw3_tile(const nchwc_geom* g, 
     }
 }
 
+/* dw3_tile for KW = 5 or 7 taps per row (EfficientNet's and MobileNetV3's 5x5, ConvNeXt's 7x7),
+ * the KW weight vectors of a tap row in registers: (PW - 1) * SW + KW loads per row instead of
+ * KW * PW. PW <= 8, so a tile uses PW + KW + 1 of the 32 zmm registers. */
+static inline __attribute__((always_inline)) void dwk_tile(const nchwc_geom* g, const nchwc_view* x,
+                                                           const float* wblk, __m512 bv, float* yrow,
+                                                           const float* arow, int clamp, __m512 lo,
+                                                           __m512 hi, int64_t b, int64_t oy,
+                                                           int64_t ox, const int PW, const int SW, const int KW) {
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) acc[p] = bv;
+    for (int64_t ky = 0; ky < g->kh; ++ky) {
+        const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * SW) * B;
+        __m512 w[7];
+#pragma GCC unroll 7
+        for (int t = 0; t < KW; ++t) w[t] = _mm512_load_ps(wblk + (ky * KW + t) * B);
+#pragma GCC unroll 32
+        for (int j = 0; j < (PW - 1) * SW + KW; ++j) {
+            const __m512 v = _mm512_load_ps(xrow + j * B);
+#pragma GCC unroll 7
+            for (int t = 0; t < KW; ++t) {
+                if (j >= t && (j - t) % SW == 0 && (j - t) / SW < PW) {
+                    acc[(j - t) / SW] = _mm512_fmadd_ps(v, w[t], acc[(j - t) / SW]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) {
+        finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
+    }
+}
+
+/* Any depthwise geometry, a tile of PW (<= DW_PW) pixels with independent accumulators. */
+static inline __attribute__((always_inline)) void dwg_tile(const nchwc_geom* g, const nchwc_view* x,
+                                                           const float* wblk, __m512 bv, float* yrow,
+                                                           const float* arow, int clamp, __m512 lo,
+                                                           __m512 hi, int64_t b, int64_t oy,
+                                                           int64_t ox, const int PW) {
+    const int64_t xstep = g->sw * B;
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) acc[p] = bv;
+    for (int64_t ky = 0; ky < g->kh; ++ky) {
+        const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
+        for (int64_t kx = 0; kx < g->kw; ++kx) {
+            const __m512 wv = _mm512_load_ps(wblk + (ky * g->kw + kx) * B);
+            const float* xp = xrow + kx * g->dw * B;
+#pragma GCC unroll 8
+            for (int p = 0; p < PW; ++p) acc[p] = _mm512_fmadd_ps(_mm512_load_ps(xp + p * xstep), wv, acc[p]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) {
+        finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
+    }
+}
+
+#define DWK_CASE(pw, sw, kw)                                                          \
+    case pw:                                                                          \
+        dwk_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, pw, sw, kw);   \
+        break;
+#define DWK_SWITCH(sw, kw)                                                                                   \
+    switch (pw) {                                                                                            \
+        DWK_CASE(1, sw, kw) DWK_CASE(2, sw, kw) DWK_CASE(3, sw, kw) DWK_CASE(4, sw, kw) DWK_CASE(5, sw, kw)  \
+        DWK_CASE(6, sw, kw) DWK_CASE(7, sw, kw) DWK_CASE(8, sw, kw)                                          \
+        default:                                                                                             \
+            break;                                                                                           \
+    }
+#define DWG_CASE(pw)                                                                  \
+    case pw:                                                                          \
+        dwg_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, pw);           \
+        break;
+
 /* A dw3_tile of a width and stride known at compile time. */
 #define DW3_CASE(pw, sw)                                                              \
     case pw:                                                                          \
@@ -404,7 +478,6 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
     const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
     const int clamp = clamp_kind(epi);
     const float* wblk = wd + b * g->kh * g->kw * B;
-    const int64_t xstep = g->sw * B;
     float* yrow = y->data + ((b * y->rows + oy) * y->cols) * B;
     const float* arow = epi->addend.data != NULL
                             ? epi->addend.data + ((b * epi->addend.rows + oy) * epi->addend.cols) * B
@@ -433,34 +506,27 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
         }
         return;
     }
-    for (; ox + DW_PW <= g->ow; ox += DW_PW) {
-        __m512 acc[DW_PW];
-        for (int p = 0; p < DW_PW; ++p) acc[p] = bv;
-        for (int64_t ky = 0; ky < g->kh; ++ky) {
-            const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
-                __m512 wv = _mm512_load_ps(wblk + (ky * g->kw + kx) * B);
-                const float* xp = xrow + kx * g->dw * B;
-#pragma GCC unroll 8
-                for (int p = 0; p < DW_PW; ++p) {
-                    acc[p] = _mm512_fmadd_ps(_mm512_load_ps(xp + p * xstep), wv, acc[p]);
-                }
+    /* Tiles of up to DW_PW pixels, the last one narrower (a 7-pixel row is one tile of 7, not 7
+     * tiles of one: each pixel's sum is a chain of kh * kw dependent products, so a tile needs
+     * several pixels to keep the multiply-adds busy). */
+    const int kwc = g->dw == 1 && (g->sw == 1 || g->sw == 2) && (g->kw == 5 || g->kw == 7) ? (int)g->kw : 0;
+    for (; ox < g->ow; ox += DW_PW) {
+        const int pw = g->ow - ox < DW_PW ? (int)(g->ow - ox) : DW_PW;
+        if (kwc == 5 && g->sw == 1) {
+            DWK_SWITCH(1, 5)
+        } else if (kwc == 5) {
+            DWK_SWITCH(2, 5)
+        } else if (kwc == 7 && g->sw == 1) {
+            DWK_SWITCH(1, 7)
+        } else if (kwc == 7) {
+            DWK_SWITCH(2, 7)
+        } else {
+            switch (pw) {
+                DWG_CASE(1) DWG_CASE(2) DWG_CASE(3) DWG_CASE(4) DWG_CASE(5) DWG_CASE(6) DWG_CASE(7) DWG_CASE(8)
+                default:
+                    break;
             }
         }
-        for (int p = 0; p < DW_PW; ++p) {
-            finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
-        }
-    }
-    for (; ox < g->ow; ++ox) {
-        __m512 acc = bv;
-        for (int64_t ky = 0; ky < g->kh; ++ky) {
-            const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
-                acc = _mm512_fmadd_ps(_mm512_load_ps(xrow + kx * g->dw * B),
-                                      _mm512_load_ps(wblk + (ky * g->kw + kx) * B), acc);
-            }
-        }
-        finish(acc, yrow + ox * B, arow != NULL ? arow + ox * B : NULL, clamp, lo, hi);
     }
 }
 
