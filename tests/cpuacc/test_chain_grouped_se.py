@@ -269,3 +269,36 @@ def conv_2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, dilation: 
     out = np.concatenate([np.einsum("nchwij,ocij->nohw", win[:, g * cg:(g + 1) * cg],
                                     np.asarray(w[g * og:(g + 1) * og], np.float64)) for g in range(groups)], axis=1)
     return out + np.asarray(b, np.float64)[None, :, None, None]
+
+
+# ---- dilated convolutions on small maps: tap columns outside the image skipped -------------------
+
+DILATED = [(12, 14, 1, 1), (6, 14, 1, 1), (4, 9, 1, 1), (12, 14, 2, 1), (3, 17, 1, 2), (18, 14, 1, 1), (2, 30, 1, 1)]
+
+
+@pytest.mark.parametrize("rate, width, stride, batch", DILATED)
+def test_dilated_convolutions_on_small_maps(rate: int, width: int, stride: int, batch: int) -> None:
+    """A 3x3 convolution dilated `rate` with 'same' padding (DeepLabV3's ASPP), in a chain and
+    alone (the single-layer blocked workload): rows split where the tap columns reaching the
+    image change, 40 output channels (a half-full last block), relu fused."""
+    c, o = 48, 40
+    wa, wd, bd = rand(c, 16, 1, 1, scale=0.25), rand(o, c, 3, 3, scale=1.0 / np.sqrt(9 * c)), rand(o, scale=0.1)
+    wp = rand(16, o, 1, 1, scale=1.0 / np.sqrt(o))
+    inputs = {"x": rand(batch, 16, 11, width)}
+    for alone in (False, True):
+        net = Network("aspp")
+        x = net.add_input("x", (batch, 16, 11, width))
+        h = x if alone else net.add_convolution2d(x, wa, name="reduce")
+        wconv = rand(o, 16, 3, 3, scale=0.2) if alone else wd
+        h = net.add_activation(net.add_convolution2d(h, wconv, bd, stride=stride, padding=rate, dilation=rate,
+                                                     name="dilated"), "relu", name="relu")
+        if not alone:
+            h = net.add_convolution2d(h, wp, name="project")
+        net.add_output(h, "y")
+        e = inputs["x"] if alone else conv(inputs["x"], wa, None)
+        want = act("relu", conv(e, wconv, bd, stride, rate, rate))
+        if not alone:
+            want = conv(want, wp, None)
+        chains = run_everywhere(net, inputs, want)
+        if BEST_ISA == "avx512" and not alone:
+            assert [ch.replaces for ch in chains] == [("reduce", "dilated", "relu", "project")]

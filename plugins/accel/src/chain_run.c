@@ -441,6 +441,8 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         st->pl = (int64_t)d->pad_left - st->win.kx0 * g->dw;
         g->img_top = st->pt; /* the kernel reads x from the view at (ht - pt, hl - pl) */
         g->img_h = h;
+        g->img_left = st->pl; /* and the columns: one-row tiles skip the tap columns outside */
+        g->img_w = w;
         if (!clamp_of(step_act(cs), &st->lo, &st->hi)) { /* lo, hi: +-inf */
             st->post_act = accel_copy_activation(step_act(cs), &st->act);
             st->rezero = st->post_act && g->oc_last < B && !keeps_zero(ACCEL_ISA_PORTABLE, step_act(cs));

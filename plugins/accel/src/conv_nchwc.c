@@ -332,6 +332,8 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     g->dw = d->dilation_w;
     g->img_top = d->pad_top; /* the kernel reads x from the storage's origin, the image at row pad_top */
     g->img_h = h;
+    g->img_left = d->pad_left; /* likewise the columns */
+    g->img_w = w;
     /* The padded input holds every tap of every output (at least the padded image). */
     int64_t need_h = (oh - 1) * g->sh + (kh - 1) * g->dh + 1, need_w = (ow - 1) * g->sw + (kw - 1) * g->dw + 1;
     int64_t rows = h + d->pad_top + d->pad_bottom, cols = w + d->pad_left + d->pad_right;

@@ -69,13 +69,14 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
     if (W == PW) { /* one output row: only the tap rows that read the image */
         tap_rows(g, oy, &ky0, &ky1);
     }
+    const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
+            for (int64_t kx = kxa; kx < kxb; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
                 for (int64_t ci = 0; ci < ci_n; ++ci) {
@@ -131,13 +132,14 @@ static inline __attribute__((always_inline)) void tile_half(const nchwc_geom* g,
     const float* wob = wb + ob * wblock;
     int64_t ky0 = 0, ky1 = g->kh;
     tap_rows(g, oy, &ky0, &ky1); /* one output row: only the tap rows that read the image */
+    const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
+            for (int64_t kx = kxa; kx < kxb; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
                 for (int64_t ci = 0; ci < ci_n; ++ci) {
@@ -212,12 +214,13 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
     const int64_t ib = g->ib;
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
     const float* wob = wb + ob * wblock;
+    const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = 0; ky < g->kh; ++ky) {
             const float* xrow = x->data + (cb * x->rows + ky * g->dh) * x->cols * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
+            for (int64_t kx = kxa; kx < kxb; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
                 for (int64_t ci = 0; ci < ci_n; ++ci) {
@@ -303,11 +306,64 @@ static void tile_rows_any(const nchwc_geom* g, const nchwc_view* x, const float*
     (g->sw == 1 ? tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, B)           \
                 : tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, 2 * B))
 
+/* The tap columns [*a, *b) that read the image for output column ox (nchwc_geom.img_w). */
+static void tap_cols(const nchwc_geom* g, int64_t ox, int64_t* a, int64_t* b) {
+    *a = 0;
+    *b = g->kw;
+    const int64_t left = ox * g->sw;
+    while (*a < *b && left + *a * g->dw < g->img_left) ++*a;
+    while (*b > *a && left + (*b - 1) * g->dw >= g->img_left + g->img_w) --*b;
+}
+
+/* One-row tiles over the parts of each row that run the same tap columns (nchwc_geom.img_w),
+ * each part in tiles of equal size; 0 (nothing done) when that saves less than a quarter of
+ * the row's pixel-taps. */
+static int split_columns(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                         const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
+                         int64_t rows) {
+    int64_t used = 0;
+    for (int64_t ox = 0; ox < g->ow; ++ox) {
+        int64_t a, b;
+        tap_cols(g, ox, &a, &b);
+        used += b - a;
+    }
+    if (used * 4 > g->ow * g->kw * 3) {
+        return 0;
+    }
+    const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
+    nchwc_geom part = *g;
+    for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
+        for (int64_t ox0 = 0; ox0 < g->ow;) {
+            int64_t a, b, end = ox0 + 1;
+            tap_cols(g, ox0, &a, &b);
+            for (;;) { /* the part: the columns with the same taps */
+                int64_t a2, b2;
+                if (end == g->ow) break;
+                tap_cols(g, end, &a2, &b2);
+                if (a2 != a || b2 != b) break;
+                ++end;
+            }
+            part.tx0 = a < b ? a : g->kw; /* no tap reaches the image: [kw, kw), the bias alone */
+            part.tx1 = a < b ? b : g->kw;
+            const int64_t n = end - ox0, tiles = (n + maxw - 1) / maxw, base = n / tiles, extra = n % tiles;
+            for (int64_t t = 0; t < tiles; ++t) {
+                int pw = (int)(base + (t < extra ? 1 : 0));
+                tile_row_any(&part, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
+                ox0 += pw;
+            }
+        }
+    }
+    return 1;
+}
+
 void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
                                   const float* bias, const nchwc_view* y,
                                   const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
                                   int64_t rows) {
     const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
+    if (g->ow * 2 > maxw && g->img_w > 0 && g->kw > 1 && split_columns(g, x, wb, bias, y, epi, ob, nb, oy0, rows)) {
+        return;
+    }
     if (g->ow * 2 > maxw) {
         /* Rows of equal tiles of at most maxw pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
         int64_t tiles = (g->ow + maxw - 1) / maxw;
