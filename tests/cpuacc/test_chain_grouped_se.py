@@ -302,3 +302,33 @@ def test_dilated_convolutions_on_small_maps(rate: int, width: int, stride: int, 
         chains = run_everywhere(net, inputs, want)
         if BEST_ISA == "avx512" and not alone:
             assert [ch.replaces for ch in chains] == [("reduce", "dilated", "relu", "project")]
+
+
+# ---- single layers (outside chains): the blocked depthwise and grouped workloads -----------------
+
+SINGLE = [("dw", 48, 48, 48, 7, 1, 1, 13), ("dw", 96, 96, 96, 7, 1, 1, 7), ("dw", 40, 40, 40, 5, 2, 1, 11),
+          ("dw", 32, 32, 32, 5, 1, 2, 9), ("dw", 24, 24, 24, 7, 1, 1, 6), ("grouped", 48, 48, 6, 3, 1, 1, 14),
+          ("grouped", 440, 440, 55, 3, 2, 1, 9), ("grouped", 64, 32, 8, 5, 1, 1, 10),
+          ("grouped", 72, 72, 3, 3, 1, 2, 8)]
+
+
+@pytest.mark.parametrize("kind, c, o, groups, k, stride, dilation, hw", SINGLE)
+def test_single_depthwise_and_grouped_layers_with_residual_and_activation(
+        kind: str, c: int, o: int, groups: int, k: int, stride: int, dilation: int, hw: int) -> None:
+    """One convolution (no chain: nothing to chain it with), a residual added and relu fused
+    where the shapes allow: depthwise 5x5 and 7x7 and grouped layers on the blocked single-layer
+    workload (AVX-512; 24 channels stay on depthwise.c: their blocks do not pay), the other
+    kernel sets on theirs."""
+    pad = dilation * (k - 1) // 2
+    net = Network("single")
+    x = net.add_input("x", (2, c, hw, hw))
+    w, b = rand(o, c // groups, k, k, scale=1.0 / np.sqrt(c // groups * k * k)), rand(o, scale=0.1)
+    h = net.add_convolution2d(x, w, b, stride=stride, padding=pad, dilation=dilation, groups=groups, name="conv")
+    inputs = {"x": rand(2, c, hw, hw)}
+    want = conv(inputs["x"], w, b, stride, pad, dilation, groups)
+    if stride == 1 and o == c:
+        h = net.add_add(h, x, name="residual")
+        want = want + inputs["x"].astype(np.float64)
+    net.add_output(net.add_activation(h, "relu", name="relu"), "y")
+    chains = run_everywhere(net, inputs, act("relu", want))
+    assert chains == []
