@@ -332,3 +332,48 @@ def test_single_depthwise_and_grouped_layers_with_residual_and_activation(
     net.add_output(net.add_activation(h, "relu", name="relu"), "y")
     chains = run_everywhere(net, inputs, act("relu", want))
     assert chains == []
+
+
+# ---- SiLU in chains ---------------------------------------------------------------------------------
+
+
+def ulps(actual: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """|actual - exact| in float32 ulps of the exact value (2^-149 in the subnormals)."""
+    mag = np.maximum(np.abs(exact), np.float64(np.finfo(np.float32).tiny))
+    ulp = np.exp2(np.floor(np.log2(mag)) - 23)
+    return np.abs(actual.astype(np.float64) - exact) / ulp
+
+
+@needs_avx512
+def test_silu_in_chains_keeps_the_swish_accuracy() -> None:
+    """SiLU (SWISH, alpha 1) after a chain's convolutions runs its own AVX-512 row: every 4099th
+    float32 bit pattern through two depthwise 1x1 convolutions of weight 1 (exact: each channel
+    alone), the first with SiLU fused. Within 3.5 ulp where x >= -87 (SWISH's bound in
+    plugins/accel/README.md); below, sigmoid's factor is subnormal (fewer bits): within 2^-126 of
+    the exact value there; NaN gives NaN, inf inf, -inf NaN (-inf * 0, as the formula)."""
+    bits = np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32)
+    x = np.concatenate([x[np.isfinite(x)], np.float32([0.0, 1.0, -1.0, 88.0, -88.0, -104.0, -120.0]),
+                        np.float32([np.nan, np.inf, -np.inf])])
+    per_image = 16 * 64 * 64
+    x = np.concatenate([x, np.zeros(-len(x) % per_image, np.float32)]).reshape(-1, 16, 64, 64)
+    ones = np.ones((16, 1, 1, 1), np.float32)
+    net = Network("silu")
+    h = net.add_input("x", x.shape)
+    h = add_act(net, net.add_convolution2d(h, ones, groups=16, name="c1"), "swish", "silu")
+    net.add_output(net.add_convolution2d(h, ones, groups=16, name="c2"), "y")
+    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": 2}}) as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc"])
+        assert [ch.replaces for ch in chains_of(optimized)] == [("c1", "silu", "c2")]
+        with rt.load_network(optimized) as loaded:
+            y = loaded.run({"x": x})["y"].astype(np.float64).reshape(-1)
+    xd = x.astype(np.float64).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        exact = xd / (1.0 + np.exp(-xd))
+    finite = np.isfinite(xd)
+    normal = finite & (xd >= -87.0)
+    assert float(ulps(y[normal], exact[normal]).max()) <= 3.5
+    tail = finite & (xd < -87.0)
+    assert float(np.abs(y[tail] - exact[tail]).max()) <= 2.0 ** -126
+    special = y[np.flatnonzero(~finite)]
+    assert np.isnan(special[0]) and special[1] == np.inf and np.isnan(special[2])

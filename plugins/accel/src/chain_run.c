@@ -630,7 +630,11 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         for (int64_t b = b0; b < b1; ++b) {
             for (int64_t y = oy; y < oy + rows; ++y) {
                 float* row = yv.data + (b * yv.rows + y) * yv.cols * B;
-                accel_apply_activation(r->s->env.isa, &st->act, row, g->ow * B);
+                if (st->act.kind == PN_ACTIVATION_SWISH && st->act.alpha == 1.0f) {
+                    accel_nchwc_silu_avx512(row, g->ow * B); /* SiLU: EfficientNet's every layer */
+                } else {
+                    accel_apply_activation(r->s->env.isa, &st->act, row, g->ow * B);
+                }
                 if (st->rezero && b == g->ocb - 1) { /* act(0) != 0: the lanes past the last channel */
                     accel_nchwc_zero_tail_avx512(row, g->ow, g->oc_last);
                 }

@@ -215,6 +215,9 @@ const float* accel_nchwc_packed_grouped(accel_packs* packs, accel_threads* threa
 void accel_nchwc_scale_row_avx512(const nchwc_view* x, const float* s, const nchwc_view* y, int64_t b,
                                   int64_t oy, int64_t ow);
 
+/* y[i] = y[i] sigmoid(y[i]) (SWISH with alpha 1, SiLU) for i < n, in place (chain_steps_avx512.c). */
+void accel_nchwc_silu_avx512(float* y, int64_t n);
+
 /* Zeros lanes [n, 16) of `count` consecutive vectors (the channels past the last of a blocked
  * tensor, after an activation that does not map 0 to 0). */
 void accel_nchwc_zero_tail_avx512(float* v, int64_t count, int64_t n);
