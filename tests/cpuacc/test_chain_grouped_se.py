@@ -377,3 +377,17 @@ def test_silu_in_chains_keeps_the_swish_accuracy() -> None:
     assert float(np.abs(y[tail] - exact[tail]).max()) <= 2.0 ** -126
     special = y[np.flatnonzero(~finite)]
     assert np.isnan(special[0]) and special[1] == np.inf and np.isnan(special[2])
+
+
+@needs_avx512
+def test_a_convolution_and_a_channel_scale_alone_form_no_chain() -> None:
+    """conv -> x * s (s a constant [1, C, 1, 1]: a frozen batch normalization's scale) -> + b:
+    two layers are faster than a chain of one convolution and its scale."""
+    net = Network("frozen_bn")
+    x = net.add_input("x", (1, 32, 10, 10))
+    w, sc, b = rand(32, 32, 3, 3, scale=0.1), rand(1, 32, 1, 1), rand(1, 32, 1, 1)
+    h = net.add_mul(net.add_convolution2d(x, w, padding=1, name="conv"), sc, name="scale")
+    net.add_output(net.add_add(h, b, name="shift"), "y")
+    inputs = {"x": rand(1, 32, 10, 10)}
+    want = conv(inputs["x"], w, None, pad=1) * sc.astype(np.float64) + b.astype(np.float64)
+    assert run_everywhere(net, inputs, want) == []
