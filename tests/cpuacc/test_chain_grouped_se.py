@@ -391,3 +391,53 @@ def test_a_convolution_and_a_channel_scale_alone_form_no_chain() -> None:
     inputs = {"x": rand(1, 32, 10, 10)}
     want = conv(inputs["x"], w, None, pad=1) * sc.astype(np.float64) + b.astype(np.float64)
     assert run_everywhere(net, inputs, want) == []
+
+
+# ---- reshape: a chain with grouped and squeeze-and-excitation steps shares its packed weights ----
+
+def frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+RESHAPE_W = {k: frozen(v) for k, v in {
+    "e": rand(48, 16, 1, 1, scale=0.25), "g": rand(48, 8, 3, 3, scale=0.12), "f1": rand(12, 48, 1, 1, scale=0.15),
+    "f2": rand(48, 12, 1, 1, scale=0.3), "p": rand(24, 48, 1, 1, scale=0.15)}.items()}
+
+
+def regnet_block(batch: int, size: int) -> Network:
+    net = Network("regnet_block")
+    x = net.add_input("x", (batch, 16, size, size))
+    w = {k: net.add_shared_constant(v, k) for k, v in RESHAPE_W.items()}
+    h = net.add_activation(net.add_convolution2d(x, w["e"], name="expand"), "relu", name="r0")
+    h = net.add_activation(net.add_convolution2d(h, w["g"], padding=1, groups=6, name="grouped"), "relu", name="r1")
+    s = net.add_global_pooling2d(h, "average", name="squeeze")
+    s = net.add_activation(net.add_convolution2d(s, w["f1"], name="fc1"), "relu", name="r2")
+    s = add_act(net, net.add_convolution2d(s, w["f2"], name="fc2"), "sigmoid", "gate")
+    net.add_output(net.add_convolution2d(net.add_mul(h, s, name="excite"), w["p"], name="project"), "y")
+    return net
+
+
+@needs_avx512
+def test_a_reshaped_grouped_squeeze_excitation_chain_shares_its_packed_weights() -> None:
+    def packed(rt: plugnn.Runtime) -> int:
+        return int(rt.backend("CpuAcc").get_option("packed_weight_bytes"))
+
+    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": 2}}) as rt:
+        first = rt.load_network(plugnn.optimize(regnet_block(1, 9), rt, ["CpuAcc"]))
+        size = packed(rt)
+        second_opt = plugnn.optimize(regnet_block(2, 13), rt, ["CpuAcc"])
+        assert len(chains_of(second_opt)) == 1
+        second = rt.load_network(second_opt, reshape_from=[first])
+        assert packed(rt) == size and second.reshaped_layers
+        first.unload()
+        x = {"x": rand(2, 16, 13, 13)}
+        got = second.run(x)["y"].copy()
+        with rt.load_network(plugnn.optimize(regnet_block(2, 13), rt, ["CpuAcc"])) as fresh:
+            np.testing.assert_array_equal(got, fresh.run(x)["y"])
+        second.unload()
+    e = act("relu", conv(x["x"], RESHAPE_W["e"], None))
+    g = act("relu", conv(e, RESHAPE_W["g"], None, pad=1, groups=6))
+    s = act("sigmoid", conv(act("relu", conv(g.mean(axis=(2, 3), keepdims=True), RESHAPE_W["f1"], None)),
+                            RESHAPE_W["f2"], None))
+    assert_close(got, conv(g * s, RESHAPE_W["p"], None), "reshaped chain")
