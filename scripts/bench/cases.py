@@ -277,6 +277,24 @@ def _conv_case(name: str, cin: int, cout: int, size: int, kernel: int, stride: i
     return Case(name, "op", "flops", build, describe)
 
 
+def _group_conv_case(name: str, channels: int, size: int, kernel: int, stride: int, groups: int,
+                     quick: tuple[int, int] = (16, 2)) -> Case:
+    """A grouped convolution channels -> channels (groups of channels / groups); quick = (channels,
+    groups) of the tiny variant, on 8x8."""
+    def shape(q: bool) -> tuple[int, int, int]:
+        return (quick[0], 8, quick[1]) if q else (channels, size, groups)
+
+    def build(q: bool) -> Any:
+        c, s, g = shape(q)
+        return conv_model(c, c, s, kernel, stride, g)
+
+    def describe(q: bool) -> str:
+        c, s, g = shape(q)
+        return f"Conv grouped {c}->{c} {kernel}x{kernel} s{stride} groups {g} (of {c // g}) on {s}x{s}"
+
+    return Case(name, "op", "flops", build, describe)
+
+
 SIXTEEN_M = (1, 256, 256, 256)   # 2**24 float32 elements, 64 MiB
 QUICK_ELEMENTS = (1, 4, 32, 32)
 
@@ -309,6 +327,11 @@ CASES: list[Case] = [
     _conv_case("conv 3x3 512 7", 512, 512, 7, 3),
     _conv_case("conv 1x1 256->1024 14", 256, 1024, 14, 1, quick=(8, 16, 8)),
     _conv_case("dwconv 3x3 144 56", 144, 144, 56, 3, groups=144, quick=(8, 8, 8)),
+    _conv_case("dwconv 5x5 672 14", 672, 672, 14, 5, groups=672, quick=(16, 16, 8)),
+    _conv_case("dwconv 7x7 96 56", 96, 96, 56, 7, groups=96, quick=(16, 16, 8)),
+    _conv_case("dwconv 7x7 768 7", 768, 768, 7, 7, groups=768, quick=(16, 16, 8)),
+    _group_conv_case("groupconv 3x3 s2 48 g6 112", 48, 112, 3, 2, 6),
+    _group_conv_case("groupconv 3x3 440 g55 7", 440, 7, 3, 1, 55),
     Case("maxpool 3x3 s2 64x112", "op", "bytes",
          lambda q: pool_model("MaxPool", 4 if q else 64, 16 if q else 112, 3, 2, 1),
          lambda q: f"MaxPool 3x3 s2 p1 on {4 if q else 64}x{16 if q else 112}x{16 if q else 112}"),

@@ -352,14 +352,17 @@ def test_what_the_blocked_kernels_do_not_run_stays_out_of_chains() -> None:
     net = Network("mixed")
     x = net.add_input("x", (1, 32, 8, 8))
     h = net.add_convolution2d(x, rand(32, 32, 3, 3) / np.float32(17), padding=1, name="a")
-    h = net.add_activation(h, "sigmoid", name="sig")  # fused, but sigmoid(0) != 0: no chain
-    h = net.add_convolution2d(h, rand(32, 32, 1, 1) / np.float32(6), name="b")
-    h = net.add_convolution2d(h, rand(32, 16, 3, 3) / np.float32(12), padding=1, groups=2, name="grouped")
-    h = net.add_convolution2d(h, rand(4, 32, 1, 1) / np.float32(6), name="narrow")  # 4 of 16 lanes
+    h = net.add_convolution2d(h, rand(32, 2, 3, 3) / np.float32(4), padding=1, groups=16,
+                              name="pairs")  # groups of 2 channels: 8 products per real one
+    h = net.add_convolution2d(h, rand(64, 1, 3, 3) / np.float32(3), padding=1, groups=32,
+                              name="dw_x2")  # depthwise with multiplier 2
+    h = net.add_convolution2d(h, rand(4, 64, 1, 1) / np.float32(6), name="narrow")  # 4 of 16 lanes
     h = net.add_convolution2d(h, rand(16, 4, 1, 1) / np.float32(2), name="from_narrow")
     net.add_output(h, "y")
     chained = check(net, inputs_of(net))
     assert chains_of(chained) == []
+    # (sigmoid, grouped convolutions of 8+ channels per group, and 1x1 maps of any channel
+    # count run in chains: tests/cpuacc/test_chain_grouped_se.py)
 
 
 @needs_avx512

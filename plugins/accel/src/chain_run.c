@@ -26,6 +26,12 @@ typedef struct packed_step {
     int pooling;             /* a pooling step (pp), else a convolution */
     nchwc_pool pp;
     int depthwise;
+    int grouped;             /* a grouped convolution: one output block per job, reading gcb input
+                                blocks from accel_nchwc_group_first (conv_nchwc.h) */
+    int64_t groups;
+    int scale_step;          /* a channel scale: y = x * s (s [N, C, 1, 1], tensor index `scale`) */
+    int32_t scale;
+    int rezero;              /* post_act maps 0 elsewhere: zero the last block's lanes past oc_last */
     nchwc_geom g;
     uint32_t x, y;           /* tensor indices */
     int32_t addend;          /* tensor index, -1: none */
@@ -52,7 +58,7 @@ struct accel_chain {
     uint32_t* outputs;       /* tensor indices of the replacement's outputs */
     uint32_t* const_ids;     /* the tensor ids of the constant inputs, after the activations */
     pn_tensor_info* const_infos;
-    char label[64];
+    char label[96];
 };
 
 static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
@@ -105,6 +111,45 @@ static int chain_blocks_pay(int64_t channels) {
     return channels >= B / 2 && blocks(channels) * B <= channels * 2;
 }
 
+/* A 1x1 convolution of a 1 x 1 map (squeeze-and-excitation's fully connected layers): its
+ * input and output are a few blocks whatever their channel counts, so it runs in a chain with
+ * any of them (4 or 6 channels included), on 16-lane blocks. */
+static int tiny_map(const pn_layer* l) {
+    const pn_tensor_info* xi = &l->inputs[0];
+    const pn_tensor_info* yi = &l->outputs[0];
+    const pn_tensor_info* wi = &l->inputs[1];
+    return l->num_inputs >= 2 && xi->rank == 4 && yi->rank == 4 && wi->rank == 4 && xi->dims[2] == 1 &&
+           xi->dims[3] == 1 && yi->dims[2] == 1 && yi->dims[3] == 1 && wi->dims[2] == 1 && wi->dims[3] == 1 &&
+           xi->dims[1] >= 1 && yi->dims[1] >= 1;
+}
+
+#if defined(ACCEL_HAVE_X86_KERNELS)
+/* A channel scale step: MUL, no activation, x [N, C, H, W] = the output's shape, s [N, C, 1, 1]. */
+static int scale_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)l->descriptor;
+    if (d->op != PN_BINARY_MUL || d->fused_activation != NULL || cs->act != NULL || cs->addend_id != 0 ||
+        cs->scale_id == 0 || l->num_inputs != 2 || l->num_outputs != 1) {
+        return 0;
+    }
+    const pn_tensor_info *x = NULL, *sc = NULL, *y = &l->outputs[0];
+    for (uint32_t k = 0; k < 2; ++k) {
+        if (l->input_ids[k] == cs->x_id && x == NULL) x = &l->inputs[k];
+        else if (l->input_ids[k] == cs->scale_id) sc = &l->inputs[k];
+    }
+    if (x == NULL || sc == NULL || x->rank != 4 || sc->rank != 4 || y->rank != 4 || cs->y_info->rank != 4 ||
+        x->dtype != PN_DTYPE_FLOAT32 || sc->dtype != PN_DTYPE_FLOAT32 || y->dtype != PN_DTYPE_FLOAT32) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < 4; ++i) {
+        if (x->dims[i] != y->dims[i] || cs->y_info->dims[i] != y->dims[i]) return 0;
+    }
+    return x->dims[0] >= 1 && x->dims[2] >= 1 && x->dims[3] >= 1 && sc->dims[0] == x->dims[0] &&
+           sc->dims[1] == x->dims[1] && sc->dims[2] == 1 && sc->dims[3] == 1 && chain_blocks_pay(x->dims[1]);
+}
+
+#endif
+
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) {
 #if defined(ACCEL_HAVE_X86_KERNELS)
     const pn_layer* l = cs->layer;
@@ -116,11 +161,14 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
         const pn_tensor_info* pi = &l->inputs[0];
         const pn_tensor_info* po = &l->outputs[0];
         return p->layout == PN_LAYOUT_NCHW && (p->kind == PN_POOLING_MAX || p->kind == PN_POOLING_AVERAGE) &&
-                       cs->act == NULL && cs->addend_id == 0 && pi->rank == 4 && po->rank == 4 &&
+                       cs->act == NULL && cs->addend_id == 0 && cs->scale_id == 0 && pi->rank == 4 && po->rank == 4 &&
                        pi->dtype == PN_DTYPE_FLOAT32 && po->dtype == PN_DTYPE_FLOAT32 && pi->dims[0] >= 1 &&
                        po->dims[2] >= 1 && po->dims[3] >= 1 && chain_blocks_pay(pi->dims[1])
                    ? ACCEL_CHAIN_YES
                    : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_ELEMENTWISE_BINARY) {
+        return scale_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
     }
     if (l->kind != PN_LAYER_CONVOLUTION_2D) {
         return ACCEL_CHAIN_NO;
@@ -129,7 +177,7 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     const pn_tensor_info* xi = &l->inputs[0];
     const pn_tensor_info* yi = &l->outputs[0];
     if (d->layout != PN_LAYOUT_NCHW || (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0 ||
-        (cs->act != NULL && d->fused_activation != NULL) || !keeps_zero(isa, step_act(cs)) ||
+        (cs->act != NULL && d->fused_activation != NULL) || cs->scale_id != 0 ||
         l->constant_data == NULL || l->constant_data[1] == NULL ||
         ((d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 && l->constant_data[2] == NULL) ||
         xi->rank != 4 || yi->rank != 4 || cs->y_info->rank != 4 ||
@@ -145,12 +193,21 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     if (xi->dims[0] < 1 || yi->dims[2] < 1 || yi->dims[3] < 1) {
         return ACCEL_CHAIN_NO;
     }
+    if (d->groups == 1 && tiny_map(l)) {
+        return ACCEL_CHAIN_YES; /* any channel counts: a few products on 16-lane blocks */
+    }
     if (d->groups == 1 && chain_blocks_pay(o)) {
         return chain_blocks_pay(c) ? ACCEL_CHAIN_YES
                                    : c <= 64 ? ACCEL_CHAIN_FIRST : ACCEL_CHAIN_NO;
     }
     /* depthwise, multiplier 1 */
-    return d->groups == c && o == c && chain_blocks_pay(c) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    if (d->groups == c && o == c) {
+        return chain_blocks_pay(c) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    return d->groups > 1 && chain_blocks_pay(c) && chain_blocks_pay(o) &&
+                   accel_nchwc_group_blocks(c, o, (int64_t)d->groups) > 0
+               ? ACCEL_CHAIN_YES
+               : ACCEL_CHAIN_NO;
 #else
     (void)isa;
     (void)cs;
@@ -228,7 +285,7 @@ static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const packed_step* st) {
-    return st->depthwise || st->pooling ? st->g.ocb : (st->g.ocb + 1) / 2;
+    return st->depthwise || st->pooling || st->grouped || st->scale_step ? st->g.ocb : (st->g.ocb + 1) / 2;
 }
 
 /* Row groups of a step's jobs: as many rows as leave at least CHAIN_MIN_JOBS jobs over the `n`
@@ -236,7 +293,8 @@ static int64_t step_units(const packed_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pooling ? 1 : accel_nchwc_rows_per_job(st->g.ow, st->g.ocb);
+    int64_t base = st->depthwise || st->pooling || st->scale_step ? 1
+                   : accel_nchwc_rows_per_job(st->g.ow, st->grouped ? 1 : st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
     int64_t rows = st->g.oh / groups / base * base;
@@ -255,12 +313,13 @@ static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const packed_step* st) {
-    if (st->pooling) {
+    if (st->pooling || st->scale_step) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
     int64_t weights = (st->depthwise ? 1 : g->cb * g->ib) * g->kh * g->kw * g->ocb * B;
-    int64_t in = g->cb * g->ib * ((g->oh - 1) * g->sh + 1) * ((g->ow - 1) * g->sw + 1);
+    int64_t in = (st->grouped ? blocks(st->c) * B : g->cb * g->ib) * ((g->oh - 1) * g->sh + 1) *
+                 ((g->ow - 1) * g->sw + 1);
     int64_t out = g->ocb * B * g->oh * g->ow;
     return weights < in + out;
 }
@@ -288,7 +347,9 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         const pn_layer* l = cs->layer;
         const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
         packed_step* st = &ch->steps[ch->num_steps++];
-        int32_t x = tensor_index(ch, cs->x_id, &l->inputs[0]);
+        uint32_t xslot = 0;
+        while (xslot + 1 < l->num_inputs && l->input_ids[xslot] != cs->x_id) ++xslot;
+        int32_t x = tensor_index(ch, cs->x_id, &l->inputs[xslot]);
         if (!ch->tensors[x].produced) {
             int seen = 0;
             for (uint32_t k = 0; k < ch->num_inputs; ++k) seen |= ch->inputs[k] == (uint32_t)x;
@@ -305,9 +366,32 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
             st->addend = a;
         }
+        st->scale = -1;
+        if (cs->scale_id != 0) {
+            uint32_t sslot = 0;
+            while (sslot + 1 < l->num_inputs && l->input_ids[sslot] != cs->scale_id) ++sslot;
+            int32_t sc = tensor_index(ch, cs->scale_id, &l->inputs[sslot]);
+            if (!ch->tensors[sc].produced) {
+                int seen = 0;
+                for (uint32_t k = 0; k < ch->num_inputs; ++k) seen |= ch->inputs[k] == (uint32_t)sc;
+                if (!seen) ch->inputs[ch->num_inputs++] = (uint32_t)sc;
+            }
+            st->scale = sc;
+        }
         int32_t y = tensor_index(ch, cs->y_id, cs->y_info);
         ch->tensors[y].produced = 1;
         st->y = (uint32_t)y;
+        if (cs->scale_id != 0) { /* reads only inside the image: no halo, no weights */
+            st->scale_step = 1;
+            st->g.ib = B;
+            st->g.cb = st->g.ocb = blocks(cs->y_info->dims[1]);
+            st->g.oh = cs->y_info->dims[2];
+            st->g.ow = cs->y_info->dims[3];
+            st->g.kh = st->g.kw = 1;
+            st->lo = -INFINITY;
+            st->hi = INFINITY;
+            continue;
+        }
         if (l->kind == PN_LAYER_POOLING_2D) {
             const pn_pooling_2d_desc* p = (const pn_pooling_2d_desc*)l->descriptor;
             nchwc_pool pp = {p->kind, p->padding_method == PN_PADDING_INCLUDE,
@@ -327,11 +411,18 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         const pn_tensor_info* wi = &l->inputs[1];
         int64_t c = xi->dims[1], h = xi->dims[2], w = xi->dims[3], o = cs->y_info->dims[1];
         nchwc_geom* g = &st->g;
-        st->depthwise = d->groups != 1;
-        g->ib = !st->depthwise && !chain_blocks_pay(c) ? c : B; /* a narrow input: one block */
+        st->depthwise = d->groups != 1 && d->groups == c && o == c;
+        st->grouped = d->groups != 1 && !st->depthwise;
+        st->groups = d->groups;
+        /* a narrow input: one block (the first step only, never a tiny map's input: fit) */
+        g->ib = d->groups == 1 && !chain_blocks_pay(c) && !tiny_map(l) ? c : B;
         ch->tensors[x].ib = g->ib;
         g->cb = (c + g->ib - 1) / g->ib;
         g->ic_last = c - (g->cb - 1) * g->ib;
+        if (st->grouped) { /* the kernel's view: gcb whole blocks from each output block's first */
+            g->cb = accel_nchwc_group_blocks(c, o, st->groups);
+            g->ic_last = B;
+        }
         g->ocb = blocks(o);
         g->oc_last = o - (g->ocb - 1) * B;
         g->oh = cs->y_info->dims[2];
@@ -350,8 +441,11 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         st->pl = (int64_t)d->pad_left - st->win.kx0 * g->dw;
         g->img_top = st->pt; /* the kernel reads x from the view at (ht - pt, hl - pl) */
         g->img_h = h;
+        g->img_left = st->pl; /* and the columns: one-row tiles skip the tap columns outside */
+        g->img_w = w;
         if (!clamp_of(step_act(cs), &st->lo, &st->hi)) { /* lo, hi: +-inf */
             st->post_act = accel_copy_activation(step_act(cs), &st->act);
+            st->rezero = st->post_act && g->oc_last < B && !keeps_zero(ACCEL_ISA_PORTABLE, step_act(cs));
         }
         /* The input's halo covers this convolution's padding and every tap it reads. */
         chain_tensor* xt = &ch->tensors[x];
@@ -368,7 +462,7 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
                                                           : -1;
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
-        if (!ch->steps[i].pooling) {
+        if (!ch->steps[i].pooling && !ch->steps[i].scale_step) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
             ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
@@ -386,9 +480,13 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
         }
     }
-    uint32_t num_pooling = 0;
+    uint32_t num_pooling = 0, num_scale = 0;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
-    if (num_pooling > 0) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_scale += (uint32_t)ch->steps[i].scale_step;
+    if (num_scale > 0) {
+        snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales",
+                 count - num_pooling - num_scale, num_pooling, num_scale);
+    } else if (num_pooling > 0) {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling",
                  count - num_pooling, num_pooling);
     } else {
@@ -464,10 +562,10 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
 static int64_t step_grain(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pooling || st->depthwise) {
+    if (st->pooling || st->depthwise || st->scale_step) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
-        int64_t nb = g->ocb >= 2 ? 2 : 1;
+        int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
         per_job = 2 * taps * g->cb * g->ib * nb * B * g->ow * st->rpj;
     }
     return ACCEL_NCHWC_MIN_PART_FLOPS / (per_job > 0 ? per_job : 1) + 1;
@@ -496,9 +594,9 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
+    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step; /* one block per unit */
+    const int64_t b0 = single ? u : 2 * u, b1 = single ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
     if (r->s->dirty[st->y]) {
-        int64_t b0 = st->pooling || st->depthwise ? u : 2 * u;
-        int64_t b1 = st->pooling || st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
         zero_halo(yt, n, b0, b1, oy, rows);
     }
     nchwc_view xv = view_of(xt, n, xt->ht - st->pt, xt->hl - st->pl);
@@ -508,20 +606,38 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         const nchwc_tensor* at = &r->s->storage[st->addend];
         epi.addend = view_of(at, n, at->ht, at->hl);
     }
+    if (st->scale_step) {
+        const nchwc_tensor* sct = &r->s->storage[st->scale];
+        const float* sv = view_of(sct, n, sct->ht, sct->hl).data + u * sct->rows * sct->cols * B;
+        nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
+        for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_scale_row_avx512(&image, sv, &yv, u, y, g->ow);
+        return;
+    }
     if (st->pooling) {
         nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, y);
+    } else if (st->grouped) {
+        nchwc_view xg = xv;
+        xg.data += accel_nchwc_group_first(st->c, st->o, st->groups, g->cb, u) * xt->rows * xt->cols * B;
+        accel_nchwc_conv_rows_avx512(g, &xg, r->w, r->bias, &yv, &epi, u, 1, oy, rows);
     } else if (st->depthwise) {
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_dwconv_row_avx512(g, &xv, r->w, r->bias, &yv, &epi, u, y);
     } else {
         int64_t ob = u * 2;
         accel_nchwc_conv_rows_avx512(g, &xv, r->w, r->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows);
     }
-    if (st->post_act) { /* the rows just written, still in the caches; every lane maps 0 to 0 */
-        int64_t b0 = st->depthwise ? u : 2 * u, b1 = st->depthwise ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
+    if (st->post_act) { /* the rows just written, still in the caches */
         for (int64_t b = b0; b < b1; ++b) {
             for (int64_t y = oy; y < oy + rows; ++y) {
-                accel_apply_activation(r->s->env.isa, &st->act, yv.data + (b * yv.rows + y) * yv.cols * B, g->ow * B);
+                float* row = yv.data + (b * yv.rows + y) * yv.cols * B;
+                if (st->act.kind == PN_ACTIVATION_SWISH && st->act.alpha == 1.0f) {
+                    accel_nchwc_silu_avx512(row, g->ow * B); /* SiLU: EfficientNet's every layer */
+                } else {
+                    accel_apply_activation(r->s->env.isa, &st->act, row, g->ow * B);
+                }
+                if (st->rezero && b == g->ocb - 1) { /* act(0) != 0: the lanes past the last channel */
+                    accel_nchwc_zero_tail_avx512(row, g->ow, g->oc_last);
+                }
             }
         }
     }
@@ -685,6 +801,7 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
     for (uint32_t k = 0; k < ns; ++k) {
         last[ch->steps[k].x] = k;
         if (ch->steps[k].addend >= 0) last[ch->steps[k].addend] = k;
+        if (ch->steps[k].scale >= 0) last[ch->steps[k].scale] = k;
     }
     for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ch->outputs[o]] = ns;
     for (uint32_t p = 0; p < placed; ++p) {
@@ -795,13 +912,18 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     s->ch = ch;
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        if (st->pooling) {
+        if (st->pooling || st->scale_step) {
             continue;
         }
         const nchwc_geom* g = &st->g;
         const float* bsrc = st->b_in >= 0 ? (const float*)layer->constant_data[st->b_in] : NULL;
-        s->w[i] = accel_nchwc_packed(packs, env->threads, (const float*)layer->constant_data[st->w_in], bsrc, st->o, st->c,
-                                     &st->win, g->ib, st->depthwise);
+        if (st->grouped) {
+            s->w[i] = accel_nchwc_packed_grouped(packs, env->threads, (const float*)layer->constant_data[st->w_in], bsrc,
+                                                 st->o, st->c, st->groups, &st->win);
+        } else {
+            s->w[i] = accel_nchwc_packed(packs, env->threads, (const float*)layer->constant_data[st->w_in], bsrc, st->o,
+                                         st->c, &st->win, g->ib, st->depthwise);
+        }
         if (s->w[i] == NULL) {
             chain_state_release(s);
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing the weights of '%s'",

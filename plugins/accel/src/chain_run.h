@@ -30,6 +30,9 @@ typedef struct accel_chain_step {
     const pn_tensor_info* y_info;    /* the fused output's info */
     uint32_t addend_id;              /* a residual added before the activation, 0: none */
     const pn_activation_desc* act;   /* a fused activation, NULL: none */
+    uint32_t scale_id;               /* a channel scale step (an ElementwiseBinary MUL layer x * s,
+                                        s of shape [N, C, 1, 1]: squeeze-and-excitation): s's id,
+                                        x's is x_id; 0 for every other step */
 } accel_chain_step;
 
 /* Whether the blocked kernels run a step inside a chain on `isa`. */
@@ -42,15 +45,18 @@ typedef enum accel_chain_fit {
 } accel_chain_fit;
 
 /* Pooling: AVX-512, NCHW, MAX or AVERAGE, channels as for convolutions. Convolutions:
- * AVX-512, NCHW, groups 1 or depthwise (one output channel per input channel), constant
- * weights and bias, at least 8 output channels (and input channels, but for
- * ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks, an activation that
- * keeps zero at zero: none, relu and bounded relu with alpha <= 0 <= beta (a clamp inside the
- * kernels), or any other kind and parameters whose kernel maps 0 to 0 (GELU, SWISH, MISH,
- * tanh, ELU, leaky relu, ...: applied to each job's output rows right after the kernel wrote
- * them). Zero must stay zero because the chain's tensors keep the lanes of the channels past
- * the last one (in the last 16-channel block) at zero, as the blocked layout requires: an
- * activation applied to a whole block also reaches those lanes. */
+ * AVX-512, NCHW, constant weights and bias, groups 1, depthwise (one output channel per input
+ * channel, any kernel, stride, dilation), or grouped where accel_nchwc_group_blocks accepts them
+ * (groups of 4+ input channels: conv_nchwc.h), at least 8 output channels (and input channels,
+ * but for ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks (a 1x1
+ * convolution of a 1 x 1 map: any channel count, squeeze-and-excitation's fully connected
+ * layers), any activation: relu and bounded relu with alpha <= 0 <= beta run as a clamp inside
+ * the kernels, every other kind on each job's output rows right after the kernel wrote them,
+ * and where the kind does not map 0 to 0 (sigmoid, hard sigmoid: squeeze-and-excitation's
+ * gates; softplus, ...) the lanes of the channels past the last one (in the last 16-channel
+ * block) are zeroed again, as the blocked layout requires. Channel scales (scale_id != 0):
+ * AVX-512, an ElementwiseBinary MUL without a fused activation on float32, x (x_id) of the
+ * output's shape [N, C, H, W], s (scale_id) [N, C, 1, 1], C as for convolutions. */
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
 
 typedef struct accel_chain accel_chain;

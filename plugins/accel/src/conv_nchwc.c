@@ -216,6 +216,10 @@ typedef struct nchwc_state {
     int has_addend, has_act;
     pn_activation_desc act;
     uint32_t num_inputs;
+    int depthwise;           /* groups = channels, multiplier 1: accel_nchwc_dwconv_row_avx512 */
+    int64_t groups;          /* grouped (1 < groups, not depthwise): one output block per job,
+                                g.cb = its gcb input blocks from accel_nchwc_group_first */
+    int64_t c, o;
     const float* wb;         /* [ocb][cb][kh][kw][16][16], 64-byte aligned (accel_nchwc_packed) */
     const float* bias;       /* ocb * 16 (zeros without a bias) right after wb */
 } nchwc_state;
@@ -234,6 +238,26 @@ typedef struct nchwc_run {
  * of a pass over all of y after a barrier. Benchmark rows, two threads, two runs each way:
  * 7x7 stem 0.625-0.636 -> 0.550-0.559 ms, 1x1 256 -> 1024 on 14x14 0.272-0.313 -> 0.251-0.302,
  * 3x3 64 on 56x56 0.564-0.566 -> 0.497-0.553; one thread the same within 2 %. */
+/* Output rows of one block per job (depthwise and grouped layers): job = (image, block, row). */
+static void block_range(void* vctx, int64_t begin, int64_t end) {
+    const nchwc_run* r = (const nchwc_run*)vctx;
+    const nchwc_state* s = r->s;
+    const nchwc_geom* g = &s->g;
+    for (int64_t job = begin; job < end; ++job) {
+        int64_t oy = job % g->oh, b = (job / g->oh) % g->ocb, n = job / (g->oh * g->ocb);
+        nchwc_view xv = {r->x.data + n * r->x.image_floats, r->x.rows, r->x.cols};
+        nchwc_view yv = {r->y.data + n * r->y.image_floats, r->y.rows, r->y.cols};
+        if (s->depthwise) {
+            accel_nchwc_dwconv_row_avx512(g, &xv, s->wb, s->bias, &yv, &r->epi, b, oy);
+        } else {
+            xv.data += accel_nchwc_group_first(s->c, s->o, s->groups, g->cb, b) * r->x.rows * r->x.cols * B;
+            accel_nchwc_conv_rows_avx512(g, &xv, s->wb, s->bias, &yv, &r->epi, b, 1, oy, 1);
+        }
+        int64_t row0 = (n * r->y.cb + b) * r->y.h + oy;
+        unpack_range((void*)r->unpack, row0, row0 + 1);
+    }
+}
+
 static void compute_range(void* vctx, int64_t begin, int64_t end) {
     const nchwc_run* r = (const nchwc_run*)vctx;
     const nchwc_geom* g = &r->s->g;
@@ -279,6 +303,12 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
                        s->env.isa, accel_kernels_for(s->env.isa)};
     r.unpack = &unpack;
     accel_nchwc_pack(s->env.threads, (const float*)args->inputs[0].data, &r.x);
+    if (s->depthwise || s->groups > 1) {
+        int64_t per_row = 2 * s->g.kh * s->g.kw * B * s->g.ow * (s->depthwise ? 1 : s->g.cb * B);
+        accel_parallel_for_grain(s->env.threads, s->x.n * s->g.ocb * s->g.oh, ACCEL_NCHWC_MIN_PART_FLOPS / per_row + 1,
+                                 block_range, &r);
+        return PN_OK;
+    }
     int64_t rpj = accel_nchwc_rows_per_job(s->g.ow, s->g.ocb);
     int64_t per_job = 2 * s->g.kh * s->g.kw * s->g.cb * s->g.ib * (s->g.ocb >= 2 ? 2 : 1) * B * s->g.ow * rpj;
     accel_parallel_for_grain(s->env.threads, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
@@ -290,8 +320,8 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
                                  pn_workload** workload_out, pn_string_out* message_out) {
     *workload_out = NULL;
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)layer->descriptor;
-    if (env->isa != ACCEL_ISA_AVX512 || d->layout != PN_LAYOUT_NCHW || d->groups != 1 ||
-        layer->constant_data == NULL || layer->constant_data[1] == NULL) {
+    if (env->isa != ACCEL_ISA_AVX512 || d->layout != PN_LAYOUT_NCHW || layer->constant_data == NULL ||
+        layer->constant_data[1] == NULL) {
         return PN_OK;
     }
     int has_bias = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
@@ -307,6 +337,17 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     if (ib == 0 || !accel_nchwc_blocks_pay(o) || n * oh * ow * kh * kw == 0) {
         return PN_OK;
     }
+    /* Depthwise layers of 5 x 5 taps or more (EfficientNet's, ConvNeXt's 7 x 7): the blocked
+     * kernel keeps a tap row's weights in registers and loads each input vector once per tap
+     * row; with the conversions at both edges, ConvNeXt's 7 x 7 on 96 x 56 x 56 took 480 us
+     * through depthwise.c, (onnxruntime 188) on a Zen 5 core, 3x3 layers stay there (rows read
+     * in place). Grouped layers of 4+ input channels per group run one output block at a time
+     * on the dense kernel (conv_nchwc.h). */
+    const int depthwise = d->groups > 1 && (int64_t)d->groups == c && o == c;
+    const int64_t gcb = d->groups > 1 && !depthwise ? accel_nchwc_group_blocks(c, o, (int64_t)d->groups) : 0;
+    if (d->groups > 1 && (ib != B || (depthwise ? kh * kw < 25 : gcb == 0))) {
+        return PN_OK;
+    }
     /* A lone 1x1 convolution runs here too, conversions at both edges included: on a Zen 5
      * core, 256 -> 1024 on 14 x 14 took 450 us against 640 through the GEMM, which reads x in
      * place (onnxruntime 430); 1024 -> 256 on 14 x 14 450 against 627, 16 -> 96 on 112 x 112
@@ -320,6 +361,15 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     g->cb = (c + ib - 1) / ib;
     g->ib = ib;
     g->ic_last = c - (g->cb - 1) * ib;
+    s->depthwise = depthwise;
+    s->groups = d->groups;
+    s->c = c;
+    s->o = o;
+    const int64_t xcb = g->cb; /* the input's blocks (the kernel's view of a grouped layer: gcb) */
+    if (gcb > 0) {
+        g->cb = gcb;
+        g->ic_last = B;
+    }
     g->ocb = blocks(o);
     g->oc_last = o - (g->ocb - 1) * B;
     g->oh = oh;
@@ -332,10 +382,12 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     g->dw = d->dilation_w;
     g->img_top = d->pad_top; /* the kernel reads x from the storage's origin, the image at row pad_top */
     g->img_h = h;
+    g->img_left = d->pad_left; /* likewise the columns */
+    g->img_w = w;
     /* The padded input holds every tap of every output (at least the padded image). */
     int64_t need_h = (oh - 1) * g->sh + (kh - 1) * g->dh + 1, need_w = (ow - 1) * g->sw + (kw - 1) * g->dw + 1;
     int64_t rows = h + d->pad_top + d->pad_bottom, cols = w + d->pad_left + d->pad_right;
-    nchwc_tensor xt = {n, c, h, w, ib, g->cb, rows > need_h ? rows : need_h, cols > need_w ? cols : need_w,
+    nchwc_tensor xt = {n, c, h, w, ib, xcb, rows > need_h ? rows : need_h, cols > need_w ? cols : need_w,
                        d->pad_top, d->pad_left, 0, NULL};
     xt.image_floats = (size_t)(xt.cb * xt.rows * xt.cols * ib);
     nchwc_tensor yt = {n, o, oh, ow, B, g->ocb, oh, ow, 0, 0, (size_t)(g->ocb * oh * ow * B), NULL};
@@ -344,11 +396,13 @@ pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, ac
     s->has_addend = (d->flags & PN_LAYER_FLAG_HAS_ADDEND) != 0;
     s->has_act = accel_copy_activation(d->fused_activation, &s->act);
     s->num_inputs = layer->num_inputs;
-    size_t wfloats = (size_t)(g->ocb * g->cb * kh * kw * ib * B);
+    size_t wfloats = depthwise ? (size_t)(g->ocb * kh * kw * B) : (size_t)(g->ocb * g->cb * kh * kw * ib * B);
     nchwc_window win;
     accel_nchwc_full_window(&win, kh, kw);
-    s->wb = accel_nchwc_packed(packs, env->threads, (const float*)layer->constant_data[1],
-                               has_bias ? (const float*)layer->constant_data[2] : NULL, o, c, &win, ib, 0);
+    const float* wsrc = (const float*)layer->constant_data[1];
+    const float* bsrc = has_bias ? (const float*)layer->constant_data[2] : NULL;
+    s->wb = gcb > 0 ? accel_nchwc_packed_grouped(packs, env->threads, wsrc, bsrc, o, c, (int64_t)d->groups, &win)
+                    : accel_nchwc_packed(packs, env->threads, wsrc, bsrc, o, c, &win, ib, depthwise);
     if (s->wb == NULL) {
         nchwc_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");

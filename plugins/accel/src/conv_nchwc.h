@@ -45,6 +45,15 @@ typedef struct nchwc_geom {
      * rows ky with img_top <= oy * sh + ky * dh < img_top + img_h (the others read only the
      * zero halo: a dilated convolution on a small map, the border rows of any padded one). */
     int64_t img_top, img_h;
+    /* Optional (0: every tap column runs): the image's columns [img_left, img_left + img_w) in
+     * the kernel's x coordinates. One-row tiles then split a row where the set of tap columns
+     * that reach the image changes, when that saves at least a quarter of the row's products
+     * (a dilated convolution on a small map: DeepLabV3's rate-12 3x3 on 14 x 14 runs 18 of
+     * every 42 pixel-taps of a row), each part running only its taps. */
+    int64_t img_left, img_w;
+    /* Set by the kernel for the parts of such a row: the tap columns [tx0, tx1) a tile runs
+     * (tx1 = 0: all). */
+    int64_t tx0, tx1;
 } nchwc_geom;
 
 /* One image of a blocked tensor inside its storage [blocks][rows][cols][16] (an input with
@@ -170,5 +179,47 @@ const float* accel_nchwc_packed(accel_packs* packs, accel_threads* threads, cons
  * Assumes CpuAcc accepted the layer (float32). */
 pn_status accel_conv_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
                                  pn_workload** workload_out, pn_string_out* message_out);
+
+
+/* ---- grouped convolutions and channel scales (conv_nchwc_group.c, chain_steps_avx512.c) ----
+ *
+ * A grouped convolution (1 < groups < channels: RegNet's groups of 8 or 16 channels, ResNeXt's)
+ * runs on the dense kernel one output block at a time (nb = 1): output block ob reads only the
+ * gcb consecutive input blocks from accel_nchwc_group_first(ob) that hold its groups' input
+ * channels, with weights [ocb][gcb][kh][kw][16 ci][16 co] that are zero where an input channel
+ * is not in the output channel's group. The kernel is called with geom.cb = gcb, the input
+ * view moved to block first(ob), and ob's weights: groups of 8 channels cost 2 products per
+ * real one (a 16-channel block holds two groups), of 16 or 32 none extra. */
+
+/* The packed layout of a grouped convolution's weights (shared_weights.h's accel_pack_layout). */
+#define ACCEL_PACK_NCHWC_GROUPED ((accel_pack_layout)16)
+
+/* Input blocks each output block reads (gcb), or 0 when the blocked kernel does not run the
+ * convolution (groups < 2, channels not divisible, c < 16, or more than 4 products per real
+ * one: groups of fewer than 4 input channels). */
+int64_t accel_nchwc_group_blocks(int64_t c, int64_t o, int64_t groups);
+
+/* The first of the gcb input blocks output block ob reads. */
+int64_t accel_nchwc_group_first(int64_t c, int64_t o, int64_t groups, int64_t gcb, int64_t ob);
+
+/* The weights `w` ([o][c/groups][full_kh][full_kw]), the taps of `win`, in the grouped layout
+ * above, followed by the bias padded to whole blocks: a shared block of `packs`. NULL when out
+ * of memory or when accel_nchwc_group_blocks is 0. */
+const float* accel_nchwc_packed_grouped(accel_packs* packs, accel_threads* threads, const float* w,
+                                        const float* bias, int64_t o, int64_t c, int64_t groups,
+                                        const nchwc_window* win);
+
+/* Channel scale (squeeze-and-excitation's product x * s, s of shape [N, C, 1, 1]): output row
+ * `oy` of block `b` of one image, y[b][oy][ox] = x[b][oy][ox] * s[b], both views at the
+ * image's origin, s the 16 floats of block b. */
+void accel_nchwc_scale_row_avx512(const nchwc_view* x, const float* s, const nchwc_view* y, int64_t b,
+                                  int64_t oy, int64_t ow);
+
+/* y[i] = y[i] sigmoid(y[i]) (SWISH with alpha 1, SiLU) for i < n, in place (chain_steps_avx512.c). */
+void accel_nchwc_silu_avx512(float* y, int64_t n);
+
+/* Zeros lanes [n, 16) of `count` consecutive vectors (the channels past the last of a blocked
+ * tensor, after an activation that does not map 0 to 0). */
+void accel_nchwc_zero_tail_avx512(float* v, int64_t count, int64_t n);
 
 #endif /* ACCEL_CONV_NCHWC_H */

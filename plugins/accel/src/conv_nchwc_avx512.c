@@ -69,13 +69,14 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
     if (W == PW) { /* one output row: only the tap rows that read the image */
         tap_rows(g, oy, &ky0, &ky1);
     }
+    const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
+            for (int64_t kx = kxa; kx < kxb; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
                 for (int64_t ci = 0; ci < ci_n; ++ci) {
@@ -131,13 +132,14 @@ static inline __attribute__((always_inline)) void tile_half(const nchwc_geom* g,
     const float* wob = wb + ob * wblock;
     int64_t ky0 = 0, ky1 = g->kh;
     tap_rows(g, oy, &ky0, &ky1); /* one output row: only the tap rows that read the image */
+    const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
+            for (int64_t kx = kxa; kx < kxb; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
                 for (int64_t ci = 0; ci < ci_n; ++ci) {
@@ -212,12 +214,13 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
     const int64_t ib = g->ib;
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
     const float* wob = wb + ob * wblock;
+    const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
         for (int64_t ky = 0; ky < g->kh; ++ky) {
             const float* xrow = x->data + (cb * x->rows + ky * g->dh) * x->cols * ib;
             const float* wrow = wob + (cb * g->kh + ky) * g->kw * ib * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
+            for (int64_t kx = kxa; kx < kxb; ++kx) {
                 const float* xp = xrow + kx * g->dw * ib;
                 const float* wp = wrow + kx * ib * B;
                 for (int64_t ci = 0; ci < ci_n; ++ci) {
@@ -303,11 +306,64 @@ static void tile_rows_any(const nchwc_geom* g, const nchwc_view* x, const float*
     (g->sw == 1 ? tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, B)           \
                 : tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, 2 * B))
 
+/* The tap columns [*a, *b) that read the image for output column ox (nchwc_geom.img_w). */
+static void tap_cols(const nchwc_geom* g, int64_t ox, int64_t* a, int64_t* b) {
+    *a = 0;
+    *b = g->kw;
+    const int64_t left = ox * g->sw;
+    while (*a < *b && left + *a * g->dw < g->img_left) ++*a;
+    while (*b > *a && left + (*b - 1) * g->dw >= g->img_left + g->img_w) --*b;
+}
+
+/* One-row tiles over the parts of each row that run the same tap columns (nchwc_geom.img_w),
+ * each part in tiles of equal size; 0 (nothing done) when that saves less than a quarter of
+ * the row's pixel-taps. */
+static int split_columns(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                         const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
+                         int64_t rows) {
+    int64_t used = 0;
+    for (int64_t ox = 0; ox < g->ow; ++ox) {
+        int64_t a, b;
+        tap_cols(g, ox, &a, &b);
+        used += b - a;
+    }
+    if (used * 4 > g->ow * g->kw * 3) {
+        return 0;
+    }
+    const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
+    nchwc_geom part = *g;
+    for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
+        for (int64_t ox0 = 0; ox0 < g->ow;) {
+            int64_t a, b, end = ox0 + 1;
+            tap_cols(g, ox0, &a, &b);
+            for (;;) { /* the part: the columns with the same taps */
+                int64_t a2, b2;
+                if (end == g->ow) break;
+                tap_cols(g, end, &a2, &b2);
+                if (a2 != a || b2 != b) break;
+                ++end;
+            }
+            part.tx0 = a < b ? a : g->kw; /* no tap reaches the image: [kw, kw), the bias alone */
+            part.tx1 = a < b ? b : g->kw;
+            const int64_t n = end - ox0, tiles = (n + maxw - 1) / maxw, base = n / tiles, extra = n % tiles;
+            for (int64_t t = 0; t < tiles; ++t) {
+                int pw = (int)(base + (t < extra ? 1 : 0));
+                tile_row_any(&part, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
+                ox0 += pw;
+            }
+        }
+    }
+    return 1;
+}
+
 void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
                                   const float* bias, const nchwc_view* y,
                                   const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
                                   int64_t rows) {
     const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
+    if (g->ow * 2 > maxw && g->img_w > 0 && g->kw > 1 && split_columns(g, x, wb, bias, y, epi, ob, nb, oy0, rows)) {
+        return;
+    }
     if (g->ow * 2 > maxw) {
         /* Rows of equal tiles of at most maxw pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
         int64_t tiles = (g->ow + maxw - 1) / maxw;
@@ -391,6 +447,80 @@ static inline __attribute__((always_inline)) void dw3_tile(const nchwc_geom* g, 
     }
 }
 
+/* dw3_tile for KW = 5 or 7 taps per row (EfficientNet's and MobileNetV3's 5x5, ConvNeXt's 7x7),
+ * the KW weight vectors of a tap row in registers: (PW - 1) * SW + KW loads per row instead of
+ * KW * PW. PW <= 8, so a tile uses PW + KW + 1 of the 32 zmm registers. */
+static inline __attribute__((always_inline)) void dwk_tile(const nchwc_geom* g, const nchwc_view* x,
+                                                           const float* wblk, __m512 bv, float* yrow,
+                                                           const float* arow, int clamp, __m512 lo,
+                                                           __m512 hi, int64_t b, int64_t oy,
+                                                           int64_t ox, const int PW, const int SW, const int KW) {
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) acc[p] = bv;
+    for (int64_t ky = 0; ky < g->kh; ++ky) {
+        const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * SW) * B;
+        __m512 w[7];
+#pragma GCC unroll 7
+        for (int t = 0; t < KW; ++t) w[t] = _mm512_load_ps(wblk + (ky * KW + t) * B);
+#pragma GCC unroll 32
+        for (int j = 0; j < (PW - 1) * SW + KW; ++j) {
+            const __m512 v = _mm512_load_ps(xrow + j * B);
+#pragma GCC unroll 7
+            for (int t = 0; t < KW; ++t) {
+                if (j >= t && (j - t) % SW == 0 && (j - t) / SW < PW) {
+                    acc[(j - t) / SW] = _mm512_fmadd_ps(v, w[t], acc[(j - t) / SW]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) {
+        finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
+    }
+}
+
+/* Any depthwise geometry, a tile of PW (<= DW_PW) pixels with independent accumulators. */
+static inline __attribute__((always_inline)) void dwg_tile(const nchwc_geom* g, const nchwc_view* x,
+                                                           const float* wblk, __m512 bv, float* yrow,
+                                                           const float* arow, int clamp, __m512 lo,
+                                                           __m512 hi, int64_t b, int64_t oy,
+                                                           int64_t ox, const int PW) {
+    const int64_t xstep = g->sw * B;
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) acc[p] = bv;
+    for (int64_t ky = 0; ky < g->kh; ++ky) {
+        const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
+        for (int64_t kx = 0; kx < g->kw; ++kx) {
+            const __m512 wv = _mm512_load_ps(wblk + (ky * g->kw + kx) * B);
+            const float* xp = xrow + kx * g->dw * B;
+#pragma GCC unroll 8
+            for (int p = 0; p < PW; ++p) acc[p] = _mm512_fmadd_ps(_mm512_load_ps(xp + p * xstep), wv, acc[p]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < PW; ++p) {
+        finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
+    }
+}
+
+#define DWK_CASE(pw, sw, kw)                                                          \
+    case pw:                                                                          \
+        dwk_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, pw, sw, kw);   \
+        break;
+#define DWK_SWITCH(sw, kw)                                                                                   \
+    switch (pw) {                                                                                            \
+        DWK_CASE(1, sw, kw) DWK_CASE(2, sw, kw) DWK_CASE(3, sw, kw) DWK_CASE(4, sw, kw) DWK_CASE(5, sw, kw)  \
+        DWK_CASE(6, sw, kw) DWK_CASE(7, sw, kw) DWK_CASE(8, sw, kw)                                          \
+        default:                                                                                             \
+            break;                                                                                           \
+    }
+#define DWG_CASE(pw)                                                                  \
+    case pw:                                                                          \
+        dwg_tile(g, x, wblk, bv, yrow, arow, clamp, lo, hi, b, oy, ox, pw);           \
+        break;
+
 /* A dw3_tile of a width and stride known at compile time. */
 #define DW3_CASE(pw, sw)                                                              \
     case pw:                                                                          \
@@ -404,7 +534,6 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
     const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
     const int clamp = clamp_kind(epi);
     const float* wblk = wd + b * g->kh * g->kw * B;
-    const int64_t xstep = g->sw * B;
     float* yrow = y->data + ((b * y->rows + oy) * y->cols) * B;
     const float* arow = epi->addend.data != NULL
                             ? epi->addend.data + ((b * epi->addend.rows + oy) * epi->addend.cols) * B
@@ -433,34 +562,27 @@ void accel_nchwc_dwconv_row_avx512(const nchwc_geom* g, const nchwc_view* x, con
         }
         return;
     }
-    for (; ox + DW_PW <= g->ow; ox += DW_PW) {
-        __m512 acc[DW_PW];
-        for (int p = 0; p < DW_PW; ++p) acc[p] = bv;
-        for (int64_t ky = 0; ky < g->kh; ++ky) {
-            const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
-                __m512 wv = _mm512_load_ps(wblk + (ky * g->kw + kx) * B);
-                const float* xp = xrow + kx * g->dw * B;
-#pragma GCC unroll 8
-                for (int p = 0; p < DW_PW; ++p) {
-                    acc[p] = _mm512_fmadd_ps(_mm512_load_ps(xp + p * xstep), wv, acc[p]);
-                }
+    /* Tiles of up to DW_PW pixels, the last one narrower (a 7-pixel row is one tile of 7, not 7
+     * tiles of one: each pixel's sum is a chain of kh * kw dependent products, so a tile needs
+     * several pixels to keep the multiply-adds busy). */
+    const int kwc = g->dw == 1 && (g->sw == 1 || g->sw == 2) && (g->kw == 5 || g->kw == 7) ? (int)g->kw : 0;
+    for (; ox < g->ow; ox += DW_PW) {
+        const int pw = g->ow - ox < DW_PW ? (int)(g->ow - ox) : DW_PW;
+        if (kwc == 5 && g->sw == 1) {
+            DWK_SWITCH(1, 5)
+        } else if (kwc == 5) {
+            DWK_SWITCH(2, 5)
+        } else if (kwc == 7 && g->sw == 1) {
+            DWK_SWITCH(1, 7)
+        } else if (kwc == 7) {
+            DWK_SWITCH(2, 7)
+        } else {
+            switch (pw) {
+                DWG_CASE(1) DWG_CASE(2) DWG_CASE(3) DWG_CASE(4) DWG_CASE(5) DWG_CASE(6) DWG_CASE(7) DWG_CASE(8)
+                default:
+                    break;
             }
         }
-        for (int p = 0; p < DW_PW; ++p) {
-            finish(acc[p], yrow + (ox + p) * B, arow != NULL ? arow + (ox + p) * B : NULL, clamp, lo, hi);
-        }
-    }
-    for (; ox < g->ow; ++ox) {
-        __m512 acc = bv;
-        for (int64_t ky = 0; ky < g->kh; ++ky) {
-            const float* xrow = x->data + ((b * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox * g->sw) * B;
-            for (int64_t kx = 0; kx < g->kw; ++kx) {
-                acc = _mm512_fmadd_ps(_mm512_load_ps(xrow + kx * g->dw * B),
-                                      _mm512_load_ps(wblk + (ky * g->kw + kx) * B), acc);
-            }
-        }
-        finish(acc, yrow + ox * B, arow != NULL ? arow + ox * B : NULL, clamp, lo, hi);
     }
 }
 
