@@ -96,4 +96,11 @@ pn_status accel_expand_create(void*, const pn_layer*, pn_workload**, pn_string_o
 int accel_logic_binary(const pn_layer*);
 pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* Data movement (data_movement.c): SLICE (any steps, negative included) and SPLIT as strided
+ * copies of any element type of 1, 2, 4 or 8 bytes (accel_move_check: every type of the ABI);
+ * CONCAT (declared above) runs on the same region copies. */
+pn_status accel_move_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_slice_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_split_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */
