@@ -1,7 +1,7 @@
 /* BATCH_NORMALIZATION (inference) on float32: y = (x - mean[c]) * a[c] + bias[c] with
  * a[c] = scale[c] / sqrt(var[c] + eps) computed in double as CpuRef does, once at create time
- * when the four operands are constant, else at each run. Channels-second x (rank 2, 3, 4 NCHW,
- * any higher rank) runs rows of one channel through the affine row kernel of kern_tx.h; rank-4
+ * when the four operands are constant, else at each run. Channels-second x (rank 2, 3, 4 NCHW;
+ * the shared validation allows rank 2 to 4) runs rows of one channel through the affine row kernel of kern_tx.h; rank-4
  * NHWC x runs rows of all channels. Rows split over the pool. */
 #include "families.h"
 #include "tx.h"
