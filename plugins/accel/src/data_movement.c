@@ -137,38 +137,64 @@ static void copy_run(char* y, int64_t sy, const char* x, int64_t sx, int64_t n, 
 #undef STRIDED
 }
 
-/* Units [b, e) of region r: row u / chunks, chunk u % chunks. */
+/* A short contiguous run of `bytes` (a multiple of 16, at most SHORT_RUN): 16-byte moves the
+ * compiler inlines, no call. */
+#define SHORT_RUN 256
+static void copy_short(char* y, const char* x, int64_t bytes) {
+    for (int64_t i = 0; i < bytes; i += 16) {
+        memcpy(y + i, x + i, 16);
+    }
+}
+
+/* Units [b, e) of region r: row u / chunks, chunk u % chunks. The row's offsets follow an
+ * index odometer over the outer dims (no division per row). */
 static void region_units(const move_run* run, const region* r, int64_t b, int64_t e) {
     const size_t es = run->s->es;
     const uint32_t inner = r->rank - 1;
-    const int64_t len = r->dims[inner];
+    const int64_t len = r->dims[inner], sx = r->xs[inner], sy = r->ys[inner];
     const char* x = (const char*)run->args->inputs[r->src].data;
     char* y = (char*)run->args->outputs[r->dst].data;
-    if (r->rank == 1 && r->xs[0] == 1 && r->ys[0] == 1 && x + r->x0 * (int64_t)es == y + r->y0 * (int64_t)es) {
+    if (r->rank == 1 && sx == 1 && sy == 1 && x + r->x0 * (int64_t)es == y + r->y0 * (int64_t)es) {
         return; /* the source already is the destination (its producer wrote in place) */
     }
     int64_t row = b / r->chunks, part = b % r->chunks;
     int64_t idx[PN_MAX_DIMS];
-    int64_t rem = row;
+    int64_t rem = row, xo = r->x0, yo = r->y0;
     for (int32_t a = (int32_t)inner - 1; a >= 0; --a) {
         idx[a] = rem % r->dims[a];
         rem /= r->dims[a];
+        xo += idx[a] * r->xs[a];
+        yo += idx[a] * r->ys[a];
+    }
+    const int64_t run_bytes = len * (int64_t)es;
+    if (r->chunks == 1 && sx == 1 && sy == 1 && run_bytes <= SHORT_RUN && run_bytes % 16 == 0) {
+        for (int64_t u = b; u < e; ++u) { /* whole short rows */
+            copy_short(y + yo * (int64_t)es, x + xo * (int64_t)es, run_bytes);
+            for (int32_t a = (int32_t)inner - 1; a >= 0; --a) {
+                xo += r->xs[a];
+                yo += r->ys[a];
+                if (++idx[a] < r->dims[a]) break;
+                idx[a] = 0;
+                xo -= r->dims[a] * r->xs[a];
+                yo -= r->dims[a] * r->ys[a];
+            }
+        }
+        return;
     }
     for (int64_t u = b; u < e;) {
-        int64_t xo = r->x0, yo = r->y0;
-        for (uint32_t a = 0; a < inner; ++a) {
-            xo += idx[a] * r->xs[a];
-            yo += idx[a] * r->ys[a];
-        }
         for (; part < r->chunks && u < e; ++part, ++u) {
             const int64_t at = part * r->chunk;
             const int64_t n = len - at < r->chunk ? len - at : r->chunk;
-            copy_run(y + (yo + at * r->ys[inner]) * (int64_t)es, r->ys[inner],
-                     x + (xo + at * r->xs[inner]) * (int64_t)es, r->xs[inner], n, es);
+            copy_run(y + (yo + at * sy) * (int64_t)es, sy, x + (xo + at * sx) * (int64_t)es, sx, n, es);
         }
         part = 0;
-        for (int32_t a = (int32_t)inner - 1; a >= 0 && ++idx[a] == r->dims[a]; --a) {
+        for (int32_t a = (int32_t)inner - 1; a >= 0; --a) {
+            xo += r->xs[a];
+            yo += r->ys[a];
+            if (++idx[a] < r->dims[a]) break;
             idx[a] = 0;
+            xo -= r->dims[a] * r->xs[a];
+            yo -= r->dims[a] * r->ys[a];
         }
     }
 }
@@ -308,6 +334,26 @@ pn_status accel_split_create(void* context, const pn_layer* layer, pn_workload**
         if (pn_num_elements(y) == 0) r->rows = 0;
         at += y->dims[axis];
     }
+    return state_finish(s, layer, workload_out, message_out);
+}
+
+/* ---- TRANSPOSE whose innermost output dim is contiguous in the input ------------------------ */
+
+/* One region: the output's dims read at the permuted input strides (shape_ops.c hands over the
+ * transposes that keep a contiguous inner run; those that do not take its block transposes). */
+pn_status accel_permute_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+                               pn_string_out* message_out) {
+    const pn_transpose_desc* d = (const pn_transpose_desc*)layer->descriptor;
+    const pn_tensor_info* x = &layer->inputs[0];
+    const pn_tensor_info* y = &layer->outputs[0];
+    move_state* s = state_new(env, layer, 1);
+    if (s == NULL) return out_of_memory(layer, message_out);
+    int64_t xst[PN_MAX_DIMS], yst[PN_MAX_DIMS], xs[PN_MAX_DIMS];
+    strides_of(x, xst);
+    strides_of(y, yst);
+    for (uint32_t a = 0; a < y->rank; ++a) xs[a] = xst[d->perm[a]];
+    region_finish(&s->regions[0], y->rank, y->dims, xs, yst, s->es);
+    if (pn_num_elements(y) == 0) s->regions[0].rows = 0;
     return state_finish(s, layer, workload_out, message_out);
 }
 

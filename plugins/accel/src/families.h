@@ -102,6 +102,9 @@ pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_ou
 pn_status accel_move_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_slice_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_split_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* TRANSPOSE as one strided region copy (rows of the output walked with an index odometer);
+ * shape_ops.c uses it when the innermost output dim is contiguous in the input. */
+pn_status accel_permute_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
 /* BATCH_NORMALIZATION (batch_norm.c), float32: channels-second x (rank 2 to 4), rank-4 NHWC. */
 pn_status accel_batch_norm_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 

@@ -172,6 +172,10 @@ pn_status accel_transpose_create(void* context, const pn_layer* layer,
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     transpose_plan_make(&layer->inputs[0], (const pn_transpose_desc*)layer->descriptor, env->isa, p);
+    if (p->q < 0) { /* a contiguous inner run: data_movement.c's region copy */
+        free(p);
+        return accel_permute_create(env, layer, workload_out, message_out);
+    }
     return accel_workload_new(env, layer, sizeof(pn_transpose_desc), NULL, transpose_kernel, p,
                               workload_out, message_out);
 }
