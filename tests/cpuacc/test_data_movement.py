@@ -12,6 +12,7 @@ element a kernel forgets shows."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -285,3 +286,92 @@ def test_refused_with_reason(kind: LayerKind, desc: object, dtype: DataType, exp
         support = rt.backend("CpuAcc").is_layer_supported(layer)
     assert not support.supported
     assert "CpuAcc" in support.reason and expected in support.reason, support.reason
+
+
+# ---- The fused reshape-transpose (fusion_patterns.c, index_copy.h) -----------------------------
+
+def shuffle_net(shape: tuple[int, ...], steps: Sequence[tuple[str, Any]], export_middle: bool = False) \
+        -> tuple[plugnn.Network, Any]:
+    """x -> relu -> the reshape / transpose steps -> relu -> y, and the NumPy function of it;
+    with export_middle the first step's output is also a graph output (so it cannot be fused)."""
+    from plugnn import Network
+
+    net = Network("shuffle")
+    t = net.add_activation(net.add_input("x", shape), "relu", name="in_relu")
+    first = None
+    for i, (what, arg) in enumerate(steps):
+        t = net.add_reshape(t, arg, name=f"r{i}") if what == "reshape" else net.add_transpose(t, arg, name=f"t{i}")
+        first = t if first is None else first
+    net.add_output(net.add_activation(t, "relu", name="out_relu"), "y")
+    if export_middle:
+        net.add_output(first, "middle")
+
+    def numpy(x: np.ndarray) -> np.ndarray:
+        y = np.maximum(x, 0)
+        for what, arg in steps:
+            y = y.reshape(arg) if what == "reshape" else np.transpose(y, arg)
+        return np.maximum(y, 0)
+
+    return net, numpy
+
+
+SHUFFLES = {
+    "channel shuffle g2": ((1, 232, 7, 7), [("reshape", (1, 2, 116, 7, 7)), ("transpose", (0, 2, 1, 3, 4)),
+                                            ("reshape", (1, 232, 7, 7))]),
+    "channel shuffle g3 odd": ((2, 9, 5, 3), [("reshape", (2, 3, 3, 5, 3)), ("transpose", (0, 2, 1, 3, 4)),
+                                              ("reshape", (2, 9, 5, 3))]),
+    "window partition": ((1, 14, 14, 24), [("reshape", (1, 2, 7, 2, 7, 24)), ("transpose", (0, 1, 3, 2, 4, 5)),
+                                           ("reshape", (4, 49, 24))]),
+    "window reverse": ((4, 49, 8), [("reshape", (1, 2, 2, 7, 7, 8)), ("transpose", (0, 1, 3, 2, 4, 5)),
+                                    ("reshape", (1, 14, 14, 8))]),
+    "transpose then reshape": ((3, 5, 16), [("transpose", (1, 0, 2)), ("reshape", (5, 48))]),
+    "reshape then transpose": ((6, 10), [("reshape", (2, 3, 10)), ("transpose", (2, 0, 1))]),
+}
+
+
+def plan_types(optimized: Any) -> list[str]:
+    return [r["type"] for r in optimized.assignments()]
+
+
+@pytest.mark.parametrize("name", list(SHUFFLES))
+def test_reshape_transpose_fused_into_one_copy(name: str) -> None:
+    shape, steps = SHUFFLES[name]
+    net, numpy = shuffle_net(shape, steps)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    expected = numpy(x)
+    for isa, n in CONFIGS:
+        with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}}) as rt:
+            optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+            types = plan_types(optimized)
+            assert sum(t.startswith("Precompiled(reshape-transpose") for t in types) == 1, types
+            assert not any(t in ("Reshape", "Transpose") for t in types), types
+            with rt.load_network(optimized) as loaded:
+                np.testing.assert_array_equal(loaded.run({"x": x})["y"], expected, err_msg=f"{isa} {n}")
+
+
+def test_reshape_used_elsewhere_is_not_absorbed() -> None:
+    shape, steps = SHUFFLES["channel shuffle g2"]
+    net, numpy = shuffle_net(shape, steps, export_middle=True)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    with plugnn.Runtime() as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+        types = plan_types(optimized)
+        assert types.count("Reshape") == 1 and "Transpose" not in types, types   # the transpose took the last
+        with rt.load_network(optimized) as loaded:
+            out = loaded.run({"x": x})
+    np.testing.assert_array_equal(out["y"], numpy(x))
+    np.testing.assert_array_equal(out["middle"], np.maximum(x, 0).reshape(steps[0][1]))
+
+
+def test_lone_transpose_and_fuse_off_stay_unfused() -> None:
+    net, _ = shuffle_net((3, 4, 5), [("transpose", (2, 0, 1))])
+    with plugnn.Runtime() as rt:
+        assert "Transpose" in plan_types(plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"]))
+    shape, steps = SHUFFLES["window partition"]
+    net, numpy = shuffle_net(shape, steps)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    with plugnn.Runtime(backend_options={"CpuAcc": {"fuse": "0"}}) as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+        assert not any(t.startswith("Precompiled") for t in plan_types(optimized))
+        with rt.load_network(optimized) as loaded:
+            np.testing.assert_array_equal(loaded.run({"x": x})["y"], numpy(x))

@@ -47,6 +47,12 @@ def plan(optimized: Any) -> list[tuple[str, str]]:
     return [(r["type"].split("(")[0], r["backend"]) for r in optimized.assignments()]
 
 
+def attention_layers(optimized: Any) -> list[str]:
+    """The fused attentions among the layers that run (other PRECOMPILED layers, e.g. a
+    reshape-transpose, are not attentions)."""
+    return [r["type"] for r in optimized.assignments() if r["type"].startswith("Precompiled(attention")]
+
+
 def assert_close(actual: np.ndarray, expected: np.ndarray, tol: float = TOLERANCE) -> None:
     assert actual.shape == expected.shape
     scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
@@ -416,7 +422,7 @@ def test_attention_is_left_alone_when_a_piece_does_not_fit(broken: str) -> None:
     elif broken == "probabilities used elsewhere":
         net.add_output(next(t for t in net_tensors(net) if t.producer == "sm"), "probs")
     optimized = fused_plan(net, attention_inputs(net))
-    assert ("Precompiled", "CpuAcc") not in plan(optimized)
+    assert not attention_layers(optimized)
     assert ("Softmax", "CpuAcc") in plan(optimized)
 
 
@@ -482,5 +488,5 @@ def test_window_attention_with_a_run_time_mask_behind_a_reshape_is_left_alone() 
     inputs = attention_inputs(net)
     inputs["shift"] = (RNG.integers(0, 2, (1, 4, 1, 49, 49)) * -100.0).astype(F32)
     optimized = fused_plan(net, inputs)
-    assert ("Precompiled", "CpuAcc") not in plan(optimized)
+    assert not attention_layers(optimized)
     assert ("Softmax", "CpuAcc") in plan(optimized)

@@ -1,6 +1,7 @@
 /* CpuAcc fused attention: the workload of the PRECOMPILED layer fusion_patterns.c makes
  * (attention.h). */
 #include "attention.h"
+#include "index_copy.h"
 #include "chain_run.h"
 #include "tx.h"
 
@@ -259,6 +260,9 @@ pn_status accel_precompiled_create(void* context, const pn_layer* layer, pn_work
     const uint32_t* magic = d != NULL ? (const uint32_t*)d->payload : NULL;
     if (magic != NULL && *magic == ACCEL_ATTN_MAGIC) {
         return accel_attention_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_INDEX_COPY_MAGIC) { /* a fused reshape-transpose */
+        return accel_index_copy_create(context, layer, workload_out, message_out);
     }
     return accel_chain_create(context, layer, workload_out, message_out);
 }

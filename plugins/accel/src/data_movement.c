@@ -13,6 +13,7 @@
  * all regions of a layer run in one parallel loop. Copies only: the results do not depend on
  * the kernel set or the thread count. */
 #include "families.h"
+#include "index_copy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +355,36 @@ pn_status accel_permute_create(const accel_env* env, const pn_layer* layer, pn_w
     for (uint32_t a = 0; a < y->rank; ++a) xs[a] = xst[d->perm[a]];
     region_finish(&s->regions[0], y->rank, y->dims, xs, yst, s->es);
     if (pn_num_elements(y) == 0) s->regions[0].rows = 0;
+    return state_finish(s, layer, workload_out, message_out);
+}
+
+/* ---- The fused reshape-transpose (index_copy.h) ---------------------------------------------- */
+
+void accel_index_copy_release(void* payload) { free(payload); }
+
+static int same_info(const pn_tensor_info* a, const pn_tensor_info* b) {
+    return a->dtype == b->dtype && pn_same_dims(a, b);
+}
+
+pn_status accel_index_copy_create(void* context, const pn_layer* layer, pn_workload** workload_out,
+                                  pn_string_out* message_out) {
+    const accel_index_copy* c = (const accel_index_copy*)((const pn_precompiled_desc*)layer->descriptor)->payload;
+    if (layer->num_inputs != 1 || layer->num_outputs != 1 || !same_info(&layer->inputs[0], &c->input) ||
+        !same_info(&layer->outputs[0], &c->output)) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                       "CpuAcc: precompiled reshape-transpose '%s' does not have its payload's one input and output",
+                       layer->name != NULL ? layer->name : "");
+    }
+    move_state* s = state_new((const accel_env*)context, layer, 1);
+    if (s == NULL) return out_of_memory(layer, message_out);
+    int64_t ys[PN_MAX_DIMS];
+    int64_t n = 1;
+    for (int32_t a = (int32_t)c->rank - 1; a >= 0; --a) {
+        ys[a] = n;
+        n *= c->dims[a];
+    }
+    region_finish(&s->regions[0], c->rank, c->dims, c->xs, ys, s->es);
+    if (n == 0) s->regions[0].rows = 0;
     return state_finish(s, layer, workload_out, message_out);
 }
 

@@ -2,6 +2,7 @@
  * swish, LayerNorm's decomposition, attention. */
 #include "fusion_patterns.h"
 #include "attention.h"
+#include "index_copy.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ typedef struct pat_item {
     uint32_t output_id;
     char* name;
     accel_attention* payload;       /* attention only */
+    accel_index_copy* move;         /* reshape-transpose only */
     int claimed;                    /* finish: inside a substitution */
 } pat_item;
 
@@ -51,6 +53,7 @@ void accel_patterns_release(accel_patterns* p, int owns_payloads) {
         free(p->items[i].name);
         if (owns_payloads) {
             accel_attention_release(p->items[i].payload);
+            accel_index_copy_release(p->items[i].move);
         }
     }
     for (uint32_t i = 0; i < p->num_lists; ++i) {
@@ -206,6 +209,7 @@ typedef struct pat_match {
     pn_activation_desc act;
     pn_normalization_desc norm;
     accel_attention* payload;
+    accel_index_copy* move;      /* a reshape-transpose's payload (kind PRECOMPILED, payload NULL) */
     uint32_t num_inputs;
     uint32_t input_ids[4];
     pn_tensor_info inputs[4];
@@ -999,6 +1003,74 @@ static int match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
     return 1;
 }
 
+/* ---- Reshape-transpose (index_copy.h) ------------------------------------------------------------ */
+
+static int is_reshape(const pn_layer* l) {
+    return (l->kind == PN_LAYER_RESHAPE || l->kind == PN_LAYER_COPY) && l->num_inputs == 1;
+}
+
+/* Transpose `t` with the Reshape (or Copy) that only feeds it and / or the one that only it
+ * feeds: one PRECOMPILED copy (at least one Reshape, else the Transpose stays as it is). */
+static int match_reshape_transpose(pat_ctx* c, int64_t t, pat_match* m) {
+    const pn_layer* tl = layer_at(c, t);
+    if (tl->kind != PN_LAYER_TRANSPOSE || tl->num_inputs != 1) {
+        return 0;
+    }
+    const pn_transpose_desc* d = (const pn_transpose_desc*)tl->descriptor;
+    const pn_tensor_info* a = &tl->inputs[0]; /* the shape the permutation applies to */
+    c->num_members = 0;
+    add_member(c, t);
+    uint32_t in_id = tl->input_ids[0];
+    pn_tensor_info in_info = *a;
+    const int64_t pr = prod(c, in_id);
+    if (pr >= 0 && inner(c, in_id, 1) && is_reshape(layer_at(c, pr)) && add_member(c, pr)) {
+        in_id = layer_at(c, pr)->input_ids[0];
+        in_info = layer_at(c, pr)->inputs[0];
+    }
+    uint32_t out_id = tl->output_ids[0];
+    pn_tensor_info out_info = tl->outputs[0];
+    const int64_t nr = consumer(c, out_id);
+    if (nr >= 0 && is_reshape(layer_at(c, nr)) && add_member(c, nr)) {
+        out_id = layer_at(c, nr)->output_ids[0];
+        out_info = layer_at(c, nr)->outputs[0];
+    }
+    if (c->num_members < 2 || in_info.dtype != out_info.dtype || d->rank != a->rank) {
+        return 0;
+    }
+    accel_index_copy* p = (accel_index_copy*)calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return -1;
+    }
+    int64_t as[PN_MAX_DIMS];
+    contiguous_strides(a, as);
+    p->magic = ACCEL_INDEX_COPY_MAGIC;
+    p->rank = d->rank;
+    for (uint32_t i = 0; i < d->rank; ++i) {
+        p->dims[i] = tl->outputs[0].dims[i];
+        p->xs[i] = as[d->perm[i]];
+    }
+    p->input = in_info;
+    p->output = out_info;
+    p->input.struct_size = p->output.struct_size = (uint32_t)sizeof(pn_tensor_info);
+    p->input.extension = p->output.extension = NULL;
+    int at = snprintf(p->label, sizeof(p->label), "reshape-transpose: rank %u perm (", d->rank);
+    for (uint32_t i = 0; i < d->rank && at > 0 && (size_t)at < sizeof(p->label); ++i) {
+        at += snprintf(p->label + at, sizeof(p->label) - (size_t)at, i > 0 ? ", %u" : "%u", d->perm[i]);
+    }
+    if (at > 0 && (size_t)at < sizeof(p->label)) {
+        snprintf(p->label + at, sizeof(p->label) - (size_t)at, "), one copy");
+    }
+    m->kind = PN_LAYER_PRECOMPILED;
+    m->move = p;
+    m->num_inputs = 1;
+    m->input_ids[0] = in_id;
+    m->inputs[0] = in_info;
+    m->constants[0] = NULL;
+    m->output_id = out_id;
+    m->output = out_info;
+    return 1;
+}
+
 /* ---- Building the result ---------------------------------------------------------------------- */
 
 /* `other` without the part it shares with `first` up to and including a '.' or '/'. */
@@ -1063,6 +1135,14 @@ static int make_item(pat_ctx* c, const pat_match* m, pat_item* it) {
     case PN_LAYER_ACTIVATION: it->desc.act = m->act; break;
     case PN_LAYER_NORMALIZATION: it->desc.norm = m->norm; break;
     default:
+        if (m->move != NULL) { /* a reshape-transpose */
+            it->desc.pre.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
+            it->desc.pre.payload = m->move;
+            it->desc.pre.release_payload = accel_index_copy_release;
+            it->desc.pre.label = m->move->label;
+            it->move = m->move;
+            break;
+        }
         it->desc.pre.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
         it->desc.pre.payload = m->payload;
         it->desc.pre.release_payload = accel_attention_release;
@@ -1090,6 +1170,8 @@ static int make_item(pat_ctx* c, const pat_match* m, pat_item* it) {
     if (it->name == NULL) {
         accel_attention_release(it->payload);
         it->payload = NULL;
+        accel_index_copy_release(it->move);
+        it->move = NULL;
         return -1;
     }
     r->name = it->name;
@@ -1216,7 +1298,8 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
     }
     /* attention first (it holds Mul and Add layers of its own), then the others */
     static const matcher matchers[] = {match_attention, match_layer_norm, match_gelu_erf, match_gelu_tanh,
-                                       match_swish};
+                                       match_swish,
+                                       match_reshape_transpose};
     pn_status s = PN_OK;
     for (size_t mi = 0; mi < sizeof(matchers) / sizeof(matchers[0]) && s == PN_OK; ++mi) {
         for (uint32_t i = 0; i < sg->num_layers && s == PN_OK; ++i) {
@@ -1235,6 +1318,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
                     ++p->num_items;
                 } else {
                     accel_attention_release(m.payload);
+                    accel_index_copy_release(m.move);
                     s = made < 0 ? PN_ERR_OUT_OF_MEMORY : PN_OK;
                 }
             }
