@@ -325,7 +325,7 @@ SHUFFLES = {
     "window reverse": ((4, 49, 8), [("reshape", (1, 2, 2, 7, 7, 8)), ("transpose", (0, 1, 3, 2, 4, 5)),
                                     ("reshape", (1, 14, 14, 8))]),
     "transpose then reshape": ((3, 5, 16), [("transpose", (1, 0, 2)), ("reshape", (5, 48))]),
-    "reshape then transpose": ((6, 10), [("reshape", (2, 3, 10)), ("transpose", (2, 0, 1))]),
+    "reshape then transpose": ((6, 10), [("reshape", (2, 3, 10)), ("transpose", (1, 0, 2))]),
 }
 
 
@@ -373,5 +373,19 @@ def test_lone_transpose_and_fuse_off_stay_unfused() -> None:
     with plugnn.Runtime(backend_options={"CpuAcc": {"fuse": "0"}}) as rt:
         optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
         assert not any(t.startswith("Precompiled") for t in plan_types(optimized))
+        with rt.load_network(optimized) as loaded:
+            np.testing.assert_array_equal(loaded.run({"x": x})["y"], numpy(x))
+
+
+def test_strided_inner_transpose_keeps_the_block_transpose() -> None:
+    """YOLO's head: [1, 255, H, W] -> [1, 3, 85, H, W] -> (0, 1, 3, 4, 2): the innermost output dim
+    is strided in x, so the Transpose keeps its block transposes and the Reshape stays."""
+    steps = [("reshape", (1, 3, 85, 7, 9)), ("transpose", (0, 1, 3, 4, 2))]
+    net, numpy = shuffle_net((1, 255, 7, 9), steps)
+    x = RNG.standard_normal((1, 255, 7, 9)).astype(np.float32)
+    with plugnn.Runtime() as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+        types = plan_types(optimized)
+        assert "Transpose" in types and "Reshape" in types, types
         with rt.load_network(optimized) as loaded:
             np.testing.assert_array_equal(loaded.run({"x": x})["y"], numpy(x))

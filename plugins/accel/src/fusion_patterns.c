@@ -1037,12 +1037,19 @@ static int match_reshape_transpose(pat_ctx* c, int64_t t, pat_match* m) {
     if (c->num_members < 2 || in_info.dtype != out_info.dtype || d->rank != a->rank) {
         return 0;
     }
+    /* only a transpose whose innermost output run is contiguous in x: a strided one keeps the
+     * Transpose layer's 16 x 16 block transposes (YOLO's [.., 85, H, W] -> [.., H, W, 85]) */
+    int64_t as[PN_MAX_DIMS];
+    contiguous_strides(a, as);
+    int32_t last = (int32_t)d->rank - 1;
+    while (last > 0 && tl->outputs[0].dims[last] == 1) --last;
+    if (d->rank > 0 && as[d->perm[last]] != 1) {
+        return 0;
+    }
     accel_index_copy* p = (accel_index_copy*)calloc(1, sizeof(*p));
     if (p == NULL) {
         return -1;
     }
-    int64_t as[PN_MAX_DIMS];
-    contiguous_strides(a, as);
     p->magic = ACCEL_INDEX_COPY_MAGIC;
     p->rank = d->rank;
     for (uint32_t i = 0; i < d->rank; ++i) {

@@ -6,7 +6,8 @@
  * first Reshape's shape, written in memory order into the last tensor: one strided region copy
  * (the output dims of the Transpose, read at the first shape's strides permuted). ShuffleNet's
  * channel shuffle (Reshape [N, g, C/g, H, W], Transpose (0, 2, 1, 3, 4), Reshape [N, C, H, W])
- * and Swin's window partition and reverse are such chains.
+ * and Swin's window partition and reverse are such chains. Only chains whose innermost output
+ * run is contiguous in x are taken (others keep the Transpose layer's block transposes).
  */
 #ifndef ACCEL_INDEX_COPY_H
 #define ACCEL_INDEX_COPY_H
