@@ -21,11 +21,11 @@ from typing import Any, NoReturn
 import numpy as np
 
 from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
-from plugnn.concat_views import concat_views
 from plugnn.descriptors import LayerKind
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
+from plugnn.movement_views import movement_views
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
 
@@ -196,9 +196,10 @@ class LoadedNetwork:
         def in_arena(key: str) -> bool:
             return key not in externals and location[key] == "host" and key not in graph.constants
 
-        # Concat inputs its producers write straight into the output (plugnn.concat_views).
-        views = concat_views(nodes, graph.infos, lambda key: key in first and in_arena(key) and key not in bounded,
-                             lambda node: node.backend_id is not None and self._backend(node.backend_id).concat_in_place,
+        # Concat inputs its producers write into the output, Slice and Split outputs read in place
+        # from the input (plugnn.movement_views).
+        views = movement_views(nodes, graph.infos, lambda key: key in first and in_arena(key) and key not in bounded,
+                             lambda node: node.backend_id is not None and self._backend(node.backend_id).moves_in_place,
                              ALIGNMENT)
         for key, view in views.items():  # the root lives while any of its views does
             first[view.root] = min(first[view.root], first[key])
@@ -216,7 +217,7 @@ class LoadedNetwork:
             offsets.update({key: offsets[v.root] + v.offset for key, v in views.items()})
             self.memory_plan = MemoryPlan(offsets, self.memory_plan.peak_bytes, self.memory_plan.naive_bytes +
                                           sum(graph.infos[key].num_bytes for key in views))
-        self.concat_views = views
+        self.movement_views = views
         raw = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
         start = (-raw.ctypes.data) % ALIGNMENT
         self._arena = raw[start:start + self.memory_plan.peak_bytes]

@@ -309,7 +309,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);
     b->base.flags = PN_BACKEND_HOST_MEMORY;
-    b->base.flags |= PN_BACKEND_CONCAT_IN_PLACE; /* data_movement.c skips inputs already in place */
+    b->base.flags |= PN_BACKEND_MOVES_IN_PLACE; /* data_movement.c skips inputs already in place */
     b->base.self = b;
     b->base.destroy = backend_destroy;
     b->base.is_layer_supported = backend_is_layer_supported;

@@ -234,8 +234,8 @@ static pn_status move_execute(void* vs, const pn_execute_args* args, pn_string_o
     if (st != PN_OK || s->units == 0) {
         return st;
     }
-    if (s->kind == PN_LAYER_CONCAT && all_in_place(s, args)) {
-        return PN_OK; /* every input's producer wrote it into the output (PN_BACKEND_CONCAT_IN_PLACE) */
+    if (all_in_place(s, args)) {
+        return PN_OK; /* the runtime planned every part at its place (PN_BACKEND_MOVES_IN_PLACE) */
     }
     move_run run = {s, args};
     accel_parallel_for_grain(s->env.threads, s->units, s->grain, move_units, &run);

@@ -1,9 +1,10 @@
-"""Concatenation in place (python/plugnn/concat_views.py, PN_BACKEND_CONCAT_IN_PLACE): on CpuAcc,
-the producers of a batch-1 channel Concat's inputs write straight into its output, and a dense
+"""Data movement in place (python/plugnn/movement_views.py, PN_BACKEND_MOVES_IN_PLACE): on CpuAcc,
+the producers of a batch-1 channel Concat's inputs write straight into its output, a dense
 block's chain of Concats (each the previous one's inputs plus one more) are all views of the
-last one. The results are those of the same network with every Concat copying (placed on
-CpuRef, which does not set the flag), bit for bit, at 1 and 2 threads; what may not be a view
-(batch 2, an unaligned block, a graph input or output) is not."""
+last one, and a Slice or Split output that is one block of its input is read where it lies. The
+results are those of the same network with every such layer copying (placed on CpuRef, which
+does not set the flag), bit for bit, at 1 and 2 threads; what may not be a view (batch 2, an
+unaligned block, a strided slice, a graph input or output) is not."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def run(net: Network, x: np.ndarray, threads: int, overrides: dict[str, str] | N
             second = loaded.run({"x": x})
             for k in first:
                 np.testing.assert_array_equal(first[k], second[k])
-            return first, len(loaded.concat_views)
+            return first, len(loaded.movement_views)
 
 
 def on_cpuref(names: Sequence[str]) -> dict[str, str]:
@@ -119,3 +120,47 @@ def test_graph_inputs_and_outputs_are_never_views() -> None:
     assert views2 == 0
     r = np.maximum(x2, 0)
     np.testing.assert_allclose(out["y"], np.concatenate([r, 1 / (1 + np.exp(-r))], axis=1), rtol=1e-5, atol=1e-6)
+
+
+def shuffle_unit(split: bool, step: int = 1, batch: int = 1) -> tuple[Network, list[str]]:
+    """ShuffleNet V2's unit: x -> relu -> r; halves of r (two Slices or a Split); the second half
+    through a 1x1 convolution; Concat of the first half and it; relu -> y."""
+    net = Network("unit")
+    r = net.add_activation(net.add_input("x", (batch, 32, 6, 6)), "relu", name="r")
+    if split:
+        a, b = net.add_split(r, [16, 16], axis=1, name="halves")
+        movers = ["halves"]
+    else:
+        a = net.add_slice(r, [0], [32 if step == 2 else 16], axes=[1], steps=[step], name="first")
+        b = net.add_slice(r, [16], [32], axes=[1], name="second")
+        movers = ["first", "second"]
+    c = net.add_convolution2d(b, rand(16, 16, 1, 1), rand(16), name="conv")
+    net.add_output(net.add_activation(net.add_concat([a, c], axis=1, name="cat"), "relu", name="y_relu"), "y")
+    return net, movers + ["cat"]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["slices", "split"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_slice_and_split_outputs_are_read_in_place(split: bool, threads: int) -> None:
+    net, movers = shuffle_unit(split)
+    x = rand(1, 32, 6, 6)
+    ours, views = run(net, x, threads)
+    copied, no_views = run(net, x, threads, on_cpuref(movers))
+    # the Concat owns the first half and the convolution's output; the second half is read in r
+    assert views == 3 and no_views == 0
+    np.testing.assert_array_equal(ours["y"], copied["y"])
+
+
+def test_strided_slices_and_batch_2_splits_are_copies() -> None:
+    net, movers = shuffle_unit(split=False, step=2)
+    x = rand(1, 32, 6, 6)
+    ours, views = run(net, x, 2)
+    assert views == 3  # the strided first slice is no block of r, but it is one of the Concat
+    copied, _ = run(net, x, 2, on_cpuref(movers))
+    np.testing.assert_array_equal(ours["y"], copied["y"])
+    net2, movers2 = shuffle_unit(split=True, batch=2)
+    x2 = rand(2, 32, 6, 6)
+    ours2, views2 = run(net2, x2, 2)
+    assert views2 == 0
+    copied2, _ = run(net2, x2, 2, on_cpuref(movers2))
+    np.testing.assert_array_equal(ours2["y"], copied2["y"])
