@@ -389,3 +389,69 @@ def test_strided_inner_transpose_keeps_the_block_transpose() -> None:
         assert "Transpose" in types and "Reshape" in types, types
         with rt.load_network(optimized) as loaded:
             np.testing.assert_array_equal(loaded.run({"x": x})["y"], numpy(x))
+
+
+# ---- Batch normalization with its activation (batch_norm.h) --------------------------------------
+
+def bn_net(shape: tuple[int, ...], act: str, layout: str = "NCHW", runtime_scale: bool = False,
+           export_bn: bool = False) -> tuple[plugnn.Network, list[np.ndarray]]:
+    from plugnn import Network
+
+    c = shape[3] if layout == "NHWC" else shape[1]
+    params = [RNG.standard_normal(c).astype(np.float32), RNG.standard_normal(c).astype(np.float32),
+              RNG.standard_normal(c).astype(np.float32), RNG.uniform(0.2, 2.0, c).astype(np.float32)]
+    net = Network("bn_act")
+    x = net.add_activation(net.add_input("x", shape), "tanh", name="pre")  # no convolution to fold into
+    scale = net.add_input("scale", (c,)) if runtime_scale else params[0]
+    bn = net.add_batch_normalization(x, scale, *params[1:], epsilon=1e-3, layout=layout, name="bn")
+    net.add_output(net.add_activation(bn, act, name="act"), "y")
+    if export_bn:
+        net.add_output(bn, "bn_out")
+    return net, params
+
+
+def bn_act_expected(x: np.ndarray, params: Sequence[np.ndarray], axis: int, act: str) -> np.ndarray:
+    y = bn_expected(np.tanh(x.astype(np.float64)), params, 1e-3, axis)
+    return {"relu": np.maximum(y, 0), "sigmoid": 1 / (1 + np.exp(-y)), "tanh": np.tanh(y)}[act]
+
+
+@pytest.mark.parametrize("shape, layout", [((1, 12, 9, 11), "NCHW"), ((2, 5, 7, 3), "NHWC"), ((3, 17), "NCHW")],
+                         ids=str)
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh"])
+def test_batch_norm_with_its_activation_is_one_layer(shape, layout: str, act: str) -> None:
+    net, params = bn_net(shape, act, layout)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    expected = bn_act_expected(x, params, 3 if layout == "NHWC" else 1, act)
+    first: dict[str, np.ndarray] = {}
+    for isa, n in CONFIGS:
+        with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}}) as rt:
+            optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+            types = plan_types(optimized)
+            assert sum(t.startswith("Precompiled(batch normalization") for t in types) == 1, types
+            with rt.load_network(optimized) as loaded:
+                y = loaded.run({"x": x})["y"]
+        if isa not in first:
+            first[isa] = y
+            np.testing.assert_allclose(y.astype(np.float64), expected, rtol=1e-5, atol=1e-5, err_msg=isa)
+        else:
+            np.testing.assert_array_equal(y, first[isa], err_msg=f"isa={isa} num_threads={n}")
+
+
+def test_batch_norm_stays_apart_with_run_time_operands_or_another_reader() -> None:
+    shape = (1, 6, 5, 5)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    net, params = bn_net(shape, "relu", runtime_scale=True)
+    with plugnn.Runtime() as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+        assert "BatchNormalization" in plan_types(optimized)
+        with rt.load_network(optimized) as loaded:
+            y = loaded.run({"x": x, "scale": params[0]})["y"]
+    np.testing.assert_allclose(y, bn_act_expected(x, params, 1, "relu"), rtol=1e-5, atol=1e-5)
+    net, params = bn_net(shape, "relu", export_bn=True)
+    with plugnn.Runtime() as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc", "CpuRef"])
+        types = plan_types(optimized)
+        assert "BatchNormalization" in types and "Activation" in types, types
+        with rt.load_network(optimized) as loaded:
+            out = loaded.run({"x": x})
+    np.testing.assert_allclose(out["y"], bn_act_expected(x, params, 1, "relu"), rtol=1e-5, atol=1e-5)

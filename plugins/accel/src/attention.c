@@ -2,6 +2,7 @@
  * (attention.h). */
 #include "attention.h"
 #include "index_copy.h"
+#include "batch_norm.h"
 #include "chain_run.h"
 #include "tx.h"
 
@@ -263,6 +264,9 @@ pn_status accel_precompiled_create(void* context, const pn_layer* layer, pn_work
     }
     if (magic != NULL && *magic == ACCEL_INDEX_COPY_MAGIC) { /* a fused reshape-transpose */
         return accel_index_copy_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_BN_ACT_MAGIC) { /* a batch normalization with its activation */
+        return accel_bn_act_create(context, layer, workload_out, message_out);
     }
     return accel_chain_create(context, layer, workload_out, message_out);
 }

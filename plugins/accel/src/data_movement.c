@@ -394,7 +394,7 @@ pn_status accel_index_copy_create(void* context, const pn_layer* layer, pn_workl
     }
     move_state* s = state_new((const accel_env*)context, layer, 1);
     if (s == NULL) return out_of_memory(layer, message_out);
-    int64_t ys[PN_MAX_DIMS];
+    int64_t ys[PN_MAX_DIMS] = {0};
     int64_t n = 1;
     for (int32_t a = (int32_t)c->rank - 1; a >= 0; --a) {
         ys[a] = n;

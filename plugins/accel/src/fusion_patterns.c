@@ -3,6 +3,7 @@
 #include "fusion_patterns.h"
 #include "attention.h"
 #include "index_copy.h"
+#include "batch_norm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,20 @@
 #define MAX_TENSOR_ID (1u << 24)
 
 /* ---- The result ------------------------------------------------------------------------------ */
+
+/* A PRECOMPILED payload other than attention's: the pointer, its release and its label. */
+typedef struct pat_own {
+    void* payload;
+    void (*release)(void*);
+    const char* label;
+} pat_own;
+
+static void own_release(pat_own* o) {
+    if (o->payload != NULL && o->release != NULL) {
+        o->release(o->payload);
+    }
+    o->payload = NULL;
+}
 
 typedef struct pat_item {
     uint32_t replaced[MAX_MEMBERS]; /* the subgraph's layer ids, in layer order */
@@ -31,7 +46,7 @@ typedef struct pat_item {
     uint32_t output_id;
     char* name;
     accel_attention* payload;       /* attention only */
-    accel_index_copy* move;         /* reshape-transpose only */
+    pat_own own;                    /* a PRECOMPILED payload of data_movement.c / batch_norm.c */
     int claimed;                    /* finish: inside a substitution */
 } pat_item;
 
@@ -53,7 +68,7 @@ void accel_patterns_release(accel_patterns* p, int owns_payloads) {
         free(p->items[i].name);
         if (owns_payloads) {
             accel_attention_release(p->items[i].payload);
-            accel_index_copy_release(p->items[i].move);
+            own_release(&p->items[i].own);
         }
     }
     for (uint32_t i = 0; i < p->num_lists; ++i) {
@@ -209,7 +224,7 @@ typedef struct pat_match {
     pn_activation_desc act;
     pn_normalization_desc norm;
     accel_attention* payload;
-    accel_index_copy* move;      /* a reshape-transpose's payload (kind PRECOMPILED, payload NULL) */
+    pat_own own;                 /* a payload of data_movement.c / batch_norm.c (kind PRECOMPILED, payload NULL) */
     uint32_t num_inputs;
     uint32_t input_ids[4];
     pn_tensor_info inputs[4];
@@ -1068,13 +1083,54 @@ static int match_reshape_transpose(pat_ctx* c, int64_t t, pat_match* m) {
         snprintf(p->label + at, sizeof(p->label) - (size_t)at, "), one copy");
     }
     m->kind = PN_LAYER_PRECOMPILED;
-    m->move = p;
+    m->own.payload = p;
+    m->own.release = accel_index_copy_release;
+    m->own.label = p->label;
     m->num_inputs = 1;
     m->input_ids[0] = in_id;
     m->inputs[0] = in_info;
     m->constants[0] = NULL;
     m->output_id = out_id;
     m->output = out_info;
+    return 1;
+}
+
+/* ---- Batch normalization + activation (batch_norm.h) ------------------------------------------- */
+
+/* A BATCH_NORMALIZATION with constant scale, bias, mean and var, and the ACTIVATION that alone
+ * reads its output: one PRECOMPILED layer. */
+static int match_bn_activation(pat_ctx* c, int64_t i, pat_match* m) {
+    const pn_layer* bn = layer_at(c, i);
+    const void* const* k = bn->constant_data;
+    if (bn->kind != PN_LAYER_BATCH_NORMALIZATION || bn->num_inputs != 5 || k == NULL || k[1] == NULL ||
+        k[2] == NULL || k[3] == NULL || k[4] == NULL) {
+        return 0;
+    }
+    const int64_t a = consumer(c, bn->output_ids[0]);
+    if (a < 0 || layer_at(c, a)->kind != PN_LAYER_ACTIVATION) {
+        return 0;
+    }
+    const pn_layer* al = layer_at(c, a);
+    if (al->outputs[0].dtype != bn->outputs[0].dtype || !pn_same_dims(&al->outputs[0], &bn->outputs[0])) {
+        return 0;
+    }
+    c->num_members = 0;
+    add_member(c, i);
+    add_member(c, a);
+    accel_bn_act* p = accel_bn_act_new(bn, (const pn_activation_desc*)al->descriptor);
+    if (p == NULL) {
+        return -1;
+    }
+    m->kind = PN_LAYER_PRECOMPILED;
+    m->own.payload = p;
+    m->own.release = accel_bn_act_release;
+    m->own.label = p->label;
+    m->num_inputs = 1;
+    m->input_ids[0] = bn->input_ids[0];
+    m->inputs[0] = bn->inputs[0];
+    m->constants[0] = NULL;
+    m->output_id = al->output_ids[0];
+    m->output = al->outputs[0];
     return 1;
 }
 
@@ -1142,12 +1198,12 @@ static int make_item(pat_ctx* c, const pat_match* m, pat_item* it) {
     case PN_LAYER_ACTIVATION: it->desc.act = m->act; break;
     case PN_LAYER_NORMALIZATION: it->desc.norm = m->norm; break;
     default:
-        if (m->move != NULL) { /* a reshape-transpose */
+        if (m->own.payload != NULL) { /* a reshape-transpose, a batch normalization with its activation */
             it->desc.pre.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
-            it->desc.pre.payload = m->move;
-            it->desc.pre.release_payload = accel_index_copy_release;
-            it->desc.pre.label = m->move->label;
-            it->move = m->move;
+            it->desc.pre.payload = m->own.payload;
+            it->desc.pre.release_payload = m->own.release;
+            it->desc.pre.label = m->own.label;
+            it->own = m->own;
             break;
         }
         it->desc.pre.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
@@ -1174,11 +1230,9 @@ static int make_item(pat_ctx* c, const pat_match* m, pat_item* it) {
         }
     }
     it->name = joined_name(c);
-    if (it->name == NULL) {
-        accel_attention_release(it->payload);
+    if (it->name == NULL) { /* the caller releases the match's payload (m->payload, m->own) */
         it->payload = NULL;
-        accel_index_copy_release(it->move);
-        it->move = NULL;
+        it->own.payload = NULL;
         return -1;
     }
     r->name = it->name;
@@ -1306,7 +1360,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
     /* attention first (it holds Mul and Add layers of its own), then the others */
     static const matcher matchers[] = {match_attention, match_layer_norm, match_gelu_erf, match_gelu_tanh,
                                        match_swish,
-                                       match_reshape_transpose};
+                                       match_reshape_transpose, match_bn_activation};
     pn_status s = PN_OK;
     for (size_t mi = 0; mi < sizeof(matchers) / sizeof(matchers[0]) && s == PN_OK; ++mi) {
         for (uint32_t i = 0; i < sg->num_layers && s == PN_OK; ++i) {
@@ -1325,7 +1379,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
                     ++p->num_items;
                 } else {
                     accel_attention_release(m.payload);
-                    accel_index_copy_release(m.move);
+                    own_release(&m.own);
                     s = made < 0 ? PN_ERR_OUT_OF_MEMORY : PN_OK;
                 }
             }
