@@ -187,7 +187,10 @@ class Backend(ABC):
     installed distribution that provided it through the plugnn.backends entry-point group
     ("acme-plugnn 0.1.0"), else ""; `version` is the backend API version it was built for;
     `host_memory` says its
-    tensors are plain host memory that other host-memory backends may share.
+    tensors are plain host memory that other host-memory backends may share; `moves_in_place`
+    (PN_BACKEND_MOVES_IN_PLACE) that its Concat layers leave an input already at its place in
+    the output where it is (the runtime then lets producers write into the output,
+    plugnn.movement_views).
     """
 
     backend_id: str = ""
@@ -195,6 +198,7 @@ class Backend(ABC):
     source: str = ""
     version: tuple[int, int] = (0, 0)
     host_memory: bool = True
+    moves_in_place: bool = False
 
     @abstractmethod
     def is_layer_supported(self, layer: LayerSpec) -> SupportResult:

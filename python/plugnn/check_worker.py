@@ -38,7 +38,7 @@ CYCLES = 500  # create/destroy cycles per round of the growth check
 ROUNDS = 3
 GROWTH_PER_CYCLE = 16  # bytes: more than this per cycle in every round is a leak (a malloc chunk is >= 32
                        # bytes; the interpreter's own noise is a few kilobytes at once, in one round)
-KNOWN_FLAGS = 0x1  # PN_BACKEND_HOST_MEMORY
+KNOWN_FLAGS = 0x3  # PN_BACKEND_HOST_MEMORY, PN_BACKEND_MOVES_IN_PLACE
 
 
 class Stop(Exception):

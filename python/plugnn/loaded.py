@@ -25,6 +25,7 @@ from plugnn.descriptors import LayerKind
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
+from plugnn.movement_views import movement_views
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
 
@@ -192,14 +193,31 @@ class LoadedNetwork:
                 raise PlugnnError(f"network {self.name!r}: data-dependent layer {nodes[i].name!r} runs on "
                                   f"{location[key]!r}, whose memory is not host memory; plugnn sizes such outputs "
                                   f"in host memory only")
+        def in_arena(key: str) -> bool:
+            return key not in externals and location[key] == "host" and key not in graph.constants
+
+        # Concat inputs its producers write into the output, Slice and Split outputs read in place
+        # from the input (plugnn.movement_views).
+        views = movement_views(nodes, graph.infos, lambda key: key in first and in_arena(key) and key not in bounded,
+                             lambda node: node.backend_id is not None and self._backend(node.backend_id).moves_in_place,
+                             ALIGNMENT)
+        for key, view in views.items():  # the root lives while any of its views does
+            first[view.root] = min(first[view.root], first[key])
+            last[view.root] = max(last[view.root], last[key])
         host_blocks = []
         for key in first:
             info = graph.infos[key]
-            if key in externals or location[key] != "host":
+            if key in externals or location[key] != "host" or key in views:
                 continue
             end = len(nodes) if key in bounded else last[key]  # read by run() after the last step
             host_blocks.append(Block(key, info.num_bytes, first[key], end))
         self.memory_plan: MemoryPlan = plan(host_blocks)
+        if views:
+            offsets = dict(self.memory_plan.offsets)
+            offsets.update({key: offsets[v.root] + v.offset for key, v in views.items()})
+            self.memory_plan = MemoryPlan(offsets, self.memory_plan.peak_bytes, self.memory_plan.naive_bytes +
+                                          sum(graph.infos[key].num_bytes for key in views))
+        self.movement_views = views
         raw = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
         start = (-raw.ctypes.data) % ALIGNMENT
         self._arena = raw[start:start + self.memory_plan.peak_bytes]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
 from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY, PN_MAX_DIMS as MAX_DIMS, LayerKind, Status
+from plugnn._abi_defs import PN_BACKEND_MOVES_IN_PLACE
 from plugnn.backend import (
     Backend,
     BackendContext,
@@ -332,6 +333,7 @@ class NativeBackend(Backend):
         self.origin = shared_object.path
         self.version = shared_object.version
         self.host_memory = bool(int(c_backend.flags) & PN_BACKEND_HOST_MEMORY)
+        self.moves_in_place = self.host_memory and bool(int(c_backend.flags) & PN_BACKEND_MOVES_IN_PLACE)
         self._c = c_backend
         self._message = Message()
         self._children: list[weakref.ref[_NativeChild]] = []

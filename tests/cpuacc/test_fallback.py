@@ -1,9 +1,8 @@
 """Layers CpuAcc declines run on CpuRef in the same network: the decline carries CpuAcc's reason,
 explain() shows it, and the network's output is CpuRef's alone within float32 tolerance.
 
-CpuAcc implements neither batch normalization (outside a convolution the optimizer folds it into)
-nor local response normalization; a network with both, between CpuAcc layers, crosses between the
-two backends four times.
+CpuAcc implements neither Triangular (ONNX Trilu) nor local response normalization; a network with
+both, between CpuAcc layers, crosses between the two backends four times.
 """
 
 from __future__ import annotations
@@ -26,10 +25,10 @@ def rand(*shape: int) -> np.ndarray:
 
 
 def mixed_network() -> Network:
-    """bn (on the graph input: nothing to fold into) -> conv -> lrn -> relu -> conv -> y."""
+    """triangle (on the graph input) -> conv -> lrn -> relu -> conv -> y."""
     net = Network("mixed")
     x = net.add_input("x", (2, 8, 12, 12))
-    y = net.add_batch_normalization(x, rand(8) ** 2 + 0.5, rand(8), rand(8), rand(8) ** 2 + 0.5, name="bn")
+    y = net.add_triangular(x, upper=True, k=-2, name="tri")
     y = net.add_convolution2d(y, rand(16, 8, 3, 3) * 0.2, rand(16), padding=1, name="conv1")
     y = net.add_lrn(y, 5, alpha=1e-3, beta=0.75, bias=2.0, name="lrn")
     y = net.add_activation(y, "relu", name="relu")
@@ -51,10 +50,10 @@ def test_declined_layers_fall_back_to_cpuref_with_cpuacc_reason() -> None:
     with plugnn.Runtime() as rt:
         optimized = plugnn.optimize(mixed_network(), rt, ["CpuAcc", "CpuRef"])
         where = backends_of(optimized)
-        assert where["bn"] == where["lrn"] == "CpuRef"
+        assert where["tri"] == where["lrn"] == "CpuRef"
         assert where["conv1"] == where["relu"] == where["conv2"] == "CpuAcc"
         text = optimized.explain()
-        for kind in ("BatchNormalization", "LocalResponseNormalization"):
+        for kind in ("Triangular", "LocalResponseNormalization"):
             assert f"preference: CpuAcc: no (CpuAcc has no {kind} kernel)" in text, text
         assert text.count("preference: CpuRef: yes") == 2, text
 

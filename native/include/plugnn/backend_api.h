@@ -1646,6 +1646,15 @@ typedef struct pn_backend_context {
 #define PN_BACKEND_HOST_MEMORY 0x1u /* tensors are plain host memory: the runtime may
                                        hand the same buffer to this backend and to any
                                        other host-memory backend without a copy */
+/* Since 1.1, with PN_BACKEND_HOST_MEMORY: the backend's CONCAT, SPLIT and SLICE workloads
+ * leave a part that already is at its place where it is: a CONCAT input whose data is its block
+ * of the output, a SPLIT or SLICE output whose data is its block of the input (the same
+ * address). They never copy a tensor onto itself. The runtime plans such views when the part
+ * is one contiguous block of the whole (a CONCAT or SPLIT with only 1s before the axis, a SLICE
+ * whose box is one run of the input) and lets the producers of CONCAT inputs write into the
+ * output and the readers of SLICE/SPLIT outputs read the input. Without the flag, every tensor
+ * has a buffer of its own, disjoint from every other live one. */
+#define PN_BACKEND_MOVES_IN_PLACE 0x2u
 
 /* What BackendFactory returns: one backend instance, created per runtime.
  * The runtime calls set_option for each user option, then uses the other

@@ -1,8 +1,6 @@
 /* CpuAcc fused attention: the workload of the PRECOMPILED layer fusion_patterns.c makes
  * (attention.h). */
 #include "attention.h"
-#include "chain_run.h"
-#include "linear.h"
 #include "tx.h"
 
 #include <stdlib.h>
@@ -252,17 +250,4 @@ pn_status accel_attention_create(void* context, const pn_layer* layer, pn_worklo
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     return PN_OK;
-}
-
-pn_status accel_precompiled_create(void* context, const pn_layer* layer, pn_workload** workload_out,
-                                   pn_string_out* message_out) {
-    const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
-    const uint32_t* magic = d != NULL ? (const uint32_t*)d->payload : NULL;
-    if (magic != NULL && *magic == ACCEL_ATTN_MAGIC) {
-        return accel_attention_create(context, layer, workload_out, message_out);
-    }
-    if (magic != NULL && *magic == ACCEL_LINEAR_MAGIC) { /* a fused linear layer (linear.h) */
-        return accel_linear_create(context, layer, workload_out, message_out);
-    }
-    return accel_chain_create(context, layer, workload_out, message_out);
 }

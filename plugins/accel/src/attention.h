@@ -64,9 +64,4 @@ void accel_attention_release(void* payload);
 pn_status accel_attention_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                                  pn_string_out* message_out);
 
-/* CpuAcc's create_precompiled: an attention payload (magic) to accel_attention_create, any
- * other payload to accel_chain_create (chain_run.h). */
-pn_status accel_precompiled_create(void* context, const pn_layer* layer, pn_workload** workload_out,
-                                   pn_string_out* message_out);
-
 #endif /* ACCEL_ATTENTION_H */

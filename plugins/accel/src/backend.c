@@ -1,5 +1,4 @@
 /* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
-#include "attention.h"
 #include "chain_run.h"
 #include "families.h"
 #include "optimize.h"
@@ -62,11 +61,14 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_POOLING, accel_pooling_nd_check, accel_pooling_nd_create},
     {PN_LAYER_RESIZE, accel_resize_check, accel_resize_create},
     {PN_LAYER_PAD, pn_plugin_float32_only, accel_pad_create},
+    {PN_LAYER_SLICE, accel_move_check, accel_slice_create},
+    {PN_LAYER_SPLIT, accel_move_check, accel_split_create},
+    {PN_LAYER_BATCH_NORMALIZATION, pn_plugin_float32_only, accel_batch_norm_create},
 };
 
-/* PRECOMPILED layers are the blocked chains of optimize_subgraph (chain_run.h) and its fused
- * attentions (attention.h), told apart by their payload. The factory context of every create
- * function is the factory's copy of the backend's accel_env. */
+/* PRECOMPILED layers are those optimize_subgraph made (blocked chains, fused attentions and
+ * linear layers, ...), told apart by their payload (precompiled.c). The factory context of every
+ * create function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
                                 accel_precompiled_create};
 
@@ -306,6 +308,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);
     b->base.flags = PN_BACKEND_HOST_MEMORY;
+    b->base.flags |= PN_BACKEND_MOVES_IN_PLACE; /* data_movement.c skips inputs already in place */
     b->base.self = b;
     b->base.destroy = backend_destroy;
     b->base.is_layer_supported = backend_is_layer_supported;

@@ -67,6 +67,10 @@ pn_status accel_pooling_nd_check(const pn_plugin*, const pn_layer*, pn_string_ou
 pn_status accel_resize_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_resize_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_pad_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* PRECOMPILED (precompiled.c): the layers CpuAcc's optimize_subgraph made, by their payload's
+ * magic: fused attention, fused linear layer, reshape-transpose copy, batch normalization with
+ * its activation, or else a blocked chain. */
+pn_status accel_precompiled_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 /* CONVOLUTION_2D's build function (shared_weights.h), also run by CONVOLUTION (convolution_nd.c)
  * on the 2-D view of a 1-D or 2-D forward convolution. */
 pn_status accel_conv2d_build(const accel_env*, const pn_layer*, accel_packs*, pn_workload**, pn_string_out*);
@@ -95,5 +99,17 @@ pn_status accel_select_create(void*, const pn_layer*, pn_workload**, pn_string_o
 pn_status accel_expand_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 int accel_logic_binary(const pn_layer*);
 pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
+/* Data movement (data_movement.c): SLICE (any steps, negative included) and SPLIT as strided
+ * copies of any element type of 1, 2, 4 or 8 bytes (accel_move_check: every type of the ABI);
+ * CONCAT (declared above) runs on the same region copies. */
+pn_status accel_move_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_slice_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_split_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* TRANSPOSE as one strided region copy (rows of the output walked with an index odometer);
+ * shape_ops.c uses it when the innermost output dim is contiguous in the input. */
+pn_status accel_permute_create(const accel_env*, const pn_layer*, pn_workload**, pn_string_out*);
+/* BATCH_NORMALIZATION (batch_norm.c), float32: channels-second x (rank 2 to 4), rank-4 NHWC. */
+pn_status accel_batch_norm_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 #endif /* ACCEL_FAMILIES_H */

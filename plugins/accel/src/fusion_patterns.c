@@ -2,6 +2,8 @@
  * swish, LayerNorm's decomposition, attention. */
 #include "fusion_patterns.h"
 #include "attention.h"
+#include "index_copy.h"
+#include "batch_norm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +14,20 @@
 #define MAX_TENSOR_ID (1u << 24)
 
 /* ---- The result ------------------------------------------------------------------------------ */
+
+/* A PRECOMPILED payload other than attention's: the pointer, its release and its label. */
+typedef struct pat_own {
+    void* payload;
+    void (*release)(void*);
+    const char* label;
+} pat_own;
+
+static void own_release(pat_own* o) {
+    if (o->payload != NULL && o->release != NULL) {
+        o->release(o->payload);
+    }
+    o->payload = NULL;
+}
 
 typedef struct pat_item {
     uint32_t replaced[MAX_MEMBERS]; /* the subgraph's layer ids, in layer order */
@@ -30,6 +46,7 @@ typedef struct pat_item {
     uint32_t output_id;
     char* name;
     accel_attention* payload;       /* attention only */
+    pat_own own;                    /* a PRECOMPILED payload of data_movement.c / batch_norm.c */
     int claimed;                    /* finish: inside a substitution */
 } pat_item;
 
@@ -51,6 +68,7 @@ void accel_patterns_release(accel_patterns* p, int owns_payloads) {
         free(p->items[i].name);
         if (owns_payloads) {
             accel_attention_release(p->items[i].payload);
+            own_release(&p->items[i].own);
         }
     }
     for (uint32_t i = 0; i < p->num_lists; ++i) {
@@ -206,6 +224,7 @@ typedef struct pat_match {
     pn_activation_desc act;
     pn_normalization_desc norm;
     accel_attention* payload;
+    pat_own own;                 /* a payload of data_movement.c / batch_norm.c (kind PRECOMPILED, payload NULL) */
     uint32_t num_inputs;
     uint32_t input_ids[4];
     pn_tensor_info inputs[4];
@@ -999,6 +1018,122 @@ static int match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
     return 1;
 }
 
+/* ---- Reshape-transpose (index_copy.h) ------------------------------------------------------------ */
+
+static int is_reshape(const pn_layer* l) {
+    return (l->kind == PN_LAYER_RESHAPE || l->kind == PN_LAYER_COPY) && l->num_inputs == 1;
+}
+
+/* Transpose `t` with the Reshape (or Copy) that only feeds it and / or the one that only it
+ * feeds: one PRECOMPILED copy (at least one Reshape, else the Transpose stays as it is). */
+static int match_reshape_transpose(pat_ctx* c, int64_t t, pat_match* m) {
+    const pn_layer* tl = layer_at(c, t);
+    if (tl->kind != PN_LAYER_TRANSPOSE || tl->num_inputs != 1) {
+        return 0;
+    }
+    const pn_transpose_desc* d = (const pn_transpose_desc*)tl->descriptor;
+    const pn_tensor_info* a = &tl->inputs[0]; /* the shape the permutation applies to */
+    c->num_members = 0;
+    add_member(c, t);
+    uint32_t in_id = tl->input_ids[0];
+    pn_tensor_info in_info = *a;
+    const int64_t pr = prod(c, in_id);
+    if (pr >= 0 && inner(c, in_id, 1) && is_reshape(layer_at(c, pr)) && add_member(c, pr)) {
+        in_id = layer_at(c, pr)->input_ids[0];
+        in_info = layer_at(c, pr)->inputs[0];
+    }
+    uint32_t out_id = tl->output_ids[0];
+    pn_tensor_info out_info = tl->outputs[0];
+    const int64_t nr = consumer(c, out_id);
+    if (nr >= 0 && is_reshape(layer_at(c, nr)) && add_member(c, nr)) {
+        out_id = layer_at(c, nr)->output_ids[0];
+        out_info = layer_at(c, nr)->outputs[0];
+    }
+    if (c->num_members < 2 || in_info.dtype != out_info.dtype || d->rank != a->rank) {
+        return 0;
+    }
+    /* only a transpose whose innermost output run is contiguous in x: a strided one keeps the
+     * Transpose layer's 16 x 16 block transposes (YOLO's [.., 85, H, W] -> [.., H, W, 85]) */
+    int64_t as[PN_MAX_DIMS];
+    contiguous_strides(a, as);
+    int32_t last = (int32_t)d->rank - 1;
+    while (last > 0 && tl->outputs[0].dims[last] == 1) --last;
+    if (d->rank > 0 && as[d->perm[last]] != 1) {
+        return 0;
+    }
+    accel_index_copy* p = (accel_index_copy*)calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return -1;
+    }
+    p->magic = ACCEL_INDEX_COPY_MAGIC;
+    p->rank = d->rank;
+    for (uint32_t i = 0; i < d->rank; ++i) {
+        p->dims[i] = tl->outputs[0].dims[i];
+        p->xs[i] = as[d->perm[i]];
+    }
+    p->input = in_info;
+    p->output = out_info;
+    p->input.struct_size = p->output.struct_size = (uint32_t)sizeof(pn_tensor_info);
+    p->input.extension = p->output.extension = NULL;
+    int at = snprintf(p->label, sizeof(p->label), "reshape-transpose: rank %u perm (", d->rank);
+    for (uint32_t i = 0; i < d->rank && at > 0 && (size_t)at < sizeof(p->label); ++i) {
+        at += snprintf(p->label + at, sizeof(p->label) - (size_t)at, i > 0 ? ", %u" : "%u", d->perm[i]);
+    }
+    if (at > 0 && (size_t)at < sizeof(p->label)) {
+        snprintf(p->label + at, sizeof(p->label) - (size_t)at, "), one copy");
+    }
+    m->kind = PN_LAYER_PRECOMPILED;
+    m->own.payload = p;
+    m->own.release = accel_index_copy_release;
+    m->own.label = p->label;
+    m->num_inputs = 1;
+    m->input_ids[0] = in_id;
+    m->inputs[0] = in_info;
+    m->constants[0] = NULL;
+    m->output_id = out_id;
+    m->output = out_info;
+    return 1;
+}
+
+/* ---- Batch normalization + activation (batch_norm.h) ------------------------------------------- */
+
+/* A BATCH_NORMALIZATION with constant scale, bias, mean and var, and the ACTIVATION that alone
+ * reads its output: one PRECOMPILED layer. */
+static int match_bn_activation(pat_ctx* c, int64_t i, pat_match* m) {
+    const pn_layer* bn = layer_at(c, i);
+    const void* const* k = bn->constant_data;
+    if (bn->kind != PN_LAYER_BATCH_NORMALIZATION || bn->num_inputs != 5 || k == NULL || k[1] == NULL ||
+        k[2] == NULL || k[3] == NULL || k[4] == NULL) {
+        return 0;
+    }
+    const int64_t a = consumer(c, bn->output_ids[0]);
+    if (a < 0 || layer_at(c, a)->kind != PN_LAYER_ACTIVATION) {
+        return 0;
+    }
+    const pn_layer* al = layer_at(c, a);
+    if (al->outputs[0].dtype != bn->outputs[0].dtype || !pn_same_dims(&al->outputs[0], &bn->outputs[0])) {
+        return 0;
+    }
+    c->num_members = 0;
+    add_member(c, i);
+    add_member(c, a);
+    accel_bn_act* p = accel_bn_act_new(bn, (const pn_activation_desc*)al->descriptor);
+    if (p == NULL) {
+        return -1;
+    }
+    m->kind = PN_LAYER_PRECOMPILED;
+    m->own.payload = p;
+    m->own.release = accel_bn_act_release;
+    m->own.label = p->label;
+    m->num_inputs = 1;
+    m->input_ids[0] = bn->input_ids[0];
+    m->inputs[0] = bn->inputs[0];
+    m->constants[0] = NULL;
+    m->output_id = al->output_ids[0];
+    m->output = al->outputs[0];
+    return 1;
+}
+
 /* ---- Building the result ---------------------------------------------------------------------- */
 
 /* `other` without the part it shares with `first` up to and including a '.' or '/'. */
@@ -1063,6 +1198,14 @@ static int make_item(pat_ctx* c, const pat_match* m, pat_item* it) {
     case PN_LAYER_ACTIVATION: it->desc.act = m->act; break;
     case PN_LAYER_NORMALIZATION: it->desc.norm = m->norm; break;
     default:
+        if (m->own.payload != NULL) { /* a reshape-transpose, a batch normalization with its activation */
+            it->desc.pre.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
+            it->desc.pre.payload = m->own.payload;
+            it->desc.pre.release_payload = m->own.release;
+            it->desc.pre.label = m->own.label;
+            it->own = m->own;
+            break;
+        }
         it->desc.pre.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
         it->desc.pre.payload = m->payload;
         it->desc.pre.release_payload = accel_attention_release;
@@ -1087,9 +1230,9 @@ static int make_item(pat_ctx* c, const pat_match* m, pat_item* it) {
         }
     }
     it->name = joined_name(c);
-    if (it->name == NULL) {
-        accel_attention_release(it->payload);
+    if (it->name == NULL) { /* the caller releases the match's payload (m->payload, m->own) */
         it->payload = NULL;
+        it->own.payload = NULL;
         return -1;
     }
     r->name = it->name;
@@ -1216,7 +1359,8 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
     }
     /* attention first (it holds Mul and Add layers of its own), then the others */
     static const matcher matchers[] = {match_attention, match_layer_norm, match_gelu_erf, match_gelu_tanh,
-                                       match_swish};
+                                       match_swish,
+                                       match_reshape_transpose, match_bn_activation};
     pn_status s = PN_OK;
     for (size_t mi = 0; mi < sizeof(matchers) / sizeof(matchers[0]) && s == PN_OK; ++mi) {
         for (uint32_t i = 0; i < sg->num_layers && s == PN_OK; ++i) {
@@ -1235,6 +1379,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
                     ++p->num_items;
                 } else {
                     accel_attention_release(m.payload);
+                    own_release(&m.own);
                     s = made < 0 ? PN_ERR_OUT_OF_MEMORY : PN_OK;
                 }
             }

@@ -18,6 +18,11 @@
  *                (last axis) MatMul(., V), with Transposes and Reshapes of Q, K, V and of the
  *                output absorbed as strides, and constant scales of Q or K folded into the
  *                scale -> one PRECOMPILED layer
+ *   reshape-transpose  a Transpose whose innermost output run is contiguous in its input,
+ *                with the Reshape (or Copy) that only feeds it and / or the one only it feeds
+ *                -> one PRECOMPILED strided copy (index_copy.h)
+ *   BN + activation  a BatchNormalization with constant operands and the Activation that
+ *                alone reads it -> one PRECOMPILED layer (batch_norm.h)
  *
  * Constants are a layer's constant inputs (pn_layer.constant_data) whose elements are all
  * equal, compared within a relative 1e-6 (2e-6 for the float32 roundings of sqrt 2, sqrt(2 /

@@ -1,4 +1,5 @@
-/* CONCAT, RESHAPE/COPY (memcpy) and TRANSPOSE: data movement split over the pool. */
+/* RESHAPE/COPY (memcpy) and TRANSPOSE: data movement split over the pool (CONCAT, SLICE, SPLIT:
+ * data_movement.c). */
 #include "families.h"
 #include "gemm.h"
 
@@ -33,45 +34,7 @@ pn_status accel_copy_create(void* context, const pn_layer* layer,
     return accel_workload_new(env, layer, 0, NULL, copy_kernel, NULL, workload_out, message_out);
 }
 
-/* ---- CONCAT ----------------------------------------------------------------------------- */
-
-typedef struct concat_job {
-    const accel_op* op;
-    const float* const* in;
-    float* y;
-    uint32_t axis;
-    int64_t inner, out_block; /* out_block: elements of one outer index in the output */
-} concat_job;
-
-static void concat_range(void* raw, int64_t b, int64_t e) {
-    const concat_job* j = (const concat_job*)raw;
-    for (int64_t o = b; o < e; ++o) {
-        float* dst = j->y + o * j->out_block;
-        for (uint32_t k = 0; k < j->op->num_inputs; ++k) {
-            int64_t block = j->op->inputs[k].dims[j->axis] * j->inner;
-            if (block > 0) {
-                memcpy(dst, j->in[k] + o * block, (size_t)block * sizeof(float));
-            }
-            dst += block;
-        }
-    }
-}
-
-static void concat_kernel(const accel_op* op, const float* const* in, float* const* out) {
-    const pn_tensor_info* y = &op->outputs[0];
-    uint32_t axis = (uint32_t)pn_normalize_axis(op->desc.concat.axis, y->rank);
-    concat_job j = {op, in, out[0], axis, accel_span(y, axis + 1, y->rank), 0};
-    j.out_block = y->dims[axis] * j.inner;
-    int64_t outer = accel_span(y, 0, axis);
-    accel_parallel_for_grain(op->env.threads, outer, 65536 / (j.out_block + 1) + 1, concat_range, &j);
-}
-
-pn_status accel_concat_create(void* context, const pn_layer* layer,
-                              pn_workload** workload_out, pn_string_out* message_out) {
-    const accel_env* env = (const accel_env*)context;
-    return accel_workload_new(env, layer, sizeof(pn_concat_desc), NULL, concat_kernel, NULL,
-                              workload_out, message_out);
-}
+/* CONCAT: data_movement.c (with SLICE and SPLIT). */
 
 /* ---- TRANSPOSE --------------------------------------------------------------------------- */
 
@@ -209,6 +172,10 @@ pn_status accel_transpose_create(void* context, const pn_layer* layer,
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
     transpose_plan_make(&layer->inputs[0], (const pn_transpose_desc*)layer->descriptor, env->isa, p);
+    if (p->q < 0) { /* a contiguous inner run: data_movement.c's region copy */
+        free(p);
+        return accel_permute_create(env, layer, workload_out, message_out);
+    }
     return accel_workload_new(env, layer, sizeof(pn_transpose_desc), NULL, transpose_kernel, p,
                               workload_out, message_out);
 }

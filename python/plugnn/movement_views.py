@@ -1,0 +1,162 @@
+"""Data movement in place: tensors planned as views inside other tensors, so a Concat's inputs are
+written straight into its output by their producers, and a Slice's or Split's output is read where
+it lies in the input; the layer then copies nothing.
+
+A layer of a backend with PN_BACKEND_MOVES_IN_PLACE (`Backend.moves_in_place`) qualifies when the
+part it moves is one contiguous block: a Concat whose output has only 1s before the axis (batch
+1, channel concatenation: each input is one block of the output), a Split likewise (each output
+one block of the input), a Slice whose box is one run of the input (1s before its first partial
+axis, whole axes after it, step 1). Each block must start on a multiple of `ALIGNMENT` bytes, and
+a view is only made between intermediate tensors in host memory (no graph input, output or
+constant, no data-dependent output), each tensor inside at most one other.
+
+Layers are taken from the last to the first, so DenseNet's dense blocks (the k-th layer
+concatenates the block's input and the k features so far, each feature read by every later
+Concat) chain: the last Concat of a block owns the features, and an earlier Concat whose inputs
+all sit in one tensor at its own layout (a prefix of it) becomes a view there too: no Concat of
+the block copies anything.
+
+`movement_views` returns, for every tensor planned inside another, the tensor that owns the bytes
+(the root, itself no view) and the byte offset; the memory plan gives the root one block alive
+from the first write of any of its views to the last read of any, and every view its part. The
+result is verified: no layer writes bytes it reads, except such a layer whose input and output
+are the same bytes at exactly its block; if that ever failed, no views are made (the plan
+without them is always correct).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from plugnn.descriptors import LayerKind
+from plugnn.graph import Node
+from plugnn.tensor import TensorInfo
+
+MOVES = (LayerKind.CONCAT, LayerKind.SPLIT, LayerKind.SLICE)
+
+
+@dataclass(frozen=True)
+class View:
+    root: str    # the tensor that owns the bytes
+    offset: int  # byte offset inside it
+
+
+def _axis_blocks(whole: TensorInfo, parts: Sequence[TensorInfo], axis: int) -> list[int] | None:
+    """Byte offsets of `parts`, consecutive along `axis` of `whole`, or None when a part is not one
+    contiguous block (a dim before the axis other than 1)."""
+    rank = len(whole.shape)
+    axis = axis + rank if axis < 0 else axis
+    if any(d != 1 for d in whole.shape[:axis]):
+        return None
+    inner = whole.dtype.itemsize
+    for d in whole.shape[axis + 1:]:
+        inner *= d
+    offsets, at = [], 0
+    for part in parts:
+        offsets.append(at)
+        at += part.shape[axis] * inner
+    return offsets
+
+
+def _slice_block(x: TensorInfo, y: TensorInfo, starts: Sequence[int], steps: Sequence[int]) -> int | None:
+    """The byte offset of a Slice's output in its input when it is one contiguous run, else None."""
+    partial = False
+    offset, stride = 0, x.dtype.itemsize
+    for dim, n, start, step in reversed(list(zip(x.shape, y.shape, starts, steps))):
+        if partial and n != 1:
+            return None  # an axis outside the run's first partial axis must be 1 long
+        if n != dim or (n > 1 and step != 1):
+            if n > 1 and step != 1:
+                return None
+            partial = True
+        offset += (start if n > 0 else 0) * stride
+        stride *= dim
+    return offset
+
+
+def _blocks(node: Node, infos: Mapping[str, TensorInfo]) -> list[int] | None:
+    """Per moved part (a Concat's inputs, a Split's outputs, a Slice's output): its byte offset in
+    the whole tensor (the Concat's output, the input), or None when some part is not a block."""
+    if node.kind is LayerKind.CONCAT:
+        return _axis_blocks(infos[node.outputs[0]], [infos[k] for k in node.inputs], node.descriptor.axis)  # type: ignore[union-attr]
+    if node.kind is LayerKind.SPLIT:
+        return _axis_blocks(infos[node.inputs[0]], [infos[k] for k in node.outputs], node.descriptor.axis)  # type: ignore[union-attr]
+    d = node.descriptor
+    at = _slice_block(infos[node.inputs[0]], infos[node.outputs[0]], d.starts, d.steps)  # type: ignore[union-attr]
+    return None if at is None else [at]
+
+
+def _parts(node: Node) -> tuple[str, list[str]]:
+    """The whole tensor and the parts of a moving layer."""
+    if node.kind is LayerKind.CONCAT:
+        return node.outputs[0], list(node.inputs)
+    return node.inputs[0], list(node.outputs)
+
+
+def movement_views(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], eligible: Callable[[str], bool],
+                   in_place: Callable[[Node], bool], alignment: int) -> dict[str, View]:
+    """The views (see the module's text): `eligible(key)` says whether a tensor may live inside
+    another or hold others (an intermediate in host memory, not a graph input, output or
+    constant, not data-dependent), `in_place(node)` whether a node's backend moves in place."""
+    parent: dict[str, tuple[str, int]] = {}
+
+    def resolve(key: str) -> tuple[str, int]:
+        offset = 0
+        while key in parent:
+            key, step = parent[key]
+            offset += step
+        return key, offset
+
+    for node in reversed(nodes):
+        if node.kind not in MOVES or not in_place(node):
+            continue
+        whole, parts = _parts(node)
+        offsets = _blocks(node, infos)
+        if offsets is None or not eligible(whole) or len(set(parts)) != len(parts) or whole in parts:
+            continue
+        if node.kind is LayerKind.CONCAT and whole not in parent and all(k in parent for k in parts):
+            # every input already sits in one tensor: the output is a view there if they sit at
+            # its own layout
+            placed = [resolve(k) for k in parts]
+            roots = {root for root, _ in placed}
+            base = placed[0][1] - offsets[0]
+            if len(roots) == 1 and whole not in roots and base % alignment == 0 and \
+                    all(at - off == base for (_, at), off in zip(placed, offsets)):
+                parent[whole] = (placed[0][0], base)
+            continue
+        for key, offset in zip(parts, offsets):
+            if key not in parent and eligible(key) and offset % alignment == 0 and infos[key].num_bytes > 0 \
+                    and resolve(whole)[0] != key:
+                parent[key] = (whole, offset)
+    views = {key: View(*resolve(key)) for key in parent}
+    return views if views and _verified(nodes, infos, views, in_place) else {}
+
+
+def _verified(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], views: Mapping[str, View],
+              in_place: Callable[[Node], bool]) -> bool:
+    """No layer writes bytes it reads, but for a moving layer's part at exactly its block."""
+    def span(key: str) -> tuple[str, int, int]:
+        view = views.get(key)
+        root, start = (view.root, view.offset) if view else (key, 0)
+        return root, start, start + infos[key].num_bytes
+
+    for node in nodes:
+        exact: set[tuple[str, str]] = set()  # (input, output) pairs that may be the same bytes
+        if node.kind in MOVES and in_place(node):
+            whole, parts = _parts(node)
+            offsets = _blocks(node, infos)
+            if offsets is not None:
+                w_root, w_start, _ = span(whole)
+                for key, offset in zip(parts, offsets):
+                    root, start, _ = span(key)
+                    if root == w_root and start == w_start + offset:
+                        exact.add((key, whole) if node.kind is LayerKind.CONCAT else (whole, key))
+        for out in node.outputs:
+            o_root, o_start, o_end = span(out)
+            for key in node.inputs:
+                root, start, end = span(key)
+                if root != o_root or end <= o_start or o_end <= start or start == end or (key, out) in exact:
+                    continue
+                return False
+    return True
