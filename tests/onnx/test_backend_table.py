@@ -62,3 +62,12 @@ def test_docs_table_is_what_the_script_measures_now(table_module) -> None:
     section = doc.split(table_module.START, 1)[1].split(table_module.END, 1)[0].strip()
     measured = table_module.render(table_module.survey(["CpuAcc", "CpuRef"], None), ["CpuAcc", "CpuRef"])
     assert section == measured, "docs/onnx.md's backend table is stale: python scripts/onnx_backend_table.py --write docs/onnx.md"
+
+
+def test_readme_and_docs_give_the_operator_count_the_importer_has() -> None:
+    import plugnn.onnx
+
+    count = f"{len(plugnn.onnx.OPERATORS)} operators of the default domain"
+    root = SCRIPT.parents[1]
+    assert count in (root / "README.md").read_text()
+    assert count in (root / "docs" / "onnx.md").read_text()
