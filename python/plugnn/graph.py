@@ -89,6 +89,13 @@ class Graph:
         self.infos[key] = TensorInfo(value.shape, value.dtype)
         return key
 
+    def drop_unused_constants(self) -> None:
+        """Forget the constants no layer reads and no output is (weights replaced by folding), so
+        a loaded network does not hold them."""
+        used = {k for n in self.nodes for k in n.inputs} | set(self.outputs.values())
+        for key in [k for k in self.constants if k not in used]:
+            del self.constants[key]
+
     def topological_sort(self, culprit: str) -> None:
         """Reorder nodes so each comes after the producers of its inputs (stable)."""
         produced_by = {key: node for node in self.nodes for key in node.outputs}

@@ -18,7 +18,7 @@ from plugnn.errors import NetworkError
 from plugnn.graph import graph_from_network
 from plugnn.network import Network
 from plugnn.optimized import OptimizedNetwork
-from plugnn.passes import fold_batch_norms, fold_constants
+from plugnn.passes import fold_batch_norms, fold_channel_affine, fold_constants
 from plugnn.placement import assign, insert_copies, optimize_subgraphs, resolve_backends
 
 
@@ -39,6 +39,8 @@ def optimize(network: Network, runtime: BackendProvider, backends: Sequence[str]
     graph = graph_from_network(network)
     fold_batch_norms(graph)
     fold_constants(graph, preferred)
+    fold_channel_affine(graph)
+    graph.drop_unused_constants()
     for node in graph.nodes:
         assign(graph, preferred, by_override, node)
     by_id = {b.backend_id: b for b in [*preferred, *by_override.values()]}

@@ -1,5 +1,6 @@
-"""Backend-independent passes: fold batch normalization into the layer before it, and
-compute once, at optimization, every layer whose inputs are all constants."""
+"""Backend-independent passes: fold batch normalization, and per-channel constant scales and
+shifts, into the convolution or fully connected layer before them, and compute once, at
+optimization, every layer whose inputs are all constants."""
 
 from __future__ import annotations
 
@@ -72,6 +73,75 @@ def _fold_into_fc(graph: Graph, fc: Node, bn: Node, params: list[np.ndarray], we
     c_key = graph.add_constant(f"{fc.name}/folded_c", np.asarray(c, np.float32))
     fc.inputs = [fc.inputs[0], b_key, c_key]
     fc.descriptor = d.FullyConnectedDescriptor(desc.transpose_a, desc.transpose_b, desc.alpha, 1.0, True)
+    return True
+
+
+def fold_channel_affine(graph: Graph) -> None:
+    """y = conv(x) * s + t, with s and t constants per output channel (shape [C, 1, 1] or
+    [1, C, 1, 1], or one value), becomes one convolution with new weights and bias: how
+    torchvision's frozen batch norms (detection backbones) and exported scale layers arrive.
+    Each MUL, ADD or SUB (constant subtrahend) is folded while the convolution's output has no
+    other reader, is no graph output, and the layer between has no fused activation."""
+    for conv in [n for n in graph.nodes if n.kind is d.LayerKind.CONVOLUTION_2D]:
+        while _fold_next_affine(graph, conv):
+            pass
+
+
+def _channel_constant(graph: Graph, key: str, channels: int) -> np.ndarray | None:
+    """The constant `key` as one value per output channel ([C] in float64), or None when it is not
+    a constant or varies along another axis than the channel axis of an NCHW tensor."""
+    value = graph.constants.get(key)
+    if value is None or value.dtype.kind != "f":
+        return None
+    shape = value.shape
+    while len(shape) > 3 and shape[0] == 1:
+        shape = shape[1:]
+    if value.size == 1:
+        return np.full(channels, float(value.reshape(-1)[0]))
+    if shape != (channels, 1, 1):
+        return None
+    return value.astype(np.float64).reshape(channels)
+
+
+def _fold_next_affine(graph: Graph, conv: Node) -> bool:
+    desc: d.Convolution2dDescriptor = conv.descriptor  # type: ignore[assignment]
+    out = conv.outputs[0]
+    if desc.layout is not d.DataLayout.NCHW or desc.fused_activation or desc.has_addend:
+        return False
+    weights = [graph.constants.get(k) for k in conv.inputs[1:]]
+    if any(w is None for w in weights) or graph.is_graph_output(out) or len(graph.consumers(out)) != 1:
+        return False
+    (op,) = graph.consumers(out)
+    if op.kind is not d.LayerKind.ELEMENTWISE_BINARY or op.descriptor.fused_activation is not None:  # type: ignore[union-attr]
+        return False
+    kind = op.descriptor.op  # type: ignore[union-attr]
+    if kind not in (d.BinaryOp.MUL, d.BinaryOp.ADD, d.BinaryOp.SUB) or op.inputs.count(out) != 1:
+        return False
+    slot = 1 - op.inputs.index(out)
+    if kind is d.BinaryOp.SUB and slot != 1:
+        return False  # t - conv(x) negates the convolution: left as it is
+    if graph.infos[op.outputs[0]].shape != graph.infos[out].shape:
+        return False  # the constant broadcasts the convolution's output to a larger shape
+    channels = graph.infos[out].shape[1]
+    value = _channel_constant(graph, op.inputs[slot], channels)
+    if value is None:
+        return False
+    w = weights[0].astype(np.float64)
+    b = weights[1].astype(np.float64) if len(weights) > 1 else np.zeros(channels)
+    if kind is d.BinaryOp.MUL:
+        w, b = w * value[:, None, None, None], b * value
+    else:
+        b = b + value if kind is d.BinaryOp.ADD else b - value
+    w_key = graph.add_constant(f"{conv.name}/folded_weights", w.astype(weights[0].dtype))
+    b_key = graph.add_constant(f"{conv.name}/folded_bias", b.astype(weights[0].dtype))
+    conv.inputs = [conv.inputs[0], w_key, b_key]
+    conv.descriptor = d.Convolution2dDescriptor(desc.stride, desc.padding, desc.dilation, desc.groups, desc.layout,
+                                                has_bias=True)
+    conv.outputs = op.outputs
+    conv.replaces += (op.name,)
+    conv.note = (conv.note + "; " if conv.note else "") + f"per-channel {kind.name.lower()} {op.name!r} folded in"
+    graph.nodes.remove(op)
+    graph.removed.append((op.name, f"folded into {conv.name!r}"))
     return True
 
 

@@ -164,7 +164,8 @@ def test_batch_norm_folded_dropout_removed_constants_folded(runtime: Runtime) ->
     y = net.add_batch_normalization(y, RNG.random(3) + 0.5, RNG.random(3), RNG.random(3), RNG.random(3) + 0.5,
                                     name="bn")
     y = net.add_dropout(y, name="drop")
-    bias = net.add_mul(np.full((1, 3, 1, 1), 2.0), np.full((1, 3, 1, 1), 3.0), name="const_mul")
+    # an addend that varies over the pixels: not a per-channel shift, so the Add stays
+    bias = net.add_mul(np.full((1, 3, 3, 3), 2.0), np.full((1, 3, 3, 3), 3.0), name="const_mul")
     y = net.add_add(y, bias, name="add")
     net.add_output(y, "y")
     optimized = optimize(net, runtime, ["CpuRef"])
@@ -174,7 +175,7 @@ def test_batch_norm_folded_dropout_removed_constants_folded(runtime: Runtime) ->
     removed = {r["layer"]: r["why"] for r in optimized.removed()}
     assert removed == {"drop": "identity/dropout removed", "bn": "folded into 'conv'",
                        "const_mul": "constant-folded on CpuRef"}
-    np.testing.assert_array_equal(optimized.graph.constants["const_mul"], np.full((1, 3, 1, 1), 6.0))
+    np.testing.assert_array_equal(optimized.graph.constants["const_mul"], np.full((1, 3, 3, 3), 6.0))
 
 
 def test_subgraph_refusal_moves_layers_to_the_next_backend(runtime: Runtime) -> None:
