@@ -17,9 +17,15 @@ MAX_PATTERNS = 8    # fusion patterns and fallback reasons shown; more: counted 
 SMALL_NETWORK = 20  # explain() shows a network of at most this many layers in full
 
 
-def types_text(types: Counter[str] | dict[str, int]) -> str:
+def type_words(types: Counter[str] | dict[str, int]) -> list[str]:
+    """"Type" or "Type xN" per layer type, most frequent first (a type's own text may hold commas:
+    a PRECOMPILED layer's label)."""
     items = types.most_common() if isinstance(types, Counter) else list(types.items())
-    return ", ".join(t if n == 1 else f"{t} x{n}" for t, n in items)
+    return [t if n == 1 else f"{t} x{n}" for t, n in items]
+
+
+def types_text(types: Counter[str] | dict[str, int]) -> str:
+    return ", ".join(type_words(types))
 
 
 def wrap(first: str, words: Sequence[str], indent: int, width: int = WIDTH, sep: str = ",") -> list[str]:
@@ -62,7 +68,7 @@ def placement_lines(runs: list[dict[str, Any]], width: int = WIDTH) -> list[str]
         for run in runs:
             n = len(run["layers"])
             head = f"  {span(run['first'], run['last']):9} {run['backend']:8} {n} layer{'s' if n != 1 else ''}: "
-            lines += wrap(head, types_text(run["types"]).split(", "), indent=len(head), width=width)
+            lines += wrap(head, type_words(run["types"]), indent=len(head), width=width)
         return lines
     by_backend: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
@@ -76,7 +82,7 @@ def placement_lines(runs: list[dict[str, Any]], width: int = WIDTH) -> list[str]
         shown = ", ".join(spans[:6]) + (f", ... ({len(spans) - 6} more)" if len(spans) > 6 else "")
         lines.append(clip(f"  {backend:8} {total} layers in {len(its)} runs: {shown}", width))
         head = " " * 11 + "types: "
-        lines += wrap(head, types_text(types).split(", "), indent=len(head), width=width)
+        lines += wrap(head, type_words(types), indent=len(head), width=width)
     return lines
 
 

@@ -99,3 +99,21 @@ def test_rendering_without_graphviz_names_what_to_install(tmp_path: Path, monkey
     monkeypatch.setitem(__import__("sys").modules, "graphviz", None)  # the Python package absent too
     with pytest.raises(MissingDependencyError, match=r"install Graphviz \(apt-get install graphviz"):
         render("digraph g {}", tmp_path / "g.png")
+
+
+def test_placement_keeps_a_type_whose_label_holds_commas_whole() -> None:
+    from collections import Counter
+
+    from plugnn.explain import placement_lines
+
+    label = "Precompiled(matmul [*, 64] x [64, 64] + bias)"
+    long_label = "Precompiled(attention: 1 x 4 batch(es) of [128, 16] x [128, 16]^T, scale 0.25, mask, softmax)"
+    runs = [{"backend": "CpuAcc", "first": 1, "last": 5, "layers": list("abcde"),
+             "types": Counter({label: 2, long_label: 2, "Gather": 1})}]
+    lines = placement_lines(runs)
+    assert any(f"{label} x2," in line for line in lines)
+    assert all(len(line) <= 100 for line in lines)
+    # the long one is clipped on its own line, never broken at one of its commas
+    (clipped,) = [line for line in lines if "Precompiled(attention" in line]
+    assert clipped.strip().startswith("Precompiled(attention") and clipped.endswith("...")
+    assert not any(line.strip().startswith(("16]", "scale", "mask", "64]")) for line in lines)
