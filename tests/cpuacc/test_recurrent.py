@@ -4,7 +4,8 @@ Every cell (GRU with linear_before_reset 0 and 1), direction and layout, with an
 optional input, hidden sizes 1, 7 and 37, batch 1 and 3, ragged / zero / full sequence_lens, clip,
 input_forget, non-default activations, an input size past the GEMM's K block (256), weights
 constant (packed once at create) and given at run time (packed per execute); every kernel set this
-machine runs at 1, 2, 3 and 7 threads, each thread count giving the same bits as one thread.
+machine runs at 1, 2, 3 and 7 threads, each thread count giving the same bits as one thread;
+a reshaped workload sharing its source's packed weights.
 Tolerance: rtol 1e-4, atol 1e-5 (float32 sums and the vector sigmoid/tanh of kern_math.h, a few
 ulp each, carried through the steps). Then what CpuAcc refuses, with its reason, and
 sequence_lens outside [0, seq] failing execute.
@@ -179,3 +180,39 @@ def test_sequence_lens_outside_fails_execute(bad: int) -> None:
     arrays = random_inputs(desc, inputs, 0, [2, bad])
     with plugnn.Runtime() as rt, pytest.raises(BackendError, match=r"sequence_lens\[1\] = %d is outside \[0, 4\]" % bad):
         execute(rt, spec, arrays)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_reshape_keeps_the_packed_weights(variant: str) -> None:
+    """A workload reshaped to another sequence length and batch shares its source's packed w and r
+    (packed_weight_bytes unchanged) and computes the new shapes."""
+    desc = desc_of(variant, 7, "bidirectional", ("b", "initial_h"))
+    in1, out1 = shapes_of(desc, 5, 3, 4)
+    in2, out2 = shapes_of(desc, 8, 1, 4)
+    weights = random_inputs(desc, in1, 2)
+    arrays = random_inputs(desc, in2, 4)
+    arrays[1:3] = weights[1:3]
+    for a in weights[1:3]:
+        a.setflags(write=False)
+    constants = tuple(a if i in (1, 2) else None for i, a in enumerate(weights))
+
+    def layer(inputs, outputs) -> LayerSpec:
+        spec = make_spec(desc, inputs, outputs)
+        return LayerSpec(spec.kind, spec.name, spec.descriptor, spec.inputs, spec.outputs, constants=constants)
+
+    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": 2}}) as rt:
+        backend = rt.backend("CpuAcc")
+        factory = backend.create_workload_factory()
+        source = factory.create_workload(layer(in1, out1))
+        packed = int(backend.get_option("packed_weight_bytes"))
+        assert packed > 0
+        reshaped = source.reshape(layer(in2, out2))
+        assert int(backend.get_option("packed_weight_bytes")) == packed
+        source.close()
+        outs = [np.full(s, np.nan, np.float32) for s in out2]
+        reshaped.execute(arrays, outs)
+        for actual, expected in zip(outs, recurrent_reference(desc, arrays)):
+            np.testing.assert_allclose(actual, expected.astype(np.float32), rtol=RTOL, atol=ATOL)
+        reshaped.close()
+        factory.close()
+        assert int(backend.get_option("packed_weight_bytes")) == 0
