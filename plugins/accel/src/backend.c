@@ -64,6 +64,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_SLICE, accel_move_check, accel_slice_create},
     {PN_LAYER_SPLIT, accel_move_check, accel_split_create},
     {PN_LAYER_BATCH_NORMALIZATION, pn_plugin_float32_only, accel_batch_norm_create},
+    {PN_LAYER_RECURRENT, accel_recurrent_check, accel_recurrent_create},
 };
 
 /* PRECOMPILED layers are those optimize_subgraph made (blocked chains, fused attentions and

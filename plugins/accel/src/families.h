@@ -112,4 +112,10 @@ pn_status accel_permute_create(const accel_env*, const pn_layer*, pn_workload**,
 /* BATCH_NORMALIZATION (batch_norm.c), float32: channels-second x (rank 2 to 4), rank-4 NHWC. */
 pn_status accel_batch_norm_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* RECURRENT (recurrent.c), float32 (accel_recurrent_check refuses other element types): RNN,
+ * GRU (either linear_before_reset), LSTM (peepholes, input_forget), every direction and layout,
+ * every optional input, clip and every activation the validator accepts. */
+pn_status accel_recurrent_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_recurrent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */
