@@ -414,3 +414,19 @@ def test_details_and_graph(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert drawing.startswith('digraph "plugnn_demo" {') and 'label="stem\\nConvolution2d' in drawing
     assert main(["run", "-c", "CpuRef", "--iterations", "1", "--graph", str(tmp_path / "demo.txt")]) == 2
     assert "plugnn: error: --graph: " in capsys.readouterr().err
+
+
+def test_a_transformer_runs_on_random_token_inputs(tmp_path: Path) -> None:
+    """The zoo's BERT-like model takes int64 token ids, token type ids (an embedding of two rows)
+    and an attention mask: random integer inputs are 0 or 1, valid for all three."""
+    onnx = pytest.importorskip("onnx")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from zoo import weights
+
+    path = tmp_path / "bert_tiny.onnx"
+    onnx.save(weights.materialize(Path(__file__).resolve().parents[1] / "zoo" / "models" / "bert_tiny.onnx", 0), path)
+    shapes = [arg for name in ("input_ids", "attention_mask", "token_type_ids") for arg in ("--input-shape", f"{name}=1,8")]
+    data = run_json(str(path), *shapes, "--iterations", "1")
+    assert {i["name"]: (i["dtype"], i["source"]) for i in data["inputs"]} == {
+        name: ("int64", "random (seed 0)") for name in ("input_ids", "attention_mask", "token_type_ids")}
+    assert [o["name"] for o in data["outputs"]] == ["last_hidden_state", "pooler_output"]

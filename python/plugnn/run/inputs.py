@@ -95,9 +95,8 @@ def make_inputs(input_infos: dict[str, TensorInfo], files: dict[str, tuple[np.nd
 
 
 def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """Standard normal floats; integers in [0, 10); booleans half true."""
+    """Standard normal floats; integers 0 or 1 (an index valid in any table of two or more rows:
+    token ids, token type ids, attention masks); booleans half true."""
     if dtype.kind == "f":
         return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, shape).astype(dtype)
-    return rng.integers(0, 10, shape).astype(dtype)
+    return rng.integers(0, 2, shape).astype(dtype)
