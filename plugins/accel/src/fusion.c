@@ -161,39 +161,10 @@ static int links_accepted(const pn_subgraph* sg, const fusion_links* c, const pn
     return pn_plugin_check_layer(plugin, r, &out) == PN_OK;
 }
 
-/* `other` without the part it shares with `first` up to and including a '.' or '/'
- * ("layer1.0.add" after "layer1.0.conv2" is "add"); all of `other` when that leaves nothing. */
-static const char* short_name(const char* first, const char* other) {
-    size_t cut = 0;
-    for (size_t i = 0; first[i] != '\0' && first[i] == other[i]; ++i) {
-        if (other[i] == '.' || other[i] == '/') {
-            cut = i + 1;
-        }
-    }
-    return other[cut] != '\0' ? other + cut : other;
-}
-
-/* The replacement's name: the fused layers' names joined with '+' (see short_name), malloc'd,
- * or NULL when out of memory. */
+/* The replacement's name (accel_fused_name): head, ADD, activation. */
 static char* fused_name(const pn_subgraph* sg, const fusion_links* c) {
-    const char* first = sg->layers[c->head].name != NULL ? sg->layers[c->head].name : "";
-    const char* parts[FUSION_MAX_LINKS - 1] = {"", ""};
-    const char* seps[FUSION_MAX_LINKS - 1] = {"", ""};
-    int64_t links[FUSION_MAX_LINKS - 1] = {c->add, c->act};
-    size_t len = strlen(first) + 1;
-    for (int i = 0; i < FUSION_MAX_LINKS - 1; ++i) {
-        if (links[i] >= 0) {
-            const char* name = sg->layers[links[i]].name;
-            parts[i] = short_name(first, name != NULL ? name : "");
-            seps[i] = "+";
-            len += 1 + strlen(parts[i]);
-        }
-    }
-    char* text = (char*)malloc(len);
-    if (text != NULL) {
-        snprintf(text, len, "%s%s%s%s%s", first, seps[0], parts[0], seps[1], parts[1]);
-    }
-    return text;
+    const int64_t layers[FUSION_MAX_LINKS] = {c->head, c->add, c->act};
+    return accel_fused_name(sg, layers, FUSION_MAX_LINKS);
 }
 
 /* PN_OK when the subgraph's arrays are present and every layer carries its ids. */

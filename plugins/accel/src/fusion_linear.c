@@ -321,40 +321,9 @@ static const char* act_name(pn_activation_kind kind) {
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
-/* `other` without the part it shares with `first` up to and including a '.' or '/'. */
-static const char* short_name(const char* first, const char* other) {
-    size_t cut = 0;
-    for (size_t i = 0; first[i] != '\0' && first[i] == other[i]; ++i) {
-        if (other[i] == '.' || other[i] == '/') {
-            cut = i + 1;
-        }
-    }
-    return other[cut] != '\0' ? other + cut : other;
-}
-
 static int cmp_i64(const void* a, const void* b) {
     const int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
     return x < y ? -1 : x > y;
-}
-
-/* The members' names (layer order) joined with '+', malloc'd; NULL when out of memory. */
-static char* joined_name(const pn_subgraph* sg, const lin_links* L) {
-    const char* first = sg->layers[L->members[0]].name != NULL ? sg->layers[L->members[0]].name : "";
-    size_t len = strlen(first) + 1;
-    for (uint32_t k = 1; k < L->num_members; ++k) {
-        const char* n = sg->layers[L->members[k]].name;
-        len += 1 + strlen(short_name(first, n != NULL ? n : ""));
-    }
-    char* text = (char*)malloc(len);
-    if (text == NULL) {
-        return NULL;
-    }
-    size_t at = (size_t)snprintf(text, len, "%s", first);
-    for (uint32_t k = 1; k < L->num_members && at < len; ++k) {
-        const char* n = sg->layers[L->members[k]].name;
-        at += (size_t)snprintf(text + at, len - at, "+%s", short_name(first, n != NULL ? n : ""));
-    }
-    return text;
 }
 
 /* The payload of links L (malloc'd; NULL when out of memory). */
@@ -521,7 +490,7 @@ pn_status accel_fuse_linear(const pn_subgraph* sg, const pn_plugin* plugin, acce
             s = PN_ERR_OUT_OF_MEMORY;
             break;
         }
-        it->name = joined_name(sg, &L);
+        it->name = accel_fused_name(sg, L.members, L.num_members);
         o->base.num_substitutions = k + 1; /* counted now, so release frees the name and payload */
         o->num_items = k + 1;
         if (it->name == NULL) {

@@ -1136,40 +1136,18 @@ static int match_bn_activation(pat_ctx* c, int64_t i, pat_match* m) {
 
 /* ---- Building the result ---------------------------------------------------------------------- */
 
-/* `other` without the part it shares with `first` up to and including a '.' or '/'. */
-static const char* short_name(const char* first, const char* other) {
-    size_t cut = 0;
-    for (size_t i = 0; first[i] != '\0' && first[i] == other[i]; ++i) {
-        if (other[i] == '.' || other[i] == '/') {
-            cut = i + 1;
-        }
-    }
-    return other[cut] != '\0' ? other + cut : other;
-}
-
 static int cmp_u32(const void* a, const void* b) {
     const uint32_t x = *(const uint32_t*)a, y = *(const uint32_t*)b;
     return x < y ? -1 : x > y;
 }
 
-/* The members' names joined with '+' (layer order), malloc'd; NULL when out of memory. */
+/* The members' names joined (accel_fused_name), in layer order. */
 static char* joined_name(const pat_ctx* c) {
-    const char* first = layer_at(c, c->members[0])->name != NULL ? layer_at(c, c->members[0])->name : "";
-    size_t len = strlen(first) + 1;
-    for (uint32_t k = 1; k < c->num_members; ++k) {
-        const char* n = layer_at(c, c->members[k])->name;
-        len += 1 + strlen(short_name(first, n != NULL ? n : ""));
+    int64_t layers[MAX_MEMBERS];
+    for (uint32_t k = 0; k < c->num_members; ++k) {
+        layers[k] = (int64_t)c->members[k];
     }
-    char* text = (char*)malloc(len);
-    if (text == NULL) {
-        return NULL;
-    }
-    size_t at = (size_t)snprintf(text, len, "%s", first);
-    for (uint32_t k = 1; k < c->num_members && at < len; ++k) {
-        const char* n = layer_at(c, c->members[k])->name;
-        at += (size_t)snprintf(text + at, len - at, "+%s", short_name(first, n != NULL ? n : ""));
-    }
-    return text;
+    return accel_fused_name(c->sg, layers, c->num_members);
 }
 
 /* The item of match m over the current members; 0 when the backend refuses the replacement

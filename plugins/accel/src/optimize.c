@@ -5,7 +5,9 @@
 #include "fusion_linear.h"
 #include "fusion_patterns.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void accel_release_optimization(pn_optimization* optimization) {
     accel_optimization* o = (accel_optimization*)optimization;
@@ -177,4 +179,45 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
     o->owns_payloads = 0; /* the runtime owns each chain's payload from here on */
     *optimization_out = &o->base;
     return PN_OK;
+}
+
+/* `other` without the part it shares with `first` up to and including a '.' or '/'. */
+static const char* short_name(const char* first, const char* other) {
+    size_t cut = 0;
+    for (size_t i = 0; first[i] != '\0' && first[i] == other[i]; ++i) {
+        if (other[i] == '.' || other[i] == '/') {
+            cut = i + 1;
+        }
+    }
+    return other[cut] != '\0' ? other + cut : other;
+}
+
+char* accel_fused_name(const pn_subgraph* sg, const int64_t* layers, uint32_t count) {
+    const char* first = NULL;
+    size_t len = 1;
+    for (uint32_t k = 0; k < count; ++k) {
+        if (layers[k] < 0) {
+            continue;
+        }
+        const char* n = sg->layers[layers[k]].name != NULL ? sg->layers[layers[k]].name : "";
+        len += first == NULL ? strlen(n) : 1 + strlen(short_name(first, n));
+        first = first == NULL ? n : first;
+    }
+    char* text = (char*)malloc(len);
+    if (text == NULL) {
+        return NULL;
+    }
+    text[0] = '\0';
+    size_t at = 0;
+    first = NULL;
+    for (uint32_t k = 0; k < count && at < len; ++k) {
+        if (layers[k] < 0) {
+            continue;
+        }
+        const char* n = sg->layers[layers[k]].name != NULL ? sg->layers[layers[k]].name : "";
+        at += (size_t)(first == NULL ? snprintf(text + at, len - at, "%s", n)
+                                     : snprintf(text + at, len - at, "+%s", short_name(first, n)));
+        first = first == NULL ? n : first;
+    }
+    return text;
 }

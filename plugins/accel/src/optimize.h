@@ -88,4 +88,10 @@ pn_status accel_optimize_subgraph(const pn_subgraph* subgraph, int fuse, int cha
  * to (NULL is a no-op). */
 void accel_release_optimization(pn_optimization* optimization);
 
+/* The name of a layer that replaces layers[0..count) of sg (indices; negative ones skipped):
+ * their names joined with '+' in that order, each after the first without the dotted or
+ * slashed prefix it shares with the first ("layer1.0.conv2" + "layer1.0.add" ->
+ * "layer1.0.conv2+add"). malloc'd; NULL when out of memory. */
+char* accel_fused_name(const pn_subgraph* sg, const int64_t* layers, uint32_t count);
+
 #endif /* ACCEL_OPTIMIZE_H */
