@@ -125,6 +125,21 @@ def test_demo_json_has_everything() -> None:
     assert "profile" not in data and "compare" not in data and "output_files" not in data
 
 
+@pytest.mark.skipif("CpuAcc" not in BUILT_IN, reason="CpuAcc is not built")
+def test_backend_options_reach_the_backend() -> None:
+    """--option is set on the backend before optimize: CpuAcc with fusion and blocked chains off
+    runs the demo layer by layer; a bad value is refused naming the option."""
+    default = run_json("-c", "CpuAcc,CpuRef", "--iterations", "1")
+    plain = run_json("-c", "CpuAcc,CpuRef", "--iterations", "1", "--option", "CpuAcc:fuse=0",
+                     "--option", "CpuAcc: blocked_chains = 0 ", "--option", "CpuAcc:num_threads=1")
+    assert default["backends"]["options"] == {}
+    assert plain["backends"]["options"] == {"CpuAcc": {"fuse": "0", "blocked_chains": "0", "num_threads": "1"}}
+    assert default["placement"]["fused"] and not plain["placement"]["fused"]
+    assert len(plain["placement"]["layers"]) > len(default["placement"]["layers"])
+    assert_one_line_error(plugnn("run", "--option", "CpuAcc:num_threads=0"),
+                          "--option CpuAcc:num_threads=0", "num_threads", "'0'")
+
+
 def test_iterations_and_profile() -> None:
     data = run_json("--iterations", "3", "--profile")
     assert data["timing"]["iterations"] == 3 and data["timing"]["profiled"] is True
@@ -250,6 +265,13 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (["--output-dir", "{d}/a_file"], ["exists and is not a directory"]),
     (["--dynamic-backends-path", "{d}/no_such_dir"], ["no usable backends", "does not exist"]),
     (["{d}"], ["must be a file"]),
+    (["--option", "CpuRef=1"], ["--option takes BACKEND:KEY=VALUE", "'CpuRef=1'"]),
+    (["--option", "CpuRef:num_threads"], ["--option takes BACKEND:KEY=VALUE"]),
+    (["--option", ":num_threads=1"], ["--option takes BACKEND:KEY=VALUE"]),
+    (["--option", "CpuRef:=1"], ["--option takes BACKEND:KEY=VALUE"]),
+    (["--option", "NoSuchBackend:num_threads=1"], ["--option NoSuchBackend:", "no backend 'NoSuchBackend'",
+                                                   "available: " + ", ".join(BUILT_IN)]),
+    (["--option", "CpuRef:colour=blue"], ["--option CpuRef:colour=blue", "backend 'CpuRef'", "colour"]),
 ])
 def test_user_errors(files: Path, args: list[str], fragments: list[str]) -> None:
     args = [a.format(d=files) for a in args]

@@ -23,6 +23,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("-c", "--compute", metavar="BACKEND[,BACKEND...]",
                      help="backends in order of preference (default: every usable backend, "
                           "CpuAcc and CpuRef first)")
+    run.add_argument("--option", action="append", default=[], metavar="BACKEND:KEY=VALUE",
+                     help="set a backend option before the model is optimized, e.g. CpuAcc:num_threads=1 "
+                          "(repeatable; CpuAcc's options: plugins/accel/README.md)")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                      help="feed input NAME from a .npy file (repeatable); other inputs are random")
     run.add_argument("--input-shape", action="append", default=[], metavar="NAME=D,D,...",

@@ -5,10 +5,40 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from plugnn.errors import BackendError, UnknownBackendError
 from plugnn.run.errors import RunError
 
 if TYPE_CHECKING:
     from plugnn import Runtime
+
+def parse_options(texts: list[str]) -> dict[str, dict[str, str]]:
+    """--option CpuAcc:num_threads=1 (repeatable) -> {"CpuAcc": {"num_threads": "1"}}; the last
+    value of a key given twice wins, as on a command line."""
+    options: dict[str, dict[str, str]] = {}
+    for text in texts:
+        backend_id, colon, setting = text.partition(":")
+        key, equals, value = setting.partition("=")
+        if not colon or not equals or not backend_id.strip() or not key.strip():
+            raise RunError(f"--option takes BACKEND:KEY=VALUE like CpuAcc:num_threads=1; got {text!r}")
+        options.setdefault(backend_id.strip(), {})[key.strip()] = value.strip()
+    return options
+
+
+def apply_options(runtime: Runtime, options: dict[str, dict[str, str]]) -> None:
+    """Each --option set on its backend: a backend the runtime lacks, or a key or value the
+    backend refuses, is a RunError naming the option."""
+    for backend_id, settings in options.items():
+        try:
+            backend = runtime.backend(backend_id)
+        except UnknownBackendError:
+            raise RunError(f"--option {backend_id}:...: no backend {backend_id!r} "
+                           f"(available: {', '.join(runtime.backend_ids) or 'none'})") from None
+        for key, value in settings.items():
+            try:
+                backend.set_option(key, value)
+            except BackendError as exc:
+                raise RunError(f"--option {backend_id}:{key}={value}: {exc}") from None
+
 
 def parse_backends(text: str | None) -> list[str] | None:
     """-c CpuAcc,CpuRef -> ["CpuAcc", "CpuRef"]; None without -c."""

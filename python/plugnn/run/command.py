@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from plugnn import PlugnnError, Runtime, optimize
-from plugnn.run.backends import choose_backends, parse_backends
+from plugnn.run.backends import apply_options, choose_backends, parse_backends, parse_options
 from plugnn.run.compare import compare_onnxruntime, require_onnxruntime
 from plugnn.run.errors import RunError
 from plugnn.run.inputs import load_input_files, make_inputs, parse_input_shapes
@@ -36,6 +36,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the model and print the report (text, or JSON with --json): 1 if its outputs differ
     from onnxruntime's (--compare), else 0. A user's mistake raises RunError."""
     requested = parse_backends(args.compute)
+    options = parse_options(args.option)
     input_files = load_input_files(args.input)
     input_shapes = parse_input_shapes(args.input_shape)
     if args.compare == "onnxruntime":  # fail before the long part
@@ -45,6 +46,7 @@ def run_command(args: argparse.Namespace) -> int:
     model = load_model(args.model, input_files, input_shapes)
     with Runtime(dynamic_backends_path=args.dynamic_backends_path) as runtime:
         backends = choose_backends(runtime, requested)
+        apply_options(runtime, options)
         optimized = optimize(model.network, runtime, backends)
         graph_file = draw_graph(optimized, args.graph) if args.graph else None
         with runtime.load_network(optimized) as loaded:
@@ -52,7 +54,8 @@ def run_command(args: argparse.Namespace) -> int:
             outputs, timing, profiles = time_runs(loaded, inputs, args.iterations, args.profile)
         report: dict[str, Any] = {
             "model": model.path, "description": model.description, "network": optimized.network_name,
-            "backends": {"available": runtime.backend_ids, "preferred": backends, "used": optimized.backends_used},
+            "backends": {"available": runtime.backend_ids, "preferred": backends, "used": optimized.backends_used,
+                         "options": options},
             "placement": placement(optimized, model.network),
             "inputs": inputs_described,
             "outputs": [summarize(name, array) for name, array in outputs.items()],
