@@ -25,7 +25,7 @@ from plugnn.descriptors import LayerKind
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
-from plugnn.movement_views import movement_views
+from plugnn.movement_views import elided, movement_views
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
 
@@ -93,6 +93,7 @@ class LoadedNetwork:
         self._reshape_from = [n for n in reshape_from if n._loaded]
         # The layers whose workload was made by reshaping another loaded network's (pn_workload.reshape).
         self.reshaped_layers: list[str] = []
+        self.elided_layers: list[str] = []  # Reshape layers planned in place: never called (movement_views)
         self._load()
         self._reshape_from = []
 
@@ -248,7 +249,11 @@ class LoadedNetwork:
                     if key in slots:
                         slots[key].append((bound, index))
             self._steps.append(step)
-        self._calls = [step.call for step in self._steps]
+        # A Reshape whose output is planned as its input's bytes has nothing to do: not called (its
+        # step stays, for the profile).
+        self.elided_layers = [node.name for node in nodes if elided(node, views)]
+        skipped = set(self.elided_layers)
+        self._calls = [step.call for step in self._steps if step.name not in skipped]
         # What each run binds, per input then output: (slot, name, key, dtype, shape, the step
         # buffers (bound sequence, index) to point at the caller's array, source). An output's
         # source is where run() copies it from when it cannot be bound: ("in", input name) for a
@@ -355,9 +360,11 @@ class LoadedNetwork:
     def _run_profiled(self) -> None:
         profile = []
         clock = time.perf_counter_ns
+        skipped = set(self.elided_layers)
         for step in self._steps:
             start = clock()
-            step.call()
+            if step.name not in skipped:
+                step.call()
             profile.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9})
         self.last_profile = profile
 

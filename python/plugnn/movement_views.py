@@ -16,6 +16,12 @@ Concat) chain: the last Concat of a block owns the features, and an earlier Conc
 all sit in one tensor at its own layout (a prefix of it) becomes a view there too: no Concat of
 the block copies anything.
 
+A Reshape (Flatten, Squeeze and Unsqueeze import as one) keeps the bytes as they are, so its
+output and input are planned as the same bytes (a view at offset 0, either way round: the
+output inside the input, or the input inside a tensor the output already sits in) whenever both
+are eligible, whatever its backend: the runtime then does not call the layer at all
+(`LoadedNetwork.elided_layers`), since there is nothing to copy.
+
 `movement_views` returns, for every tensor planned inside another, the tensor that owns the bytes
 (the root, itself no view) and the byte offset; the memory plan gives the root one block alive
 from the first write of any of its views to the last read of any, and every view its part. The
@@ -94,6 +100,32 @@ def _parts(node: Node) -> tuple[str, list[str]]:
     return node.inputs[0], list(node.outputs)
 
 
+def _alias(node: Node, infos: Mapping[str, TensorInfo], eligible: Callable[[str], bool]) -> tuple[str, str] | None:
+    """A Reshape's (input, output) when the two may be the same bytes: one input, one output, both
+    eligible, the same non-zero size."""
+    if len(node.inputs) != 1 or len(node.outputs) != 1:
+        return None
+    x, y = node.inputs[0], node.outputs[0]
+    size = infos[x].num_bytes
+    if x == y or size == 0 or infos[y].num_bytes != size or not (eligible(x) and eligible(y)):
+        return None
+    return x, y
+
+
+def elided(node: Node, views: Mapping[str, View]) -> bool:
+    """Whether `node` is a Reshape whose output and input are planned as the same bytes: a layer
+    the runtime need not call."""
+    if node.kind is not LayerKind.RESHAPE or len(node.inputs) != 1 or len(node.outputs) != 1:
+        return False
+    x, y = node.inputs[0], node.outputs[0]
+
+    def at(key: str) -> tuple[str, int]:
+        view = views.get(key)
+        return (view.root, view.offset) if view else (key, 0)
+
+    return (x in views or y in views) and at(x) == at(y)
+
+
 def movement_views(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], eligible: Callable[[str], bool],
                    in_place: Callable[[Node], bool], alignment: int) -> dict[str, View]:
     """The views (see the module's text): `eligible(key)` says whether a tensor may live inside
@@ -109,6 +141,15 @@ def movement_views(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], eligi
         return key, offset
 
     for node in reversed(nodes):
+        if node.kind is LayerKind.RESHAPE:
+            alias = _alias(node, infos, eligible)
+            if alias is not None:
+                x, y = alias
+                if y not in parent and resolve(x)[0] != y:
+                    parent[y] = (x, 0)
+                elif x not in parent and resolve(y)[0] != x:
+                    parent[x] = (y, 0)
+            continue
         if node.kind not in MOVES or not in_place(node):
             continue
         whole, parts = _parts(node)
@@ -143,6 +184,8 @@ def _verified(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], views: Map
 
     for node in nodes:
         exact: set[tuple[str, str]] = set()  # (input, output) pairs that may be the same bytes
+        if elided(node, views):
+            exact.add((node.inputs[0], node.outputs[0]))
         if node.kind in MOVES and in_place(node):
             whole, parts = _parts(node)
             offsets = _blocks(node, infos)
