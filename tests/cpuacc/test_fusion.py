@@ -17,7 +17,7 @@ import pytest
 import plugnn
 from plugnn import BackendError, Network
 from plugnn.descriptors import (ActivationDescriptor, ActivationKind, Convolution2dDescriptor,
-                                ElementwiseBinaryDescriptor, LayerKind)
+                                ConvolutionDescriptor, ConvolutionOp, ElementwiseBinaryDescriptor, LayerKind)
 from plugnn.layers import LayerSpec, Subgraph
 from plugnn.tensor import DataType, TensorInfo
 
@@ -124,6 +124,51 @@ def test_conv_and_activation_become_one_convolution(act: tuple[str, float, float
     assert isinstance(desc, Convolution2dDescriptor) and desc.has_bias and not desc.has_addend
     assert desc.fused_activation == f32_activation(*act)
     assert fused.layers[0].replaces == ("conv", "act")
+
+
+def nd_conv_net(tail: str, spatial: tuple[int, ...], op: str = "forward",
+                act: tuple[str, float, float] = ("relu", 0.0, 0.0)) -> Network:
+    """x [2, 5, spatial...] -> N-D Convolution (kernel 3 per axis, stride 2, pad 1, 6 channels, bias)
+    -> [add r] -> [activation] -> y."""
+    rank = len(spatial)
+    net = Network(f"conv{rank}d_{op}_" + tail.replace("+", "_"))
+    x = net.add_input("x", (2, 5, *spatial))
+    forward = op == "forward"
+    w = rand(*((6, 5) if forward else (5, 6)), *([3] * rank), scale=0.3)
+    desc = ConvolutionDescriptor(ConvolutionOp.FORWARD if forward else ConvolutionOp.TRANSPOSED,
+                                 strides=(2,) * rank, pads_begin=(1,) * rank, pads_end=(1,) * rank,
+                                 dilations=(1,) * rank, output_padding=(0 if forward else 1,) * rank)
+    y = net.add_convolution(x, w, rand(6), descriptor=desc, name="conv")
+    if "add" in tail:
+        y = net.add_add(y, net.add_input("r", tuple(y.shape)), name="add")
+    if "act" in tail:
+        y = net.add_activation(y, act[0], act[1], act[2], name="act")
+    net.add_output(y, "y")
+    return net
+
+
+@pytest.mark.parametrize("spatial, op, act", [
+    ((40,), "forward", ("relu", 0.0, 0.0)), ((40,), "forward", ("sigmoid", 0.0, 0.0)),
+    ((9, 11), "forward", ("gelu", 0.0, 0.0)), ((5, 6, 7), "forward", ("leaky_relu", 0.1, 0.0)),
+    ((17,), "transposed", ("tanh", 0.0, 0.0)), ((5, 6), "transposed", ("relu", 0.0, 0.0)),
+    ((3, 4, 5), "transposed", ("bounded_relu", 0.0, 6.0)),
+], ids=["1d-relu", "1d-sigmoid", "2d-gelu", "3d-leaky", "1d-t-tanh", "2d-t-relu", "3d-t-relu6"])
+def test_nd_convolution_and_activation_become_one_convolution(spatial: tuple[int, ...], op: str,
+                                                               act: tuple[str, float, float]) -> None:
+    net = nd_conv_net("act", spatial, op, act)
+    fused = check_against_unfused_and_cpuref(net, conv_inputs(net))
+    assert plan(fused) == [("conv+act", "Convolution", "CpuAcc")]
+    desc = fused.layers[0].descriptor
+    assert isinstance(desc, ConvolutionDescriptor) and desc.has_bias and desc.op is (ConvolutionOp.FORWARD if op == "forward" else ConvolutionOp.TRANSPOSED)
+    assert desc.fused_activation == f32_activation(*act)
+    assert fused.layers[0].replaces == ("conv", "act")
+
+
+def test_nd_convolution_takes_no_residual_add() -> None:
+    """The N-D descriptor has no addend: the ADD stays a layer, and takes the activation itself."""
+    net = nd_conv_net("add+act", (40,))
+    fused = check_against_unfused_and_cpuref(net, conv_inputs(net))
+    assert plan(fused) == [("conv", "Convolution", "CpuAcc"), ("add+act", "ElementwiseBinary", "CpuAcc")]
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])

@@ -1,5 +1,5 @@
 /* CpuAcc layer fusion (rules in fusion.h): conv/fc/binary fused with a residual ADD and an
- * activation. */
+ * activation; an N-D CONVOLUTION (no addend in its descriptor) with an activation. */
 #include "fusion.h"
 
 #include <stdio.h>
@@ -35,6 +35,8 @@ static const pn_activation_desc* fused_activation_of(const pn_layer* layer) {
     switch (layer->kind) {
     case PN_LAYER_CONVOLUTION_2D:
         return ((const pn_convolution_2d_desc*)layer->descriptor)->fused_activation;
+    case PN_LAYER_CONVOLUTION:
+        return ((const pn_convolution_desc*)layer->descriptor)->fused_activation;
     case PN_LAYER_FULLY_CONNECTED:
         return ((const pn_fully_connected_desc*)layer->descriptor)->fused_activation;
     case PN_LAYER_ELEMENTWISE_BINARY:
@@ -130,6 +132,10 @@ static void build_replacement(const pn_subgraph* sg, const fusion_links* c, fusi
         it->desc.fc.flags |= add != NULL ? PN_LAYER_FLAG_HAS_ADDEND : 0u;
         it->desc.fc.fused_activation = fused;
         break;
+    case PN_LAYER_CONVOLUTION:
+        copy_desc(&it->desc.conv_nd, sizeof(it->desc.conv_nd), head->descriptor);
+        it->desc.conv_nd.fused_activation = fused;
+        break;
     default: /* PN_LAYER_ELEMENTWISE_BINARY, the only other head kind */
         copy_desc(&it->desc.binary, sizeof(it->desc.binary), head->descriptor);
         it->desc.binary.fused_activation = fused;
@@ -183,7 +189,7 @@ static void longest_links(const pn_subgraph* sg, uint32_t h, const unsigned char
     }
     int64_t next = sole_consumer(sg, head->output_ids[0]);
     if (next >= 0 && state[next] == LAYER_CANDIDATE && head->kind != PN_LAYER_ELEMENTWISE_BINARY &&
-        (flags_of(head) & PN_LAYER_FLAG_HAS_ADDEND) == 0 && head->num_inputs < FUSION_MAX_INPUTS &&
+        head->kind != PN_LAYER_CONVOLUTION && (flags_of(head) & PN_LAYER_FLAG_HAS_ADDEND) == 0 && head->num_inputs < FUSION_MAX_INPUTS &&
         is_residual_add(head, &sg->layers[next], &c->addend_slot)) {
         c->add = next;
         if (!links_accepted(sg, c, plugin, it, r)) {
@@ -208,8 +214,8 @@ pn_status accel_fuse_layers(const pn_subgraph* sg, const pn_plugin* plugin, acce
     for (uint32_t i = 0; i < sg->num_layers; ++i) {
         pn_layer_kind kind = sg->layers[i].kind;
         if (state[i] != LAYER_CANDIDATE ||
-            (kind != PN_LAYER_CONVOLUTION_2D && kind != PN_LAYER_FULLY_CONNECTED &&
-             kind != PN_LAYER_ELEMENTWISE_BINARY)) {
+            (kind != PN_LAYER_CONVOLUTION_2D && kind != PN_LAYER_CONVOLUTION &&
+             kind != PN_LAYER_FULLY_CONNECTED && kind != PN_LAYER_ELEMENTWISE_BINARY)) {
             continue;
         }
         uint32_t k = o->base.num_substitutions;

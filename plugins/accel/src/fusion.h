@@ -4,6 +4,7 @@
  *
  * Inside one subgraph, in layer order, each unclaimed head layer takes the longest links
  *   Convolution2d | FullyConnected  [-> ElementwiseBinary ADD of an addend]  [-> Activation]
+ *   Convolution (1.1, N-D: 1-D, 3-D, transposed)                               -> Activation
  *   ElementwiseBinary                                                          -> Activation
  * and is replaced by one layer of the head's kind: the addend becomes its
  * PN_LAYER_FLAG_HAS_ADDEND input (its last input), the activation its fused_activation.

@@ -28,6 +28,7 @@ typedef struct fusion_item {
     uint32_t replaced[FUSION_MAX_LINKS];
     union {
         pn_convolution_2d_desc conv;
+        pn_convolution_desc conv_nd; /* CONVOLUTION (1.1, N-D): an activation only, no addend */
         pn_fully_connected_desc fc;
         pn_elementwise_binary_desc binary;
         pn_precompiled_desc pre;   /* a fused linear layer (fusion_linear.h) */
