@@ -656,8 +656,73 @@ static void KSUF(pool_nchw_w3s2)(const accel_pooling_params* pp, const float* x,
 }
 #endif
 
+/* MAX (NaN wins) or AVERAGE of windows one row high that tile each row: kw == sw, no padding
+ * used (1-D pooling lifted to 2-D, MaxPool1d(k)). Each output is its kw consecutive inputs
+ * reduced left to right; kw 2, 3 and 4 as loops of constant shape that the compiler
+ * vectorizes (unit-stride loads and lane permutes), other widths as the same loop with a
+ * variable width. */
+static inline float KSUF(max_nan)(float m, float v) { return (v > m || v != v) ? v : m; }
+
+static void KSUF(pool_nchw_tiles)(const accel_pooling_params* pp, const float* x, float* y, int64_t oy0,
+                                  int64_t oy1) {
+    const int64_t iw = pp->iw, ow = pp->ow, kw = pp->kw;
+    const float r = 1.0f / (float)kw;
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+        const float* s = x + oy * pp->sh * iw;
+        float* d = y + oy * ow;
+        int64_t ox;
+        if (pp->kind == PN_POOLING_MAX) {
+            switch (kw) {
+            case 2: for (ox = 0; ox < ow; ++ox) d[ox] = KSUF(max_nan)(s[2 * ox], s[2 * ox + 1]); break;
+            case 3:
+                for (ox = 0; ox < ow; ++ox) {
+                    d[ox] = KSUF(max_nan)(KSUF(max_nan)(s[3 * ox], s[3 * ox + 1]), s[3 * ox + 2]);
+                }
+                break;
+            case 4:
+                for (ox = 0; ox < ow; ++ox) {
+                    d[ox] = KSUF(max_nan)(KSUF(max_nan)(KSUF(max_nan)(s[4 * ox], s[4 * ox + 1]), s[4 * ox + 2]),
+                                          s[4 * ox + 3]);
+                }
+                break;
+            default:
+                for (ox = 0; ox < ow; ++ox) {
+                    float m = s[ox * kw];
+                    for (int64_t t = 1; t < kw; ++t) {
+                        m = KSUF(max_nan)(m, s[ox * kw + t]);
+                    }
+                    d[ox] = m;
+                }
+                break;
+            }
+        } else {
+            switch (kw) {
+            case 2: for (ox = 0; ox < ow; ++ox) d[ox] = (s[2 * ox] + s[2 * ox + 1]) * r; break;
+            case 3: for (ox = 0; ox < ow; ++ox) d[ox] = (s[3 * ox] + s[3 * ox + 1] + s[3 * ox + 2]) * r; break;
+            case 4:
+                for (ox = 0; ox < ow; ++ox) d[ox] = (s[4 * ox] + s[4 * ox + 1] + s[4 * ox + 2] + s[4 * ox + 3]) * r;
+                break;
+            default:
+                for (ox = 0; ox < ow; ++ox) {
+                    float sum = s[ox * kw];
+                    for (int64_t t = 1; t < kw; ++t) {
+                        sum += s[ox * kw + t];
+                    }
+                    d[ox] = sum * r;
+                }
+                break;
+            }
+        }
+    }
+}
+
 static void KSUF(pool_nchw)(const accel_pooling_params* pp, const float* x, float* y, int64_t oy0,
                             int64_t oy1) {
+    if ((pp->kind == PN_POOLING_MAX || pp->kind == PN_POOLING_AVERAGE) && pp->kh == 1 && pp->pt == 0 &&
+        pp->pb == 0 && pp->kw == pp->sw && pp->kw > 1 && pp->dw == 1 && pp->pl == 0 && pp->ow * pp->kw <= pp->iw) {
+        KSUF(pool_nchw_tiles)(pp, x, y, oy0, oy1);
+        return;
+    }
 #if defined(__AVX512F__) && defined(__FMA__)
     if ((pp->kind == PN_POOLING_MAX || pp->kind == PN_POOLING_AVERAGE) && pp->kw == 3 && pp->sw == 2 &&
         pp->dw == 1 && pp->dh == 1 && pp->iw < ((int64_t)1 << 30)) {
