@@ -1,11 +1,13 @@
 """Generate plugnn's Python view of the ABI from the public header.
 
-Usage: gen_abi_module.py <backend_api.h> <output directory>
+Usage: gen_abi_module.py <backend_api.h> <output directory> [<plugnn_runner.h>]
 
 Writes two modules, both read from the header's block between the PLUGNN_CDEF_BEGIN/END
 markers (plus the three entry points), so the header stays the single source of the ABI:
 
-- `_abi_cffi.py`: cffi's out-of-line ABI-mode type module (its import parses no C);
+- `_abi_cffi.py`: cffi's out-of-line ABI-mode type module (its import parses no C), with the
+  step runner's declarations (native/runner/plugnn_runner.h, between its PLUGNN_RUNNER_CDEF
+  markers) when that header is given;
 - `_abi_defs.py`: plain Python, no cffi: every integer `#define` of the block under its C
   name, one `enum.IntEnum` class per C enum (`pn_layer_kind` -> `LayerKind`, members without
   the common prefix, value 0 "invalid" left out), and `DESCRIPTOR_FIELDS`, the fields of every
@@ -31,11 +33,15 @@ DEFINE = re.compile(r"^#define\s+(\w+)\s+(0x[0-9A-Fa-f]+|[0-9]+)[uU]?\s*(?:/\*.*
 BASES = {"pn_data_type": ("plugnn._dtype_base", "DataTypeBase")}
 
 
-def cdef_block(header: str) -> str:
-    start, end = header.find(BEGIN), header.find(END)
+RUNNER_BEGIN = "/* PLUGNN_RUNNER_CDEF_BEGIN */"
+RUNNER_END = "/* PLUGNN_RUNNER_CDEF_END */"
+
+
+def cdef_block(header: str, begin: str = BEGIN, end_marker: str = END) -> str:
+    start, end = header.find(begin), header.find(end_marker)
     if start < 0 or end < start:
-        raise SystemExit(f"gen_abi_module: markers {BEGIN} / {END} not found in the header")
-    return header[start + len(BEGIN) : end]
+        raise SystemExit(f"gen_abi_module: markers {begin} / {end_marker} not found in the header")
+    return header[start + len(begin) : end]
 
 
 def cdef_text(header: str) -> str:
@@ -98,7 +104,8 @@ def main(argv: list[str]) -> int:
     header_path, output_dir = Path(argv[1]), Path(argv[2])
     header = header_path.read_text(encoding="utf-8")
     ffi = cffi.FFI()
-    ffi.cdef(cdef_text(header))
+    runner = Path(argv[3]).read_text(encoding="utf-8") if len(argv) > 3 else None
+    ffi.cdef(cdef_text(header) + (cdef_block(runner, RUNNER_BEGIN, RUNNER_END) if runner else ""))
     output_dir.mkdir(parents=True, exist_ok=True)
     ffi.set_source("plugnn._abi_cffi", None)
     ffi.emit_python_code(str(output_dir / "_abi_cffi.py"))

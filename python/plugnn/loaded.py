@@ -26,6 +26,7 @@ from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedEr
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import elided, movement_views
+from plugnn.step_runner import batched
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
 
@@ -253,7 +254,7 @@ class LoadedNetwork:
         # step stays, for the profile).
         self.elided_layers = [node.name for node in nodes if elided(node, views)]
         skipped = set(self.elided_layers)
-        self._calls = [step.call for step in self._steps if step.name not in skipped]
+        self._calls = batched([step.call for step in self._steps if step.name not in skipped])
         # What each run binds, per input then output: (slot, name, key, dtype, shape, the step
         # buffers (bound sequence, index) to point at the caller's array, source). An output's
         # source is where run() copies it from when it cannot be bound: ("in", input name) for a
