@@ -25,7 +25,7 @@ from plugnn.descriptors import LayerKind
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
-from plugnn.movement_views import elided, movement_views
+from plugnn.movement_views import elided_layers, movement_views
 from plugnn.step_runner import batched
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
@@ -202,7 +202,7 @@ class LoadedNetwork:
         # from the input (plugnn.movement_views).
         views = movement_views(nodes, graph.infos, lambda key: key in first and in_arena(key) and key not in bounded,
                              lambda node: node.backend_id is not None and self._backend(node.backend_id).moves_in_place,
-                             ALIGNMENT)
+                             ALIGNMENT, graph.constants.get)
         for key, view in views.items():  # the root lives while any of its views does
             first[view.root] = min(first[view.root], first[key])
             last[view.root] = max(last[view.root], last[key])
@@ -250,9 +250,9 @@ class LoadedNetwork:
                     if key in slots:
                         slots[key].append((bound, index))
             self._steps.append(step)
-        # A Reshape whose output is planned as its input's bytes has nothing to do: not called (its
-        # step stays, for the profile).
-        self.elided_layers = [node.name for node in nodes if elided(node, views)]
+        # A Reshape or Gather planned as its input's bytes has nothing to do: not called (its step
+        # stays, for the profile).
+        self.elided_layers = elided_layers(nodes, graph.infos, graph.constants.get, views)
         skipped = set(self.elided_layers)
         self._calls = batched([step.call for step in self._steps if step.name not in skipped])
         # What each run binds, per input then output: (slot, name, key, dtype, shape, the step

@@ -16,11 +16,15 @@ Concat) chain: the last Concat of a block owns the features, and an earlier Conc
 all sit in one tensor at its own layout (a prefix of it) becomes a view there too: no Concat of
 the block copies anything.
 
-A Reshape (Flatten, Squeeze and Unsqueeze import as one) keeps the bytes as they are, so its
-output and input are planned as the same bytes (a view at offset 0, either way round: the
-output inside the input, or the input inside a tensor the output already sits in) whenever both
-are eligible, whatever its backend: the runtime then does not call the layer at all
-(`LoadedNetwork.elided_layers`), since there is nothing to copy.
+Two kinds of layer become views whatever their backend, and are then not called at all
+(`elided_layers`, `LoadedNetwork.elided_layers`: there is nothing to copy):
+- a Reshape (Flatten, Squeeze and Unsqueeze import as one) keeps the bytes as they are, so its
+  output and input are planned as the same bytes (a view at offset 0, either way round: the
+  output inside the input, or the input inside a tensor the output already sits in);
+- a Gather (TAKE) of one constant index along an axis with only 1s before it is one block of
+  its data (the attention of a Swin or timm ViT export picks q, k and v out of one tensor so):
+  its output is planned inside the data.
+Both need the tensors to be eligible (below); the Gather's block must start on the alignment.
 
 `movement_views` returns, for every tensor planned inside another, the tensor that owns the bytes
 (the root, itself no view) and the byte offset; the memory plan gives the root one block alive
@@ -34,8 +38,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from plugnn.descriptors import LayerKind
+import numpy as np
+
+from plugnn.descriptors import GatherOp, LayerKind
 from plugnn.graph import Node
 from plugnn.tensor import TensorInfo
 
@@ -100,6 +107,30 @@ def _parts(node: Node) -> tuple[str, list[str]]:
     return node.inputs[0], list(node.outputs)
 
 
+def _gather_block(node: Node, infos: Mapping[str, TensorInfo], constant: Callable[[str], Any]) -> int | None:
+    """The byte offset of a Gather's output in its data when it is one block of it (TAKE of one
+    constant index, only 1s before the axis), else None."""
+    d = node.descriptor
+    if node.kind is not LayerKind.GATHER or d.op is not GatherOp.TAKE or d.batch_dims != 0 \
+            or len(node.inputs) != 2 or len(node.outputs) != 1:  # type: ignore[union-attr]
+        return None
+    indices = constant(node.inputs[1])
+    data = infos[node.inputs[0]]
+    rank = len(data.shape)
+    axis = d.axis + rank if d.axis < 0 else d.axis  # type: ignore[union-attr]
+    if indices is None or np.size(indices) != 1 or not 0 <= axis < rank or any(n != 1 for n in data.shape[:axis]):
+        return None
+    index = int(np.asarray(indices).reshape(-1)[0])
+    extent = data.shape[axis]
+    index = index + extent if index < 0 else index
+    if not 0 <= index < extent:
+        return None  # out of range: the layer's own error at run time
+    inner = data.dtype.itemsize
+    for n in data.shape[axis + 1:]:
+        inner *= n
+    return index * inner if infos[node.outputs[0]].num_bytes == inner else None
+
+
 def _alias(node: Node, infos: Mapping[str, TensorInfo], eligible: Callable[[str], bool]) -> tuple[str, str] | None:
     """A Reshape's (input, output) when the two may be the same bytes: one input, one output, both
     eligible, the same non-zero size."""
@@ -112,25 +143,37 @@ def _alias(node: Node, infos: Mapping[str, TensorInfo], eligible: Callable[[str]
     return x, y
 
 
-def elided(node: Node, views: Mapping[str, View]) -> bool:
-    """Whether `node` is a Reshape whose output and input are planned as the same bytes: a layer
-    the runtime need not call."""
-    if node.kind is not LayerKind.RESHAPE or len(node.inputs) != 1 or len(node.outputs) != 1:
-        return False
-    x, y = node.inputs[0], node.outputs[0]
-
+def _elided(node: Node, infos: Mapping[str, TensorInfo], constant: Callable[[str], Any],
+            views: Mapping[str, View]) -> bool:
+    """Whether `node` is a Reshape whose output and input are planned as the same bytes, or a
+    Gather whose output is planned at its block of the data: a layer the runtime need not call."""
     def at(key: str) -> tuple[str, int]:
         view = views.get(key)
         return (view.root, view.offset) if view else (key, 0)
 
-    return (x in views or y in views) and at(x) == at(y)
+    if node.kind is LayerKind.RESHAPE and len(node.inputs) == 1 and len(node.outputs) == 1:
+        x, y = node.inputs[0], node.outputs[0]
+        return (x in views or y in views) and at(x) == at(y)
+    if node.kind is LayerKind.GATHER and node.outputs and node.outputs[0] in views:
+        block = _gather_block(node, infos, constant)
+        root, offset = at(node.inputs[0])
+        return block is not None and at(node.outputs[0]) == (root, offset + block)
+    return False
+
+
+def elided_layers(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], constant: Callable[[str], Any],
+                  views: Mapping[str, View]) -> list[str]:
+    """The layers `views` makes pointless to call (see the module's text), in order."""
+    return [node.name for node in nodes if _elided(node, infos, constant, views)]
 
 
 def movement_views(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], eligible: Callable[[str], bool],
-                   in_place: Callable[[Node], bool], alignment: int) -> dict[str, View]:
+                   in_place: Callable[[Node], bool], alignment: int,
+                   constant: Callable[[str], Any] = lambda key: None) -> dict[str, View]:
     """The views (see the module's text): `eligible(key)` says whether a tensor may live inside
     another or hold others (an intermediate in host memory, not a graph input, output or
-    constant, not data-dependent), `in_place(node)` whether a node's backend moves in place."""
+    constant, not data-dependent), `in_place(node)` whether a node's backend moves in place,
+    `constant(key)` a constant tensor's array (None for others)."""
     parent: dict[str, tuple[str, int]] = {}
 
     def resolve(key: str) -> tuple[str, int]:
@@ -149,6 +192,13 @@ def movement_views(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], eligi
                     parent[y] = (x, 0)
                 elif x not in parent and resolve(y)[0] != x:
                     parent[x] = (y, 0)
+            continue
+        if node.kind is LayerKind.GATHER:
+            block = _gather_block(node, infos, constant)
+            x, y = node.inputs[0], node.outputs[0]
+            if block is not None and block % alignment == 0 and eligible(x) and eligible(y) \
+                    and y not in parent and resolve(x)[0] != y:
+                parent[y] = (x, block)
             continue
         if node.kind not in MOVES or not in_place(node):
             continue
@@ -171,21 +221,22 @@ def movement_views(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], eligi
                     and resolve(whole)[0] != key:
                 parent[key] = (whole, offset)
     views = {key: View(*resolve(key)) for key in parent}
-    return views if views and _verified(nodes, infos, views, in_place) else {}
+    return views if views and _verified(nodes, infos, views, in_place, constant) else {}
 
 
 def _verified(nodes: Sequence[Node], infos: Mapping[str, TensorInfo], views: Mapping[str, View],
-              in_place: Callable[[Node], bool]) -> bool:
-    """No layer writes bytes it reads, but for a moving layer's part at exactly its block."""
+              in_place: Callable[[Node], bool], constant: Callable[[str], Any]) -> bool:
+    """No layer writes bytes it reads, but for a moving layer's part at exactly its block (and a
+    layer not called, which writes nothing)."""
     def span(key: str) -> tuple[str, int, int]:
         view = views.get(key)
         root, start = (view.root, view.offset) if view else (key, 0)
         return root, start, start + infos[key].num_bytes
 
     for node in nodes:
+        if _elided(node, infos, constant, views):
+            continue
         exact: set[tuple[str, str]] = set()  # (input, output) pairs that may be the same bytes
-        if elided(node, views):
-            exact.add((node.inputs[0], node.outputs[0]))
         if node.kind in MOVES and in_place(node):
             whole, parts = _parts(node)
             offsets = _blocks(node, infos)

@@ -1,8 +1,10 @@
-"""Reshapes in place (python/plugnn/movement_views.py): a Reshape between two intermediate
-host-memory tensors is planned as the same bytes as its input and the runtime does not call it
-(`LoadedNetwork.elided_layers`), on every backend; the results are those of NumPy, bit for bit
-where nothing else computes. A Reshape of a graph input, to a graph output or out of device memory
-still runs; a Reshape into a Concat's input or out of a Split's output rides on those views."""
+"""Layers the runtime does not call (python/plugnn/movement_views.py, `LoadedNetwork.elided_layers`):
+a Reshape between two intermediate host-memory tensors is planned as the same bytes as its
+input, and a Gather of one constant index along an axis with only 1s before it as its block of
+the data, on every backend; the results are those of NumPy, bit for bit where nothing else
+computes. A Reshape of a graph input or to a graph output still runs, as does a Gather that is
+no aligned block; a Reshape into a Concat's input or out of a Split's output rides on those
+views."""
 
 from __future__ import annotations
 
@@ -192,3 +194,76 @@ def test_a_reshape_after_a_device_layer_reads_the_host_copy(py_runtime: plugnn.R
     out, elided, views = load_and_run(net, {"x": x}, ["PyDevice", "PyReshape", "CpuRef"], runtime=py_runtime)
     assert elided == ["r"] and views == 1 and PyReshape.calls == []
     np.testing.assert_allclose(out["y"], (e / e.sum(axis=1, keepdims=True)).reshape(10), rtol=1e-6)
+
+
+# ---- Gather of one constant index ---------------------------------------------------------------------
+
+
+def gather_net(shape: tuple[int, ...], axis: int, index: object, export: bool = False) -> Network:
+    """x -> relu -> gather(constant index along axis) -> abs -> y (and the gather's output as "g")."""
+    net = Network("take")
+    a = net.add_activation(net.add_input("x", shape), "relu", name="a")
+    g = net.add_gather(a, np.asarray(index, np.int64), axis=axis, name="take")
+    net.add_output(net.add_activation(g, "abs", name="b"), "y")
+    if export:
+        net.add_output(g, "g")
+    return net
+
+
+@pytest.mark.parametrize("backend", native_backends())
+@pytest.mark.parametrize("shape, axis, index, elide", [
+    ((3, 4, 8), 0, 1, True),            # q, k, v out of one tensor: a block of 128 bytes
+    ((3, 4, 8), 0, -1, True),           # counted from the end
+    ((3, 4, 8), 0, [2], True),          # a one-element index keeps the axis
+    ((1, 3, 16), 1, 2, True),           # only 1s before the axis
+    ((2, 3, 16), 1, 2, False),          # a 2 before the axis: not one block
+    ((3, 4, 8), 1, 1, False),           # likewise
+    ((3, 4, 8), 0, [0, 2], False),      # two indices
+    ((3, 5), 0, 1, False),              # a block at byte 20: not aligned
+    ((3, 5), 0, 0, True),               # ... but the first one is
+], ids=["axis0", "negative", "one-element", "leading-1s", "not-a-block", "inner-axis", "two-indices",
+        "unaligned", "aligned-first"])
+def test_gather_of_one_constant_index_is_a_view(backend: str, shape: tuple[int, ...], axis: int, index: object,
+                                                elide: bool) -> None:
+    x = rand(*shape)
+    out, elided, _ = load_and_run(gather_net(shape, axis, index), {"x": x}, [backend])
+    assert elided == (["take"] if elide else [])
+    np.testing.assert_array_equal(out["y"], np.take(np.maximum(x, 0), np.asarray(index), axis=axis))
+
+
+@pytest.mark.parametrize("backend", native_backends())
+def test_gather_to_a_graph_output_or_by_runtime_indices_runs(backend: str) -> None:
+    x = rand(3, 4, 8)
+    out, elided, _ = load_and_run(gather_net((3, 4, 8), 0, 1, export=True), {"x": x}, [backend])
+    assert elided == []
+    np.testing.assert_array_equal(out["g"], np.maximum(x, 0)[1])
+    net = Network("runtime_index")
+    a = net.add_activation(net.add_input("x", (3, 4, 8)), "relu", name="a")
+    g = net.add_gather(a, net.add_input("i", (), "int64"), axis=0, name="take")
+    net.add_output(net.add_activation(g, "abs", name="b"), "y")
+    out2, elided2, _ = load_and_run(net, {"x": x, "i": np.array(2, np.int64)}, [backend])
+    assert elided2 == []
+    np.testing.assert_array_equal(out2["y"], np.maximum(x, 0)[2])
+
+
+@pytest.mark.parametrize("backend", native_backends())
+def test_gather_views_beside_each_other_and_their_data_read_again(backend: str) -> None:
+    """Swin's q, k, v: three Gathers of one tensor, all views, and the tensor itself read later."""
+    net = Network("qkv")
+    qkv = net.add_activation(net.add_input("x", (3, 2, 16)), "relu", name="qkv")
+    parts = [net.add_gather(qkv, np.int64(i), axis=0, name=f"take{i}") for i in range(3)]
+    s = net.add_add(net.add_mul(parts[0], parts[1], name="qk"), parts[2], name="qkv_sum")
+    net.add_output(net.add_activation(s, "abs", name="y_abs"), "y")
+    net.add_output(net.add_activation(qkv, "tanh", name="tanh"), "t")
+    x = rand(3, 2, 16)
+    out, elided, _ = load_and_run(net, {"x": x}, [backend])
+    assert elided == ["take0", "take1", "take2"]
+    r = np.maximum(x, 0)
+    np.testing.assert_array_equal(out["y"], np.abs(r[0] * r[1] + r[2]))
+    np.testing.assert_allclose(out["t"], np.tanh(r.astype(np.float64)), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", native_backends())
+def test_gather_of_an_out_of_range_constant_index_runs_and_fails_naming_the_layer(backend: str) -> None:
+    with pytest.raises(plugnn.BackendError, match=r"execute\(layer 'take'\).*index 5.*out of range"):
+        load_and_run(gather_net((3, 4, 8), 0, 5), {"x": rand(3, 4, 8)}, [backend])
