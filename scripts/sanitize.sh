@@ -3,7 +3,7 @@
 # UndefinedBehaviorSanitizer (the common plugin library, CpuRef, the probe helper and every
 # mock plugin), the sanitizer runtime preloaded into the Python interpreter. The sanitized
 # CpuRef is found through PLUGNN_DYNAMIC_BACKEND_PATHS, the sanitized plugnn-probe through
-# PLUGNN_PROBE_HELPER.
+# PLUGNN_PROBE_HELPER, the sanitized step runner through PLUGNN_STEP_RUNNER.
 #   bash scripts/sanitize.sh [pytest args...]
 # Default tests: the plugin, runtime and conformance tests (every test that runs C code).
 # Needs the package installed (pip install '.[test]') and gcc's libasan/libubsan.
@@ -33,6 +33,7 @@ cd "$repo"
 env PLUGNN_TEST_MOCKS_DIR="$work/mocks/out" \
     PLUGNN_DYNAMIC_BACKEND_PATHS="$work/prefix/backends" \
     PLUGNN_PROBE_HELPER="$work/prefix/libexec/plugnn-probe" \
+    PLUGNN_STEP_RUNNER="$work/prefix/lib/libplugnn_runner.so" \
     ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" \
     LSAN_OPTIONS="suppressions=$repo/scripts/lsan_python.supp:print_suppressions=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \

@@ -9,8 +9,9 @@ calls the same `execute` functions with the same arguments in the same order and
 first failure; that step's error is raised as the step itself would raise it. Other steps
 (Python backends, runtime copies) stay calls of their own.
 
-If the library cannot be loaded (a build without it), a warning is logged once and every step
-is called on its own, as before.
+The environment variable PLUGNN_STEP_RUNNER names another copy of the library (scripts/
+sanitize.sh points it at the sanitizer build's). If the library cannot be loaded, a warning is
+logged once and every step is called on its own, as before.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from plugnn.native import BoundExecution
 
 log = logging.getLogger("plugnn")
 
-LIBRARY = os.path.join(_build_config.INSTALL_DIR, "lib",
-                       "libplugnn_runner.dylib" if sys.platform == "darwin" else "libplugnn_runner.so")
+LIBRARY_ENV = "PLUGNN_STEP_RUNNER"  # another libplugnn_runner (the sanitizer build's)
+LIBRARY = os.environ.get(LIBRARY_ENV) or os.path.join(
+    _build_config.INSTALL_DIR, "lib", "libplugnn_runner.dylib" if sys.platform == "darwin" else "libplugnn_runner.so")
 
 _library: Any = None
 _loaded = False

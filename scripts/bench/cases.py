@@ -404,9 +404,57 @@ class UncountedWork(Exception):
     """A Conv, Gemm or MatMul whose shapes ONNX's shape inference does not resolve."""
 
 
+def _taps_inside(size: int, out: int, kernel: int, stride: int, pad_begin: int, dilation: int) -> int:
+    """Over the `out` positions of one axis, how many kernel taps land inside the input [0, size)."""
+    taps = 0
+    for o in range(out):
+        start = o * stride - pad_begin
+        taps += sum(1 for k in range(kernel) if 0 <= start + k * dilation < size)
+    return taps
+
+
+def _conv_pads_begin(node: Any, x: tuple[int, ...], out: tuple[int, ...], weight: tuple[int, ...]) -> list[int]:
+    """The zeros before each spatial axis of a Conv: its pads, or what its auto_pad implies."""
+    from onnx import helper
+
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    spatial = len(x) - 2
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    if auto_pad in ("NOTSET", ""):
+        return list(attrs.get("pads", [0] * 2 * spatial))[:spatial]
+    if auto_pad == "VALID":
+        return [0] * spatial
+    strides = attrs.get("strides", [1] * spatial)
+    dilations = attrs.get("dilations", [1] * spatial)
+    begins = []
+    for i in range(spatial):
+        total = max(0, (out[2 + i] - 1) * strides[i] + (weight[2 + i] - 1) * dilations[i] + 1 - x[2 + i])
+        begins.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
+    return begins
+
+
+def conv_flops(node: Any, x: tuple[int, ...], out: tuple[int, ...], weight: tuple[int, ...]) -> int:
+    """A Conv's useful FLOPs: 2 per product of a weight with an input element, taps that land in
+    the zero padding not counted (no kernel needs to compute them; with large dilations, as in
+    DeepLabV3's ASPP, they are most of the nominal count 2 * |out| * |weight[1:]|)."""
+    from onnx import helper
+
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    spatial = len(x) - 2
+    strides = attrs.get("strides", [1] * spatial)
+    dilations = attrs.get("dilations", [1] * spatial)
+    pads = _conv_pads_begin(node, x, out, weight)
+    taps = 1
+    for i in range(spatial):
+        taps *= _taps_inside(x[2 + i], out[2 + i], weight[2 + i], strides[i], pads[i], dilations[i])
+    return 2 * out[0] * out[1] * weight[1] * taps
+
+
 def flops(model: Any) -> int:
     """FLOPs (multiply and add counted separately) of every Conv, Gemm and MatMul node of the main
-    graph (nodes inside subgraphs are not counted)."""
+    graph (nodes inside subgraphs are not counted); a Conv's products with its zero padding are
+    not counted (conv_flops)."""
     from onnx import helper
 
     known = _shapes(model)
@@ -421,7 +469,7 @@ def flops(model: Any) -> int:
     for node in model.graph.node:
         if node.op_type == "Conv":
             out, weight = shapes_of(node.output[0]), shapes_of(node.input[1])
-            total += 2 * int(np.prod(out)) * int(np.prod(weight[1:]))   # 2*N*OH*OW*OC * IC/g*KH*KW
+            total += conv_flops(node, shapes_of(node.input[0]), out, weight)
         elif node.op_type == "ConvTranspose":  # every input element times its O/g * KH*KW taps
             x, weight = shapes_of(node.input[0]), shapes_of(node.input[1])
             total += 2 * int(np.prod(x)) * int(np.prod(weight[1:]))
