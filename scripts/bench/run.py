@@ -22,7 +22,9 @@ Reported per row: median ms (timing.py: warm-up, then samples until the time bud
 run limit; the peers and the plugnn backends of a row and thread count are timed in --rounds
 alternating blocks, so a slow phase of the machine falls on all of them), GFLOP/s (conv: 2 per product
 of a weight with an input element, the products with the zero padding not counted, cases.py
-conv_flops; gemm and matmul: 2*|output|*K; every Conv, Gemm and MatMul of a network) or GB/s (memory-bound
+conv_flops; gemm and matmul: 2*|output|*K; every Conv, Gemm and MatMul of a network, or, where
+ONNX's shape inference leaves their shapes unknown, every convolution, fully connected and
+matmul layer of plugnn's import of it) or GB/s (memory-bound
 rows: bytes read + written), the fraction of the peak for T threads (GFLOP/s: the FMA peak of T
 threads, GB/s: the STREAM-style add bandwidth, both measured at the start of the same run by
 machine.py unless --peak-gflops / --peak-gbs are given), and the ratios plugnn median /

@@ -59,6 +59,7 @@ def test_conv_flops_count_products_with_the_input_only(x: tuple[int, ...], w: tu
                                                         attrs: dict[str, object]) -> None:
     model = conv_model(x, w, **attrs)
     assert cases.flops(model) == brute_force(model)
+    assert cases.imported_flops(model) == brute_force(model)  # the count over plugnn's import agrees
 
 
 def test_padding_products_are_not_counted_but_the_rest_is() -> None:
@@ -81,3 +82,26 @@ def test_matmul_and_gemm_count_output_times_k() -> None:
                                                 helper.make_tensor_value_info("g", TensorProto.FLOAT, None)], [b, c, shape])
     model = shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert cases.flops(model) == 2 * (2 * 5 * 3) * 8 + 2 * (10 * 4) * 8
+    assert cases.imported_flops(model) == cases.flops(model)
+
+
+def test_shapes_onnx_inference_leaves_unknown_are_counted_from_the_import() -> None:
+    """A MatMul after a Reshape to a shape computed at run time by an operator ONNX's shape
+    inference does not propagate (Range): counted through plugnn's import (its shapes are static)."""
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [6, 4])
+    w = numpy_helper.from_array(np.zeros((12, 5), np.float32), "w")
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n) for v, n in
+              [(2, "start"), (14, "limit"), (10, "delta"), ([-1], "minus_one")]]
+    nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),          # [2, 12]
+             helper.make_node("Slice", ["r", "one", "two"], ["twelve"]),             # [12]
+             helper.make_node("Concat", ["minus_one", "twelve"], ["shape"], axis=0),  # [-1, 12]
+             helper.make_node("Reshape", ["a", "shape"], ["a2"]),                     # [2, 12]
+             helper.make_node("MatMul", ["a2", "w"], ["y"])]
+    consts += [numpy_helper.from_array(np.array([1], np.int64), "one"),
+               numpy_helper.from_array(np.array([2], np.int64), "two")]
+    graph = helper.make_graph(nodes, "g", [a], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [w, *consts])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(cases.UncountedWork):
+        cases.flops(model)
+    assert cases.imported_flops(model) == 2 * (2 * 5) * 12
