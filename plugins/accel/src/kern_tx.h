@@ -32,6 +32,11 @@
 
 #define TX_LANES 16
 #define TX_BLOCK 4096 /* floats summed in float lanes before the partial goes to a double */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TX_UNROLL _Pragma("GCC unroll 4")
+#else
+#define TX_UNROLL
+#endif
 
 /* ---- NORMALIZATION -------------------------------------------------------------------------- */
 
@@ -80,8 +85,58 @@ static void KSUF(tx_moments)(const float* x, int64_t n, float eps, float* mean, 
     *rstd = (float)(1.0 / sqrt((var > 0.0 ? var : 0.0) + (double)eps));
 }
 
+/* R rows of n <= TX_BLOCK floats (row r at x + r * n) normalized together, each phase (the
+ * sums, the moments in double, the second sums, the affine pass) over the R rows before the
+ * next, so their dependency chains (the double division and square root above all) overlap;
+ * every row's arithmetic is tx_moments' and the affine loop's below, in the same order (the
+ * same bits as one row at a time). */
+KINLINE void KSUF(tx_norm_group)(const int R, int rms, const float* x, float* y, int64_t n,
+                                 const float* scale, const float* bias, float eps) {
+    float mean[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rstd[4];
+    double m[4] = {0.0, 0.0, 0.0, 0.0};
+    if (!rms) {
+        TX_UNROLL
+        for (int r = 0; r < R; ++r) {
+            const double s = (double)KSUF(tx_vec_sum)(x + r * n, n, 0.0f, 0);
+            m[r] = n > 0 ? s / (double)n : 0.0;
+            mean[r] = (float)m[r];
+        }
+    }
+    TX_UNROLL
+    for (int r = 0; r < R; ++r) {
+        const double ss = (double)KSUF(tx_vec_sum)(x + r * n, n, mean[r], 1);
+        const double dm = m[r] - (double)mean[r];
+        const double var = rms ? (n > 0 ? ss / (double)n : 0.0) : (n > 0 ? ss / (double)n - dm * dm : 0.0);
+        rstd[r] = (float)(1.0 / sqrt((rms || var > 0.0 ? var : 0.0) + (double)eps));
+    }
+    TX_UNROLL
+    for (int r = 0; r < R; ++r) {
+        const float* xr = x + r * n;
+        float* yr = y + r * n;
+        if (bias != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] = KFMA((xr[i] - mean[r]) * rstd[r], scale[i], bias[i]);
+            }
+        } else {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] = (xr[i] - mean[r]) * rstd[r] * scale[i];
+            }
+        }
+    }
+}
+
 static void KSUF(tx_norm_rows)(int rms, const float* x, float* y, int64_t rows, int64_t n,
                                const float* scale, const float* bias, float eps) {
+    if (n <= TX_BLOCK) { /* the usual rows (a transformer's hidden size): four at a time */
+        int64_t r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            KSUF(tx_norm_group)(4, rms, x + r * n, y + r * n, n, scale, bias, eps);
+        }
+        for (; r < rows; ++r) {
+            KSUF(tx_norm_group)(1, rms, x + r * n, y + r * n, n, scale, bias, eps);
+        }
+        return;
+    }
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * n;
         float* yr = y + r * n;
@@ -110,6 +165,28 @@ static void KSUF(tx_norm_rows)(int rms, const float* x, float* y, int64_t rows, 
 static void KSUF(tx_affine_row)(const float* x, float* y, int64_t n, float c, float a, float b) {
     for (int64_t i = 0; i < n; ++i) {
         y[i] = KFMA(x[i] - c, a, b);
+    }
+}
+
+static void KSUF(tx_add_rows)(float* y, int64_t ldy, int64_t rows, int64_t n, const float* bias,
+                              const float* add, int64_t ldadd) {
+    for (int64_t r = 0; r < rows; ++r) {
+        float* yr = y + r * ldy;
+        const float* ar = add != NULL ? add + r * ldadd : NULL;
+        if (bias != NULL && ar != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                const float t = yr[i] + bias[i]; /* rounded before the residual is added */
+                yr[i] = t + ar[i];
+            }
+        } else if (bias != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] += bias[i];
+            }
+        } else if (ar != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] += ar[i];
+            }
+        }
     }
 }
 
@@ -357,11 +434,6 @@ static void KSUF(tx_arg_cols)(int is_min, int last, float* best, int64_t* idx, c
 
 /* The widest block of score columns attn_scores keeps in registers, in vectors (R rows x
  * TX_SC_NV vectors of sums: 16 of AVX-512's 32 registers; 8 of AVX2's 16). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define TX_UNROLL _Pragma("GCC unroll 4")
-#else
-#define TX_UNROLL
-#endif
 #if VW == 16
 #define TX_SC_NV 4
 #else
@@ -707,6 +779,7 @@ const accel_tx_kernels KTXTABLE = {
     KSUF(tx_norm_rows),
     KSUF(tx_moments),
     KSUF(tx_affine_row),
+    KSUF(tx_add_rows),
     KSUF(tx_unary_row),
     KSUF(tx_reduce_run),
     KSUF(tx_reduce_cols),

@@ -48,24 +48,25 @@ typedef struct linear_epi {
 } linear_epi;
 
 /* Each row of the finished block: * alpha, + bias, + addend, activation (the unfused layers'
- * order, each by the kernel the unfused layer runs). */
+ * order, each by the kernel the unfused layer runs or one that rounds the same: tx add_rows). */
 static void linear_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64_t n0, int64_t mb,
                             int64_t nb) {
     const linear_epi* e = (const linear_epi*)vctx;
     const linear_state* s = e->s;
-    for (int64_t i = 0; i < mb; ++i) {
-        float* row = y + i * ldc;
-        if (s->alpha != 1.0f) {
-            s->kern->scale(row, s->alpha, nb);
-        }
-        if (s->bias != NULL) {
-            s->kern->binary_row(PN_BINARY_ADD, row, 1, s->bias + n0, 1, row, nb);
-        }
-        if (e->addend != NULL) {
-            s->kern->binary_row(PN_BINARY_ADD, row, 1, e->addend + (m0 + i) * s->n + n0, 1, row, nb);
-        }
-        if (s->has_act) {
-            accel_apply_activation(s->env.isa, &s->act, row, nb);
+    const float* bias = s->bias != NULL ? s->bias + n0 : NULL;
+    const float* add = e->addend != NULL ? e->addend + m0 * s->n + n0 : NULL;
+    if (s->alpha == 1.0f && !s->has_act) { /* the block in one pass (BERT's projections) */
+        s->tk->add_rows(y, ldc, mb, nb, bias, add, s->n);
+    } else {
+        for (int64_t i = 0; i < mb; ++i) {
+            float* row = y + i * ldc;
+            if (s->alpha != 1.0f) {
+                s->kern->scale(row, s->alpha, nb);
+            }
+            s->tk->add_rows(row, ldc, 1, nb, bias, add != NULL ? add + i * s->n : NULL, s->n);
+            if (s->has_act) {
+                accel_apply_activation(s->env.isa, &s->act, row, nb);
+            }
         }
     }
     if (s->norm_in_epilogue) { /* the block holds whole rows (n0 == 0, nb == n) */
@@ -234,9 +235,9 @@ static pn_status linear_build(const accel_env* env, const pn_layer* layer, accel
             s->bias = s->own_bias;
         }
     }
+    s->tk = accel_tx_kernels_for(env->isa);
     if (p->has_norm) {
         const uint32_t at = 2u + (p->has_bias ? 1u : 0u) + (p->has_addend ? 1u : 0u);
-        s->tk = accel_tx_kernels_for(env->isa);
         s->has_norm = 1;
         s->norm_rms = p->norm_rms != 0;
         s->norm_eps = p->norm_eps;

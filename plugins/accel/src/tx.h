@@ -45,6 +45,11 @@ typedef struct accel_tx_kernels {
     void (*moments)(const float* x, int64_t n, float eps, float* mean, float* rstd);
     /* y[i] = (x[i] - c) * a + b (x == y allowed). */
     void (*affine_row)(const float* x, float* y, int64_t n, float c, float a, float b);
+    /* The fused linear layer's epilogue (linear.c) on `rows` rows of n floats, row r at y + r *
+     * ldy: y[j] = y[j] + bias[j], then y[j] = y[j] + add[r * ldadd + j] (each rounded, the
+     * unfused Adds' order); bias or add may be NULL. */
+    void (*add_rows)(float* y, int64_t ldy, int64_t rows, int64_t n, const float* bias, const float* add,
+                     int64_t ldadd);
 
     /* ---- ELEMENTWISE_UNARY ---- */
     /* y[i] = op(x[i]) for the float operations unary.c accepts (x == y allowed). */
