@@ -47,25 +47,28 @@ typedef struct linear_epi {
     const float* addend;
 } linear_epi;
 
-/* Each row of the finished block: * alpha, + bias, + addend, activation (the unfused layers'
- * order, each by the kernel the unfused layer runs or one that rounds the same: tx add_rows). */
+/* The finished block: * alpha, + bias, + addend, activation (the unfused layers' order, each by
+ * the kernel the unfused layer runs or one that rounds the same: tx add_rows). */
 static void linear_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64_t n0, int64_t mb,
                             int64_t nb) {
     const linear_epi* e = (const linear_epi*)vctx;
     const linear_state* s = e->s;
     const float* bias = s->bias != NULL ? s->bias + n0 : NULL;
     const float* add = e->addend != NULL ? e->addend + m0 * s->n + n0 : NULL;
-    if (s->alpha == 1.0f && !s->has_act) { /* the block in one pass (BERT's projections) */
-        s->tk->add_rows(y, ldc, mb, nb, bias, add, s->n);
-    } else {
+    /* each step over the whole block before the next: every element still goes through the
+     * same operations in the same order */
+    if (s->alpha != 1.0f) {
         for (int64_t i = 0; i < mb; ++i) {
-            float* row = y + i * ldc;
-            if (s->alpha != 1.0f) {
-                s->kern->scale(row, s->alpha, nb);
-            }
-            s->tk->add_rows(row, ldc, 1, nb, bias, add != NULL ? add + i * s->n : NULL, s->n);
-            if (s->has_act) {
-                accel_apply_activation(s->env.isa, &s->act, row, nb);
+            s->kern->scale(y + i * ldc, s->alpha, nb);
+        }
+    }
+    s->tk->add_rows(y, ldc, mb, nb, bias, add, s->n);
+    if (s->has_act) {
+        if (ldc == nb) { /* whole rows: one contiguous run (BERT's GELU: 128 calls -> 1) */
+            accel_apply_activation(s->env.isa, &s->act, y, mb * nb);
+        } else {
+            for (int64_t i = 0; i < mb; ++i) {
+                accel_apply_activation(s->env.isa, &s->act, y + i * ldc, nb);
             }
         }
     }
