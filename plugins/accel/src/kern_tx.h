@@ -190,6 +190,20 @@ static void KSUF(tx_add_rows)(float* y, int64_t ldy, int64_t rows, int64_t n, co
     }
 }
 
+static void KSUF(tx_select_row)(const uint8_t* c, int64_t n, float a, float b, float* y) {
+    int64_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+    for (; i + 16 <= n; i += 16) {
+        const __mmask16 m = _mm_test_epi8_mask(_mm_loadu_si128((const __m128i*)(c + i)), _mm_set1_epi8(-1));
+        _mm512_storeu_ps(y + i, _mm512_mask_blend_ps(m, vb, va));
+    }
+#endif
+    for (; i < n; ++i) {
+        y[i] = c[i] != 0 ? a : b;
+    }
+}
+
 /* ---- ELEMENTWISE_UNARY ------------------------------------------------------------------------ */
 
 /* floor, ceil, round (halves to even) without libm: |x| rounded to the nearest integer by
@@ -780,6 +794,7 @@ const accel_tx_kernels KTXTABLE = {
     KSUF(tx_moments),
     KSUF(tx_affine_row),
     KSUF(tx_add_rows),
+    KSUF(tx_select_row),
     KSUF(tx_unary_row),
     KSUF(tx_reduce_run),
     KSUF(tx_reduce_cols),

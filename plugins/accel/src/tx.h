@@ -50,6 +50,8 @@ typedef struct accel_tx_kernels {
      * unfused Adds' order); bias or add may be NULL. */
     void (*add_rows)(float* y, int64_t ldy, int64_t rows, int64_t n, const float* bias, const float* add,
                      int64_t ldadd);
+    /* SELECT (mask_ops.c) of two scalars by a BOOL condition: y[i] = c[i] != 0 ? a : b. */
+    void (*select_row)(const uint8_t* c, int64_t n, float a, float b, float* y);
 
     /* ---- ELEMENTWISE_UNARY ---- */
     /* y[i] = op(x[i]) for the float operations unary.c accepts (x == y allowed). */
