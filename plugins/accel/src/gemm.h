@@ -135,6 +135,24 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
               const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
               float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx);
 
+/* C split by columns into parts, each a matrix of its own (linear.c's sibling projections):
+ * part q holds columns [col0[q], col0[q + 1]) (col0[0] 0, col0[count] N), element (i, j) at
+ * base[q][i * ld[q] + j - col0[q]]; every col0[q] for q < count a multiple of the arch's nr, so
+ * no micro-tile straddles two parts. */
+#define GEMM_CPARTS_MAX 4
+typedef struct gemm_cparts {
+    int count;
+    int64_t col0[GEMM_CPARTS_MAX + 1];
+    float* base[GEMM_CPARTS_MAX];
+    int64_t ld[GEMM_CPARTS_MAX];
+} gemm_cparts;
+
+/* gemm_run into `parts` (not transposed; K > 0). The epilogue receives c NULL and ldc 0: it
+ * finds its columns in the parts itself. */
+void gemm_run_parts(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+                    const gemm_operand* a, const gemm_operand* b, const gemm_cparts* parts, float* workspace,
+                    gemm_epilogue_fn epilogue, void* epilogue_ctx);
+
 /* Internal thread wrapper (switch point to the pool). */
 void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void* ctx);
 

@@ -51,6 +51,27 @@ typedef struct accel_linear {
     char label[ACCEL_LINEAR_LABEL_MAX]; /* e.g. "matmul [*, 64] x [64, 256] + bias + gelu" */
 } accel_linear;
 
+/* Sibling projections (fusion_linear.c): G products of one a [..., K] with constant b_g [K, N_g]
+ * (MatMuls, leading dims of 1 allowed), each with or without the Add of a constant bias [N_g]
+ * (or [1, ..., 1, N_g]) and Reshapes after, as BERT's query, key and value projections are: one
+ * GEMM over a's rows with the b_g side by side ([K, N_1 + ... + N_G], packed once), whose
+ * epilogue adds each output's bias to its columns of every finished block (in cache) and
+ * stores them into that output, so each output has the bits of its own MatMul and Add.
+ *   input 0              a, read as [M, K];
+ *   inputs 1 .. G        b_1 .. b_G, constant;
+ *   then                 the biases of the outputs that have one (has_bias[g]), in order;
+ *   outputs 0 .. G - 1   any shape of M * N_g elements, written as row-major [M, N_g]. */
+#define ACCEL_LINEAR_GROUP_MAGIC 0x4d4e494cu /* "LINM" */
+#define ACCEL_LINEAR_GROUP_MAX 4
+
+typedef struct accel_linear_group {
+    uint32_t magic;          /* ACCEL_LINEAR_GROUP_MAGIC */
+    uint32_t num_outputs;    /* G, 2 .. ACCEL_LINEAR_GROUP_MAX */
+    uint32_t num_inputs;     /* 1 + G + the biases */
+    int32_t has_bias[ACCEL_LINEAR_GROUP_MAX];
+    char label[ACCEL_LINEAR_LABEL_MAX]; /* e.g. "matmul [*, 64] x [64, 64 | 64 | 64] + bias" */
+} accel_linear_group;
+
 /* pn_precompiled_desc.release_payload of a fused linear layer. */
 void accel_linear_release(void* payload);
 
@@ -58,5 +79,10 @@ void accel_linear_release(void* payload);
  * against the rules above); context is the factory's accel_env. Reshapable. */
 pn_status accel_linear_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                               pn_string_out* message_out);
+
+/* The workload of a PRECOMPILED layer whose payload is an accel_linear_group (its tensors
+ * checked against the rules above). Reshapable; the packed b is shared with the source. */
+pn_status accel_linear_group_create(void* context, const pn_layer* layer, pn_workload** workload_out,
+                                    pn_string_out* message_out);
 
 #endif /* ACCEL_LINEAR_H */
