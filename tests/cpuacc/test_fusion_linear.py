@@ -2,7 +2,9 @@
 weights (or a Gemm between Reshapes, as transformers' Conv1D exports) with the bias Add, the
 residual Add, the activation and the Reshapes that alone consume its output, run as one
 PRECOMPILED layer whose GEMM epilogue adds the bias and the residual and applies the activation
-(and a LayerNorm or RMSNorm over the last axis after them).
+(and a LayerNorm or RMSNorm over the last axis after them), or writes the pieces of a Split
+along its last axis; and sibling projections (products of one input with nothing but a bias
+after them: BERT's query, key and value) as one GEMM with an output each.
 
 Checked on every kernel set (option isa) at 1, 2, 3 and 7 threads: against NumPy float64
 within max|a - b| <= 1e-4 * max(1, max|b|) (float32 products summed in another order), the same
@@ -464,3 +466,72 @@ def test_reshaped_projections_share_the_packed_weights(isa: str) -> None:
         for g in range(3):
             assert_close(got[f"y{g}"], xv.astype(np.float64) @ w[g] + b[g])
         second.unload()
+
+
+# ---- A result split along its last axis (GPT-2's c_attn into query, key and value) ----------------
+
+
+@pytest.mark.parametrize("head,sizes,tail,axis", [
+    ("gemm", (64, 64, 64), "none", -1),        # GPT-2: pieces of whole panels, stored in place
+    ("gemm", (20, 36, 8), "residual", 2),       # widths off the panels: through the workspace
+    ("matmul", (32, 96), "relu", -1),
+    ("matmul", (48, 0, 16), "none", -1),        # an empty piece
+])
+def test_a_split_result_becomes_the_layers_outputs(head: str, sizes: tuple[int, ...], tail: str, axis: int) -> None:
+    s, e, f = 13, 24, sum(sizes)
+    net = Network("c_attn")
+    x = net.add_input("x", (1, s, e))
+    w, c = rand(e, f, scale=0.2), rand(f)
+    inputs = {"x": rand(1, s, e)}
+    ref = inputs["x"].astype(np.float64) @ w.astype(np.float64) + c
+    if head == "gemm":
+        a = net.add_reshape(x, (s, e), name="c/r0")
+        y = net.add_reshape(net.add_fully_connected(a, w, c, name="c/gemm"), (1, s, f), name="c/r1")
+        names = ["c/r0", "c/gemm", "c/r1"]
+    else:
+        y = net.add_add(net.add_matmul(x, w, name="c/mm"), c, name="c/bias")
+        names = ["c/mm", "c/bias"]
+    if tail == "residual":
+        inputs["r"] = rand(1, s, f)
+        y = net.add_add(y, net.add_input("r", (1, s, f)), name="c/res")
+        ref = ref + inputs["r"]
+        names.append("c/res")
+    elif tail == "relu":
+        y = net.add_activation(y, "relu", name="c/act")
+        ref = np.maximum(ref, 0.0)
+        names.append("c/act")
+    pieces = net.add_split(y, sizes, axis=axis, name="c/split")
+    names.append("c/split")
+    expected = {}
+    for q, (piece, want) in enumerate(zip(pieces, np.split(ref, np.cumsum(sizes)[:-1], axis=-1))):
+        net.add_output(piece, f"y{q}")
+        expected[f"y{q}"] = want
+    optimized = check(net, inputs, expected)
+    ((kind, backend),) = plan(optimized)
+    assert backend == "CpuAcc" and kind.endswith(f", split in {len(sizes)})"), kind
+    assert list(optimized.layers[0].replaces) == names
+
+
+def test_a_split_along_another_axis_or_after_a_norm_stays_apart() -> None:
+    """A Split of rows is not pieces of columns; a normalization needs the whole rows first."""
+    net = Network("split_rows")
+    x = net.add_input("x", (6, 16))
+    w, c = rand(16, 32), rand(32)
+    y = net.add_add(net.add_matmul(x, w, name="mm"), c, name="bias")
+    for q, piece in enumerate(net.add_split(y, (2, 4), axis=0, name="split")):
+        net.add_output(piece, f"y{q}")
+    xv = rand(6, 16)
+    ref = xv.astype(np.float64) @ w + c
+    optimized = check(net, {"x": xv}, {"y0": ref[:2], "y1": ref[2:]})
+    assert [layer.name for layer in optimized.layers] == ["mm+bias", "split"]
+
+    net = Network("split_after_norm")
+    x = net.add_input("x", (6, 16))
+    y = net.add_add(net.add_matmul(x, w, name="mm"), c, name="bias")
+    y = net.add_normalization("layer", y, np.ones(32, F32), np.zeros(32, F32), axis=-1, epsilon=1e-5, name="ln")
+    for q, piece in enumerate(net.add_split(y, (16, 16), axis=-1, name="split")):
+        net.add_output(piece, f"y{q}")
+    mean = ref.mean(axis=-1, keepdims=True)
+    normed = (ref - mean) / np.sqrt(((ref - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    optimized = check(net, {"x": xv}, {"y0": normed[:, :16], "y1": normed[:, 16:]})
+    assert [layer.name for layer in optimized.layers] == ["mm+bias+ln", "split"]

@@ -140,6 +140,7 @@ static int64_t last_dim(const pn_tensor_info* t) { return t->rank > 0 ? t->dims[
 typedef struct lin_links {
     int64_t head, reshape_in;      /* -1: none */
     int64_t bias_add, residual_add, act, norm, last;
+    int64_t split;                 /* a Split of the last link's output along its last axis, or -1 */
     uint32_t bias_slot, addend_slot;
     int reshapes;                  /* Reshapes fused (before and after) */
     int64_t members[LINEAR_MAX_MEMBERS];
@@ -253,11 +254,41 @@ static int link_of(const lin_links* L, const pn_layer* l, const pn_tensor_info* 
     }
 }
 
+/* The Split (accepted by the backend's check, not yet claimed: several outputs make it a kept
+ * layer) that alone reads layer `last`'s output, along its last axis into 2 ..
+ * ACCEL_LINEAR_GROUP_MAX float32 pieces, else -1. */
+static int64_t split_after(const lin_ctx* c, int64_t last, const lin_links* L) {
+    const uint32_t id = c->sg->layers[last].output_ids[0];
+    if (!single_use(c, id)) {
+        return -1;
+    }
+    for (uint32_t j = 0; j < c->sg->num_layers; ++j) {
+        const pn_layer* l = &c->sg->layers[j];
+        if (l->num_inputs < 1 || l->input_ids[0] != id) {
+            continue;
+        }
+        const pn_split_desc* d = (const pn_split_desc*)l->descriptor;
+        const pn_tensor_info* x = &l->inputs[0];
+        if ((c->state[j] != LAYER_CANDIDATE && c->state[j] != LAYER_KEPT) || l->kind != PN_LAYER_SPLIT || d == NULL || l->num_inputs != 1 ||
+            x->rank < 1 || (d->axis != -1 && d->axis != (int32_t)x->rank - 1) || last_dim(x) != L->n ||
+            l->num_outputs < 2 || l->num_outputs > ACCEL_LINEAR_GROUP_MAX) {
+            return -1;
+        }
+        for (uint32_t q = 0; q < l->num_outputs; ++q) {
+            if (l->outputs[q].dtype != PN_DTYPE_FLOAT32) {
+                return -1;
+            }
+        }
+        return (int64_t)j;
+    }
+    return -1;
+}
+
 /* The longest links headed by layer h (L->num_members 0: none worth fusing). */
 static void find_links(const lin_ctx* c, uint32_t h, lin_links* L) {
     const pn_subgraph* sg = c->sg;
     memset(L, 0, sizeof(*L));
-    L->head = L->reshape_in = L->bias_add = L->residual_add = L->act = L->norm = -1;
+    L->head = L->reshape_in = L->bias_add = L->residual_add = L->act = L->norm = L->split = -1;
     L->last = h;
     const pn_layer* head = &sg->layers[h];
     if (!head_ok(head, L)) {
@@ -310,7 +341,11 @@ static void find_links(const lin_ctx* c, uint32_t h, lin_links* L) {
     }
     L->head = h;
     L->last = cur;
-    const int worth = L->is_fc ? L->reshapes > 0 : L->num_members > 1;
+    const int64_t sp = split_after(c, cur, L);
+    if (sp >= 0 && L->norm < 0 && add_member(L, sp)) {
+        L->split = sp;
+    }
+    const int worth = L->split >= 0 || (L->is_fc ? L->reshapes > 0 : L->num_members > 1);
     if (!worth) {
         L->num_members = 0;
     }
@@ -358,6 +393,14 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
     }
     p->num_inputs = 2u + (p->has_bias ? 1u : 0u) + (p->has_addend ? 1u : 0u) + (p->has_norm ? 1u : 0u) +
                     (p->has_norm_bias ? 1u : 0u);
+    p->num_outputs = 1;
+    if (L->split >= 0) {
+        const pn_layer* sp = &sg->layers[L->split];
+        p->num_outputs = sp->num_outputs;
+        for (uint32_t q = 0; q < sp->num_outputs; ++q) {
+            p->split_n[q] = last_dim(&sp->outputs[q]);
+        }
+    }
     if (L->act >= 0) {
         const pn_activation_desc* a = (const pn_activation_desc*)sg->layers[L->act].descriptor;
         p->has_act = 1;
@@ -387,8 +430,11 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
                        p->norm_rms ? "rms_norm" : "layer_norm", (double)p->norm_eps);
     }
     if (L->reshapes > 0 && at >= 0 && (size_t)at < sizeof(p->label)) {
-        snprintf(p->label + at, sizeof(p->label) - (size_t)at, ", %d reshape%s absorbed", L->reshapes,
-                 L->reshapes > 1 ? "s" : "");
+        at += snprintf(p->label + at, sizeof(p->label) - (size_t)at, ", %d reshape%s absorbed", L->reshapes,
+                       L->reshapes > 1 ? "s" : "");
+    }
+    if (p->num_outputs > 1 && at >= 0 && (size_t)at < sizeof(p->label)) {
+        snprintf(p->label + at, sizeof(p->label) - (size_t)at, ", split in %u", p->num_outputs);
     }
     return p;
 }
@@ -397,7 +443,7 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
  * when out of memory. */
 static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, linear_slot* sl, pn_layer* r) {
     const pn_layer* head = &sg->layers[L->head];
-    const pn_layer* last = &sg->layers[L->last];
+    const pn_layer* last = &sg->layers[L->split >= 0 ? L->split : L->last];
     memset(it, 0, sizeof(*it));
     sl->payload = make_payload(sg, L);
     if (sl->payload == NULL) {
@@ -454,6 +500,16 @@ static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, lin
     r->outputs = &it->output;
     r->input_ids = sl->input_ids;
     r->output_ids = &it->output_id;
+    if (L->split >= 0) { /* the Split's pieces are the outputs */
+        for (uint32_t q = 0; q < last->num_outputs; ++q) {
+            sl->outputs[q] = last->outputs[q];
+            sl->outputs[q].struct_size = (uint32_t)sizeof(pn_tensor_info);
+            sl->output_ids[q] = last->output_ids[q];
+        }
+        r->num_outputs = last->num_outputs;
+        r->outputs = sl->outputs;
+        r->output_ids = sl->output_ids;
+    }
     return 1;
 }
 
@@ -462,7 +518,7 @@ static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, lin
 /* Links L are a MatMul with nothing but a bias Add and Reshapes after it, and no Reshape before. */
 static int projection_only(const lin_links* L) {
     return L->num_members > 0 && !L->is_fc && L->reshape_in < 0 && L->residual_add < 0 && L->act < 0 &&
-           L->norm < 0;
+           L->norm < 0 && L->split < 0;
 }
 
 /* The slots' storage (o->linear), made on the first fusion. */
@@ -496,7 +552,7 @@ static pn_status fuse_projections(const lin_ctx* c, accel_optimization* o, unsig
                 continue;
             }
             first.head = i;
-            first.reshape_in = first.bias_add = first.residual_add = first.act = first.norm = -1;
+            first.reshape_in = first.bias_add = first.residual_add = first.act = first.norm = first.split = -1;
             first.last = i;
             first.members[first.num_members++] = i;
         }
@@ -520,7 +576,7 @@ static pn_status fuse_projections(const lin_ctx* c, accel_optimization* o, unsig
                     continue;
                 }
                 M.head = j;
-                M.reshape_in = M.bias_add = M.residual_add = M.act = M.norm = -1;
+                M.reshape_in = M.bias_add = M.residual_add = M.act = M.norm = M.split = -1;
                 M.last = j;
                 M.members[M.num_members++] = j;
             }

@@ -29,6 +29,10 @@ typedef struct linear_state {
     const float* norm_bias;  /* N floats, or NULL */
     int64_t* offs;       /* 0..k-1: a read in place, or NULL: a packed */
     size_t ws_floats;
+    uint32_t parts;      /* outputs: 1, or a Split's pieces (columns [col0[q], col0[q] + pn[q])) */
+    int64_t col0[ACCEL_LINEAR_GROUP_MAX], pn[ACCEL_LINEAR_GROUP_MAX];
+    int direct;          /* pieces of whole panels: the GEMM stores into them (gemm_run_parts) */
+    size_t c_floats;     /* else the product's place in the workspace, after the GEMM's scratch */
 } linear_state;
 
 void accel_linear_release(void* payload) { free(payload); }
@@ -45,13 +49,13 @@ static void linear_state_release(void* vs) {
 typedef struct linear_epi {
     const linear_state* s;
     const float* addend;
+    float* const* out;   /* the pieces of a split result */
 } linear_epi;
 
 /* The finished block: * alpha, + bias, + addend, activation (the unfused layers' order, each by
  * the kernel the unfused layer runs or one that rounds the same: tx add_rows). */
-static void linear_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64_t n0, int64_t mb,
-                            int64_t nb) {
-    const linear_epi* e = (const linear_epi*)vctx;
+static void epilogue_steps(const linear_epi* e, float* y, int64_t ldc, int64_t m0, int64_t n0, int64_t mb,
+                           int64_t nb) {
     const linear_state* s = e->s;
     const float* bias = s->bias != NULL ? s->bias + n0 : NULL;
     const float* add = e->addend != NULL ? e->addend + m0 * s->n + n0 : NULL;
@@ -72,6 +76,52 @@ static void linear_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64
             }
         }
     }
+}
+
+/* The columns [lo, hi) of the whole result that piece q holds within the block's [n0, n0 + nb);
+ * 0 when none. */
+static int piece_span(const linear_state* s, uint32_t q, int64_t n0, int64_t nb, int64_t* lo, int64_t* hi) {
+    *lo = n0 > s->col0[q] ? n0 : s->col0[q];
+    *hi = n0 + nb < s->col0[q] + s->pn[q] ? n0 + nb : s->col0[q] + s->pn[q];
+    return *lo < *hi;
+}
+
+/* gemm_run_parts' epilogue: the steps on each piece's part of the block, where it is stored. */
+static void parts_epilogue(void* vctx, float* c, int64_t ldc, int64_t m0, int64_t n0, int64_t mb, int64_t nb) {
+    (void)c;
+    (void)ldc;
+    const linear_epi* e = (const linear_epi*)vctx;
+    const linear_state* s = e->s;
+    for (uint32_t q = 0; q < s->parts; ++q) {
+        int64_t lo, hi;
+        if (piece_span(s, q, n0, nb, &lo, &hi)) {
+            epilogue_steps(e, e->out[q] + m0 * s->pn[q] + (lo - s->col0[q]), s->pn[q], m0, lo, mb, hi - lo);
+        }
+    }
+}
+
+/* The result in the workspace: the steps on the block, then each piece's part copied out. */
+static void copy_epilogue(void* vctx, float* c, int64_t ldc, int64_t m0, int64_t n0, int64_t mb, int64_t nb) {
+    const linear_epi* e = (const linear_epi*)vctx;
+    const linear_state* s = e->s;
+    epilogue_steps(e, c, ldc, m0, n0, mb, nb);
+    for (uint32_t q = 0; q < s->parts; ++q) {
+        int64_t lo, hi;
+        if (!piece_span(s, q, n0, nb, &lo, &hi)) {
+            continue;
+        }
+        float* y = e->out[q] + m0 * s->pn[q] + (lo - s->col0[q]);
+        for (int64_t i = 0; i < mb; ++i) {
+            memcpy(y + i * s->pn[q], c + i * ldc + (lo - n0), (size_t)(hi - lo) * sizeof(float));
+        }
+    }
+}
+
+static void linear_epilogue(void* vctx, float* y, int64_t ldc, int64_t m0, int64_t n0, int64_t mb,
+                            int64_t nb) {
+    const linear_epi* e = (const linear_epi*)vctx;
+    const linear_state* s = e->s;
+    epilogue_steps(e, y, ldc, m0, n0, mb, nb);
     if (s->norm_in_epilogue) { /* the block holds whole rows (n0 == 0, nb == n) */
         s->tk->norm_rows(s->norm_rms, y, y, mb, nb, s->norm_scale, s->norm_bias, s->norm_eps);
     }
@@ -93,17 +143,22 @@ static void norm_range(void* raw, int64_t b, int64_t e) {
 
 static pn_status linear_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const linear_state* s = (const linear_state*)vs;
-    if (args == NULL || args->num_inputs != s->num_inputs || args->num_outputs != 1) {
+    if (args == NULL || args->num_inputs != s->num_inputs || args->num_outputs != s->parts) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc execute: the fused linear layer expects %u inputs and 1 output", s->num_inputs);
+                       "CpuAcc execute: the fused linear layer expects %u inputs and %u outputs", s->num_inputs,
+                       s->parts);
     }
     if (s->m * s->n == 0) {
         return PN_OK;
     }
     const float* a = (const float*)args->inputs[0].data;
     float* y = (float*)args->outputs[0].data;
-    linear_epi e = {s, s->has_addend ? (const float*)args->inputs[s->addend_index].data : NULL};
-    if (y == NULL || (s->k > 0 && a == NULL) || (s->has_addend && e.addend == NULL)) {
+    float* out[ACCEL_LINEAR_GROUP_MAX] = {NULL, NULL, NULL, NULL};
+    for (uint32_t q = 0; q < s->parts; ++q) {
+        out[q] = (float*)args->outputs[q].data;
+    }
+    linear_epi e = {s, s->has_addend ? (const float*)args->inputs[s->addend_index].data : NULL, out};
+    if ((s->parts == 1 && y == NULL) || (s->k > 0 && a == NULL) || (s->has_addend && e.addend == NULL)) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: fused linear layer tensor without data");
     }
     if (s->ws_floats > 0 && args->workspace == NULL) {
@@ -112,6 +167,25 @@ static pn_status linear_execute(void* vs, const pn_execute_args* args, pn_string
     const gemm_indirect ind = {a, s->offs, s->m, 0, s->k}; /* row i at a + i * k */
     gemm_operand ga = {a, s->k, 1, NULL, NULL, NULL, NULL, s->offs != NULL ? &ind : NULL};
     gemm_operand gb = {NULL, s->n, 1, s->bpack, NULL, NULL, NULL, NULL};
+    if (s->parts > 1) { /* a split result (no normalization) */
+        if (s->direct) {
+            gemm_cparts parts;
+            parts.count = (int)s->parts;
+            for (uint32_t q = 0; q < s->parts; ++q) {
+                parts.col0[q] = s->col0[q];
+                parts.base[q] = out[q];
+                parts.ld[q] = s->pn[q];
+            }
+            parts.col0[s->parts] = s->n;
+            gemm_run_parts(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, &parts, (float*)args->workspace,
+                           parts_epilogue, &e);
+        } else {
+            float* c = (float*)args->workspace + s->c_floats;
+            gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, c, s->n, 0, (float*)args->workspace,
+                     copy_epilogue, &e);
+        }
+        return PN_OK;
+    }
     int need_epi = s->alpha != 1.0f || s->bias != NULL || e.addend != NULL || s->has_act || s->norm_in_epilogue;
     gemm_run(&s->env, s->arch, s->m, s->n, s->k, &ga, &gb, y, s->n, 0, (float*)args->workspace,
              need_epi ? linear_epilogue : NULL, &e);
@@ -136,7 +210,9 @@ static int only_last_dim(const pn_tensor_info* t) {
  * *m, *n, *k the GEMM's sizes. */
 static const char* check_tensors(const accel_linear* p, const pn_layer* layer, int64_t* m, int64_t* n,
                                  int64_t* k) {
-    if (layer->num_inputs != p->num_inputs || layer->num_outputs != 1) {
+    const uint32_t outs = p->num_outputs > 1 ? p->num_outputs : 1;
+    if (layer->num_inputs != p->num_inputs || layer->num_outputs != outs || outs > ACCEL_LINEAR_GROUP_MAX ||
+        (outs > 1 && p->has_norm)) {
         return "its number of inputs or outputs is not its payload's";
     }
     for (uint32_t i = 0; i < layer->num_inputs; ++i) {
@@ -144,8 +220,10 @@ static const char* check_tensors(const accel_linear* p, const pn_layer* layer, i
             return "an input is not float32";
         }
     }
-    if (layer->outputs[0].dtype != PN_DTYPE_FLOAT32) {
-        return "its output is not float32";
+    for (uint32_t q = 0; q < outs; ++q) {
+        if (layer->outputs[q].dtype != PN_DTYPE_FLOAT32) {
+            return "an output is not float32";
+        }
     }
     const pn_tensor_info* ai = &layer->inputs[0];
     const pn_tensor_info* bi = &layer->inputs[1];
@@ -190,10 +268,17 @@ static const char* check_tensors(const accel_linear* p, const pn_layer* layer, i
             return "a normalization operand is not a constant";
         }
     }
-    if (pn_num_elements(&layer->outputs[0]) != *m * *n) {
-        return "the output does not have M * N elements";
+    if (outs == 1) {
+        return pn_num_elements(&layer->outputs[0]) != *m * *n ? "the output does not have M * N elements" : NULL;
     }
-    return NULL;
+    int64_t sum = 0;
+    for (uint32_t q = 0; q < outs; ++q) {
+        if (p->split_n[q] < 0 || pn_num_elements(&layer->outputs[q]) != *m * p->split_n[q]) {
+            return "a piece of the split result does not have M times its width elements";
+        }
+        sum += p->split_n[q];
+    }
+    return sum != *n ? "the pieces' widths do not add up to N" : NULL;
 }
 
 static pn_status linear_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
@@ -270,6 +355,17 @@ static pn_status linear_build(const accel_env* env, const pn_layer* layer, accel
     }
     s->ws_floats = gemm_workspace_floats(s->arch, accel_threads_count(env->threads), m, n, k, s->offs != NULL,
                                          1, 0);
+    s->parts = p->num_outputs > 1 ? p->num_outputs : 1;
+    s->direct = k > 0;
+    for (uint32_t q = 0; q < s->parts; ++q) {
+        s->pn[q] = s->parts > 1 ? p->split_n[q] : n;
+        s->col0[q] = q > 0 ? s->col0[q - 1] + s->pn[q - 1] : 0;
+        s->direct = s->direct && s->col0[q] % s->arch->nr == 0;
+    }
+    if (s->parts > 1 && !s->direct) { /* the result in the workspace, after the GEMM's scratch */
+        s->c_floats = (s->ws_floats + 15) / 16 * 16;
+        s->ws_floats = s->c_floats + (size_t)(m * n);
+    }
     pn_workload* wl = pn_workload_new(s, linear_execute, linear_state_release, s->ws_floats * sizeof(float) + 64);
     if (wl == NULL) { /* s released by pn_workload_new */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");

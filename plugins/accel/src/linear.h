@@ -22,7 +22,11 @@
  *   next     (has_addend) the residual, any shape of M * N elements, read as [M, N];
  *   next     (has_norm) the normalization's scale, constant, N elements as the bias;
  *   next     (has_norm_bias) the normalization's bias, constant, N elements as the bias;
- *   output   any shape of M * N elements, written as the row-major [M, N].
+ *   output   any shape of M * N elements, written as the row-major [M, N]; or, when a Split
+ *            along the last axis alone reads the result (GPT-2's c_attn into query, key and
+ *            value), its pieces: output q any shape of M * split_n[q] elements, written as the
+ *            row-major [M, split_n[q]] (stored straight into the pieces when their widths are
+ *            whole GEMM panels, else through the workspace).
  * The payload holds no shape, so `reshape` (shared_weights.h) re-sizes the workload for other
  * rows M and shares the packed b.
  */
@@ -48,6 +52,9 @@ typedef struct accel_linear {
     int32_t norm_rms;        /* with has_norm: RMS (1) or LAYER (0) */
     int32_t has_norm_bias;   /* with has_norm: its bias input is present */
     float norm_eps;          /* with has_norm: its epsilon */
+    uint32_t num_outputs;    /* 1, or (a Split of the result along its last axis, no norm) its
+                                2 .. ACCEL_LINEAR_GROUP_MAX pieces */
+    int64_t split_n[4];      /* with num_outputs > 1: the pieces' widths (their sum N) */
     char label[ACCEL_LINEAR_LABEL_MAX]; /* e.g. "matmul [*, 64] x [64, 256] + bias + gelu" */
 } accel_linear;
 
