@@ -72,12 +72,12 @@ static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ld
 }
 
 static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
-                                        store_t_portable, NULL, NULL};
+                                        store_t_portable, NULL, NULL, NULL};
 #if defined(ACCEL_HAVE_X86_KERNELS)
 static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, gemm_store_t_avx2,
-                                    gemm_ukr_ind_avx2_6x16, gemm_gemv_avx2_16};
+                                    gemm_ukr_ind_avx2_6x16, gemm_gemv_avx2_16, NULL};
 static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512,
-                                      gemm_ukr_ind_avx512_7x32, gemm_gemv_avx512_32};
+                                      gemm_ukr_ind_avx512_7x32, gemm_gemv_avx512_32, gemm_ukr_ind_short_avx512_32};
 #endif
 
 const gemm_arch* gemm_arch_for(accel_isa isa) {
@@ -329,6 +329,10 @@ static void block_tiles(const gemm_ctx* g, const float* ap, const float* const* 
             float* c = c_at(g, m0 + i, n0 + j, &ldc);
             if (rows == mr && cols == nr) {
                 tile(g, ai, ri, p0, kc, bj, c, ldc, accumulate);
+                continue;
+            }
+            if (ri != NULL && cols == nr && arch->ukr_ind_short != NULL) { /* a short last panel (M = 128) */
+                arch->ukr_ind_short((int)rows, kc, ri, g->a->ind->offs + p0, bj, c, ldc, accumulate);
                 continue;
             }
             tile(g, ai, ri, p0, kc, bj, tmp, nr, 0);

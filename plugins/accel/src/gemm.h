@@ -54,12 +54,18 @@ typedef void (*gemm_ukr_ind_fn)(int64_t kc, const float* const* rows, const int6
 typedef void (*gemm_gemv_fn)(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
                              float* y, int64_t cols, int accumulate);
 
+/* ukr_ind for a last panel of `rows` < mr rows (rows[0..rows) only): the same sums for those
+ * rows, without the multiply-adds of the padding rows. */
+typedef void (*gemm_ukr_ind_short_fn)(int rows, int64_t kc, const float* const* row_ptrs, const int64_t* offs,
+                                      const float* b, float* c, int64_t ldc, int accumulate);
+
 typedef struct gemm_arch {
     int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
     gemm_store_t_fn store_t;
     gemm_ukr_ind_fn ukr_ind; /* NULL: the arch has no indirect-A kernel */
     gemm_gemv_fn gemv;       /* NULL: M == 1 runs through ukr like any M */
+    gemm_ukr_ind_short_fn ukr_ind_short; /* NULL: a short last panel runs the whole micro-tile */
 } gemm_arch;
 
 /* An A operand read in place, never packed (arch->ukr_ind only): A[i][p] = x[base(i) + offs[p]]
@@ -163,6 +169,8 @@ void gemm_ukr_avx512_7x32(int64_t kc, const float* a, const float* b, float* c, 
                           int accumulate);
 void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_t* offs,
                               const float* b, float* c, int64_t ldc, int accumulate);
+void gemm_ukr_ind_short_avx512_32(int rows, int64_t kc, const float* const* row_ptrs, const int64_t* offs,
+                                  const float* b, float* c, int64_t ldc, int accumulate);
 void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t* offs,
                             const float* b, float* c, int64_t ldc, int accumulate);
 void gemm_gemv_avx2_16(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
