@@ -2,7 +2,9 @@
 steps of any sign and size, empty and size-1 dims, ranks 0 to 6) and SPLIT (any axis, empty
 pieces) on every element size the ABI has (1, 2, 4 and 8 bytes: BOOL, INT8, UINT8, FLOAT16,
 BFLOAT16, INT16, UINT16, FLOAT32, INT32, UINT32, FLOAT64, INT64, UINT64), CONCAT (any axis,
-runs long enough to be cut into chunks, an input already at its place in the output), and
+runs long enough to be cut into chunks, an input already at its place in the output; every
+element type too), RESHAPE, COPY and GATHER TAKE on every element type, CAST (cast.c: CpuRef's
+bytes for every pair it runs), and
 BATCH_NORMALIZATION (channels-second of rank 2 to 4, NHWC, constant and run-time operands).
 Every kernel set this machine runs, at 1, 2, 3 and 7 threads. The copies are compared with
 NumPy exactly (bit for bit); batch normalization with NumPy float64 within rtol 1e-5, atol 1e-5
@@ -18,7 +20,8 @@ import numpy as np
 import pytest
 
 import plugnn
-from plugnn.descriptors import (BatchNormalizationDescriptor, ConcatDescriptor, DataLayout, LayerKind,
+from plugnn.descriptors import (BatchNormalizationDescriptor, CastDescriptor, ConcatDescriptor, DataLayout,
+                                GatherDescriptor, LayerKind,
                                 SliceDescriptor, SplitDescriptor)
 from plugnn.layers import LayerSpec
 from plugnn.tensor import DataType, TensorInfo
@@ -213,6 +216,14 @@ def test_concat(runtimes, shapes, axis) -> None:  # type: ignore[no-untyped-def]
     check_exact(runtimes, layer, xs, [expected])
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_concat_every_element_type(runtimes, dtype: DataType) -> None:  # type: ignore[no-untyped-def]
+    xs = [values(s, dtype) for s in [(2, 3, 5), (2, 0, 5), (2, 4, 5)]]
+    expected = np.concatenate(xs, axis=1)
+    layer = layer_of(LayerKind.CONCAT, ConcatDescriptor(1), xs, [expected.shape], dtype)
+    check_exact(runtimes, layer, xs, [expected])
+
+
 def test_concat_input_already_in_place(runtimes) -> None:  # type: ignore[no-untyped-def]
     """An input whose data is its region of the output (a producer wrote there) stays as it is;
     the others are copied around it."""
@@ -271,17 +282,101 @@ def test_batch_norm(runtimes, shape, layout, constant: bool) -> None:  # type: i
                                           f"num_threads={THREADS[0]}")
 
 
+# ---- RESHAPE, COPY, GATHER and CAST of any element type (the masks transformers build) ----------
+
+@pytest.mark.parametrize("kind", [LayerKind.RESHAPE, LayerKind.COPY], ids=lambda k: k.name)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape, out_shape", [((1, 128), (128, 1)), ((3, 70001), (70001, 3)), ((0, 4), (4, 0)),
+                                              ((), (1, 1))], ids=str)
+def test_reshape_and_copy_every_element_type(runtimes, kind: LayerKind, dtype: DataType, shape,
+                                             out_shape) -> None:  # type: ignore[no-untyped-def]
+    x = values(shape, dtype)
+    out = out_shape if kind is LayerKind.RESHAPE else shape
+    layer = layer_of(kind, None, [x], [out], dtype)
+    check_exact(runtimes, layer, [x], [x.reshape(out)])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("axis, index_shape", [(0, (128, 1)), (1, (2, 3)), (-1, ()), (0, (0,))], ids=str)
+def test_gather_every_element_type(runtimes, dtype: DataType, axis: int,
+                                   index_shape: tuple[int, ...]) -> None:  # type: ignore[no-untyped-def]
+    data = values((130, 3, 5), dtype)
+    ids = RNG.integers(-data.shape[axis], data.shape[axis], index_shape).astype(np.int64)
+    expected = np.take(data, ids, axis=axis)
+    layer = layer_of(LayerKind.GATHER, GatherDescriptor("take", axis=axis), [data, ids], [expected.shape], dtype)
+    check_exact(runtimes, layer, [data, ids], [expected])
+
+
+def cast_source(dtype: DataType, n: int) -> np.ndarray:
+    """Values that exercise a cast: zeros, -0.0, NaN and infinities for the floats, random bytes
+    for the integers."""
+    x = values((n,), dtype)
+    if dtype.name in ("FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64"):
+        special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 0.5, -1.5, 3e9], np.float64)
+        if dtype is DataType.BFLOAT16:
+            return x  # (no NumPy float type to write the specials through)
+        with np.errstate(over="ignore"):  # 3e9 is an infinity in float16
+            x[:len(special)] = special.astype(dtype.numpy_dtype)[:n]
+    elif dtype is not DataType.BOOL:
+        x[::3] = 0
+    return x
+
+
+CASTS = [(DataType.INT64, DataType.BOOL), (DataType.INT32, DataType.BOOL), (DataType.FLOAT32, DataType.BOOL),
+         (DataType.BOOL, DataType.FLOAT32), (DataType.FLOAT32, DataType.INT64), (DataType.INT64, DataType.FLOAT32),
+         (DataType.FLOAT64, DataType.FLOAT16), (DataType.INT64, DataType.INT8), (DataType.UINT8, DataType.FLOAT64),
+         (DataType.BOOL, DataType.INT64), (DataType.FLOAT16, DataType.BFLOAT16), (DataType.INT64, DataType.INT64)]
+
+
+@pytest.mark.parametrize("src, dst", CASTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("n", [0, 129, 50001])
+def test_cast_is_cpurefs(runtimes, src: DataType, dst: DataType, n: int) -> None:  # type: ignore[no-untyped-def]
+    """Every pair CpuAcc runs gives CpuRef's bytes (pn_convert's rules; x != 0 for BOOL targets,
+    NaN included), at every kernel set and thread count (50001 elements: several chunks)."""
+    x = cast_source(src, n)
+    layer = layer_of(LayerKind.CAST, CastDescriptor(False), [x], [(n,)], dst)
+    with plugnn.Runtime() as rt:
+        ref = rt.backend("CpuRef")
+        factory = ref.create_workload_factory()
+        try:
+            workload = factory.create_workload(layer)
+        finally:
+            factory.close()
+        expected = np.empty((n,), dst.numpy_dtype)
+        try:
+            workload.execute([x], [expected])
+        finally:
+            workload.close()
+    if dst is DataType.BOOL and src is not DataType.FLOAT16:
+        np.testing.assert_array_equal(expected, x != 0)  # the reference itself: NaN is true, -0.0 false
+    check_exact(runtimes, layer, [x], [expected])
+
+
 # ---- Refusals ----------------------------------------------------------------------------------
+
+def test_quantized_moves_need_one_quantization() -> None:
+    """A move of bytes between tensors of different scales or zero points would change the
+    values: refused with both named; the same quantization runs."""
+    x = values((2, 6), DataType.INT8)
+    for out, ok in ((TensorInfo((3, 4), DataType.INT8, 0.5, 3), False), (TensorInfo((3, 4), DataType.INT8, 0.25, 3), True)):
+        layer = LayerSpec(LayerKind.RESHAPE, "q", None, (TensorInfo((2, 6), DataType.INT8, 0.25, 3),), (out,))
+        with plugnn.Runtime() as rt:
+            support = rt.backend("CpuAcc").is_layer_supported(layer)
+        assert support.supported == ok, support.reason
+        if not ok:
+            assert support.reason == ("CpuAcc runs Reshape as a move of bytes: output 0's quantization (scale 0.5, "
+                                      "zero point 3) is not input 0's (scale 0.25, zero point 3)"), support.reason
+
 
 @pytest.mark.parametrize("kind, desc, dtype, expected", [
     (LayerKind.BATCH_NORMALIZATION, BatchNormalizationDescriptor(1e-5), DataType.FLOAT16, "float32 only"),
-    (LayerKind.CONCAT, ConcatDescriptor(0), DataType.INT64, "float32 only"),
+    (LayerKind.CAST, CastDescriptor(True), DataType.FLOAT64,
+     "CpuAcc runs Cast with saturate only to integer and BOOL targets; output 0 is float16"),
 ])
 def test_refused_with_reason(kind: LayerKind, desc: object, dtype: DataType, expected: str) -> None:
     x = values((2, 3, 4, 4), dtype)
-    inputs = [x, x] if kind is LayerKind.CONCAT else [x] + [values((3,), dtype)] * 4
-    out = (4, 3, 4, 4) if kind is LayerKind.CONCAT else (2, 3, 4, 4)
-    layer = layer_of(kind, desc, inputs, [out], dtype)
+    inputs = [x] if kind is LayerKind.CAST else [x] + [values((3,), dtype)] * 4
+    layer = layer_of(kind, desc, inputs, [(2, 3, 4, 4)], DataType.FLOAT16 if kind is LayerKind.CAST else dtype)
     with plugnn.Runtime() as rt:
         support = rt.backend("CpuAcc").is_layer_supported(layer)
     assert not support.supported

@@ -2,7 +2,9 @@
 weights (or a Gemm between Reshapes, as transformers' Conv1D exports) with the bias Add, the
 residual Add, the activation and the Reshapes that alone consume its output, run as one
 PRECOMPILED layer whose GEMM epilogue adds the bias and the residual and applies the activation
-(and a LayerNorm or RMSNorm over the last axis after them).
+(and a LayerNorm or RMSNorm over the last axis after them), or writes the pieces of a Split
+along its last axis; and sibling projections (products of one input with nothing but a bias
+after them: BERT's query, key and value) as one GEMM with an output each.
 
 Checked on every kernel set (option isa) at 1, 2, 3 and 7 threads: against NumPy float64
 within max|a - b| <= 1e-4 * max(1, max|b|) (float32 products summed in another order), the same
@@ -367,3 +369,169 @@ def test_reshaped_fused_layers_share_the_packed_weights(isa: str) -> None:
         assert_close(got, np.maximum(xv.astype(np.float64) @ W_SHARED + B_SHARED, 0.0))
         second.unload()
 
+
+
+# ---- Sibling projections: products of one input as one GEMM (linear.h's accel_linear_group) ----
+
+
+@pytest.mark.parametrize("a_shape,ns,biases,reshape", [
+    ((1, 128, 64), (64, 64, 64), (True, True, True), False),   # BERT's query, key, value: stored in place
+    ((2, 9, 17), (20, 36), (True, False), False),              # widths off the panels: through the workspace
+    ((13, 37), (32, 32, 32, 32, 7), (True,) * 5, False),       # four join, the fifth fuses alone
+    ((1, 5), (16, 48), (False, False), False),                 # M == 1, bare MatMuls
+    ((3, 11, 16), (32, 32), (True, True), True),               # a Reshape after the first
+    ((0, 8), (32, 16), (True, True), False),                   # no rows
+])
+def test_sibling_projections_become_one_gemm(a_shape: tuple[int, ...], ns: tuple[int, ...],
+                                             biases: tuple[bool, ...], reshape: bool) -> None:
+    k = a_shape[-1]
+    net = Network("projections")
+    x = net.add_input("x", a_shape)
+    xv = rand(*a_shape)
+    expected, names = {}, []
+    for g, (n, with_bias) in enumerate(zip(ns, biases)):
+        w, b = rand(k, n, scale=k ** -0.5), rand(n)
+        y = net.add_matmul(x, w, name=f"p{g}/mm")
+        ref = xv.astype(np.float64) @ w.astype(np.float64)
+        names.append(f"p{g}/mm")
+        if with_bias:
+            y = net.add_add(y, b, name=f"p{g}/bias")
+            ref = ref + b
+            names.append(f"p{g}/bias")
+        if reshape and g == 0:
+            y = net.add_reshape(y, (-1, n), name=f"p{g}/flat")
+            ref = ref.reshape(-1, n)
+            names.append(f"p{g}/flat")
+        net.add_output(y, f"y{g}")
+        expected[f"y{g}"] = ref
+    optimized = check(net, {"x": xv}, expected)
+    grouped = min(len(ns), 4)
+    kinds = plan(optimized)
+    label = f"Precompiled(matmul [*, {k}] x [{k}, {' | '.join(str(n) for n in ns[:grouped])}]"
+    assert [kind for kind, _ in kinds if kind.startswith(label)] and all(b == "CpuAcc" for _, b in kinds), kinds
+    assert len(kinds) == 1 + (len(ns) > 4)
+    group = optimized.layers[0]
+    in_group = [n for n in names if int(n[1]) < grouped]
+    assert sorted(group.replaces) == sorted(in_group)
+    assert f"{grouped} projections of one input" in kinds[0][0]
+
+
+def test_projections_with_more_than_a_bias_or_of_other_inputs_stay_apart() -> None:
+    """Only products with nothing but a bias (and Reshapes) after them join; one with an
+    activation, or of another tensor, is a fused linear layer of its own."""
+    net = Network("mixed")
+    x = net.add_input("x", (6, 16))
+    z = net.add_input("z", (6, 16))
+    w = [rand(16, 32, scale=0.25) for _ in range(4)]
+    b = [rand(32) for _ in range(4)]
+    net.add_output(net.add_add(net.add_matmul(x, w[0], name="q"), b[0], name="qb"), "yq")
+    net.add_output(net.add_add(net.add_matmul(x, w[1], name="k"), b[1], name="kb"), "yk")
+    net.add_output(net.add_activation(net.add_add(net.add_matmul(x, w[2], name="g"), b[2], name="gb"), "relu",
+                                      name="ga"), "yg")
+    net.add_output(net.add_add(net.add_matmul(z, w[3], name="o"), b[3], name="ob"), "yo")
+    xv, zv = rand(6, 16), rand(6, 16)
+    x64, z64 = xv.astype(np.float64), zv.astype(np.float64)
+    optimized = check(net, {"x": xv, "z": zv}, {"yq": x64 @ w[0] + b[0], "yk": x64 @ w[1] + b[1],
+                                                "yg": np.maximum(x64 @ w[2] + b[2], 0.0), "yo": z64 @ w[3] + b[3]})
+    assert sorted(layer.name for layer in optimized.layers) == ["g+gb+ga", "o+ob", "q+qb+k+kb"]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_reshaped_projections_share_the_packed_weights(isa: str) -> None:
+    w = [rand(20, 32) for _ in range(3)]
+    b = [rand(32) for _ in range(3)]
+    for array in w + b:
+        array.setflags(write=False)
+
+    def net_of(seq: int) -> Network:
+        net = Network("qkv")
+        x = net.add_input("x", (1, seq, 20))
+        for g in range(3):
+            y = net.add_matmul(x, net.add_shared_constant(w[g], f"cw{g}"), name=f"m{g}")
+            net.add_output(net.add_add(y, net.add_shared_constant(b[g], f"cb{g}"), name=f"b{g}"), f"y{g}")
+        return net
+
+    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": 2, "isa": isa}}) as rt:
+        first = rt.load_network(plugnn.optimize(net_of(7), rt, ["CpuAcc"]))
+        packed = int(rt.backend("CpuAcc").get_option("packed_weight_bytes"))
+        assert packed > 0
+        second_opt = plugnn.optimize(net_of(31), rt, ["CpuAcc"])
+        second = rt.load_network(second_opt, reshape_from=[first])
+        assert [n.name for n in second_opt.layers] == ["m0+b0+m1+b1+m2+b2"]
+        assert second.reshaped_layers == ["m0+b0+m1+b1+m2+b2"]
+        assert int(rt.backend("CpuAcc").get_option("packed_weight_bytes")) == packed
+        first.unload()
+        xv = rand(1, 31, 20)
+        got = second.run({"x": xv})
+        for g in range(3):
+            assert_close(got[f"y{g}"], xv.astype(np.float64) @ w[g] + b[g])
+        second.unload()
+
+
+# ---- A result split along its last axis (GPT-2's c_attn into query, key and value) ----------------
+
+
+@pytest.mark.parametrize("head,sizes,tail,axis", [
+    ("gemm", (64, 64, 64), "none", -1),        # GPT-2: pieces of whole panels, stored in place
+    ("gemm", (20, 36, 8), "residual", 2),       # widths off the panels: through the workspace
+    ("matmul", (32, 96), "relu", -1),
+    ("matmul", (48, 0, 16), "none", -1),        # an empty piece
+])
+def test_a_split_result_becomes_the_layers_outputs(head: str, sizes: tuple[int, ...], tail: str, axis: int) -> None:
+    s, e, f = 13, 24, sum(sizes)
+    net = Network("c_attn")
+    x = net.add_input("x", (1, s, e))
+    w, c = rand(e, f, scale=0.2), rand(f)
+    inputs = {"x": rand(1, s, e)}
+    ref = inputs["x"].astype(np.float64) @ w.astype(np.float64) + c
+    if head == "gemm":
+        a = net.add_reshape(x, (s, e), name="c/r0")
+        y = net.add_reshape(net.add_fully_connected(a, w, c, name="c/gemm"), (1, s, f), name="c/r1")
+        names = ["c/r0", "c/gemm", "c/r1"]
+    else:
+        y = net.add_add(net.add_matmul(x, w, name="c/mm"), c, name="c/bias")
+        names = ["c/mm", "c/bias"]
+    if tail == "residual":
+        inputs["r"] = rand(1, s, f)
+        y = net.add_add(y, net.add_input("r", (1, s, f)), name="c/res")
+        ref = ref + inputs["r"]
+        names.append("c/res")
+    elif tail == "relu":
+        y = net.add_activation(y, "relu", name="c/act")
+        ref = np.maximum(ref, 0.0)
+        names.append("c/act")
+    pieces = net.add_split(y, sizes, axis=axis, name="c/split")
+    names.append("c/split")
+    expected = {}
+    for q, (piece, want) in enumerate(zip(pieces, np.split(ref, np.cumsum(sizes)[:-1], axis=-1))):
+        net.add_output(piece, f"y{q}")
+        expected[f"y{q}"] = want
+    optimized = check(net, inputs, expected)
+    ((kind, backend),) = plan(optimized)
+    assert backend == "CpuAcc" and kind.endswith(f", split in {len(sizes)})"), kind
+    assert list(optimized.layers[0].replaces) == names
+
+
+def test_a_split_along_another_axis_or_after_a_norm_stays_apart() -> None:
+    """A Split of rows is not pieces of columns; a normalization needs the whole rows first."""
+    net = Network("split_rows")
+    x = net.add_input("x", (6, 16))
+    w, c = rand(16, 32), rand(32)
+    y = net.add_add(net.add_matmul(x, w, name="mm"), c, name="bias")
+    for q, piece in enumerate(net.add_split(y, (2, 4), axis=0, name="split")):
+        net.add_output(piece, f"y{q}")
+    xv = rand(6, 16)
+    ref = xv.astype(np.float64) @ w + c
+    optimized = check(net, {"x": xv}, {"y0": ref[:2], "y1": ref[2:]})
+    assert [layer.name for layer in optimized.layers] == ["mm+bias", "split"]
+
+    net = Network("split_after_norm")
+    x = net.add_input("x", (6, 16))
+    y = net.add_add(net.add_matmul(x, w, name="mm"), c, name="bias")
+    y = net.add_normalization("layer", y, np.ones(32, F32), np.zeros(32, F32), axis=-1, epsilon=1e-5, name="ln")
+    for q, piece in enumerate(net.add_split(y, (16, 16), axis=-1, name="split")):
+        net.add_output(piece, f"y{q}")
+    mean = ref.mean(axis=-1, keepdims=True)
+    normed = (ref - mean) / np.sqrt(((ref - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    optimized = check(net, {"x": xv}, {"y0": normed[:, :16], "y1": normed[:, 16:]})
+    assert [layer.name for layer in optimized.layers] == ["mm+bias+ln", "split"]

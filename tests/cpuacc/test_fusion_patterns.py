@@ -480,8 +480,11 @@ def test_window_attention_with_its_masks_becomes_one_layer(shift_mask: str) -> N
     x = net.add_input("x", (4, 49, 12))
     net.add_output(window_attention(net, x, windows=4, heads=2, depth=16, shift_mask=shift_mask), "y")
     optimized = fused_plan(net, attention_inputs(net))
-    assert plan(optimized).count(("Precompiled", "CpuAcc")) == 1
-    pre = next(layer for layer in optimized.layers if layer.type_name.startswith("Precompiled"))
+    # the attention, and the three projections of x as one GEMM (tests/cpuacc/test_fusion_linear.py)
+    assert plan(optimized) == [("Precompiled", "CpuAcc")] * 2 and attention_count(optimized) == 1
+    assert any(r["type"].startswith("Precompiled(matmul [*, 12] x [12, 32 | 32 | 32], 3 projections of one input")
+               for r in optimized.assignments()), optimized.assignments()
+    pre = next(layer for layer in optimized.layers if layer.type_name.startswith("Precompiled(attention"))
     assert {"bias", "sm", "qk"} <= set(pre.replaces)
     if shift_mask == "const":  # the two constant masks summed into one the layer owns
         assert {"r1", "shift_add", "r2"} <= set(pre.replaces)
@@ -498,3 +501,39 @@ def test_window_attention_with_a_run_time_mask_behind_a_reshape_is_left_alone() 
     optimized = fused_plan(net, inputs)
     assert attention_count(optimized) == 0
     assert ("Softmax", "CpuAcc") in plan(optimized)
+
+
+@pytest.mark.parametrize("seq", [37, 128])
+@pytest.mark.parametrize("case", ["some keys -inf", "a NaN key in a whole vector", "a NaN key in the last lanes",
+                                  "every key -inf"])
+def test_fused_attention_rows_with_nan_or_all_masked_are_nan(seq: int, case: str) -> None:
+    """The row's largest score is found in the score tiles (no pass of its own): a row with a NaN
+    score, or whose every score is -inf, is NaN throughout, as the unfused Softmax gives; a row
+    with some -inf scores is the unfused result. 37 keys: a partial last vector, whose lanes
+    the tiles leave to a scalar pass."""
+    net = Network("attn_nan")
+    x = net.add_input("x", (1, seq, 20))
+    net.add_output(attention(net, x, heads=2, depth=16, scale="div", mask="runtime", out_proj=False), "y")
+    inputs = attention_inputs(net)
+    mask = np.zeros((1, 1, 1, seq), F32)
+    if case == "some keys -inf":
+        mask[..., seq // 2:] = -np.inf
+    elif case == "every key -inf":
+        mask[...] = -np.inf
+    else:
+        mask[..., 0 if "whole" in case else seq - 1] = np.nan
+    inputs["mask"] = mask
+    outs = {}
+    for fuse in (False, True):
+        for isa in ISAS:
+            with runtime(fuse=fuse, isa=isa) as rt:
+                optimized, out = run(net, rt, ["CpuAcc", "CpuRef"], inputs)
+            assert (attention_count(optimized) == 1) == fuse
+            outs[(fuse, isa)] = out["y"]
+    unfused = outs[(False, ISAS[0])]
+    for (fuse, isa), y in outs.items():  # the unfused results themselves included
+        if case == "some keys -inf":
+            assert not np.isnan(y).any()
+            assert_close(y, unfused.astype(np.float64))
+        else:
+            assert np.isnan(y).all(), f"fuse={fuse} isa={isa}"

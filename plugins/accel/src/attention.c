@@ -1,6 +1,7 @@
 /* CpuAcc fused attention: the workload of the PRECOMPILED layer fusion_patterns.c makes
  * (attention.h). */
 #include "attention.h"
+#include "gemm.h"
 #include "tx.h"
 
 #include <stdlib.h>
@@ -12,6 +13,7 @@ typedef struct attn_state {
     accel_attention a;        /* a copy of the payload */
     accel_env env;
     const accel_tx_kernels* tk;
+    gemm_store_t_fn store_t;  /* the ISA's 16 x 16 register-block transpose (pack_kt) */
     int threads;              /* the pool's threads */
     int64_t ldk, ldv;         /* padded row lengths of the packed K^T and V */
     int v_in_place;           /* V read where it is (contiguous columns, dv a multiple of vw) */
@@ -59,8 +61,13 @@ typedef struct attn_job {
     float* ws;
 } attn_job;
 
-/* K^T of one batch into kt [d][ldk] (zeros past sk). */
-static void pack_kt(const accel_attention* a, const float* k, float* kt, int64_t ldk) {
+/* K^T of one batch into kt [d][ldk] (zeros past sk); keys with contiguous depth (the usual
+ * K, [keys, depth] rows) through the ISA's register-block transpose. */
+static void pack_kt(const accel_attention* a, gemm_store_t_fn store_t, const float* k, float* kt,
+                    int64_t ldk) {
+    if (a->k_ps == 1 && a->k_js != 1) {
+        store_t(k, a->k_js, kt, ldk, a->sk, a->d);
+    }
     for (int64_t p = 0; p < a->d; ++p) {
         float* row = kt + p * ldk;
         const float* src = k + p * a->k_ps;
@@ -72,14 +79,6 @@ static void pack_kt(const accel_attention* a, const float* k, float* kt, int64_t
             }
         }
         memset(row + a->sk, 0, (size_t)(ldk - a->sk) * sizeof(float));
-    }
-    if (a->k_ps == 1 && a->k_js != 1) { /* keys' depth contiguous (the usual K): row by row */
-        for (int64_t j = 0; j < a->sk; ++j) {
-            const float* src = k + j * a->k_js;
-            for (int64_t p = 0; p < a->d; ++p) {
-                kt[p * ldk + j] = src[p];
-            }
-        }
     }
 }
 
@@ -116,7 +115,7 @@ static void run_units(const attn_job* j, int64_t b, int64_t e, int64_t slot) {
         int64_t off[5];
         batch_offsets(a, t, off);
         if (t != packed) {
-            pack_kt(a, j->k + off[1], kt, s->ldk);
+            pack_kt(a, s->store_t, j->k + off[1], kt, s->ldk);
             if (!s->v_in_place) {
                 pack_v(a, j->v + off[2], vp, s->ldv);
             }
@@ -143,10 +142,10 @@ static void run_units(const attn_job* j, int64_t b, int64_t e, int64_t slot) {
                     mrs = s->ldk;
                 }
             }
+            float mx[ACCEL_TX_MR], inv[ACCEL_TX_MR];
             tk->attn_scores(nr, a->sk, a->d, j->q + off[0] + i * a->q_rs, a->q_rs, a->q_cs, kt, s->ldk,
-                            a->scale, mask, mrs, sc, s->ldk);
-            float inv[ACCEL_TX_MR];
-            tk->attn_softmax_rows(sc, nr, a->sk, s->ldk, inv);
+                            a->scale, mask, mrs, sc, s->ldk, mx);
+            tk->attn_softmax_rows(sc, nr, a->sk, s->ldk, mx, inv);
             tk->attn_pv(nr, a->sk, a->dv, sc, s->ldk, v, ldv, inv, j->o + off[4] + i * a->o_rs, a->o_rs,
                         a->o_cs);
         }
@@ -223,6 +222,7 @@ pn_status accel_attention_create(void* context, const pn_layer* layer, pn_worklo
     s->a = *a;
     s->env = *env;
     s->tk = accel_tx_kernels_for(env->isa);
+    s->store_t = gemm_arch_for(env->isa)->store_t;
     s->threads = accel_threads_count(env->threads);
     const int64_t vw = s->tk->vw;
     s->ldk = (a->sk + 2 * vw - 1) / (2 * vw) * (2 * vw);

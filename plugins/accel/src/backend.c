@@ -37,7 +37,8 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
     return s;
 }
 
-/* Every kind CpuAcc runs, in float32 only. */
+/* Every kind CpuAcc runs: float32, but for the kinds that move bytes (accel_move_check), CAST
+ * and the mask kinds (mask_ops.c). */
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
     {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
@@ -47,10 +48,10 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_FULLY_CONNECTED, pn_plugin_float32_only, accel_fully_connected_create},
     {PN_LAYER_MATMUL, pn_plugin_float32_only, accel_matmul_create},
     {PN_LAYER_SOFTMAX, pn_plugin_float32_only, accel_softmax_create},
-    {PN_LAYER_CONCAT, pn_plugin_float32_only, accel_concat_create},
-    {PN_LAYER_RESHAPE, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_CONCAT, accel_move_check, accel_concat_create},
+    {PN_LAYER_RESHAPE, accel_move_check, accel_copy_create},
     {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
-    {PN_LAYER_COPY, pn_plugin_float32_only, accel_copy_create},
+    {PN_LAYER_COPY, accel_move_check, accel_copy_create},
     {PN_LAYER_ELEMENTWISE_UNARY, accel_unary_check, accel_unary_create},
     {PN_LAYER_REDUCE, accel_reduce_check, accel_reduce_create},
     {PN_LAYER_NORMALIZATION, accel_normalization_check, accel_normalization_create},
@@ -65,6 +66,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_SPLIT, accel_move_check, accel_split_create},
     {PN_LAYER_BATCH_NORMALIZATION, pn_plugin_float32_only, accel_batch_norm_create},
     {PN_LAYER_RECURRENT, accel_recurrent_check, accel_recurrent_create},
+    {PN_LAYER_CAST, accel_cast_check, accel_cast_create},
 };
 
 /* PRECOMPILED layers are those optimize_subgraph made (blocked chains, fused attentions and

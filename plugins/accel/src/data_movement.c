@@ -292,16 +292,38 @@ static pn_status out_of_memory(const pn_layer* layer, pn_string_out* message_out
 
 /* ---- The element-type rule ----------------------------------------------------------------- */
 
-/* SLICE and SPLIT move bytes: every element type whose size is 1, 2, 4 or 8 bytes runs (all of
- * the ABI's: BOOL, INT8, UINT8; FLOAT16, BFLOAT16, INT16, UINT16; FLOAT32, INT32, UINT32;
- * FLOAT64, INT64, UINT64), quantized INT8/UINT8 included (the output keeps the input's scale
- * and zero point, which the shared validation checks). */
+/* The kinds that move bytes (SLICE, SPLIT, CONCAT, RESHAPE, COPY, GATHER's data): every
+ * element type whose size is 1, 2, 4 or 8 bytes runs (all of the ABI's: BOOL, INT8, UINT8;
+ * FLOAT16, BFLOAT16, INT16, UINT16; FLOAT32, INT32, UINT32; FLOAT64, INT64, UINT64),
+ * quantized INT8/UINT8 included when every output, and every other input of input 0's type
+ * (CONCAT's), has input 0's scale and zero point (bytes moved as they are would otherwise
+ * mean other values). */
 pn_status accel_move_check(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
-    const pn_data_type t = layer->inputs[0].dtype;
-    const size_t es = pn_dtype_size(t);
+    const pn_tensor_info* x = &layer->inputs[0];
+    const size_t es = pn_dtype_size(x->dtype);
     if (es != 1 && es != 2 && es != 4 && es != 8) {
         return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs %s on elements of 1, 2, 4 or 8 bytes; input 0 is %s",
-                       plugin->id, pn_layer_kind_name(layer->kind), pn_dtype_name(t));
+                       plugin->id, pn_layer_kind_name(layer->kind), pn_dtype_name(x->dtype));
+    }
+    const int xq = PN_HAS_FIELD(x, pn_tensor_info, quant_zero_point);
+    const float xs = xq ? x->quant_scale : 0.0f;
+    const int32_t xz = xq ? x->quant_zero_point : 0;
+    for (uint32_t i = 1; i < layer->num_inputs + layer->num_outputs; ++i) {
+        const int out = i >= layer->num_inputs;
+        const uint32_t at = out ? i - layer->num_inputs : i;
+        const pn_tensor_info* y = out ? &layer->outputs[at] : &layer->inputs[i];
+        if (!out && y->dtype != x->dtype) {
+            continue; /* GATHER's indices */
+        }
+        const int yq = PN_HAS_FIELD(y, pn_tensor_info, quant_zero_point);
+        const float ys = yq ? y->quant_scale : 0.0f;
+        const int32_t yz = yq ? y->quant_zero_point : 0;
+        if (xs != ys || xz != yz) {
+            return pn_fail(reason, PN_ERR_UNSUPPORTED,
+                           "%s runs %s as a move of bytes: %s %u's quantization (scale %g, zero point %d) is "
+                           "not input 0's (scale %g, zero point %d)", plugin->id, pn_layer_kind_name(layer->kind),
+                           out ? "output" : "input", at, (double)ys, (int)yz, (double)xs, (int)xz);
+        }
     }
     return PN_OK;
 }

@@ -7,7 +7,7 @@
  *
  * Memory-bound families (accel_op workloads, workload.c): ELEMENTWISE_BINARY,
  * ELEMENTWISE_VARIADIC, ACTIVATION, POOLING_2D, SOFTMAX, CONCAT, RESHAPE and
- * COPY (one memcpy), TRANSPOSE.
+ * COPY (one memcpy, any element type), TRANSPOSE.
  *
  * What the compute-bound families accept (beyond float32 tensors):
  *   CONVOLUTION_2D: layout NCHW or NHWC; any stride, dilation, 4-sided padding,
@@ -101,9 +101,14 @@ int accel_logic_binary(const pn_layer*);
 pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
 /* Data movement (data_movement.c): SLICE (any steps, negative included) and SPLIT as strided
- * copies of any element type of 1, 2, 4 or 8 bytes (accel_move_check: every type of the ABI);
- * CONCAT (declared above) runs on the same region copies. */
+ * copies of any element type of 1, 2, 4 or 8 bytes (accel_move_check: every type of the ABI;
+ * RESHAPE, COPY, CONCAT and GATHER's data too); CONCAT (declared above) runs on the same region
+ * copies. */
 pn_status accel_move_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+/* CAST (cast.c): every pair of element types (pn_convert's rules), plain tensors; saturate
+ * only to integer and BOOL targets. */
+pn_status accel_cast_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_cast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_slice_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_split_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 /* TRANSPOSE as one strided region copy (rows of the output walked with an index odometer);

@@ -10,13 +10,17 @@
 #define LINEAR_MAX_MEMBERS 16 /* layers of one fusion, at most */
 #define LINEAR_MAX_TENSOR_ID (1u << 24)
 
-#define LINEAR_MAX_INPUTS 6   /* a, b, bias, residual, normalization scale and bias */
+#define LINEAR_MAX_INPUTS (1 + 2 * ACCEL_LINEAR_GROUP_MAX) /* a, b, bias, residual, normalization scale
+                                                           and bias; a group's a, b's and biases */
 
 typedef struct linear_slot {
     uint32_t replaced[LINEAR_MAX_MEMBERS];
     pn_tensor_info inputs[LINEAR_MAX_INPUTS]; /* the replacement's (fusion_item holds 4 at most) */
     uint32_t input_ids[LINEAR_MAX_INPUTS];
     accel_linear* payload;
+    accel_linear_group* group; /* sibling projections: their payload, outputs and output ids */
+    pn_tensor_info outputs[ACCEL_LINEAR_GROUP_MAX];
+    uint32_t output_ids[ACCEL_LINEAR_GROUP_MAX];
 } linear_slot;
 
 struct accel_linear_fusions {
@@ -31,6 +35,7 @@ void accel_linear_fusions_release(accel_linear_fusions* f, int owns_payloads) {
     if (owns_payloads) {
         for (uint32_t i = 0; i < f->capacity; ++i) {
             accel_linear_release(f->slots[i].payload);
+            free(f->slots[i].group);
         }
     }
     free(f->slots);
@@ -135,6 +140,7 @@ static int64_t last_dim(const pn_tensor_info* t) { return t->rank > 0 ? t->dims[
 typedef struct lin_links {
     int64_t head, reshape_in;      /* -1: none */
     int64_t bias_add, residual_add, act, norm, last;
+    int64_t split;                 /* a Split of the last link's output along its last axis, or -1 */
     uint32_t bias_slot, addend_slot;
     int reshapes;                  /* Reshapes fused (before and after) */
     int64_t members[LINEAR_MAX_MEMBERS];
@@ -248,11 +254,41 @@ static int link_of(const lin_links* L, const pn_layer* l, const pn_tensor_info* 
     }
 }
 
+/* The Split (accepted by the backend's check, not yet claimed: several outputs make it a kept
+ * layer) that alone reads layer `last`'s output, along its last axis into 2 ..
+ * ACCEL_LINEAR_GROUP_MAX float32 pieces, else -1. */
+static int64_t split_after(const lin_ctx* c, int64_t last, const lin_links* L) {
+    const uint32_t id = c->sg->layers[last].output_ids[0];
+    if (!single_use(c, id)) {
+        return -1;
+    }
+    for (uint32_t j = 0; j < c->sg->num_layers; ++j) {
+        const pn_layer* l = &c->sg->layers[j];
+        if (l->num_inputs < 1 || l->input_ids[0] != id) {
+            continue;
+        }
+        const pn_split_desc* d = (const pn_split_desc*)l->descriptor;
+        const pn_tensor_info* x = &l->inputs[0];
+        if ((c->state[j] != LAYER_CANDIDATE && c->state[j] != LAYER_KEPT) || l->kind != PN_LAYER_SPLIT || d == NULL || l->num_inputs != 1 ||
+            x->rank < 1 || (d->axis != -1 && d->axis != (int32_t)x->rank - 1) || last_dim(x) != L->n ||
+            l->num_outputs < 2 || l->num_outputs > ACCEL_LINEAR_GROUP_MAX) {
+            return -1;
+        }
+        for (uint32_t q = 0; q < l->num_outputs; ++q) {
+            if (l->outputs[q].dtype != PN_DTYPE_FLOAT32) {
+                return -1;
+            }
+        }
+        return (int64_t)j;
+    }
+    return -1;
+}
+
 /* The longest links headed by layer h (L->num_members 0: none worth fusing). */
 static void find_links(const lin_ctx* c, uint32_t h, lin_links* L) {
     const pn_subgraph* sg = c->sg;
     memset(L, 0, sizeof(*L));
-    L->head = L->reshape_in = L->bias_add = L->residual_add = L->act = L->norm = -1;
+    L->head = L->reshape_in = L->bias_add = L->residual_add = L->act = L->norm = L->split = -1;
     L->last = h;
     const pn_layer* head = &sg->layers[h];
     if (!head_ok(head, L)) {
@@ -305,7 +341,11 @@ static void find_links(const lin_ctx* c, uint32_t h, lin_links* L) {
     }
     L->head = h;
     L->last = cur;
-    const int worth = L->is_fc ? L->reshapes > 0 : L->num_members > 1;
+    const int64_t sp = split_after(c, cur, L);
+    if (sp >= 0 && L->norm < 0 && add_member(L, sp)) {
+        L->split = sp;
+    }
+    const int worth = L->split >= 0 || (L->is_fc ? L->reshapes > 0 : L->num_members > 1);
     if (!worth) {
         L->num_members = 0;
     }
@@ -353,6 +393,14 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
     }
     p->num_inputs = 2u + (p->has_bias ? 1u : 0u) + (p->has_addend ? 1u : 0u) + (p->has_norm ? 1u : 0u) +
                     (p->has_norm_bias ? 1u : 0u);
+    p->num_outputs = 1;
+    if (L->split >= 0) {
+        const pn_layer* sp = &sg->layers[L->split];
+        p->num_outputs = sp->num_outputs;
+        for (uint32_t q = 0; q < sp->num_outputs; ++q) {
+            p->split_n[q] = last_dim(&sp->outputs[q]);
+        }
+    }
     if (L->act >= 0) {
         const pn_activation_desc* a = (const pn_activation_desc*)sg->layers[L->act].descriptor;
         p->has_act = 1;
@@ -382,8 +430,11 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
                        p->norm_rms ? "rms_norm" : "layer_norm", (double)p->norm_eps);
     }
     if (L->reshapes > 0 && at >= 0 && (size_t)at < sizeof(p->label)) {
-        snprintf(p->label + at, sizeof(p->label) - (size_t)at, ", %d reshape%s absorbed", L->reshapes,
-                 L->reshapes > 1 ? "s" : "");
+        at += snprintf(p->label + at, sizeof(p->label) - (size_t)at, ", %d reshape%s absorbed", L->reshapes,
+                       L->reshapes > 1 ? "s" : "");
+    }
+    if (p->num_outputs > 1 && at >= 0 && (size_t)at < sizeof(p->label)) {
+        snprintf(p->label + at, sizeof(p->label) - (size_t)at, ", split in %u", p->num_outputs);
     }
     return p;
 }
@@ -392,7 +443,7 @@ static accel_linear* make_payload(const pn_subgraph* sg, const lin_links* L) {
  * when out of memory. */
 static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, linear_slot* sl, pn_layer* r) {
     const pn_layer* head = &sg->layers[L->head];
-    const pn_layer* last = &sg->layers[L->last];
+    const pn_layer* last = &sg->layers[L->split >= 0 ? L->split : L->last];
     memset(it, 0, sizeof(*it));
     sl->payload = make_payload(sg, L);
     if (sl->payload == NULL) {
@@ -449,7 +500,182 @@ static int build(const pn_subgraph* sg, const lin_links* L, fusion_item* it, lin
     r->outputs = &it->output;
     r->input_ids = sl->input_ids;
     r->output_ids = &it->output_id;
+    if (L->split >= 0) { /* the Split's pieces are the outputs */
+        for (uint32_t q = 0; q < last->num_outputs; ++q) {
+            sl->outputs[q] = last->outputs[q];
+            sl->outputs[q].struct_size = (uint32_t)sizeof(pn_tensor_info);
+            sl->output_ids[q] = last->output_ids[q];
+        }
+        r->num_outputs = last->num_outputs;
+        r->outputs = sl->outputs;
+        r->output_ids = sl->output_ids;
+    }
     return 1;
+}
+
+/* ---- Sibling projections (linear.h's accel_linear_group) ----------------------------------- */
+
+/* Links L are a MatMul with nothing but a bias Add and Reshapes after it, and no Reshape before. */
+static int projection_only(const lin_links* L) {
+    return L->num_members > 0 && !L->is_fc && L->reshape_in < 0 && L->residual_add < 0 && L->act < 0 &&
+           L->norm < 0 && L->split < 0;
+}
+
+/* The slots' storage (o->linear), made on the first fusion. */
+static int ensure_slots(const pn_subgraph* sg, accel_optimization* o) {
+    if (o->linear != NULL) {
+        return 1;
+    }
+    o->linear = (accel_linear_fusions*)calloc(1, sizeof(*o->linear));
+    const uint32_t cap = sg->num_layers > 0 ? sg->num_layers : 1;
+    if (o->linear == NULL || (o->linear->slots = (linear_slot*)calloc(cap, sizeof(linear_slot))) == NULL) {
+        return 0;
+    }
+    o->linear->capacity = cap;
+    return 1;
+}
+
+/* Groups of 2 .. ACCEL_LINEAR_GROUP_MAX MatMuls of one tensor a (the same K) whose links are
+ * projection_only (a bare MatMul counts: it is one with no bias), in layer order, each group one
+ * substitution with one output per product. */
+static pn_status fuse_projections(const lin_ctx* c, accel_optimization* o, unsigned char* state) {
+    const pn_subgraph* sg = c->sg;
+    for (uint32_t i = 0; i < sg->num_layers; ++i) {
+        if (state[i] != LAYER_CANDIDATE || sg->layers[i].kind != PN_LAYER_MATMUL) {
+            continue;
+        }
+        lin_links first, L[ACCEL_LINEAR_GROUP_MAX];
+        find_links(c, i, &first);
+        if (first.num_members == 0) { /* a bare MatMul: only the head */
+            memset(&first, 0, sizeof(first));
+            if (!head_ok(&sg->layers[i], &first)) {
+                continue;
+            }
+            first.head = i;
+            first.reshape_in = first.bias_add = first.residual_add = first.act = first.norm = first.split = -1;
+            first.last = i;
+            first.members[first.num_members++] = i;
+        }
+        if (!projection_only(&first)) {
+            continue;
+        }
+        const uint32_t a_id = sg->layers[i].input_ids[0];
+        uint32_t g = 0, members = 0;
+        L[g++] = first;
+        members += first.num_members;
+        for (uint32_t j = i + 1; j < sg->num_layers && g < ACCEL_LINEAR_GROUP_MAX; ++j) {
+            const pn_layer* h = &sg->layers[j];
+            if (state[j] != LAYER_CANDIDATE || h->kind != PN_LAYER_MATMUL || h->input_ids[0] != a_id) {
+                continue;
+            }
+            lin_links M;
+            find_links(c, j, &M);
+            if (M.num_members == 0) {
+                memset(&M, 0, sizeof(M));
+                if (!head_ok(h, &M)) {
+                    continue;
+                }
+                M.head = j;
+                M.reshape_in = M.bias_add = M.residual_add = M.act = M.norm = M.split = -1;
+                M.last = j;
+                M.members[M.num_members++] = j;
+            }
+            if (!projection_only(&M) || M.k != first.k || members + M.num_members > LINEAR_MAX_MEMBERS) {
+                continue;
+            }
+            L[g++] = M;
+            members += M.num_members;
+        }
+        if (g < 2 || !ensure_slots(sg, o)) {
+            if (g >= 2) {
+                return PN_ERR_OUT_OF_MEMORY;
+            }
+            continue;
+        }
+        const uint32_t k = o->base.num_substitutions;
+        fusion_item* it = &o->items[k];
+        linear_slot* sl = &o->linear->slots[k];
+        pn_substitution* sub = &o->substitutions[k];
+        memset(it, 0, sizeof(*it));
+        accel_linear_group* p = (accel_linear_group*)calloc(1, sizeof(*p));
+        if (p == NULL) {
+            return PN_ERR_OUT_OF_MEMORY;
+        }
+        sl->group = p;
+        p->magic = ACCEL_LINEAR_GROUP_MAGIC;
+        p->num_outputs = g;
+        int64_t all[LINEAR_MAX_MEMBERS];
+        uint32_t n_all = 0, n_in = 0;
+        sl->inputs[n_in] = sg->layers[i].inputs[0];
+        sl->input_ids[n_in++] = a_id;
+        int at = snprintf(p->label, sizeof(p->label), "matmul [*, %lld] x [%lld, ", (long long)first.k,
+                          (long long)first.k);
+        for (uint32_t q = 0; q < g; ++q) {
+            const pn_layer* h = &sg->layers[L[q].head];
+            sl->inputs[n_in] = h->inputs[1];
+            sl->input_ids[n_in++] = h->input_ids[1];
+            p->has_bias[q] = L[q].bias_add >= 0;
+            sl->outputs[q] = sg->layers[L[q].last].outputs[0];
+            sl->outputs[q].struct_size = (uint32_t)sizeof(pn_tensor_info);
+            sl->output_ids[q] = sg->layers[L[q].last].output_ids[0];
+            for (uint32_t m = 0; m < L[q].num_members; ++m) {
+                all[n_all++] = L[q].members[m];
+            }
+            if (at >= 0 && (size_t)at < sizeof(p->label)) {
+                at += snprintf(p->label + at, sizeof(p->label) - (size_t)at, "%s%lld", q > 0 ? " | " : "",
+                               (long long)L[q].n);
+            }
+        }
+        for (uint32_t q = 0; q < g; ++q) {
+            if (p->has_bias[q]) {
+                const pn_layer* add = &sg->layers[L[q].bias_add];
+                sl->inputs[n_in] = add->inputs[L[q].bias_slot];
+                sl->input_ids[n_in++] = add->input_ids[L[q].bias_slot];
+            }
+        }
+        if (at >= 0 && (size_t)at < sizeof(p->label)) {
+            snprintf(p->label + at, sizeof(p->label) - (size_t)at, "]%s, %u projections of one input",
+                     p->has_bias[0] ? " + bias" : "", g);
+        }
+        p->num_inputs = n_in;
+        for (uint32_t q = 0; q < n_in; ++q) {
+            sl->inputs[q].struct_size = (uint32_t)sizeof(pn_tensor_info);
+        }
+        qsort(all, n_all, sizeof(int64_t), cmp_i64); /* names and ids in layer order */
+        it->name = accel_fused_name(sg, all, n_all);
+        o->base.num_substitutions = k + 1; /* counted now, so release frees the name and payload */
+        o->num_items = k + 1;
+        if (it->name == NULL) {
+            return PN_ERR_OUT_OF_MEMORY;
+        }
+        it->desc.pre.struct_size = (uint32_t)sizeof(pn_precompiled_desc);
+        it->desc.pre.payload = p;
+        it->desc.pre.release_payload = free;
+        it->desc.pre.label = p->label;
+        it->links.head = L[0].head;
+        it->links.add = -1;
+        it->links.act = -1;
+        for (uint32_t m = 0; m < n_all; ++m) {
+            sl->replaced[m] = sg->layers[all[m]].id;
+            state[all[m]] = LAYER_CLAIMED;
+        }
+        pn_layer* r = &sub->replacement;
+        memset(r, 0, sizeof(*r));
+        r->struct_size = (uint32_t)sizeof(pn_layer);
+        r->kind = PN_LAYER_PRECOMPILED;
+        r->name = it->name;
+        r->descriptor = &it->desc.pre;
+        r->num_inputs = n_in;
+        r->inputs = sl->inputs;
+        r->num_outputs = g;
+        r->outputs = sl->outputs;
+        r->input_ids = sl->input_ids;
+        r->output_ids = sl->output_ids;
+        sub->struct_size = (uint32_t)sizeof(pn_substitution);
+        sub->num_replaced_layer_ids = n_all;
+        sub->replaced_layer_ids = sl->replaced;
+    }
+    return PN_OK;
 }
 
 pn_status accel_fuse_linear(const pn_subgraph* sg, const pn_plugin* plugin, accel_optimization* o,
@@ -461,7 +687,7 @@ pn_status accel_fuse_linear(const pn_subgraph* sg, const pn_plugin* plugin, acce
         ctx_free(&c);
         return too_large ? PN_OK : PN_ERR_OUT_OF_MEMORY; /* ids too large for tables: no fusions */
     }
-    pn_status s = PN_OK;
+    pn_status s = fuse_projections(&c, o, state);
     for (uint32_t i = 0; i < sg->num_layers && s == PN_OK; ++i) {
         const pn_layer_kind kind = sg->layers[i].kind;
         if (state[i] != LAYER_CANDIDATE || (kind != PN_LAYER_MATMUL && kind != PN_LAYER_FULLY_CONNECTED)) {
@@ -472,14 +698,9 @@ pn_status accel_fuse_linear(const pn_subgraph* sg, const pn_plugin* plugin, acce
         if (L.num_members == 0) { /* every member a candidate: it passed the backend's check */
             continue;
         }
-        if (o->linear == NULL) {
-            o->linear = (accel_linear_fusions*)calloc(1, sizeof(*o->linear));
-            const uint32_t cap = sg->num_layers > 0 ? sg->num_layers : 1;
-            if (o->linear == NULL || (o->linear->slots = (linear_slot*)calloc(cap, sizeof(linear_slot))) == NULL) {
-                s = PN_ERR_OUT_OF_MEMORY;
-                break;
-            }
-            o->linear->capacity = cap;
+        if (!ensure_slots(sg, o)) {
+            s = PN_ERR_OUT_OF_MEMORY;
+            break;
         }
         qsort(L.members, L.num_members, sizeof(int64_t), cmp_i64); /* names and ids in layer order */
         const uint32_t k = o->base.num_substitutions;

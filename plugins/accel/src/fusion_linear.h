@@ -27,6 +27,15 @@
  * after the first without the prefix it shares with the first, as fusion.h names them), and its
  * label says what it computes ("matmul [*, 64] x [64, 256] + bias + gelu").
  *
+ * A Split along the last axis that alone reads the last link's result (and no normalization
+ * among the links) joins too: its pieces become the replacement's outputs (GPT-2's c_attn into
+ * query, key and value), written by the GEMM (linear.h).
+ *
+ * Before those, sibling projections: 2 .. ACCEL_LINEAR_GROUP_MAX MatMuls with constant b of one
+ * tensor a (no Reshape before them), each followed by nothing but an optional bias ADD and
+ * Reshapes (BERT's query, key and value), in layer order, become one PRECOMPILED layer with an
+ * output per product (linear.h's accel_linear_group), named after all their layers.
+ *
  * Each fusion is a fusion item (optimize.h) whose links name only its head (so the chain pass
  * leaves it alone), its replaced ids and payload kept in o->linear.
  */

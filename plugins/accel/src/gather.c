@@ -1,8 +1,9 @@
-/* GATHER TAKE (ONNX Gather) on float32 data with INT32 or INT64 indices, along any axis: every
- * index is checked first (an index outside [-size, size) fails execute() with
- * PN_ERR_INVALID_ARGUMENT naming it, its position and the axis; nothing is written), then
- * out[o, j, :] = data[o, idx[j], :] row by row (token embeddings: whole rows copied), rows
- * split over the pool. ELEMENTS and ND, and other data types, are refused. */
+/* GATHER TAKE (ONNX Gather) on data of any element type of 1, 2, 4 or 8 bytes (it moves bytes:
+ * accel_move_check) with INT32 or INT64 indices, along any axis: every index is checked first
+ * (an index outside [-size, size) fails execute() with PN_ERR_INVALID_ARGUMENT naming it, its
+ * position and the axis; nothing is written), then out[o, j, :] = data[o, idx[j], :] row by
+ * row (token embeddings: whole rows copied), rows split over the pool. ELEMENTS and ND are
+ * refused. */
 #include "families.h"
 
 #include <stdlib.h>
@@ -15,7 +16,7 @@ typedef struct gather_state {
     pn_tensor_info infos[3];  /* data, indices, output */
     char name[96];            /* the layer's name, for messages (truncated) */
     uint32_t axis;
-    int64_t outer, size, count, block; /* block: floats per copied row */
+    int64_t outer, size, count, block; /* block: bytes per copied row */
     int64_t* resolved;        /* the count indices, made non-negative by execute() */
 } gather_state;
 
@@ -26,11 +27,8 @@ pn_status accel_gather_check(const pn_plugin* plugin, const pn_layer* layer, pn_
                        "%s runs Gather TAKE only; it has no %s kernel", plugin->id,
                        d->op == PN_GATHER_ELEMENTS ? "ELEMENTS" : "ND");
     }
-    if (layer->inputs[0].dtype != PN_DTYPE_FLOAT32) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs Gather on float32 data only; input 0 is %s",
-                       plugin->id, pn_dtype_name(layer->inputs[0].dtype));
-    }
-    return PN_OK; /* indices INT32 or INT64 and a float32 output: the shared validation */
+    return accel_move_check(plugin, layer, reason); /* indices INT32 or INT64, the output of the
+                                                      data's type: the shared validation */
 }
 
 static void gather_release(void* raw) {
@@ -43,22 +41,23 @@ static void gather_release(void* raw) {
 
 typedef struct gather_job {
     const gather_state* s;
-    const float* data;
-    float* out;
+    const char* data;
+    char* out;
 } gather_job;
 
 static void rows_range(void* raw, int64_t b, int64_t e) {
     const gather_job* j = (const gather_job*)raw;
     const gather_state* s = j->s;
-    const size_t bytes = (size_t)s->block * sizeof(float);
+    const size_t bytes = (size_t)s->block;
     for (int64_t u = b; u < e; ++u) {
         const int64_t o = u / s->count, k = u % s->count;
-        const float* src = j->data + (o * s->size + s->resolved[k]) * s->block;
-        float* dst = j->out + u * s->block;
-        if (s->block == 1) {
-            *dst = *src;
-        } else {
-            memcpy(dst, src, bytes);
+        const char* src = j->data + (o * s->size + s->resolved[k]) * s->block;
+        char* dst = j->out + u * s->block;
+        switch (s->block) { /* rows of one element: a fixed-size copy, not a call */
+        case 4: memcpy(dst, src, 4); break;
+        case 8: memcpy(dst, src, 8); break;
+        case 1: *dst = *src; break;
+        default: memcpy(dst, src, bytes); break;
         }
     }
 }
@@ -86,9 +85,8 @@ static pn_status gather_execute(void* raw, const pn_execute_args* args, pn_strin
     if (rows == 0 || s->block == 0) {
         return PN_OK;
     }
-    gather_job j = {s, (const float*)args->inputs[0].data, (float*)args->outputs[0].data};
-    const int64_t row_bytes = s->block * (int64_t)sizeof(float);
-    accel_parallel_for_grain(s->env.threads, rows, MIN_PARALLEL / row_bytes + 1, rows_range, &j);
+    gather_job j = {s, (const char*)args->inputs[0].data, (char*)args->outputs[0].data};
+    accel_parallel_for_grain(s->env.threads, rows, MIN_PARALLEL / s->block + 1, rows_range, &j);
     return PN_OK;
 }
 
@@ -114,7 +112,7 @@ pn_status accel_gather_create(void* context, const pn_layer* layer, pn_workload*
     s->outer = accel_span(data, 0, s->axis);
     s->size = data->dims[s->axis];
     s->count = pn_num_elements(&layer->inputs[1]);
-    s->block = accel_span(data, s->axis + 1, data->rank);
+    s->block = accel_span(data, s->axis + 1, data->rank) * (int64_t)pn_dtype_size(data->dtype);
     s->resolved = (int64_t*)malloc((size_t)(s->count > 0 ? s->count : 1) * sizeof(int64_t));
     if (s->resolved == NULL) {
         free(s);

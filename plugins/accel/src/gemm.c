@@ -72,12 +72,12 @@ static void store_t_portable(const float* t, int64_t ldt, float* out, int64_t ld
 }
 
 static const gemm_arch ARCH_PORTABLE = {PORT_MR, PORT_NR, PORT_MC, PORT_NCJ, gemm_ukr_portable,
-                                        store_t_portable, NULL, NULL};
+                                        store_t_portable, NULL, NULL, NULL};
 #if defined(ACCEL_HAVE_X86_KERNELS)
 static const gemm_arch ARCH_AVX2 = {6, 16, 120, 256, gemm_ukr_avx2_6x16, gemm_store_t_avx2,
-                                    gemm_ukr_ind_avx2_6x16, gemm_gemv_avx2_16};
+                                    gemm_ukr_ind_avx2_6x16, gemm_gemv_avx2_16, NULL};
 static const gemm_arch ARCH_AVX512 = {7, 32, 112, 512, gemm_ukr_avx512_7x32, gemm_store_t_avx512,
-                                      gemm_ukr_ind_avx512_7x32, gemm_gemv_avx512_32};
+                                      gemm_ukr_ind_avx512_7x32, gemm_gemv_avx512_32, gemm_ukr_ind_short_avx512_32};
 #endif
 
 const gemm_arch* gemm_arch_for(accel_isa isa) {
@@ -228,7 +228,23 @@ typedef struct gemm_ctx {
     int tm, tn;          /* jobs = tm x tn: M panels split tm ways, N panels tn ways */
     gemm_epilogue_fn epilogue;
     void* epilogue_ctx;
+    const gemm_cparts* parts; /* C split by columns (gemm_run_parts), or NULL */
 } gemm_ctx;
+
+/* Where C element (row, col) of a not transposed C lies, and its row stride. */
+static float* c_at(const gemm_ctx* g, int64_t row, int64_t col, int64_t* ldc) {
+    const gemm_cparts* p = g->parts;
+    if (p == NULL) {
+        *ldc = g->ldc;
+        return g->c + row * g->ldc + col;
+    }
+    int q = 0;
+    while (q + 1 < p->count && col >= p->col0[q + 1]) {
+        ++q;
+    }
+    *ldc = p->ld[q];
+    return p->base[q] + row * p->ld[q] + (col - p->col0[q]);
+}
 
 static float* align64(float* p) {
     uintptr_t v = (uintptr_t)p;
@@ -309,14 +325,19 @@ static void block_tiles(const gemm_ctx* g, const float* ap, const float* const* 
                 continue;
             }
             int64_t rows = g->m - (m0 + i) < mr ? g->m - (m0 + i) : mr;
-            float* c = g->c + (m0 + i) * g->ldc + n0 + j;
+            int64_t ldc;
+            float* c = c_at(g, m0 + i, n0 + j, &ldc);
             if (rows == mr && cols == nr) {
-                tile(g, ai, ri, p0, kc, bj, c, g->ldc, accumulate);
+                tile(g, ai, ri, p0, kc, bj, c, ldc, accumulate);
+                continue;
+            }
+            if (ri != NULL && cols == nr && arch->ukr_ind_short != NULL) { /* a short last panel (M = 128) */
+                arch->ukr_ind_short((int)rows, kc, ri, g->a->ind->offs + p0, bj, c, ldc, accumulate);
                 continue;
             }
             tile(g, ai, ri, p0, kc, bj, tmp, nr, 0);
             for (int64_t r = 0; r < rows; ++r) {
-                float* cr = c + r * g->ldc;
+                float* cr = c + r * ldc;
                 const float* tr = tmp + r * nr;
                 if (accumulate) {
                     for (int64_t q = 0; q < cols; ++q) cr[q] += tr[q];
@@ -337,7 +358,8 @@ static void finish_block(const gemm_ctx* g, const float* ctmp, int64_t ldt, int6
     int64_t cols = g->n - n0 < nb ? g->n - n0 : nb;
     if (!g->c_trans) {
         if (g->epilogue != NULL) {
-            g->epilogue(g->epilogue_ctx, g->c + m0 * g->ldc + n0, g->ldc, m0, n0, rows, cols);
+            g->epilogue(g->epilogue_ctx, g->parts != NULL ? NULL : g->c + m0 * g->ldc + n0,
+                        g->parts != NULL ? 0 : g->ldc, m0, n0, rows, cols);
         }
         return;
     }
@@ -484,7 +506,7 @@ static void gemv_job(void* vctx, int64_t begin, int64_t end) {
 }
 
 static int gemv_applies(const gemm_ctx* g) {
-    return g->arch->gemv != NULL && g->m == 1 && !g->c_trans && g->b->packed != NULL &&
+    return g->arch->gemv != NULL && g->m == 1 && !g->c_trans && g->parts == NULL && g->b->packed != NULL &&
            g->a->packed == NULL && g->a->ind == NULL && g->a->pack_a == NULL;
 }
 
@@ -498,11 +520,12 @@ static void gemv_run(const accel_env* env, const gemm_ctx* g) {
     accel_cc_parallel(env, v.parts, gemv_job, &v);
 }
 
-void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
-              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
-              float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx) {
+static void run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+                const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
+                const gemm_cparts* parts, float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx) {
     gemm_ctx g;
     memset(&g, 0, sizeof(g));
+    g.parts = parts;
     g.arch = arch;
     g.m = m;
     g.n = n;
@@ -533,4 +556,16 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
     g.ws = workspace;
     choose_grid(&g, env != NULL ? accel_threads_count(env->threads) : 1);
     accel_cc_parallel(env, (int64_t)g.tm * g.tn, gemm_job, &g);
+}
+
+void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+              const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
+              float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx) {
+    run(env, arch, m, n, k, a, b, c, ldc, c_trans, NULL, workspace, epilogue, epilogue_ctx);
+}
+
+void gemm_run_parts(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+                    const gemm_operand* a, const gemm_operand* b, const gemm_cparts* parts, float* workspace,
+                    gemm_epilogue_fn epilogue, void* epilogue_ctx) {
+    run(env, arch, m, n, k, a, b, NULL, 0, 0, parts, workspace, epilogue, epilogue_ctx);
 }

@@ -54,12 +54,18 @@ typedef void (*gemm_ukr_ind_fn)(int64_t kc, const float* const* rows, const int6
 typedef void (*gemm_gemv_fn)(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,
                              float* y, int64_t cols, int accumulate);
 
+/* ukr_ind for a last panel of `rows` < mr rows (rows[0..rows) only): the same sums for those
+ * rows, without the multiply-adds of the padding rows. */
+typedef void (*gemm_ukr_ind_short_fn)(int rows, int64_t kc, const float* const* row_ptrs, const int64_t* offs,
+                                      const float* b, float* c, int64_t ldc, int accumulate);
+
 typedef struct gemm_arch {
     int mr, nr, mc, ncj; /* micro-tile, M block (multiple of mr), N block (multiple of nr) */
     gemm_ukr_fn ukr;
     gemm_store_t_fn store_t;
     gemm_ukr_ind_fn ukr_ind; /* NULL: the arch has no indirect-A kernel */
     gemm_gemv_fn gemv;       /* NULL: M == 1 runs through ukr like any M */
+    gemm_ukr_ind_short_fn ukr_ind_short; /* NULL: a short last panel runs the whole micro-tile */
 } gemm_arch;
 
 /* An A operand read in place, never packed (arch->ukr_ind only): A[i][p] = x[base(i) + offs[p]]
@@ -135,6 +141,24 @@ void gemm_run(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n,
               const gemm_operand* a, const gemm_operand* b, float* c, int64_t ldc, int c_trans,
               float* workspace, gemm_epilogue_fn epilogue, void* epilogue_ctx);
 
+/* C split by columns into parts, each a matrix of its own (linear.c's sibling projections):
+ * part q holds columns [col0[q], col0[q + 1]) (col0[0] 0, col0[count] N), element (i, j) at
+ * base[q][i * ld[q] + j - col0[q]]; every col0[q] for q < count a multiple of the arch's nr, so
+ * no micro-tile straddles two parts. */
+#define GEMM_CPARTS_MAX 4
+typedef struct gemm_cparts {
+    int count;
+    int64_t col0[GEMM_CPARTS_MAX + 1];
+    float* base[GEMM_CPARTS_MAX];
+    int64_t ld[GEMM_CPARTS_MAX];
+} gemm_cparts;
+
+/* gemm_run into `parts` (not transposed; K > 0). The epilogue receives c NULL and ldc 0: it
+ * finds its columns in the parts itself. */
+void gemm_run_parts(const accel_env* env, const gemm_arch* arch, int64_t m, int64_t n, int64_t k,
+                    const gemm_operand* a, const gemm_operand* b, const gemm_cparts* parts, float* workspace,
+                    gemm_epilogue_fn epilogue, void* epilogue_ctx);
+
 /* Internal thread wrapper (switch point to the pool). */
 void accel_cc_parallel(const accel_env* env, int64_t n, accel_range_fn fn, void* ctx);
 
@@ -145,6 +169,8 @@ void gemm_ukr_avx512_7x32(int64_t kc, const float* a, const float* b, float* c, 
                           int accumulate);
 void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_t* offs,
                               const float* b, float* c, int64_t ldc, int accumulate);
+void gemm_ukr_ind_short_avx512_32(int rows, int64_t kc, const float* const* row_ptrs, const int64_t* offs,
+                                  const float* b, float* c, int64_t ldc, int accumulate);
 void gemm_ukr_ind_avx2_6x16(int64_t kc, const float* const* rows, const int64_t* offs,
                             const float* b, float* c, int64_t ldc, int accumulate);
 void gemm_gemv_avx2_16(int64_t kc, const float* a, int64_t as, const float* b, int64_t panels,

@@ -65,6 +65,18 @@ void gemm_ukr_ind_avx512_7x32(int64_t kc, const float* const* rows, const int64_
     ukr_body(7, kc, NULL, r, offs, b, c, ldc, accumulate);
 }
 
+void gemm_ukr_ind_short_avx512_32(int rows, int64_t kc, const float* const* row_ptrs, const int64_t* offs,
+                                  const float* b, float* c, int64_t ldc, int accumulate) {
+    switch (rows) { /* the accumulators of `rows` rows only, in registers */
+    case 1: ukr_body(1, kc, NULL, row_ptrs, offs, b, c, ldc, accumulate); break;
+    case 2: ukr_body(2, kc, NULL, row_ptrs, offs, b, c, ldc, accumulate); break;
+    case 3: ukr_body(3, kc, NULL, row_ptrs, offs, b, c, ldc, accumulate); break;
+    case 4: ukr_body(4, kc, NULL, row_ptrs, offs, b, c, ldc, accumulate); break;
+    case 5: ukr_body(5, kc, NULL, row_ptrs, offs, b, c, ldc, accumulate); break;
+    default: ukr_body(6, kc, NULL, row_ptrs, offs, b, c, ldc, accumulate); break;
+    }
+}
+
 /* acc[2q], acc[2q + 1] += the kc rows of panel q (q < np, panels `stride` floats apart)
  * times a[p * as]; np a constant after inlining where it is 4. */
 static inline __attribute__((always_inline)) void gemv_panels(int64_t kc, const float* a, int64_t as,

@@ -32,6 +32,11 @@
 
 #define TX_LANES 16
 #define TX_BLOCK 4096 /* floats summed in float lanes before the partial goes to a double */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TX_UNROLL _Pragma("GCC unroll 4")
+#else
+#define TX_UNROLL
+#endif
 
 /* ---- NORMALIZATION -------------------------------------------------------------------------- */
 
@@ -80,8 +85,58 @@ static void KSUF(tx_moments)(const float* x, int64_t n, float eps, float* mean, 
     *rstd = (float)(1.0 / sqrt((var > 0.0 ? var : 0.0) + (double)eps));
 }
 
+/* R rows of n <= TX_BLOCK floats (row r at x + r * n) normalized together, each phase (the
+ * sums, the moments in double, the second sums, the affine pass) over the R rows before the
+ * next, so their dependency chains (the double division and square root above all) overlap;
+ * every row's arithmetic is tx_moments' and the affine loop's below, in the same order (the
+ * same bits as one row at a time). */
+KINLINE void KSUF(tx_norm_group)(const int R, int rms, const float* x, float* y, int64_t n,
+                                 const float* scale, const float* bias, float eps) {
+    float mean[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rstd[4];
+    double m[4] = {0.0, 0.0, 0.0, 0.0};
+    if (!rms) {
+        TX_UNROLL
+        for (int r = 0; r < R; ++r) {
+            const double s = (double)KSUF(tx_vec_sum)(x + r * n, n, 0.0f, 0);
+            m[r] = n > 0 ? s / (double)n : 0.0;
+            mean[r] = (float)m[r];
+        }
+    }
+    TX_UNROLL
+    for (int r = 0; r < R; ++r) {
+        const double ss = (double)KSUF(tx_vec_sum)(x + r * n, n, mean[r], 1);
+        const double dm = m[r] - (double)mean[r];
+        const double var = rms ? (n > 0 ? ss / (double)n : 0.0) : (n > 0 ? ss / (double)n - dm * dm : 0.0);
+        rstd[r] = (float)(1.0 / sqrt((rms || var > 0.0 ? var : 0.0) + (double)eps));
+    }
+    TX_UNROLL
+    for (int r = 0; r < R; ++r) {
+        const float* xr = x + r * n;
+        float* yr = y + r * n;
+        if (bias != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] = KFMA((xr[i] - mean[r]) * rstd[r], scale[i], bias[i]);
+            }
+        } else {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] = (xr[i] - mean[r]) * rstd[r] * scale[i];
+            }
+        }
+    }
+}
+
 static void KSUF(tx_norm_rows)(int rms, const float* x, float* y, int64_t rows, int64_t n,
                                const float* scale, const float* bias, float eps) {
+    if (n <= TX_BLOCK) { /* the usual rows (a transformer's hidden size): four at a time */
+        int64_t r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            KSUF(tx_norm_group)(4, rms, x + r * n, y + r * n, n, scale, bias, eps);
+        }
+        for (; r < rows; ++r) {
+            KSUF(tx_norm_group)(1, rms, x + r * n, y + r * n, n, scale, bias, eps);
+        }
+        return;
+    }
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * n;
         float* yr = y + r * n;
@@ -110,6 +165,42 @@ static void KSUF(tx_norm_rows)(int rms, const float* x, float* y, int64_t rows, 
 static void KSUF(tx_affine_row)(const float* x, float* y, int64_t n, float c, float a, float b) {
     for (int64_t i = 0; i < n; ++i) {
         y[i] = KFMA(x[i] - c, a, b);
+    }
+}
+
+static void KSUF(tx_add_rows)(float* y, int64_t ldy, int64_t rows, int64_t n, const float* bias,
+                              const float* add, int64_t ldadd) {
+    for (int64_t r = 0; r < rows; ++r) {
+        float* yr = y + r * ldy;
+        const float* ar = add != NULL ? add + r * ldadd : NULL;
+        if (bias != NULL && ar != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                const float t = yr[i] + bias[i]; /* rounded before the residual is added */
+                yr[i] = t + ar[i];
+            }
+        } else if (bias != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] += bias[i];
+            }
+        } else if (ar != NULL) {
+            for (int64_t i = 0; i < n; ++i) {
+                yr[i] += ar[i];
+            }
+        }
+    }
+}
+
+static void KSUF(tx_select_row)(const uint8_t* c, int64_t n, float a, float b, float* y) {
+    int64_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+    for (; i + 16 <= n; i += 16) {
+        const __mmask16 m = _mm_test_epi8_mask(_mm_loadu_si128((const __m128i*)(c + i)), _mm_set1_epi8(-1));
+        _mm512_storeu_ps(y + i, _mm512_mask_blend_ps(m, vb, va));
+    }
+#endif
+    for (; i < n; ++i) {
+        y[i] = c[i] != 0 ? a : b;
     }
 }
 
@@ -355,56 +446,103 @@ static void KSUF(tx_arg_cols)(int is_min, int last, float* best, int64_t* idx, c
 
 /* ---- Fused attention -------------------------------------------------------------------------- */
 
-/* R rows x 2 vectors of scores at column j: s = scale * q kt. */
-KINLINE void KSUF(tx_scores_tile)(const int R, int64_t d, const float* q, int64_t qrs, int64_t qcs,
-                                  const float* kt, int64_t ldk, int64_t j, float scale, float* s,
-                                  int64_t lds) {
-    vf acc[ACCEL_TX_MR][2];
+/* The widest block of score columns attn_scores keeps in registers, in vectors (R rows x
+ * TX_SC_NV vectors of sums: 16 of AVX-512's 32 registers; 8 of AVX2's 16). */
+#if VW == 16
+#define TX_SC_NV 4
+#else
+#define TX_SC_NV 2
+#endif
+
+/* R rows x NV vectors of scores at column j: s = scale * q kt (+ mask); the lanes of whole
+ * vectors before n also go into each row's running largest mx[r] (vmax skips NaN: nan[r]
+ * records them); the partial vector at n is left to the caller. */
+KINLINE void KSUF(tx_scores_tile)(const int R, const int NV, int64_t n, int64_t d, const float* q,
+                                  int64_t qrs, int64_t qcs, const float* kt, int64_t ldk, int64_t j,
+                                  float scale, const float* mask, int64_t mrs, float* s, int64_t lds,
+                                  vf* mx, vnan* nan) {
+    vf acc[ACCEL_TX_MR][TX_SC_NV];
+    TX_UNROLL
     for (int r = 0; r < R; ++r) {
-        acc[r][0] = KSUF(vset1)(0.0f);
-        acc[r][1] = acc[r][0];
+        TX_UNROLL
+        for (int v = 0; v < NV; ++v) {
+            acc[r][v] = KSUF(vset1)(0.0f);
+        }
     }
     for (int64_t p = 0; p < d; ++p) {
         const float* kp = kt + p * ldk + j;
-        const vf k0 = KSUF(vload)(kp), k1 = KSUF(vload)(kp + VW);
+        vf k[TX_SC_NV];
+        TX_UNROLL
+        for (int v = 0; v < NV; ++v) {
+            k[v] = KSUF(vload)(kp + v * VW);
+        }
+        TX_UNROLL
         for (int r = 0; r < R; ++r) {
             const vf qb = KSUF(vset1)(q[r * qrs + p * qcs]);
-            acc[r][0] = KSUF(vfma)(qb, k0, acc[r][0]);
-            acc[r][1] = KSUF(vfma)(qb, k1, acc[r][1]);
+            TX_UNROLL
+            for (int v = 0; v < NV; ++v) {
+                acc[r][v] = KSUF(vfma)(qb, k[v], acc[r][v]);
+            }
         }
     }
     const vf sc = KSUF(vset1)(scale);
+    TX_UNROLL
     for (int r = 0; r < R; ++r) {
-        KSUF(vstore)(s + r * lds + j, KSUF(vmul)(acc[r][0], sc));
-        KSUF(vstore)(s + r * lds + j + VW, KSUF(vmul)(acc[r][1], sc));
+        TX_UNROLL
+        for (int v = 0; v < NV; ++v) {
+            const int64_t c = j + v * VW;
+            vf val = KSUF(vmul)(acc[r][v], sc);
+            if (c + VW <= n) {
+                if (mask != NULL) {
+                    val = KSUF(vadd)(val, KSUF(vload)(mask + r * mrs + c));
+                }
+                nan[r] = KSUF(vnan_or)(nan[r], val, val);
+                mx[r] = KSUF(vmax)(val, mx[r]);
+            } else if (mask != NULL && c < n) {
+                val = KSUF(vadd)(val, KSUF(vload_n)(mask + r * mrs + c, n - c));
+            }
+            KSUF(vstore)(s + r * lds + c, val);
+        }
     }
 }
 
 KINLINE void KSUF(tx_scores_rows)(const int R, int64_t n, int64_t d, const float* q, int64_t qrs,
                                   int64_t qcs, const float* kt, int64_t ldk, float scale,
-                                  const float* mask, int64_t mrs, float* s, int64_t lds) {
-    for (int64_t j = 0; j < n; j += 2 * VW) {
-        KSUF(tx_scores_tile)(R, d, q, qrs, qcs, kt, ldk, j, scale, s, lds);
+                                  const float* mask, int64_t mrs, float* s, int64_t lds, float* m) {
+    vf mx[ACCEL_TX_MR];
+    vnan nan[ACCEL_TX_MR];
+    for (int r = 0; r < R; ++r) {
+        mx[r] = KSUF(vset1)(-INFINITY);
+        nan[r] = KSUF(vnan_none)();
     }
-    if (mask != NULL) {
-        for (int r = 0; r < R; ++r) {
-            float* sr = s + r * lds;
-            const float* mr = mask + r * mrs;
-            for (int64_t j = 0; j < n; ++j) {
-                sr[j] += mr[j];
-            }
+    int64_t j = 0;
+    for (; j + TX_SC_NV * VW <= ldk && j < n; j += TX_SC_NV * VW) {
+        KSUF(tx_scores_tile)(R, TX_SC_NV, n, d, q, qrs, qcs, kt, ldk, j, scale, mask, mrs, s, lds, mx, nan);
+    }
+    for (; j < n; j += 2 * VW) {
+        KSUF(tx_scores_tile)(R, 2, n, d, q, qrs, qcs, kt, ldk, j, scale, mask, mrs, s, lds, mx, nan);
+    }
+    const int64_t whole = n / VW * VW;
+    for (int r = 0; r < R; ++r) {
+        float best = KSUF(vhmax)(mx[r]);
+        int bad = KSUF(vnan_any)(nan[r]);
+        for (int64_t c = whole; c < n; ++c) {
+            const float x = s[r * lds + c];
+            best = x > best ? x : best;
+            bad |= x != x;
         }
+        m[r] = bad || best == -INFINITY ? NAN : best;
     }
 }
 
 static void KSUF(tx_attn_scores)(int64_t nr, int64_t n, int64_t d, const float* q, int64_t qrs,
                                  int64_t qcs, const float* kt, int64_t ldk, float scale,
-                                 const float* mask, int64_t mrs, float* s, int64_t lds) {
+                                 const float* mask, int64_t mrs, float* s, int64_t lds, float* m) {
     switch (nr) {
-    case 4: KSUF(tx_scores_rows)(4, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
-    case 3: KSUF(tx_scores_rows)(3, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
-    case 2: KSUF(tx_scores_rows)(2, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
-    default: KSUF(tx_scores_rows)(1, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds); break;
+    case 4: KSUF(tx_scores_rows)(4, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds, m); break;
+    case 3: KSUF(tx_scores_rows)(3, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds, m); break;
+    case 2: KSUF(tx_scores_rows)(2, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds, m); break;
+    default: KSUF(tx_scores_rows)(1, n, d, q, qrs, qcs, kt, ldk, scale, mask, mrs, s, lds, m); break;
     }
 }
 
@@ -458,7 +596,7 @@ static float KSUF(tx_attn_exp_row)(float* s, int64_t n, float m) {
  * an ulp), fewer instructions; the rows of a block taken together, so their dependency chains
  * overlap. s[r * lds + j] = exp(s[r * lds + j] - m[r]) for r < nr, j < n (0 where that is
  * below -87.336, as tx_exp_neg), sums[r] their sum. */
-static void KSUF(tx_exp_rows_512)(float* s, int64_t nr, int64_t n, int64_t lds, const float* m, float* sums) {
+KINLINE void KSUF(tx_exp_rows_512)(const int nr, float* s, int64_t n, int64_t lds, const float* m, float* sums) {
     const __m512 lo = _mm512_set1_ps(-87.336f);
     const __m512 l2e = _mm512_set1_ps(1.44269504088896341f);
     const __m512 c1 = _mm512_set1_ps(-0.693359375f), c2 = _mm512_set1_ps(2.12194440e-4f);
@@ -467,13 +605,15 @@ static void KSUF(tx_exp_rows_512)(float* s, int64_t nr, int64_t n, int64_t lds, 
     const __m512 p4 = _mm512_set1_ps(1.6666665459E-1f), p5 = _mm512_set1_ps(5.0000001201E-1f);
     const __m512 one = _mm512_set1_ps(1.0f);
     __m512 acc[ACCEL_TX_MR], vm[ACCEL_TX_MR];
-    for (int64_t r = 0; r < nr; ++r) {
+    TX_UNROLL
+    for (int r = 0; r < nr; ++r) {
         acc[r] = _mm512_setzero_ps();
         vm[r] = _mm512_set1_ps(m[r]);
     }
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 tail = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-        for (int64_t r = 0; r < nr; ++r) {
+        TX_UNROLL
+        for (int r = 0; r < nr; ++r) {
             float* row = s + r * lds + i;
             const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row), vm[r]);
             const __mmask16 keep = _mm512_mask_cmp_ps_mask(tail, v, lo, _CMP_GT_OQ);
@@ -493,50 +633,31 @@ static void KSUF(tx_exp_rows_512)(float* s, int64_t nr, int64_t n, int64_t lds, 
             acc[r] = _mm512_add_ps(acc[r], y);
         }
     }
-    for (int64_t r = 0; r < nr; ++r) {
+    TX_UNROLL
+    for (int r = 0; r < nr; ++r) {
         sums[r] = _mm512_reduce_add_ps(acc[r]);
     }
 }
 #endif
 
-/* The largest of s[0..n), or NaN when one is NaN or all are -inf (n > 0). */
-static float KSUF(tx_row_max)(const float* s, int64_t n) {
-    vf m0 = KSUF(vset1)(-INFINITY), m1 = m0;
-    vnan bad = KSUF(vnan_none)();
-    int64_t i = 0;
-    for (; i + 2 * VW <= n; i += 2 * VW) { /* vmax skips NaN: tracked apart */
-        const vf a = KSUF(vload)(s + i), b = KSUF(vload)(s + i + VW);
-        m0 = KSUF(vmax)(a, m0);
-        m1 = KSUF(vmax)(b, m1);
-        bad = KSUF(vnan_or)(bad, a, b);
-    }
-    float mx[VW];
-    KSUF(vstore)(mx, KSUF(vnan_apply)(bad, KSUF(vmax)(m0, m1)));
-    float m = -INFINITY;
-    int nan = 0;
-    for (int j = 0; j < VW; ++j) {
-        m = mx[j] > m ? mx[j] : m;
-        nan |= mx[j] != mx[j];
-    }
-    for (; i < n; ++i) {
-        m = s[i] > m ? s[i] : m;
-        nan |= s[i] != s[i];
-    }
-    return nan || m == -INFINITY ? NAN : m;
-}
-
-/* Softmax numerators of nr rows (row r at s + r * lds): s[j] = exp(s[j] - max), inv[r] = 1 /
- * their sum. A row with a NaN, or all -inf, becomes NaN throughout, as the unfused softmax. */
-static void KSUF(tx_attn_softmax_rows)(float* s, int64_t nr, int64_t n, int64_t lds, float* inv) {
-    float m[ACCEL_TX_MR] = {0}, sums[ACCEL_TX_MR] = {0};
+/* Softmax numerators of nr rows (row r at s + r * lds, its largest m[r] as attn_scores gave
+ * it): s[j] = exp(s[j] - m[r]), inv[r] = 1 / their sum. A row with a NaN, or all -inf (m[r]
+ * NaN), becomes NaN throughout, as the unfused softmax. */
+static void KSUF(tx_attn_softmax_rows)(float* s, int64_t nr, int64_t n, int64_t lds, const float* m,
+                                       float* inv) {
+    float sums[ACCEL_TX_MR] = {0};
     int64_t good = 0;
     for (int64_t r = 0; r < nr; ++r) {
-        m[r] = KSUF(tx_row_max)(s + r * lds, n);
         good += m[r] == m[r];
     }
     if (good == nr) {
 #if defined(__AVX512F__) && defined(__FMA__)
-        KSUF(tx_exp_rows_512)(s, nr, n, lds, m, sums);
+        switch (nr) { /* the rows' sums kept in registers */
+        case 4: KSUF(tx_exp_rows_512)(4, s, n, lds, m, sums); break;
+        case 3: KSUF(tx_exp_rows_512)(3, s, n, lds, m, sums); break;
+        case 2: KSUF(tx_exp_rows_512)(2, s, n, lds, m, sums); break;
+        default: KSUF(tx_exp_rows_512)(1, s, n, lds, m, sums); break;
+        }
 #else
         for (int64_t r = 0; r < nr; ++r) {
             sums[r] = KSUF(tx_attn_exp_row)(s + r * lds, n, m[r]);
@@ -672,6 +793,8 @@ const accel_tx_kernels KTXTABLE = {
     KSUF(tx_norm_rows),
     KSUF(tx_moments),
     KSUF(tx_affine_row),
+    KSUF(tx_add_rows),
+    KSUF(tx_select_row),
     KSUF(tx_unary_row),
     KSUF(tx_reduce_run),
     KSUF(tx_reduce_cols),

@@ -43,6 +43,8 @@ KINLINE float KSUF(vsum)(vf a) { return _mm512_reduce_add_ps(a); }
 KINLINE vnan KSUF(vnan_none)(void) { return 0; }
 KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) { return m | _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q); }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm512_mask_mov_ps(v, m, _mm512_set1_ps(NAN)); }
+KINLINE int KSUF(vnan_any)(vnan m) { return m != 0; }
+KINLINE float KSUF(vhmax)(vf a) { return _mm512_reduce_max_ps(a); } /* a without NaN */
 /* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n); whole-vector stores: may write
  * up to 15 floats past de + n and dd + n). */
 static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
@@ -99,6 +101,13 @@ KINLINE float KSUF(vsum)(vf a) {
 KINLINE vnan KSUF(vnan_none)(void) { return _mm256_setzero_ps(); }
 KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) { return _mm256_or_ps(m, _mm256_cmp_ps(a, b, _CMP_UNORD_Q)); }
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) { return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), m); }
+KINLINE int KSUF(vnan_any)(vnan m) { return _mm256_movemask_ps(m) != 0; }
+KINLINE float KSUF(vhmax)(vf a) { /* a without NaN */
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
 /* de[k] = s[2k], dd[k] = s[2k + 1] for k < n (reads s[0, 2n); whole-vector stores: may write
  * up to 7 floats past de + n and dd + n). */
 static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {
@@ -171,6 +180,16 @@ KINLINE vnan KSUF(vnan_or)(vnan m, vf a, vf b) {
 KINLINE vf KSUF(vnan_apply)(vnan m, vf v) {
     for (int j = 0; j < VW; ++j) v.v[j] = m.v[j] ? NAN : v.v[j];
     return v;
+}
+KINLINE int KSUF(vnan_any)(vnan m) {
+    int any = 0;
+    for (int j = 0; j < VW; ++j) any |= m.v[j] != 0;
+    return any;
+}
+KINLINE float KSUF(vhmax)(vf a) { /* a without NaN */
+    float s = a.v[0];
+    for (int j = 1; j < VW; ++j) s = a.v[j] > s ? a.v[j] : s;
+    return s;
 }
 /* de[k] = s[2k], dd[k] = s[2k + 1] for k < n. */
 static void KSUF(deint)(const float* s, int64_t n, float* de, float* dd) {

@@ -22,7 +22,11 @@
  *   next     (has_addend) the residual, any shape of M * N elements, read as [M, N];
  *   next     (has_norm) the normalization's scale, constant, N elements as the bias;
  *   next     (has_norm_bias) the normalization's bias, constant, N elements as the bias;
- *   output   any shape of M * N elements, written as the row-major [M, N].
+ *   output   any shape of M * N elements, written as the row-major [M, N]; or, when a Split
+ *            along the last axis alone reads the result (GPT-2's c_attn into query, key and
+ *            value), its pieces: output q any shape of M * split_n[q] elements, written as the
+ *            row-major [M, split_n[q]] (stored straight into the pieces when their widths are
+ *            whole GEMM panels, else through the workspace).
  * The payload holds no shape, so `reshape` (shared_weights.h) re-sizes the workload for other
  * rows M and shares the packed b.
  */
@@ -48,8 +52,32 @@ typedef struct accel_linear {
     int32_t norm_rms;        /* with has_norm: RMS (1) or LAYER (0) */
     int32_t has_norm_bias;   /* with has_norm: its bias input is present */
     float norm_eps;          /* with has_norm: its epsilon */
+    uint32_t num_outputs;    /* 1, or (a Split of the result along its last axis, no norm) its
+                                2 .. ACCEL_LINEAR_GROUP_MAX pieces */
+    int64_t split_n[4];      /* with num_outputs > 1: the pieces' widths (their sum N) */
     char label[ACCEL_LINEAR_LABEL_MAX]; /* e.g. "matmul [*, 64] x [64, 256] + bias + gelu" */
 } accel_linear;
+
+/* Sibling projections (fusion_linear.c): G products of one a [..., K] with constant b_g [K, N_g]
+ * (MatMuls, leading dims of 1 allowed), each with or without the Add of a constant bias [N_g]
+ * (or [1, ..., 1, N_g]) and Reshapes after, as BERT's query, key and value projections are: one
+ * GEMM over a's rows with the b_g side by side ([K, N_1 + ... + N_G], packed once), whose
+ * epilogue adds each output's bias to its columns of every finished block (in cache) and
+ * stores them into that output, so each output has the bits of its own MatMul and Add.
+ *   input 0              a, read as [M, K];
+ *   inputs 1 .. G        b_1 .. b_G, constant;
+ *   then                 the biases of the outputs that have one (has_bias[g]), in order;
+ *   outputs 0 .. G - 1   any shape of M * N_g elements, written as row-major [M, N_g]. */
+#define ACCEL_LINEAR_GROUP_MAGIC 0x4d4e494cu /* "LINM" */
+#define ACCEL_LINEAR_GROUP_MAX 4
+
+typedef struct accel_linear_group {
+    uint32_t magic;          /* ACCEL_LINEAR_GROUP_MAGIC */
+    uint32_t num_outputs;    /* G, 2 .. ACCEL_LINEAR_GROUP_MAX */
+    uint32_t num_inputs;     /* 1 + G + the biases */
+    int32_t has_bias[ACCEL_LINEAR_GROUP_MAX];
+    char label[ACCEL_LINEAR_LABEL_MAX]; /* e.g. "matmul [*, 64] x [64, 64 | 64 | 64] + bias" */
+} accel_linear_group;
 
 /* pn_precompiled_desc.release_payload of a fused linear layer. */
 void accel_linear_release(void* payload);
@@ -58,5 +86,10 @@ void accel_linear_release(void* payload);
  * against the rules above); context is the factory's accel_env. Reshapable. */
 pn_status accel_linear_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                               pn_string_out* message_out);
+
+/* The workload of a PRECOMPILED layer whose payload is an accel_linear_group (its tensors
+ * checked against the rules above). Reshapable; the packed b is shared with the source. */
+pn_status accel_linear_group_create(void* context, const pn_layer* layer, pn_workload** workload_out,
+                                    pn_string_out* message_out);
 
 #endif /* ACCEL_LINEAR_H */

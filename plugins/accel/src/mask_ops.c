@@ -7,6 +7,7 @@
  * missing leading dims stride 0), the output walked row by row, rows split over the pool.
  * BOOL bytes are read as "not 0" and written 0 or 1. */
 #include "families.h"
+#include "tx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ typedef struct mask_plan {
     int64_t rows;                           /* product of dims[0, rank - 1) */
     size_t es;                              /* output element size (EXPAND) */
     int op;                                 /* 0 SELECT, 1 EXPAND, else the pn_binary_op */
+    const accel_tx_kernels* tk;             /* SELECT of two scalars: the ISA's select_row */
 } mask_plan;
 
 /* The output dims with the operands' broadcast strides, size-1 dims dropped and dims merged
@@ -97,10 +99,7 @@ static void select_row(const mask_plan* p, const int64_t* off, const void* const
     const float* b = (const float*)in[2] + off[2];
     const int64_t sc = p->st[0][p->rank - 1], sa = p->st[1][p->rank - 1], sb = p->st[2][p->rank - 1];
     if (sc == 1 && sa == 0 && sb == 0) { /* a mask from a condition and two constants */
-        const float av = a[0], bv = b[0];
-        for (int64_t i = 0; i < len; ++i) {
-            y[i] = c[i] != 0 ? av : bv;
-        }
+        p->tk->select_row(c, len, a[0], b[0], y);
         return;
     }
     for (int64_t i = 0; i < len; ++i) {
@@ -147,6 +146,27 @@ static void logic_row(const mask_plan* p, const int64_t* off, const void* const*
     const uint8_t* a = (const uint8_t*)in[0] + off[0];
     const uint8_t* b = (const uint8_t*)in[1] + off[1];
     const int64_t sa = p->st[0][p->rank - 1], sb = p->st[1][p->rank - 1];
+    if ((sa == 0) != (sb == 0)) { /* one operand one value along the row (an [S, 1] & [1, S] mask) */
+        const int x = (sa == 0 ? a[0] : b[0]) != 0;
+        const uint8_t* v = sa == 0 ? b : a;
+        const int64_t sv = sa == 0 ? sb : sa;
+        const int fill = p->op == PN_BINARY_LOGICAL_AND ? (x ? -1 : 0) : p->op == PN_BINARY_LOGICAL_OR ? (x ? 1 : -1)
+                                                                                                     : -1;
+        if (fill >= 0) { /* AND with 0, OR with 1: the row is that value */
+            memset(y, fill, (size_t)len);
+        } else if (sv == 1) { /* the other operand as 0 / 1, inverted for XOR with 1 */
+            const uint8_t flip = (uint8_t)(p->op == PN_BINARY_LOGICAL_XOR && x);
+            for (int64_t i = 0; i < len; ++i) {
+                y[i] = (uint8_t)((v[i] != 0) ^ flip);
+            }
+        } else {
+            const uint8_t flip = (uint8_t)(p->op == PN_BINARY_LOGICAL_XOR && x);
+            for (int64_t i = 0; i < len; ++i) {
+                y[i] = (uint8_t)((v[i * sv] != 0) ^ flip);
+            }
+        }
+        return;
+    }
     switch (p->op) {
     case PN_BINARY_LOGICAL_AND: LOGIC_LOOPS(x & z); break;
     case PN_BINARY_LOGICAL_OR: LOGIC_LOOPS(x | z); break;
@@ -188,6 +208,7 @@ static pn_status create(void* context, const pn_layer* layer, uint32_t n, int op
     plan_make(layer, n, p);
     p->op = op;
     p->es = pn_dtype_size(layer->outputs[0].dtype);
+    p->tk = accel_tx_kernels_for(((const accel_env*)context)->isa);
     return accel_workload_new((const accel_env*)context, layer, 0, NULL, mask_kernel, p, workload_out,
                               message_out);
 }

@@ -17,6 +17,9 @@ pn_status accel_precompiled_create(void* context, const pn_layer* layer, pn_work
     if (magic != NULL && *magic == ACCEL_LINEAR_MAGIC) { /* a fused linear layer (linear.h) */
         return accel_linear_create(context, layer, workload_out, message_out);
     }
+    if (magic != NULL && *magic == ACCEL_LINEAR_GROUP_MAGIC) { /* sibling projections (linear.h) */
+        return accel_linear_group_create(context, layer, workload_out, message_out);
+    }
     if (magic != NULL && *magic == ACCEL_INDEX_COPY_MAGIC) { /* a fused reshape-transpose (index_copy.h) */
         return accel_index_copy_create(context, layer, workload_out, message_out);
     }

@@ -1,18 +1,19 @@
-/* RESHAPE/COPY (memcpy) and TRANSPOSE: data movement split over the pool (CONCAT, SLICE, SPLIT:
- * data_movement.c). */
+/* RESHAPE/COPY (memcpy, any element type) and TRANSPOSE: data movement split over the pool
+ * (CONCAT, SLICE, SPLIT: data_movement.c). */
 #include "families.h"
 #include "gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define COPY_CHUNK (1 << 16) /* floats per work unit of a plain copy */
+#define COPY_CHUNK (1 << 18) /* bytes per work unit of a plain copy */
 
 /* ---- RESHAPE and COPY ------------------------------------------------------------------ */
 
+/* Bytes of any element type (accel_move_check). */
 typedef struct copy_job {
-    const float* x;
-    float* y;
+    const char* x;
+    char* y;
     int64_t n;
 } copy_job;
 
@@ -20,11 +21,12 @@ static void copy_range(void* raw, int64_t b, int64_t e) {
     const copy_job* j = (const copy_job*)raw;
     int64_t begin = b * COPY_CHUNK, end = e * COPY_CHUNK;
     end = end > j->n ? j->n : end;
-    memcpy(j->y + begin, j->x + begin, (size_t)(end - begin) * sizeof(float));
+    memcpy(j->y + begin, j->x + begin, (size_t)(end - begin));
 }
 
 static void copy_kernel(const accel_op* op, const float* const* in, float* const* out) {
-    copy_job j = {in[0], out[0], pn_num_elements(&op->outputs[0])};
+    copy_job j = {(const char*)in[0], (char*)out[0],
+                  pn_num_elements(&op->outputs[0]) * (int64_t)pn_dtype_size(op->outputs[0].dtype)};
     accel_parallel_for_grain(op->env.threads, (j.n + COPY_CHUNK - 1) / COPY_CHUNK, 4, copy_range, &j);
 }
 

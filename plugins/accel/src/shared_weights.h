@@ -36,7 +36,8 @@ typedef enum accel_pack_layout {
     ACCEL_PACK_GEMM_B = 2,      /* gemm_pack_b_full per group / matrix (conv.c, fc.c, matmul.c) */
     ACCEL_PACK_NCHWC = 3,       /* accel_nchwc_pack_weights + bias (conv_nchwc.c, chains) */
     ACCEL_PACK_NCHWC_DW = 4,    /* accel_nchwc_pack_dw_weights + bias (chains) */
-    ACCEL_PACK_DECONV = 5       /* a transposed convolution's W^T per group (deconv.c) */
+    ACCEL_PACK_DECONV = 5,      /* a transposed convolution's W^T per group (deconv.c) */
+    ACCEL_PACK_GEMM_B_SIDE = 6  /* GEMM B operands side by side as one (linear.c's sibling projections) */
 } accel_pack_layout;
 
 #define ACCEL_PACK_PARAMS 8

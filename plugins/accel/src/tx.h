@@ -45,6 +45,13 @@ typedef struct accel_tx_kernels {
     void (*moments)(const float* x, int64_t n, float eps, float* mean, float* rstd);
     /* y[i] = (x[i] - c) * a + b (x == y allowed). */
     void (*affine_row)(const float* x, float* y, int64_t n, float c, float a, float b);
+    /* The fused linear layer's epilogue (linear.c) on `rows` rows of n floats, row r at y + r *
+     * ldy: y[j] = y[j] + bias[j], then y[j] = y[j] + add[r * ldadd + j] (each rounded, the
+     * unfused Adds' order); bias or add may be NULL. */
+    void (*add_rows)(float* y, int64_t ldy, int64_t rows, int64_t n, const float* bias, const float* add,
+                     int64_t ldadd);
+    /* SELECT (mask_ops.c) of two scalars by a BOOL condition: y[i] = c[i] != 0 ? a : b. */
+    void (*select_row)(const uint8_t* c, int64_t n, float a, float b, float* y);
 
     /* ---- ELEMENTWISE_UNARY ---- */
     /* y[i] = op(x[i]) for the float operations unary.c accepts (x == y allowed). */
@@ -70,14 +77,16 @@ typedef struct accel_tx_kernels {
     /* s[r][j] = scale * sum_p q(r, p) kt[p][j] (+ mask(r, j)) for r < nr (<= ACCEL_TX_MR), j
      * < n, with q(r, p) = q[r * qrs + p * qcs] and mask(r, j) = mask[r * mrs + j] (mask
      * contiguous in j; NULL: none). kt: d rows of ldk floats, ldk a multiple of 2 * vw
-     * (zeros past n); s: rows of lds >= ldk floats (written up to ldk). */
+     * (zeros past n); s: rows of lds >= ldk floats (written up to ldk). m[r]: the largest
+     * s[r][j], j < n, found while the tile is in registers; NaN when one is NaN or all are
+     * -inf. */
     void (*attn_scores)(int64_t nr, int64_t n, int64_t d, const float* q, int64_t qrs, int64_t qcs,
                         const float* kt, int64_t ldk, float scale, const float* mask, int64_t mrs,
-                        float* s, int64_t lds);
-    /* Softmax numerators of nr (<= ACCEL_TX_MR) rows of n scores, row r at s + r * lds:
-     * s[j] = exp(s[j] - the row's largest), inv[r] = 1 / their sum (a row with a NaN, or all
-     * -inf, NaN throughout, as the unfused softmax gives). */
-    void (*attn_softmax_rows)(float* s, int64_t nr, int64_t n, int64_t lds, float* inv);
+                        float* s, int64_t lds, float* m);
+    /* Softmax numerators of nr (<= ACCEL_TX_MR) rows of n scores, row r at s + r * lds with
+     * its largest m[r] (attn_scores'): s[j] = exp(s[j] - m[r]), inv[r] = 1 / their sum (a row
+     * with a NaN, or all -inf, NaN throughout, as the unfused softmax gives). */
+    void (*attn_softmax_rows)(float* s, int64_t nr, int64_t n, int64_t lds, const float* m, float* inv);
     /* o(r, c) = inv[r] * sum_j p[r][j] v[j][c] for r < nr (<= ACCEL_TX_MR), c < dv; p rows of
      * ldp floats, v: n rows of ldv floats (a multiple of vw, zeros past dv); o(r, c) at o[r *
      * ors + c * ocs]. */
