@@ -10,6 +10,28 @@
  */
 /* ---- Activation ------------------------------------------------------------- */
 
+#if defined(__AVX512F__) && defined(__FMA__)
+/* y[i] = VEXPR for i < n, VEXPR an expression of the __m512 v = x[i .. i + 16) built from
+ * kern_math.h's AVX-512 forms: 16 lanes at a time, the last under a lane mask (each lane's
+ * bits are those of a whole vector). x may be y. */
+#define KROW512(VEXPR)                                                              \
+    do {                                                                            \
+        int64_t i_ = 0;                                                             \
+        for (; i_ + 16 <= n; i_ += 16) {                                            \
+            const __m512 v = _mm512_loadu_ps(x + i_);                               \
+            _mm512_storeu_ps(y + i_, (VEXPR));                                      \
+        }                                                                           \
+        if (i_ < n) {                                                               \
+            const __mmask16 m_ = (__mmask16)((1u << (n - i_)) - 1u);                \
+            const __m512 v = _mm512_maskz_loadu_ps(m_, x + i_);                     \
+            _mm512_mask_storeu_ps(y + i_, m_, (VEXPR));                             \
+        }                                                                           \
+    } while (0)
+#define KHAVE_ROW512 1
+#else
+#define KHAVE_ROW512 0
+#endif
+
 /* y[i] = act(x[i]) for every kind of backend_api.h, each a loop of its own that the compiler
  * vectorizes (kern_math.h). Where a formula multiplies x by a factor that tends to 0 (GELU,
  * SWISH, MISH at -inf) the result is what IEEE arithmetic gives the header's formula there
@@ -34,12 +56,25 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v >= 0.0f ? v : alpha * v; }
         break;
     case PN_ACTIVATION_SIGMOID:
+#if KHAVE_ROW512
+        KROW512(KSUF(v_sigmoid)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(vm_sigmoid)(x[i]); }
         break;
     case PN_ACTIVATION_TANH:
+#if KHAVE_ROW512
+        KROW512(KSUF(v_tanh)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(vm_tanh)(x[i]); }
         break;
     case PN_ACTIVATION_ELU:
+#if KHAVE_ROW512
+        KROW512(_mm512_mask_mov_ps(_mm512_mul_ps(_mm512_set1_ps(alpha), KSUF(v_expm1)(v)),
+                                   _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), v));
+        break;
+#endif
         for (i = 0; i < n; ++i) {
             float v = x[i];
             y[i] = v >= 0.0f ? v : alpha * KSUF(vm_expm1)(v); /* NaN: expm1 is NaN */
@@ -67,15 +102,27 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { y[i] = alpha * x[i] + beta; }
         break;
     case PN_ACTIVATION_GELU: /* x Phi(x), Phi the normal CDF with relative accuracy in both tails */
+#if KHAVE_ROW512
+        KROW512(_mm512_mul_ps(v, KSUF(v_phi)(v)));
+        break;
+#endif
         for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v * KSUF(vm_phi)(v); }
         break;
     case PN_ACTIVATION_GELU_TANH:
         for (i = 0; i < n; ++i) { y[i] = KSUF(gelu_tanh)(x[i]); }
         break;
     case PN_ACTIVATION_SWISH:
+#if KHAVE_ROW512
+        KROW512(KSUF(v_swish)(v, _mm512_set1_ps(alpha)));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(swish)(x[i], alpha); }
         break;
     case PN_ACTIVATION_MISH: /* tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2), e = exp(x) */
+#if KHAVE_ROW512
+        KROW512(KSUF(v_mish)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) {
             float v = x[i];
             float e = KSUF(vm_exp)(v < 20.0f ? v : 20.0f);
@@ -96,6 +143,12 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v / (1.0f + fabsf(v)); }
         break;
     case PN_ACTIVATION_SELU:
+#if KHAVE_ROW512
+        KROW512(_mm512_mul_ps(_mm512_set1_ps(beta),
+                              _mm512_mask_mov_ps(_mm512_mul_ps(_mm512_set1_ps(alpha), KSUF(v_expm1)(v)),
+                                                 _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v)));
+        break;
+#endif
         for (i = 0; i < n; ++i) {
             float v = x[i];
             y[i] = beta * (v > 0.0f ? v : alpha * KSUF(vm_expm1)(v));
@@ -119,6 +172,10 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         }
         break;
     case PN_ACTIVATION_SCALED_TANH:
+#if KHAVE_ROW512
+        KROW512(_mm512_mul_ps(_mm512_set1_ps(alpha), KSUF(v_tanh)(_mm512_mul_ps(_mm512_set1_ps(beta), v))));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = alpha * KSUF(vm_tanh)(beta * x[i]); }
         break;
     case PN_ACTIVATION_INVALID:
@@ -133,6 +190,17 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
 
 static void KSUF(math_row)(accel_math_fn fn, const float* x, float* y, int64_t n) {
     int64_t i;
+#if KHAVE_ROW512
+    switch (fn) {
+    case ACCEL_MATH_EXP: KROW512(KSUF(v_exp)(v)); return;
+    case ACCEL_MATH_EXPM1: KROW512(KSUF(v_expm1)(v)); return;
+    case ACCEL_MATH_TANH: KROW512(KSUF(v_tanh)(v)); return;
+    case ACCEL_MATH_SIGMOID: KROW512(KSUF(v_sigmoid)(v)); return;
+    case ACCEL_MATH_ERF: KROW512(KSUF(v_erf)(v)); return;
+    case ACCEL_MATH_PHI: KROW512(KSUF(v_phi)(v)); return;
+    default: break;
+    }
+#endif
     switch (fn) {
     case ACCEL_MATH_EXP: for (i = 0; i < n; ++i) y[i] = KSUF(vm_exp)(x[i]); break;
     case ACCEL_MATH_EXPM1: for (i = 0; i < n; ++i) y[i] = KSUF(vm_expm1)(x[i]); break;

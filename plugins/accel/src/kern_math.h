@@ -295,3 +295,183 @@ KINLINE float KSUF(vm_phi)(float x) {
 }
 
 KINLINE float KSUF(clamp01)(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }
+
+#if defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+/* ---- AVX-512 forms ------------------------------------------------------------------------
+ * The functions above on 16 lanes with intrinsics, for the rows of the AVX-512 build
+ * (kern_elementwise.h: math_row, activation; kern_reduce.h: softmax). Each evaluates the same
+ * operations in the same order as its scalar form, so the AVX-512 build gives the bits of the
+ * AVX2 build, whose compiler vectorizes the scalar forms; what changes is only how: 2^n by
+ * vscalefps (p 2^n rounded once, into the subnormals, as the scalar product of two normal
+ * factors rounds once), round-to-nearest by vrndscaleps (the 1.5 * 2^23 trick's result),
+ * selects by lane masks, and NaN carried through by operand order (vmaxps and vminps return
+ * their second operand when one is NaN) instead of a select at the end. */
+
+KINLINE __m512 KSUF(v_sign)(void) { return _mm512_castsi512_ps(_mm512_set1_epi32((int32_t)0x80000000u)); }
+KINLINE __m512 KSUF(v_abs)(__m512 x) {
+    return _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_castps_si512(KSUF(v_sign)()), _mm512_castps_si512(x)));
+}
+KINLINE __m512 KSUF(v_negabs)(__m512 x) {
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(KSUF(v_sign)()), _mm512_castps_si512(x)));
+}
+KINLINE __m512 KSUF(v_xor)(__m512 a, __m512 b) {
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+}
+/* mag's magnitude with sgn's sign (one vpternlogd: bits of sgn where the mask has them) */
+KINLINE __m512 KSUF(v_copysign)(__m512 mag, __m512 sgn) {
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(KSUF(v_sign)()),
+                                                         _mm512_castps_si512(sgn), _mm512_castps_si512(mag), 0xca));
+}
+
+/* exp_core: c finite in [-104, 89] or NaN (NaN out), lo added to the reduced argument. */
+KINLINE __m512 KSUF(v_exp_core_lo)(__m512 c, __m512 lo, int has_lo) {
+    const __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693359375f), c);
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+    if (has_lo) {
+        r = _mm512_add_ps(r, lo);
+    }
+    const __m512 z = _mm512_mul_ps(r, r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500E-4f), r, _mm512_set1_ps(1.3981999507E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, fn);
+}
+
+KINLINE __m512 KSUF(v_exp_core)(__m512 c) { return KSUF(v_exp_core_lo)(c, c, 0); }
+
+KINLINE __m512 KSUF(v_exp)(__m512 x) {
+    const __m512 c = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x)); /* NaN kept */
+    return KSUF(v_exp_core)(c);
+}
+
+/* exp_neg_lo(v, lo) for v <= 0 or NaN (NaN out) */
+KINLINE __m512 KSUF(v_exp_neg_lo)(__m512 v, __m512 lo) {
+    const __m512 c = _mm512_max_ps(_mm512_set1_ps(-104.0f), v);
+    const __m512 l = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, v, _CMP_EQ_OQ), lo);
+    return KSUF(v_exp_core_lo)(c, l, 1);
+}
+
+KINLINE __m512 KSUF(v_expm1)(__m512 x) {
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 362880.0f), x, _mm512_set1_ps(1.0f / 40320.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 5040.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, x), x, x);
+    const __m512 e = _mm512_sub_ps(KSUF(v_exp)(x), _mm512_set1_ps(1.0f));
+    const __m512 y = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(KSUF(v_abs)(x), _mm512_set1_ps(0.5f), _CMP_LT_OQ), p);
+    /* both have x's sign but p at -0 (+0 then): x's sign, as the scalar form's select */
+    return KSUF(v_copysign)(y, x);
+}
+
+KINLINE __m512 KSUF(v_tanh)(__m512 x) {
+    const __m512 a = KSUF(v_abs)(x);
+    const __m512 z = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(-5.692296196e-03f), z, _mm512_set1_ps(2.062816732e-02f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.373651534e-02f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.333140582e-01f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.333328068e-01f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
+    const __m512 a2 = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_add_ps(a, a)); /* NaN kept */
+    const __m512 e1 = _mm512_add_ps(KSUF(v_exp_core)(a2), _mm512_set1_ps(1.0f));
+    const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), e1));
+    /* p has x's sign but at -0 (then +0): the sign is x's in both cases */
+    const __m512 y = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_LT_OQ), p);
+    return KSUF(v_copysign)(y, x);
+}
+
+/* sigmoid_lo(w, lo) (has_lo 0: lo is 0) */
+KINLINE __m512 KSUF(v_sigmoid_lo)(__m512 w, __m512 lo, int has_lo) {
+    const __mmask16 neg = _mm512_cmp_ps_mask(w, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 v = KSUF(v_negabs)(w);
+    __m512 e;
+    if (has_lo) {
+        e = KSUF(v_exp_neg_lo)(v, _mm512_mask_mov_ps(KSUF(v_xor)(lo, KSUF(v_sign)()), neg, lo));
+    } else {
+        e = KSUF(v_exp_core)(_mm512_max_ps(_mm512_set1_ps(-104.0f), v));
+    }
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_div_ps(_mm512_mask_mov_ps(one, neg, e), _mm512_add_ps(one, e));
+}
+
+KINLINE __m512 KSUF(v_sigmoid)(__m512 x) { return KSUF(v_sigmoid_lo)(x, x, 0); }
+
+KINLINE __m512 KSUF(v_swish)(__m512 x, __m512 alpha) {
+    const __m512 w = _mm512_mul_ps(alpha, x);
+    __m512 lo = _mm512_fmsub_ps(alpha, x, w);
+    lo = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(lo, lo, _CMP_ORD_Q), lo);
+    return _mm512_mul_ps(x, KSUF(v_sigmoid_lo)(w, lo, 1));
+}
+
+/* MISH (kern_elementwise.h): x n / (n + 2), n = e (e + 2), e = exp(min(x, 20)); x from 20 on */
+KINLINE __m512 KSUF(v_mish)(__m512 x) {
+    const __m512 lim = _mm512_set1_ps(20.0f), two = _mm512_set1_ps(2.0f);
+    const __m512 e = KSUF(v_exp)(_mm512_min_ps(lim, x)); /* NaN kept */
+    const __m512 q = _mm512_mul_ps(e, _mm512_add_ps(e, two));
+    const __m512 m = _mm512_mul_ps(x, _mm512_div_ps(q, _mm512_add_ps(q, two)));
+    return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ), m);
+}
+
+KINLINE __m512 KSUF(v_erf_small_q)(__m512 z) {
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(7.806903159e-05f), z, _mm512_set1_ps(-7.997853099e-04f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(5.187162198e-03f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(-2.685334720e-02f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(1.128357872e-01f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(-3.761262596e-01f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(1.283791661e-01f));
+    return q;
+}
+
+KINLINE __m512 KSUF(v_erfc_p)(__m512 t) {
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(9.737061709e-02f), t, _mm512_set1_ps(-6.071481109e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.416289210e+00f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.425175905e+00f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(5.633025169e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-4.507836998e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-7.928102463e-02f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-7.950480282e-02f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(7.407250232e-04f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(5.641632080e-01f));
+    return p;
+}
+
+KINLINE __m512 KSUF(v_erf)(__m512 x) {
+    const __m512 a = _mm512_min_ps(_mm512_set1_ps(4.0f), KSUF(v_abs)(x)); /* NaN kept */
+    const __m512 z = _mm512_mul_ps(a, a);
+    const __m512 small = _mm512_fmadd_ps(a, KSUF(v_erf_small_q)(z), a);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), a, one));
+    const __m512 ex = KSUF(v_exp_core_lo)(KSUF(v_xor)(z, KSUF(v_sign)()),
+                                          KSUF(v_xor)(_mm512_fmsub_ps(a, a, z), KSUF(v_sign)()), 1);
+    const __m512 big = _mm512_sub_ps(one, _mm512_mul_ps(_mm512_div_ps(KSUF(v_erfc_p)(t), a), ex));
+    const __m512 y = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(a, one, _CMP_LT_OQ), small);
+    return KSUF(v_copysign)(y, x);
+}
+
+KINLINE __m512 KSUF(v_phi)(__m512 x) {
+    const __m512 a = _mm512_min_ps(_mm512_set1_ps(15.0f), KSUF(v_abs)(x)); /* NaN kept */
+    const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 rs2 = _mm512_set1_ps(0.707106781186547524f), half = _mm512_set1_ps(0.5f);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 u = _mm512_mul_ps(a, rs2);
+    __m512 e = _mm512_fmadd_ps(u, KSUF(v_erf_small_q)(_mm512_mul_ps(u, u)), u);
+    e = _mm512_mask_mov_ps(e, neg, KSUF(v_xor)(e, KSUF(v_sign)()));
+    const __m512 small = _mm512_add_ps(half, _mm512_mul_ps(half, e));
+    const __m512 sq = _mm512_mul_ps(a, a);
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(half, u, one));
+    const __m512 mh = _mm512_set1_ps(-0.5f);
+    const __m512 ex = KSUF(v_exp_neg_lo)(_mm512_mul_ps(mh, sq), _mm512_mul_ps(mh, _mm512_fmsub_ps(a, a, sq)));
+    const __m512 q = _mm512_mul_ps(_mm512_mul_ps(KSUF(v_erfc_p)(t), _mm512_div_ps(rs2, a)), ex);
+    const __m512 big = _mm512_mask_mov_ps(_mm512_sub_ps(one, q), neg, q);
+    const __m512 thr = _mm512_mask_mov_ps(one, neg, _mm512_set1_ps(0.75f));
+    return _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(u, thr, _CMP_LT_OQ), small);
+}
+#endif
