@@ -274,23 +274,42 @@ KINLINE float KSUF(vm_erf)(float x) {
     return x != x ? x : y;
 }
 
+/* Phi(-a) exp(a^2 / 2) / t = H(t) for t = 1 / (1 + a / (2 sqrt(2))) (the constant as the float
+ * PHI_K), 0 <= a <= 14.5 (t in [0.163, 1]): a polynomial of degree 10 (relative error 1.8e-8 in
+ * exact arithmetic), H(1) = 1/2 exactly in float arithmetic (Phi(0) = 1/2). H is smooth over the
+ * whole range (0.141 at t = 0.163, 1/2 at t = 1): erfc(u) = 2 t H(t) exp(-u^2) holds from u = 0
+ * on, so Phi needs neither erf's small-argument polynomial nor a 1 / u (the form of Numerical
+ * Recipes' erfc, with the polynomial outside the exponential). */
+#define PHI_K 0.353553385f
+KINLINE float KSUF(phi_h)(float t) {
+    float p = 1.756510325e-02f;
+    p = KFMA(p, t, -9.378533065e-02f);
+    p = KFMA(p, t, 1.866095364e-01f);
+    p = KFMA(p, t, -1.392417550e-01f);
+    p = KFMA(p, t, -1.573136635e-02f);
+    p = KFMA(p, t, 2.037628926e-02f);
+    p = KFMA(p, t, 2.644022927e-02f);
+    p = KFMA(p, t, 9.304133803e-02f);
+    p = KFMA(p, t, 1.225524396e-01f);
+    p = KFMA(p, t, 1.411293745e-01f);
+    p = KFMA(p, t, 1.410441399e-01f);
+    return p;
+}
+
 /* The standard normal CDF Phi(x) = (1 + erf(x / sqrt(2))) / 2 with relative accuracy in both
- * tails. With u = |x| / sqrt(2): below the threshold (1 for x >= 0, 0.75 for x < 0, where the
- * subtraction cancels little) 1/2 +- erf(u) / 2 from the small-u polynomial; above it from
- * erfc(u) / 2 = P(t) / (sqrt(2) |x|) exp(-x^2 / 2), whose exponent takes the exact square of
- * x (so the rounding of u reaches neither the exponent nor the 1 / u): erfc / 2 for x < 0,
- * 1 - erfc / 2 for x > 0. */
+ * tails: q = Phi(-|x|) = t H(t) exp(-x^2 / 2) (phi_h), whose exponent takes the exact square of
+ * x (hi + lo, so no rounding of float32 size reaches it: in the tail a relative error d in
+ * x^2 / 2 would be one of d x^2 / 2 in the result); Phi(x) = q for x < 0, 1 - q for x >= 0 (q
+ * <= 1/2, no cancellation). |x| is clamped to 15 (Phi rounds to 0 or 1 long before): the
+ * exponent stays above -112.5, where exp_core's two factors are normal numbers. */
 KINLINE float KSUF(vm_phi)(float x) {
     float a = x < 0.0f ? -x : x;
-    a = a < 15.0f ? a : 15.0f; /* Phi rounds to 0 or 1 long before; NaN -> 15: chosen below */
-    const float u = a * 0.707106781186547524f;
-    const float e = KFMA(u, KSUF(erf_small_q)(u * u), u);
-    const float small = 0.5f + 0.5f * (x < 0.0f ? -e : e);
-    const float sq = a * a;
-    const float q = KSUF(erfc_p)(1.0f / KFMA(0.5f, u, 1.0f)) * (0.707106781186547524f / a) *
-                    KSUF(exp_neg_lo)(-0.5f * sq, -0.5f * KSUF(square_lo)(a, sq));
-    const float big = x < 0.0f ? q : 1.0f - q;
-    const float y = u < (x < 0.0f ? 0.75f : 1.0f) ? small : big;
+    a = a < 15.0f ? a : 15.0f; /* NaN -> 15: chosen below */
+    const float t = 1.0f / KFMA(a, PHI_K, 1.0f);
+    const float hx = -0.5f * a;
+    const float v = hx * a;
+    const float q = t * KSUF(phi_h)(t) * KSUF(exp_core)(v, KSUF(prod_lo)(hx, a, v));
+    const float y = x < 0.0f ? q : 1.0f - q;
     return x != x ? x : y;
 }
 
@@ -458,20 +477,22 @@ KINLINE __m512 KSUF(v_erf)(__m512 x) {
 
 KINLINE __m512 KSUF(v_phi)(__m512 x) {
     const __m512 a = _mm512_min_ps(_mm512_set1_ps(15.0f), KSUF(v_abs)(x)); /* NaN kept */
-    const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    const __m512 rs2 = _mm512_set1_ps(0.707106781186547524f), half = _mm512_set1_ps(0.5f);
     const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512 u = _mm512_mul_ps(a, rs2);
-    __m512 e = _mm512_fmadd_ps(u, KSUF(v_erf_small_q)(_mm512_mul_ps(u, u)), u);
-    e = _mm512_mask_mov_ps(e, neg, KSUF(v_xor)(e, KSUF(v_sign)()));
-    const __m512 small = _mm512_add_ps(half, _mm512_mul_ps(half, e));
-    const __m512 sq = _mm512_mul_ps(a, a);
-    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(half, u, one));
-    const __m512 mh = _mm512_set1_ps(-0.5f);
-    const __m512 ex = KSUF(v_exp_neg_lo)(_mm512_mul_ps(mh, sq), _mm512_mul_ps(mh, _mm512_fmsub_ps(a, a, sq)));
-    const __m512 q = _mm512_mul_ps(_mm512_mul_ps(KSUF(v_erfc_p)(t), _mm512_div_ps(rs2, a)), ex);
-    const __m512 big = _mm512_mask_mov_ps(_mm512_sub_ps(one, q), neg, q);
-    const __m512 thr = _mm512_mask_mov_ps(one, neg, _mm512_set1_ps(0.75f));
-    return _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(u, thr, _CMP_LT_OQ), small);
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(a, _mm512_set1_ps(PHI_K), one));
+    __m512 h = _mm512_fmadd_ps(_mm512_set1_ps(1.756510325e-02f), t, _mm512_set1_ps(-9.378533065e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.866095364e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(-1.392417550e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(-1.573136635e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(2.037628926e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(2.644022927e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(9.304133803e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.225524396e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.411293745e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.410441399e-01f));
+    const __m512 hx = _mm512_mul_ps(_mm512_set1_ps(-0.5f), a);
+    const __m512 v = _mm512_mul_ps(hx, a);
+    const __m512 q = _mm512_mul_ps(_mm512_mul_ps(t, h), KSUF(v_exp_core_lo)(v, _mm512_fmsub_ps(hx, a, v), 1));
+    /* 1 - q where x >= 0 (or NaN: NaN), q where x < 0 */
+    return _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), one, q);
 }
 #endif
