@@ -10,28 +10,6 @@
  */
 /* ---- Activation ------------------------------------------------------------- */
 
-#if defined(__AVX512F__) && defined(__FMA__)
-/* y[i] = VEXPR for i < n, VEXPR an expression of the __m512 v = x[i .. i + 16) built from
- * kern_math.h's AVX-512 forms: 16 lanes at a time, the last under a lane mask (each lane's
- * bits are those of a whole vector). x may be y. */
-#define KROW512(VEXPR)                                                              \
-    do {                                                                            \
-        int64_t i_ = 0;                                                             \
-        for (; i_ + 16 <= n; i_ += 16) {                                            \
-            const __m512 v = _mm512_loadu_ps(x + i_);                               \
-            _mm512_storeu_ps(y + i_, (VEXPR));                                      \
-        }                                                                           \
-        if (i_ < n) {                                                               \
-            const __mmask16 m_ = (__mmask16)((1u << (n - i_)) - 1u);                \
-            const __m512 v = _mm512_maskz_loadu_ps(m_, x + i_);                     \
-            _mm512_mask_storeu_ps(y + i_, m_, (VEXPR));                             \
-        }                                                                           \
-    } while (0)
-#define KHAVE_ROW512 1
-#else
-#define KHAVE_ROW512 0
-#endif
-
 /* y[i] = act(x[i]) for every kind of backend_api.h, each a loop of its own that the compiler
  * vectorizes (kern_math.h). Where a formula multiplies x by a factor that tends to 0 (GELU,
  * SWISH, MISH at -inf) the result is what IEEE arithmetic gives the header's formula there
@@ -194,11 +172,11 @@ static void KSUF(math_row)(accel_math_fn fn, const float* x, float* y, int64_t n
     switch (fn) {
     case ACCEL_MATH_EXP: KROW512(KSUF(v_exp)(v)); return;
     case ACCEL_MATH_EXPM1: KROW512(KSUF(v_expm1)(v)); return;
+    case ACCEL_MATH_LOG: KROW512(KSUF(v_log)(v)); return;
     case ACCEL_MATH_TANH: KROW512(KSUF(v_tanh)(v)); return;
     case ACCEL_MATH_SIGMOID: KROW512(KSUF(v_sigmoid)(v)); return;
     case ACCEL_MATH_ERF: KROW512(KSUF(v_erf)(v)); return;
     case ACCEL_MATH_PHI: KROW512(KSUF(v_phi)(v)); return;
-    default: break;
     }
 #endif
     switch (fn) {

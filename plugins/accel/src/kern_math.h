@@ -495,4 +495,52 @@ KINLINE __m512 KSUF(v_phi)(__m512 x) {
     /* 1 - q where x >= 0 (or NaN: NaN), q where x < 0 */
     return _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), one, q);
 }
+
+/* log: x = m 2^e as in vm_log, from vgetexpps / vgetmantps (m1 in [1, 2), subnormals exact:
+ * vm_log's m and e exactly), the same polynomial and sums; the special inputs by one
+ * vfixupimmps (NaN: x quieted, +-0: -inf, x < 0 and -inf: NaN, +inf: +inf). */
+KINLINE __m512 KSUF(v_log)(__m512 x) {
+    const __m512 m1 = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+    const __m512 e1 = _mm512_getexp_ps(x);
+    const __mmask16 big = _mm512_cmp_ps_mask(m1, _mm512_set1_ps(2.0f * 0.707106781186547524f), _CMP_GE_OQ);
+    const __m512 m = _mm512_mask_mul_ps(m1, big, m1, _mm512_set1_ps(0.5f));
+    const __m512 fe = _mm512_mask_add_ps(e1, big, e1, _mm512_set1_ps(1.0f));
+    const __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
+    const __m512 z = _mm512_mul_ps(f, f);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(7.0376836292E-2f), f, _mm512_set1_ps(-1.1514610310E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.1676998740E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.2420140846E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.4249322787E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.6668057665E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.0000714765E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-2.4999993993E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(3.3333331174E-1f));
+    __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
+    y = _mm512_fmadd_ps(fe, _mm512_set1_ps(-2.12194440e-4f), y);
+    y = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), z, y);
+    y = _mm512_add_ps(f, y);
+    y = _mm512_fmadd_ps(fe, _mm512_set1_ps(0.693359375f), y);
+    /* tokens by class (vfixupimmps): QNaN 2, SNaN 2, 0 4, +1 0 (keep), -inf 3, +inf 5, x < 0 3, x > 0 0 */
+    return _mm512_fixupimm_ps(y, x, _mm512_set1_epi32(0x03530422), 0);
+}
+
+/* y[i] = VEXPR for i < n, VEXPR an expression of the __m512 v = x[i .. i + 16) built from
+ * the AVX-512 forms above: 16 lanes at a time, the last under a lane mask (each lane's
+ * bits are those of a whole vector). x may be y. */
+#define KROW512(VEXPR)                                                              \
+    do {                                                                            \
+        int64_t i_ = 0;                                                             \
+        for (; i_ + 16 <= n; i_ += 16) {                                            \
+            const __m512 v = _mm512_loadu_ps(x + i_);                               \
+            _mm512_storeu_ps(y + i_, (VEXPR));                                      \
+        }                                                                           \
+        if (i_ < n) {                                                               \
+            const __mmask16 m_ = (__mmask16)((1u << (n - i_)) - 1u);                \
+            const __m512 v = _mm512_maskz_loadu_ps(m_, x + i_);                     \
+            _mm512_mask_storeu_ps(y + i_, m_, (VEXPR));                             \
+        }                                                                           \
+    } while (0)
+#define KHAVE_ROW512 1
+#else
+#define KHAVE_ROW512 0
 #endif

@@ -171,6 +171,14 @@ KINLINE float KSUF(tx_sign)(float x) {
 
 static void KSUF(tx_unary_row)(pn_unary_op op, const float* x, float* y, int64_t n) {
     int64_t i;
+#if KHAVE_ROW512
+    switch (op) {
+    case PN_UNARY_EXP: KROW512(KSUF(v_exp)(v)); return;
+    case PN_UNARY_LOG: KROW512(KSUF(v_log)(v)); return;
+    case PN_UNARY_ERF: KROW512(KSUF(v_erf)(v)); return;
+    default: break;
+    }
+#endif
     switch (op) {
     case PN_UNARY_ABS: for (i = 0; i < n; ++i) y[i] = fabsf(x[i]); break;
     case PN_UNARY_NEG: for (i = 0; i < n; ++i) y[i] = -x[i]; break;
@@ -237,6 +245,15 @@ KINLINE float KSUF(tx_red_block)(accel_tx_red red, const float* x, int64_t n, fl
         for (; i < n; ++i) acc[0] += fabsf(x[i]);
         break;
     case ACCEL_TX_EXPSUM:
+#if KHAVE_ROW512 /* the loop below on one zmm of the TX_LANES (16) lanes: the same sums */
+        {
+            const __m512 vm = _mm512_set1_ps(m);
+            __m512 va = _mm512_setzero_ps();
+            for (; i + TX_LANES <= n; i += TX_LANES)
+                va = _mm512_add_ps(va, KSUF(v_exp)(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
+            _mm512_storeu_ps(acc, va);
+        }
+#endif
         for (; i + TX_LANES <= n; i += TX_LANES)
             for (int j = 0; j < TX_LANES; ++j) acc[j] += KSUF(vm_exp)(x[i + j] - m);
         for (; i < n; ++i) acc[0] += KSUF(vm_exp)(x[i] - m);
