@@ -81,10 +81,10 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         break;
     case PN_ACTIVATION_GELU: /* x Phi(x), Phi the normal CDF with relative accuracy in both tails */
 #if KHAVE_ROW512
-        KROW512(_mm512_mul_ps(v, KSUF(v_phi)(v)));
+        KROW512(KSUF(v_gelu)(v));
         break;
 #endif
-        for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v * KSUF(vm_phi)(v); }
+        for (i = 0; i < n; ++i) { y[i] = KSUF(gelu)(x[i]); }
         break;
     case PN_ACTIVATION_GELU_TANH:
         for (i = 0; i < n; ++i) { y[i] = KSUF(gelu_tanh)(x[i]); }

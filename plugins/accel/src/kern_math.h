@@ -60,11 +60,7 @@ KINLINE float KSUF(copysign)(float mag, float sgn) {
  * number: the first product is exact, the second rounds once, also into the subnormals (exp
  * underflows to 0 below -103.97 and overflows to inf above 88.73, so the range is all there
  * is). The callers clamp, and choose NaN, only as far as their arguments need. */
-KINLINE float KSUF(exp_core)(float c, float lo) {
-    const float fn = KSUF(round_near)(c * 1.44269504088896341f);
-    float r = KFMA(fn, -0.693359375f, c);
-    r = KFMA(fn, 2.12194440e-4f, r);
-    r = r + lo;
+KINLINE float KSUF(exp_tail)(float r, float fn) {
     const float z = r * r;
     float p = 1.9875691500E-4f;
     p = KFMA(p, r, 1.3981999507E-3f);
@@ -76,6 +72,13 @@ KINLINE float KSUF(exp_core)(float c, float lo) {
     const int32_t n = (int32_t)fn; /* [-150, 129] */
     const int32_t n1 = n >> 1, n2 = n - n1; /* an arithmetic shift (GCC, Clang): floor(n / 2) */
     return p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
+}
+
+KINLINE float KSUF(exp_core)(float c, float lo) {
+    const float fn = KSUF(round_near)(c * 1.44269504088896341f);
+    float r = KFMA(fn, -0.693359375f, c);
+    r = KFMA(fn, 2.12194440e-4f, r);
+    return KSUF(exp_tail)(r + lo, fn);
 }
 
 /* exp(x + lo) for any x: clamped to [-104, 89] (no correction then), NaN in, NaN out. */
@@ -296,21 +299,47 @@ KINLINE float KSUF(phi_h)(float t) {
     return p;
 }
 
+/* exp(hx a) (hx = -a / 2, 0 <= a <= 15: the argument in [-112.5, 0], where exp_tail's two factors
+ * are normal numbers) of the exact product: with a fused multiply-add the reduction's first step
+ * takes the product whole (hx a - n 0.693359375 rounded once; n 0.693359375 is exact), else
+ * exp_core of the rounded product and its exact error (Dekker's product). */
+KINLINE float KSUF(exp_prod)(float hx, float a) {
+    const float v = hx * a;
+#if defined(__FMA__)
+    const float fn = KSUF(round_near)(v * 1.44269504088896341f);
+    float r = __builtin_fmaf(hx, a, -(fn * 0.693359375f));
+    r = KFMA(fn, 2.12194440e-4f, r);
+    return KSUF(exp_tail)(r, fn);
+#else
+    return KSUF(exp_core)(v, KSUF(prod_lo)(hx, a, v));
+#endif
+}
+
+/* Phi(-a) = t H(t) exp(-a^2 / 2) for 0 <= a <= 15 (phi_h), the exponent of the exact square
+ * (exp_prod: in the tail a relative error d in a^2 / 2 would be one of d a^2 / 2 in the
+ * result). */
+KINLINE float KSUF(phi_q)(float a) {
+    const float t = 1.0f / KFMA(a, PHI_K, 1.0f);
+    return t * KSUF(phi_h)(t) * KSUF(exp_prod)(-0.5f * a, a);
+}
+
 /* The standard normal CDF Phi(x) = (1 + erf(x / sqrt(2))) / 2 with relative accuracy in both
- * tails: q = Phi(-|x|) = t H(t) exp(-x^2 / 2) (phi_h), whose exponent takes the exact square of
- * x (hi + lo, so no rounding of float32 size reaches it: in the tail a relative error d in
- * x^2 / 2 would be one of d x^2 / 2 in the result); Phi(x) = q for x < 0, 1 - q for x >= 0 (q
- * <= 1/2, no cancellation). |x| is clamped to 15 (Phi rounds to 0 or 1 long before): the
- * exponent stays above -112.5, where exp_core's two factors are normal numbers. */
+ * tails: q = Phi(-|x|) (phi_q), Phi(x) = q for x < 0, 1 - q for x >= 0 (q <= 1/2, no
+ * cancellation). |x| is clamped to 15 (Phi rounds to 0 or 1 long before). */
 KINLINE float KSUF(vm_phi)(float x) {
     float a = x < 0.0f ? -x : x;
     a = a < 15.0f ? a : 15.0f; /* NaN -> 15: chosen below */
-    const float t = 1.0f / KFMA(a, PHI_K, 1.0f);
-    const float hx = -0.5f * a;
-    const float v = hx * a;
-    const float q = t * KSUF(phi_h)(t) * KSUF(exp_core)(v, KSUF(prod_lo)(hx, a, v));
+    const float q = KSUF(phi_q)(a);
     const float y = x < 0.0f ? q : 1.0f - q;
     return x != x ? x : y;
+}
+
+/* GELU: x Phi(x) (NaN: the product is NaN) */
+KINLINE float KSUF(gelu)(float x) {
+    float a = x < 0.0f ? -x : x;
+    a = a < 15.0f ? a : 15.0f; /* NaN -> 15 */
+    const float q = KSUF(phi_q)(a);
+    return x * (x < 0.0f ? q : 1.0f - q);
 }
 
 KINLINE float KSUF(clamp01)(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }
@@ -343,15 +372,13 @@ KINLINE __m512 KSUF(v_copysign)(__m512 mag, __m512 sgn) {
                                                          _mm512_castps_si512(sgn), _mm512_castps_si512(mag), 0xca));
 }
 
-/* exp_core: c finite in [-104, 89] or NaN (NaN out), lo added to the reduced argument. */
-KINLINE __m512 KSUF(v_exp_core_lo)(__m512 c, __m512 lo, int has_lo) {
-    const __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693359375f), c);
-    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
-    if (has_lo) {
-        r = _mm512_add_ps(r, lo);
-    }
+KINLINE __m512 KSUF(v_round_log2e)(__m512 c) {
+    return _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* exp_tail: exp(r) 2^fn */
+KINLINE __m512 KSUF(v_exp_tail)(__m512 r, __m512 fn) {
     const __m512 z = _mm512_mul_ps(r, r);
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500E-4f), r, _mm512_set1_ps(1.3981999507E-3f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
@@ -360,6 +387,17 @@ KINLINE __m512 KSUF(v_exp_core_lo)(__m512 c, __m512 lo, int has_lo) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
     p = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, fn);
+}
+
+/* exp_core: c finite in [-104, 89] or NaN (NaN out), lo added to the reduced argument. */
+KINLINE __m512 KSUF(v_exp_core_lo)(__m512 c, __m512 lo, int has_lo) {
+    const __m512 fn = KSUF(v_round_log2e)(c);
+    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693359375f), c);
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+    if (has_lo) {
+        r = _mm512_add_ps(r, lo);
+    }
+    return KSUF(v_exp_tail)(r, fn);
 }
 
 KINLINE __m512 KSUF(v_exp_core)(__m512 c) { return KSUF(v_exp_core_lo)(c, c, 0); }
@@ -475,8 +513,8 @@ KINLINE __m512 KSUF(v_erf)(__m512 x) {
     return KSUF(v_copysign)(y, x);
 }
 
-KINLINE __m512 KSUF(v_phi)(__m512 x) {
-    const __m512 a = _mm512_min_ps(_mm512_set1_ps(15.0f), KSUF(v_abs)(x)); /* NaN kept */
+/* phi_q: a in [0, 15] */
+KINLINE __m512 KSUF(v_phi_q)(__m512 a) {
     const __m512 one = _mm512_set1_ps(1.0f);
     const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(a, _mm512_set1_ps(PHI_K), one));
     __m512 h = _mm512_fmadd_ps(_mm512_set1_ps(1.756510325e-02f), t, _mm512_set1_ps(-9.378533065e-02f));
@@ -490,10 +528,23 @@ KINLINE __m512 KSUF(v_phi)(__m512 x) {
     h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.411293745e-01f));
     h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.410441399e-01f));
     const __m512 hx = _mm512_mul_ps(_mm512_set1_ps(-0.5f), a);
-    const __m512 v = _mm512_mul_ps(hx, a);
-    const __m512 q = _mm512_mul_ps(_mm512_mul_ps(t, h), KSUF(v_exp_core_lo)(v, _mm512_fmsub_ps(hx, a, v), 1));
+    const __m512 fn = KSUF(v_round_log2e)(_mm512_mul_ps(hx, a)); /* exp_prod */
+    __m512 r = _mm512_fmadd_ps(hx, a, _mm512_mul_ps(fn, _mm512_set1_ps(-0.693359375f)));
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+    return _mm512_mul_ps(_mm512_mul_ps(t, h), KSUF(v_exp_tail)(r, fn));
+}
+
+KINLINE __m512 KSUF(v_phi)(__m512 x) {
+    const __m512 q = KSUF(v_phi_q)(_mm512_min_ps(_mm512_set1_ps(15.0f), KSUF(v_abs)(x))); /* NaN kept */
     /* 1 - q where x >= 0 (or NaN: NaN), q where x < 0 */
-    return _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), one, q);
+    return _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), _mm512_set1_ps(1.0f), q);
+}
+
+/* gelu: |x| clamped to 15 by one vrangeps (NaN -> 15, as gelu's select: x makes the product NaN) */
+KINLINE __m512 KSUF(v_gelu)(__m512 x) {
+    const __m512 q = KSUF(v_phi_q)(_mm512_range_ps(x, _mm512_set1_ps(15.0f), 0x0a));
+    const __m512 f = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), _mm512_set1_ps(1.0f), q);
+    return _mm512_mul_ps(x, f);
 }
 
 /* log: x = m 2^e as in vm_log, from vgetexpps / vgetmantps (m1 in [1, 2), subnormals exact:
@@ -530,6 +581,14 @@ KINLINE __m512 KSUF(v_log)(__m512 x) {
 #define KROW512(VEXPR)                                                              \
     do {                                                                            \
         int64_t i_ = 0;                                                             \
+        for (; i_ + 32 <= n; i_ += 32) {                                            \
+            const __m512 v0_ = _mm512_loadu_ps(x + i_), v1_ = _mm512_loadu_ps(x + i_ + 16); \
+            __m512 r0_, r1_;                                                        \
+            { const __m512 v = v0_; r0_ = (VEXPR); }                                \
+            { const __m512 v = v1_; r1_ = (VEXPR); }                                \
+            _mm512_storeu_ps(y + i_, r0_);                                          \
+            _mm512_storeu_ps(y + i_ + 16, r1_);                                     \
+        }                                                                           \
         for (; i_ + 16 <= n; i_ += 16) {                                            \
             const __m512 v = _mm512_loadu_ps(x + i_);                               \
             _mm512_storeu_ps(y + i_, (VEXPR));                                      \
