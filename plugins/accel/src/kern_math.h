@@ -16,8 +16,8 @@
  *
  * The polynomial coefficients of erf, erfc and tanh were fitted for this file (weighted
  * least squares driven to the minimax relative error, each coefficient rounded to float32
- * before the next ones were refitted); exp's and log's are Cephes' (S. Moshier), as in the
- * earlier exp of this file.
+ * before the next ones were refitted), and so were exp's and the normal CDF's; log's are Cephes'
+ * (S. Moshier).
  *
  * Part of CpuAcc's vector kernels, compiled once per ISA: kern_table.h includes it inside
  * kern_portable.c, kern_avx2.c and kern_avx512.c, and KSUF(name) appends the ISA's suffix.
@@ -55,20 +55,28 @@ KINLINE float KSUF(copysign)(float mag, float sgn) {
 
 /* exp(c + lo) for c in [-104, 89] (finite) and a small correction lo (|lo| <= 2^-12 |c|, e.g.
  * the rounding error of a product, see prod_lo; 0 for plain exp): n = round(c / ln 2), r = c -
- * n ln 2 in two steps (Cody-Waite: n * 0.693359375 is exact), exp(r) = 1 + r + r^2 P(r) on |r|
- * <= ln 2 / 2, then times 2^n as two factors 2^(n >> 1) and 2^(n - (n >> 1)), each a normal
+ * n ln 2 in two steps (Cody-Waite: ln 2 = EXP_LN2_HI + EXP_LN2_LO, the first with 14 significant
+ * bits, so n EXP_LN2_HI is exact for |n| < 1024), exp(r) = 1 + r (1 + r P(r)) on |r| <= ln 2 / 2
+ * (exp_tail: Horner's scheme to the end, P of degree 4, relative error 3e-9 in exact
+ * arithmetic), then times 2^n as two factors 2^(n >> 1) and 2^(n - (n >> 1)), each a normal
  * number: the first product is exact, the second rounds once, also into the subnormals (exp
  * underflows to 0 below -103.97 and overflows to inf above 88.73, so the range is all there
- * is). The callers clamp, and choose NaN, only as far as their arguments need. */
+ * is). The callers clamp, and choose NaN, only as far as their arguments need. The polynomial
+ * was fitted for this file (as erf's, below); the earlier one was Cephes' 1 + r + r^2 P(r) of
+ * degree 7 (two operations more, with n 0.693359375 for the first step). */
+#define EXP_LN2_HI 0.693145751953125f
+#define EXP_LN2_LO 1.42860677e-6f
 KINLINE float KSUF(exp_tail)(float r, float fn) {
-    const float z = r * r;
-    float p = 1.9875691500E-4f;
-    p = KFMA(p, r, 1.3981999507E-3f);
-    p = KFMA(p, r, 8.3334519073E-3f);
-    p = KFMA(p, r, 4.1665795894E-2f);
-    p = KFMA(p, r, 1.6666665459E-1f);
-    p = KFMA(p, r, 5.0000001201E-1f);
-    p = KFMA(p, z, r) + 1.0f;
+    float p = 1.3821362518e-03f;
+    p = KFMA(p, r, 8.3686709404e-03f);
+    p = KFMA(p, r, 4.1668258607e-02f);
+    p = KFMA(p, r, 1.6666521132e-01f);
+    p = KFMA(p, r, 4.9999994040e-01f);
+#if defined(__FMA__)
+    p = __builtin_fmaf(__builtin_fmaf(p, r, 1.0f), r, 1.0f); /* 1 + r (1 + r P) */
+#else
+    p = (p * (r * r) + r) + 1.0f; /* without the fused steps, 1 + r rounded last keeps 1 ulp */
+#endif
     const int32_t n = (int32_t)fn; /* [-150, 129] */
     const int32_t n1 = n >> 1, n2 = n - n1; /* an arithmetic shift (GCC, Clang): floor(n / 2) */
     return p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
@@ -76,8 +84,8 @@ KINLINE float KSUF(exp_tail)(float r, float fn) {
 
 KINLINE float KSUF(exp_core)(float c, float lo) {
     const float fn = KSUF(round_near)(c * 1.44269504088896341f);
-    float r = KFMA(fn, -0.693359375f, c);
-    r = KFMA(fn, 2.12194440e-4f, r);
+    float r = KFMA(fn, -EXP_LN2_HI, c);
+    r = KFMA(fn, -EXP_LN2_LO, r);
     return KSUF(exp_tail)(r + lo, fn);
 }
 
@@ -307,8 +315,8 @@ KINLINE float KSUF(exp_prod)(float hx, float a) {
     const float v = hx * a;
 #if defined(__FMA__)
     const float fn = KSUF(round_near)(v * 1.44269504088896341f);
-    float r = __builtin_fmaf(hx, a, -(fn * 0.693359375f));
-    r = KFMA(fn, 2.12194440e-4f, r);
+    float r = __builtin_fmaf(hx, a, -(fn * EXP_LN2_HI));
+    r = KFMA(fn, -EXP_LN2_LO, r);
     return KSUF(exp_tail)(r, fn);
 #else
     return KSUF(exp_core)(v, KSUF(prod_lo)(hx, a, v));
@@ -379,21 +387,20 @@ KINLINE __m512 KSUF(v_round_log2e)(__m512 c) {
 
 /* exp_tail: exp(r) 2^fn */
 KINLINE __m512 KSUF(v_exp_tail)(__m512 r, __m512 fn) {
-    const __m512 z = _mm512_mul_ps(r, r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500E-4f), r, _mm512_set1_ps(1.3981999507E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-    p = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.3821362518e-03f), r, _mm512_set1_ps(8.3686709404e-03f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1668258607e-02f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666521132e-01f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9999994040e-01f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, fn);
 }
 
 /* exp_core: c finite in [-104, 89] or NaN (NaN out), lo added to the reduced argument. */
 KINLINE __m512 KSUF(v_exp_core_lo)(__m512 c, __m512 lo, int has_lo) {
     const __m512 fn = KSUF(v_round_log2e)(c);
-    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693359375f), c);
-    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_HI), c);
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_LO), r);
     if (has_lo) {
         r = _mm512_add_ps(r, lo);
     }
@@ -529,8 +536,8 @@ KINLINE __m512 KSUF(v_phi_q)(__m512 a) {
     h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.410441399e-01f));
     const __m512 hx = _mm512_mul_ps(_mm512_set1_ps(-0.5f), a);
     const __m512 fn = KSUF(v_round_log2e)(_mm512_mul_ps(hx, a)); /* exp_prod */
-    __m512 r = _mm512_fmadd_ps(hx, a, _mm512_mul_ps(fn, _mm512_set1_ps(-0.693359375f)));
-    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 r = _mm512_fmadd_ps(hx, a, _mm512_mul_ps(fn, _mm512_set1_ps(-EXP_LN2_HI)));
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_LO), r);
     return _mm512_mul_ps(_mm512_mul_ps(t, h), KSUF(v_exp_tail)(r, fn));
 }
 
