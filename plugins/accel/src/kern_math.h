@@ -66,17 +66,22 @@ KINLINE float KSUF(copysign)(float mag, float sgn) {
  * degree 7 (two operations more, with n 0.693359375 for the first step). */
 #define EXP_LN2_HI 0.693145751953125f
 #define EXP_LN2_LO 1.42860677e-6f
-KINLINE float KSUF(exp_tail)(float r, float fn) {
+/* exp(r) for |r| <= ln 2 / 2 (also kern_tx.h's softmax exponentials) */
+KINLINE float KSUF(exp_poly)(float r) {
     float p = 1.3821362518e-03f;
     p = KFMA(p, r, 8.3686709404e-03f);
     p = KFMA(p, r, 4.1668258607e-02f);
     p = KFMA(p, r, 1.6666521132e-01f);
     p = KFMA(p, r, 4.9999994040e-01f);
 #if defined(__FMA__)
-    p = __builtin_fmaf(__builtin_fmaf(p, r, 1.0f), r, 1.0f); /* 1 + r (1 + r P) */
+    return __builtin_fmaf(__builtin_fmaf(p, r, 1.0f), r, 1.0f); /* 1 + r (1 + r P) */
 #else
-    p = (p * (r * r) + r) + 1.0f; /* without the fused steps, 1 + r rounded last keeps 1 ulp */
+    return (p * (r * r) + r) + 1.0f; /* without the fused steps, 1 + r rounded last keeps 1 ulp */
 #endif
+}
+
+KINLINE float KSUF(exp_tail)(float r, float fn) {
+    const float p = KSUF(exp_poly)(r);
     const int32_t n = (int32_t)fn; /* [-150, 129] */
     const int32_t n1 = n >> 1, n2 = n - n1; /* an arithmetic shift (GCC, Clang): floor(n / 2) */
     return p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
@@ -385,14 +390,19 @@ KINLINE __m512 KSUF(v_round_log2e)(__m512 c) {
                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-/* exp_tail: exp(r) 2^fn */
-KINLINE __m512 KSUF(v_exp_tail)(__m512 r, __m512 fn) {
+/* exp_poly */
+KINLINE __m512 KSUF(v_exp_poly)(__m512 r) {
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.3821362518e-03f), r, _mm512_set1_ps(8.3686709404e-03f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1668258607e-02f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666521132e-01f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9999994040e-01f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+}
+
+/* exp_tail: exp(r) 2^fn */
+KINLINE __m512 KSUF(v_exp_tail)(__m512 r, __m512 fn) {
+    const __m512 p = KSUF(v_exp_poly)(r);
     return _mm512_scalef_ps(p, fn);
 }
 
