@@ -87,9 +87,21 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { y[i] = KSUF(gelu)(x[i]); }
         break;
     case PN_ACTIVATION_GELU_TANH:
+#if KHAVE_ROW512
+        KROW512(KSUF(v_gelu_tanh)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(gelu_tanh)(x[i]); }
         break;
     case PN_ACTIVATION_SWISH:
+        if (alpha == 1.0f) { /* SiLU */
+#if KHAVE_ROW512
+            KROW512(KSUF(v_silu)(v));
+            break;
+#endif
+            for (i = 0; i < n; ++i) { y[i] = KSUF(silu)(x[i]); }
+            break;
+        }
 #if KHAVE_ROW512
         KROW512(KSUF(v_swish)(v, _mm512_set1_ps(alpha)));
         break;
