@@ -589,7 +589,11 @@ KINLINE __m512 KSUF(v_phi)(__m512 x) {
 
 /* gelu: |x| clamped to 15 by one vrangeps (NaN -> 15, as gelu's select: x makes the product NaN) */
 KINLINE __m512 KSUF(v_gelu)(__m512 x) {
+#if defined(__AVX512DQ__) /* CMakeLists.txt's AVX-512 flags include it */
     const __m512 q = KSUF(v_phi_q)(_mm512_range_ps(x, _mm512_set1_ps(15.0f), 0x0a));
+#else
+    const __m512 q = KSUF(v_phi_q)(_mm512_min_ps(_mm512_set1_ps(15.0f), KSUF(v_abs)(x)));
+#endif
     const __m512 f = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), _mm512_set1_ps(1.0f), q);
     return _mm512_mul_ps(x, f);
 }
