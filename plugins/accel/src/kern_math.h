@@ -253,6 +253,22 @@ KINLINE float KSUF(gelu_tanh)(float v) {
     return v * KSUF(sigmoid_lo)(w, wl);
 }
 
+/* exp(hx a) of the exact product, for hx a in [-112.5, 0] (where exp_tail's two factors are
+ * normal numbers; Phi's -a / 2 * a, erf's -a * a): with a fused multiply-add the reduction's first step
+ * takes the product whole (hx a - n 0.693359375 rounded once; n 0.693359375 is exact), else
+ * exp_core of the rounded product and its exact error (Dekker's product). */
+KINLINE float KSUF(exp_prod)(float hx, float a) {
+    const float v = hx * a;
+#if defined(__FMA__)
+    const float fn = KSUF(round_near)(v * 1.44269504088896341f);
+    float r = __builtin_fmaf(hx, a, -(fn * EXP_LN2_HI));
+    r = KFMA(fn, -EXP_LN2_LO, r);
+    return KSUF(exp_tail)(r, fn);
+#else
+    return KSUF(exp_core)(v, KSUF(prod_lo)(hx, a, v));
+#endif
+}
+
 /* erf(u) / u - 1 = Q(u^2) for 0 <= u <= 1 (relative error of u + u Q <= 1.5e-9 in exact
  * arithmetic; the 1 kept apart, as 2 / sqrt(pi) = 1.128... has no exact float). */
 KINLINE float KSUF(erf_small_q)(float z) {
@@ -266,34 +282,31 @@ KINLINE float KSUF(erf_small_q)(float z) {
     return q;
 }
 
-/* u erfc(u) exp(u^2) = P(t) for 0.5 <= u <= 10.5 with t = 1 / (1 + u / 2) (relative error <=
- * 6e-9 in exact arithmetic). P is flat (1/sqrt(pi) at infinity, 0.31 at 0.5), so the roundings
- * of t barely reach it. Beyond 10.5, erfc is below the float32 subnormals and the exp factor is
- * 0; the 1 / u comes from a division of its own. */
-KINLINE float KSUF(erfc_p)(float t) {
-    float p = 9.737061709e-02f;
-    p = KFMA(p, t, -6.071481109e-01f);
-    p = KFMA(p, t, 1.416289210e+00f);
-    p = KFMA(p, t, -1.425175905e+00f);
-    p = KFMA(p, t, 5.633025169e-01f);
-    p = KFMA(p, t, -4.507836998e-01f);
-    p = KFMA(p, t, -7.928102463e-02f);
-    p = KFMA(p, t, -7.950480282e-02f);
-    p = KFMA(p, t, 7.407250232e-04f);
-    p = KFMA(p, t, 5.641632080e-01f);
+/* erfc(u) exp(u^2) / t = G(t) for 1 <= u <= 4 with t = 1 / (1 + u / 2) (t in [1/3, 2/3]): a
+ * polynomial of degree 6 (relative error 7e-9 in exact arithmetic), so erfc(u) = t G(t)
+ * exp(-u^2) needs no 1 / u (the form of Numerical Recipes' erfc, the polynomial outside the
+ * exponential, as the normal CDF's below). */
+KINLINE float KSUF(erf_g)(float t) {
+    float p = 9.283057600e-02f;
+    p = KFMA(p, t, -3.795813024e-01f);
+    p = KFMA(p, t, 4.288947880e-01f);
+    p = KFMA(p, t, 4.820783157e-03f);
+    p = KFMA(p, t, 2.958177030e-01f);
+    p = KFMA(p, t, 2.744935453e-01f);
+    p = KFMA(p, t, 2.825930715e-01f);
     return p;
 }
 
-/* erf(x): |x| + |x| Q(x^2) below 1, 1 - erfc(|x|) from 1 on (erfc = P(t) / |x| exp(-x^2), the
- * exponent exact: hi + lo), with x's sign. |x| is clamped to 4 (erf rounds to 1 from 3.92 on),
- * so infinities need no case of their own. */
+/* erf(x): |x| + |x| Q(x^2) below 1, 1 - erfc(|x|) from 1 on (erfc = t G(t) exp(-x^2), the
+ * exponent of the exact square: exp_prod), with x's sign. |x| is clamped to 4 (erf rounds to 1
+ * from 3.92 on), so infinities need no case of their own. */
 KINLINE float KSUF(vm_erf)(float x) {
     float a = x < 0.0f ? -x : x;
     a = a < 4.0f ? a : 4.0f; /* NaN -> 4: chosen below */
     const float z = a * a;
     const float small = KFMA(a, KSUF(erf_small_q)(z), a);
     const float t = 1.0f / KFMA(0.5f, a, 1.0f);
-    const float big = 1.0f - KSUF(erfc_p)(t) / a * KSUF(exp_core)(-z, -KSUF(square_lo)(a, z)); /* -z >= -16 */
+    const float big = 1.0f - t * KSUF(erf_g)(t) * KSUF(exp_prod)(-a, a); /* -a^2 >= -16 */
     const float y = KSUF(copysign)(a < 1.0f ? small : big, x);
     return x != x ? x : y;
 }
@@ -318,22 +331,6 @@ KINLINE float KSUF(phi_h)(float t) {
     p = KFMA(p, t, 1.411293745e-01f);
     p = KFMA(p, t, 1.410441399e-01f);
     return p;
-}
-
-/* exp(hx a) (hx = -a / 2, 0 <= a <= 15: the argument in [-112.5, 0], where exp_tail's two factors
- * are normal numbers) of the exact product: with a fused multiply-add the reduction's first step
- * takes the product whole (hx a - n 0.693359375 rounded once; n 0.693359375 is exact), else
- * exp_core of the rounded product and its exact error (Dekker's product). */
-KINLINE float KSUF(exp_prod)(float hx, float a) {
-    const float v = hx * a;
-#if defined(__FMA__)
-    const float fn = KSUF(round_near)(v * 1.44269504088896341f);
-    float r = __builtin_fmaf(hx, a, -(fn * EXP_LN2_HI));
-    r = KFMA(fn, -EXP_LN2_LO, r);
-    return KSUF(exp_tail)(r, fn);
-#else
-    return KSUF(exp_core)(v, KSUF(prod_lo)(hx, a, v));
-#endif
 }
 
 /* Phi(-a) = t H(t) exp(-a^2 / 2) for 0 <= a <= 15 (phi_h), the exponent of the exact square
@@ -534,16 +531,21 @@ KINLINE __m512 KSUF(v_erf_small_q)(__m512 z) {
     return q;
 }
 
-KINLINE __m512 KSUF(v_erfc_p)(__m512 t) {
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(9.737061709e-02f), t, _mm512_set1_ps(-6.071481109e-01f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.416289210e+00f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.425175905e+00f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(5.633025169e-01f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-4.507836998e-01f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-7.928102463e-02f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-7.950480282e-02f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(7.407250232e-04f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(5.641632080e-01f));
+/* exp_prod */
+KINLINE __m512 KSUF(v_exp_prod)(__m512 hx, __m512 a) {
+    const __m512 fn = KSUF(v_round_log2e)(_mm512_mul_ps(hx, a));
+    __m512 r = _mm512_fmadd_ps(hx, a, _mm512_mul_ps(fn, _mm512_set1_ps(-EXP_LN2_HI)));
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_LO), r);
+    return KSUF(v_exp_tail)(r, fn);
+}
+
+KINLINE __m512 KSUF(v_erf_g)(__m512 t) {
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(9.283057600e-02f), t, _mm512_set1_ps(-3.795813024e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(4.288947880e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(4.820783157e-03f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(2.958177030e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(2.744935453e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(2.825930715e-01f));
     return p;
 }
 
@@ -553,9 +555,8 @@ KINLINE __m512 KSUF(v_erf)(__m512 x) {
     const __m512 small = _mm512_fmadd_ps(a, KSUF(v_erf_small_q)(z), a);
     const __m512 one = _mm512_set1_ps(1.0f);
     const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), a, one));
-    const __m512 ex = KSUF(v_exp_core_lo)(KSUF(v_xor)(z, KSUF(v_sign)()),
-                                          KSUF(v_xor)(_mm512_fmsub_ps(a, a, z), KSUF(v_sign)()), 1);
-    const __m512 big = _mm512_sub_ps(one, _mm512_mul_ps(_mm512_div_ps(KSUF(v_erfc_p)(t), a), ex));
+    const __m512 ex = KSUF(v_exp_prod)(KSUF(v_xor)(a, KSUF(v_sign)()), a);
+    const __m512 big = _mm512_sub_ps(one, _mm512_mul_ps(_mm512_mul_ps(t, KSUF(v_erf_g)(t)), ex));
     const __m512 y = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(a, one, _CMP_LT_OQ), small);
     return KSUF(v_copysign)(y, x);
 }
@@ -575,10 +576,7 @@ KINLINE __m512 KSUF(v_phi_q)(__m512 a) {
     h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.411293745e-01f));
     h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.410441399e-01f));
     const __m512 hx = _mm512_mul_ps(_mm512_set1_ps(-0.5f), a);
-    const __m512 fn = KSUF(v_round_log2e)(_mm512_mul_ps(hx, a)); /* exp_prod */
-    __m512 r = _mm512_fmadd_ps(hx, a, _mm512_mul_ps(fn, _mm512_set1_ps(-EXP_LN2_HI)));
-    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_LO), r);
-    return _mm512_mul_ps(_mm512_mul_ps(t, h), KSUF(v_exp_tail)(r, fn));
+    return _mm512_mul_ps(_mm512_mul_ps(t, h), KSUF(v_exp_prod)(hx, a));
 }
 
 KINLINE __m512 KSUF(v_phi)(__m512 x) {
