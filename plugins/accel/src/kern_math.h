@@ -4,7 +4,10 @@
  * (kern_elementwise.h: activation, math_row; kern_reduce.h: softmax) get vectorized by the
  * compiler for each ISA: every case is computed and the result chosen with selects; integer
  * work is on int32 (exponent bits), rounding uses the 1.5 * 2^23 trick (no floorf, which SSE2
- * cannot vectorize); no libm call.
+ * cannot vectorize); no libm call. The AVX-512 build's rows use the intrinsic forms at the end
+ * of this file instead (v_exp, v_gelu, ...: the same operations, so the same bits as the AVX2
+ * build, with vscalefps, vrndscaleps and lane masks; about twice the speed per vector of the
+ * compiler's vectorization) and KROW512, the row loop over them.
  *
  * Accuracy, measured by tests/cpuacc/test_vector_math.py against float64 math/NumPy (every
  * float32 in a sweep of 2^20+ values over the whole range, each ISA): see the table in
