@@ -130,8 +130,8 @@ EXACT = {
     "round": np.rint, "sqrt": np.sqrt, "reciprocal": lambda x: np.float32(1.0) / x,
 }
 # the operation's float64 function and the bound in ulp (plugins/accel/README.md)
-# (measured maxima on this sweep, portable / AVX2 / AVX-512: exp 0.95 / 1.01 / 1.01, log 0.75,
-# erf 1.16 / 0.95 / 0.95, rsqrt 1.47, sin 1.46, cos 1.48 / 1.55 / 1.55)
+# (measured maxima on this sweep, portable / AVX2 / AVX-512: exp 0.94 / 0.84 / 0.84, log 0.75,
+# erf 1.23 / 1.13 / 1.13, rsqrt 1.47, sin 1.46, cos 1.48 / 1.55 / 1.55)
 BOUNDED = {
     "exp": (np.exp, 1.5), "log": (np.log, 1.0), "erf": (np.frompyfunc(math.erf, 1, 1), 1.5),
     "rsqrt": (lambda x: 1.0 / np.sqrt(x), 2.0), "sin": (np.sin, 2.0), "cos": (np.cos, 2.0),

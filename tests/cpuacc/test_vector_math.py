@@ -257,7 +257,9 @@ def test_every_length_and_position_gives_the_same_bits(lib: ctypes.CDLL, isa: st
 
 def test_the_fma_kernel_sets_agree_bit_for_bit(lib: ctypes.CDLL) -> None:
     """The AVX2 and AVX-512 builds evaluate the same operations (fused multiply-adds where the
-    portable build rounds a product and a sum), so they give the same bits."""
+    portable build rounds a product and a sum; the AVX-512 rows on kern_math.h's intrinsic forms
+    of the functions, the AVX2 rows on the compiler's vectorization of the scalar ones), so they
+    give the same bits: the math functions and every activation built on them."""
     fma = [isa for isa in ISAS if isa != "portable"]
     if len(fma) < 2:
         pytest.skip(f"this machine runs {ISAS}: fewer than two kernel sets with FMA")
@@ -266,6 +268,10 @@ def test_the_fma_kernel_sets_agree_bit_for_bit(lib: ctypes.CDLL) -> None:
         np.testing.assert_array_equal(math_row(lib, "avx512", fn, x).view(np.uint32),
                                       math_row(lib, "avx2", fn, x).view(np.uint32),
                                       err_msg=f"{name}: avx512 differs from avx2")
+    for name, (kind, alpha, beta, _, _, _) in ACTS.items():
+        np.testing.assert_array_equal(activation_row(lib, "avx512", kind, alpha, beta, SWEEP).view(np.uint32),
+                                      activation_row(lib, "avx2", kind, alpha, beta, SWEEP).view(np.uint32),
+                                      err_msg=f"activation {name}: avx512 differs from avx2")
 
 
 # ---- the activations built on them --------------------------------------------------------
@@ -350,6 +356,29 @@ def test_activation_edges(lib: ctypes.CDLL, isa: str, name: str) -> None:
             assert got == 0.0, what
         else:
             assert abs(float(got) - want) <= max(bound * 2.0**-23 * abs(want), 2.0**-149), what
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("name", list(ACTS))
+def test_activation_rows_of_every_length_give_the_same_bits(lib: ctypes.CDLL, isa: str, name: str) -> None:
+    """The activation rows (the AVX-512 build's in two vectors per step, one, then a masked
+    last one) give each element the bits it has in one long row, for every length 0..70 and
+    1000 and several starting offsets, in place too (so no result depends on how a layer is
+    cut among threads)."""
+    kind, alpha, beta, _, _, _ = ACTS[name]
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(1070) * 4).astype(np.float32)
+    x[::37] = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 50.0, -90.0], np.float32)[
+        np.arange(x[::37].size) % 8]
+    whole = activation_row(lib, isa, kind, alpha, beta, x)
+    for n in [*range(71), 1000]:
+        for start in (0, 3, 16, 17):
+            part = activation_row(lib, isa, kind, alpha, beta, x[start:start + n])
+            np.testing.assert_array_equal(part.view(np.uint32), whole[start:start + n].view(np.uint32),
+                                          err_msg=f"{name} on {isa}: length {n} from {start}")
+    inplace = np.ascontiguousarray(x[:77])
+    assert lib.vm_activation(ISA_INDEX[isa], kind, alpha, beta, _ptr(inplace), _ptr(inplace), inplace.size) == 0
+    np.testing.assert_array_equal(inplace.view(np.uint32), whole[:77].view(np.uint32), err_msg=f"{name} in place")
 
 
 def test_the_threshold_kinds_follow_their_comparisons(lib: ctypes.CDLL) -> None:

@@ -37,11 +37,12 @@ void accel_nchwc_zero_tail_avx512(float* v, int64_t count, int64_t n) {
 }
 
 /* x sigmoid(x) as x e / (1 + e) (x < 0) or x / (1 + e), e = exp(-|x|): kern_math.h's reduction
- * and polynomial, the scaling by 2^n with vscalefps (one rounding, into the subnormals) instead
- * of the integer exponent arithmetic, and one division for the quotient and the product with x
- * (kern_math.h's SWISH divides, then multiplies by x, and carries alpha x's rounding error,
- * which is 0 for alpha = 1). On a Zen 5 core 0.16 ns per element in L1 against 0.27 for the
- * generic SWISH row; accuracy in plugins/accel/README.md. */
+ * and polynomial (exp_core, exp_poly: the same constants), the scaling by 2^n with vscalefps
+ * (one rounding, into the subnormals) instead of the integer exponent arithmetic, and one
+ * division for the quotient and the product with x (kern_math.h's SWISH divides, then
+ * multiplies by x, and carries alpha x's rounding error, which is 0 for alpha = 1). On a Zen 5
+ * core 0.16 ns per element in L1 against 0.27 for the generic SWISH row; accuracy in
+ * plugins/accel/README.md. */
 static inline __attribute__((always_inline)) __m512 silu16(__m512 x) {
     const __m512 one = _mm512_set1_ps(1.0f);
     const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
@@ -49,15 +50,13 @@ static inline __attribute__((always_inline)) __m512 silu16(__m512 x) {
     const __m512 c = _mm512_max_ps(a, _mm512_set1_ps(-104.0f));                   /* NaN -> -104 */
     const __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693359375f), c);
-    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
-    const __m512 z = _mm512_mul_ps(r, r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500E-4f), r, _mm512_set1_ps(1.3981999507E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-    p = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), one);
+    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693145751953125f), c); /* EXP_LN2_HI, _LO */
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-1.42860677e-6f), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.3821362518e-03f), r, _mm512_set1_ps(8.3686709404e-03f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1668258607e-02f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666521132e-01f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9999994040e-01f));
+    p = _mm512_fmadd_ps(_mm512_fmadd_ps(p, r, one), r, one); /* exp_poly: 1 + r (1 + r P) */
     const __m512 e = _mm512_scalef_ps(p, fn);                                     /* exp(-|x|) */
     const __m512 num = _mm512_mask_mul_ps(x, neg, x, e);                          /* x e or x; NaN stays */
     return _mm512_div_ps(num, _mm512_add_ps(one, e));

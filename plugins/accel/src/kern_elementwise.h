@@ -34,12 +34,25 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v >= 0.0f ? v : alpha * v; }
         break;
     case PN_ACTIVATION_SIGMOID:
+#if KHAVE_ROW512
+        KROW512(KSUF(v_sigmoid)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(vm_sigmoid)(x[i]); }
         break;
     case PN_ACTIVATION_TANH:
+#if KHAVE_ROW512
+        KROW512(KSUF(v_tanh)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(vm_tanh)(x[i]); }
         break;
     case PN_ACTIVATION_ELU:
+#if KHAVE_ROW512
+        KROW512(_mm512_mask_mov_ps(_mm512_mul_ps(_mm512_set1_ps(alpha), KSUF(v_expm1)(v)),
+                                   _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), v));
+        break;
+#endif
         for (i = 0; i < n; ++i) {
             float v = x[i];
             y[i] = v >= 0.0f ? v : alpha * KSUF(vm_expm1)(v); /* NaN: expm1 is NaN */
@@ -67,15 +80,39 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { y[i] = alpha * x[i] + beta; }
         break;
     case PN_ACTIVATION_GELU: /* x Phi(x), Phi the normal CDF with relative accuracy in both tails */
-        for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v * KSUF(vm_phi)(v); }
+#if KHAVE_ROW512
+        KROW512(KSUF(v_gelu)(v));
+        break;
+#endif
+        for (i = 0; i < n; ++i) { y[i] = KSUF(gelu)(x[i]); }
         break;
     case PN_ACTIVATION_GELU_TANH:
+#if KHAVE_ROW512
+        KROW512(KSUF(v_gelu_tanh)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(gelu_tanh)(x[i]); }
         break;
     case PN_ACTIVATION_SWISH:
+        if (alpha == 1.0f) { /* SiLU */
+#if KHAVE_ROW512
+            KROW512(KSUF(v_silu)(v));
+            break;
+#endif
+            for (i = 0; i < n; ++i) { y[i] = KSUF(silu)(x[i]); }
+            break;
+        }
+#if KHAVE_ROW512
+        KROW512(KSUF(v_swish)(v, _mm512_set1_ps(alpha)));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = KSUF(swish)(x[i], alpha); }
         break;
     case PN_ACTIVATION_MISH: /* tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2), e = exp(x) */
+#if KHAVE_ROW512
+        KROW512(KSUF(v_mish)(v));
+        break;
+#endif
         for (i = 0; i < n; ++i) {
             float v = x[i];
             float e = KSUF(vm_exp)(v < 20.0f ? v : 20.0f);
@@ -96,6 +133,12 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         for (i = 0; i < n; ++i) { float v = x[i]; y[i] = v / (1.0f + fabsf(v)); }
         break;
     case PN_ACTIVATION_SELU:
+#if KHAVE_ROW512
+        KROW512(_mm512_mul_ps(_mm512_set1_ps(beta),
+                              _mm512_mask_mov_ps(_mm512_mul_ps(_mm512_set1_ps(alpha), KSUF(v_expm1)(v)),
+                                                 _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v)));
+        break;
+#endif
         for (i = 0; i < n; ++i) {
             float v = x[i];
             y[i] = beta * (v > 0.0f ? v : alpha * KSUF(vm_expm1)(v));
@@ -119,6 +162,10 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
         }
         break;
     case PN_ACTIVATION_SCALED_TANH:
+#if KHAVE_ROW512
+        KROW512(_mm512_mul_ps(_mm512_set1_ps(alpha), KSUF(v_tanh)(_mm512_mul_ps(_mm512_set1_ps(beta), v))));
+        break;
+#endif
         for (i = 0; i < n; ++i) { y[i] = alpha * KSUF(vm_tanh)(beta * x[i]); }
         break;
     case PN_ACTIVATION_INVALID:
@@ -133,6 +180,17 @@ static void KSUF(activation)(const pn_activation_desc* act, const float* x, floa
 
 static void KSUF(math_row)(accel_math_fn fn, const float* x, float* y, int64_t n) {
     int64_t i;
+#if KHAVE_ROW512
+    switch (fn) {
+    case ACCEL_MATH_EXP: KROW512(KSUF(v_exp)(v)); return;
+    case ACCEL_MATH_EXPM1: KROW512(KSUF(v_expm1)(v)); return;
+    case ACCEL_MATH_LOG: KROW512(KSUF(v_log)(v)); return;
+    case ACCEL_MATH_TANH: KROW512(KSUF(v_tanh)(v)); return;
+    case ACCEL_MATH_SIGMOID: KROW512(KSUF(v_sigmoid)(v)); return;
+    case ACCEL_MATH_ERF: KROW512(KSUF(v_erf)(v)); return;
+    case ACCEL_MATH_PHI: KROW512(KSUF(v_phi)(v)); return;
+    }
+#endif
     switch (fn) {
     case ACCEL_MATH_EXP: for (i = 0; i < n; ++i) y[i] = KSUF(vm_exp)(x[i]); break;
     case ACCEL_MATH_EXPM1: for (i = 0; i < n; ++i) y[i] = KSUF(vm_expm1)(x[i]); break;

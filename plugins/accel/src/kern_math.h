@@ -4,7 +4,10 @@
  * (kern_elementwise.h: activation, math_row; kern_reduce.h: softmax) get vectorized by the
  * compiler for each ISA: every case is computed and the result chosen with selects; integer
  * work is on int32 (exponent bits), rounding uses the 1.5 * 2^23 trick (no floorf, which SSE2
- * cannot vectorize); no libm call.
+ * cannot vectorize); no libm call. The AVX-512 build's rows use the intrinsic forms at the end
+ * of this file instead (v_exp, v_gelu, ...: the same operations, so the same bits as the AVX2
+ * build, with vscalefps, vrndscaleps and lane masks; about twice the speed per vector of the
+ * compiler's vectorization) and KROW512, the row loop over them.
  *
  * Accuracy, measured by tests/cpuacc/test_vector_math.py against float64 math/NumPy (every
  * float32 in a sweep of 2^20+ values over the whole range, each ISA): see the table in
@@ -16,8 +19,8 @@
  *
  * The polynomial coefficients of erf, erfc and tanh were fitted for this file (weighted
  * least squares driven to the minimax relative error, each coefficient rounded to float32
- * before the next ones were refitted); exp's and log's are Cephes' (S. Moshier), as in the
- * earlier exp of this file.
+ * before the next ones were refitted), and so were exp's and the normal CDF's; log's are Cephes'
+ * (S. Moshier).
  *
  * Part of CpuAcc's vector kernels, compiled once per ISA: kern_table.h includes it inside
  * kern_portable.c, kern_avx2.c and kern_avx512.c, and KSUF(name) appends the ISA's suffix.
@@ -55,27 +58,43 @@ KINLINE float KSUF(copysign)(float mag, float sgn) {
 
 /* exp(c + lo) for c in [-104, 89] (finite) and a small correction lo (|lo| <= 2^-12 |c|, e.g.
  * the rounding error of a product, see prod_lo; 0 for plain exp): n = round(c / ln 2), r = c -
- * n ln 2 in two steps (Cody-Waite: n * 0.693359375 is exact), exp(r) = 1 + r + r^2 P(r) on |r|
- * <= ln 2 / 2, then times 2^n as two factors 2^(n >> 1) and 2^(n - (n >> 1)), each a normal
+ * n ln 2 in two steps (Cody-Waite: ln 2 = EXP_LN2_HI + EXP_LN2_LO, the first with 14 significant
+ * bits, so n EXP_LN2_HI is exact for |n| < 1024), exp(r) = 1 + r (1 + r P(r)) on |r| <= ln 2 / 2
+ * (exp_tail: Horner's scheme to the end, P of degree 4, relative error 3e-9 in exact
+ * arithmetic), then times 2^n as two factors 2^(n >> 1) and 2^(n - (n >> 1)), each a normal
  * number: the first product is exact, the second rounds once, also into the subnormals (exp
  * underflows to 0 below -103.97 and overflows to inf above 88.73, so the range is all there
- * is). The callers clamp, and choose NaN, only as far as their arguments need. */
-KINLINE float KSUF(exp_core)(float c, float lo) {
-    const float fn = KSUF(round_near)(c * 1.44269504088896341f);
-    float r = KFMA(fn, -0.693359375f, c);
-    r = KFMA(fn, 2.12194440e-4f, r);
-    r = r + lo;
-    const float z = r * r;
-    float p = 1.9875691500E-4f;
-    p = KFMA(p, r, 1.3981999507E-3f);
-    p = KFMA(p, r, 8.3334519073E-3f);
-    p = KFMA(p, r, 4.1665795894E-2f);
-    p = KFMA(p, r, 1.6666665459E-1f);
-    p = KFMA(p, r, 5.0000001201E-1f);
-    p = KFMA(p, z, r) + 1.0f;
+ * is). The callers clamp, and choose NaN, only as far as their arguments need. The polynomial
+ * was fitted for this file (as erf's, below); the earlier one was Cephes' 1 + r + r^2 P(r) of
+ * degree 7 (two operations more, with n 0.693359375 for the first step). */
+#define EXP_LN2_HI 0.693145751953125f
+#define EXP_LN2_LO 1.42860677e-6f
+/* exp(r) for |r| <= ln 2 / 2 (also kern_tx.h's softmax exponentials) */
+KINLINE float KSUF(exp_poly)(float r) {
+    float p = 1.3821362518e-03f;
+    p = KFMA(p, r, 8.3686709404e-03f);
+    p = KFMA(p, r, 4.1668258607e-02f);
+    p = KFMA(p, r, 1.6666521132e-01f);
+    p = KFMA(p, r, 4.9999994040e-01f);
+#if defined(__FMA__)
+    return __builtin_fmaf(__builtin_fmaf(p, r, 1.0f), r, 1.0f); /* 1 + r (1 + r P) */
+#else
+    return (p * (r * r) + r) + 1.0f; /* without the fused steps, 1 + r rounded last keeps 1 ulp */
+#endif
+}
+
+KINLINE float KSUF(exp_tail)(float r, float fn) {
+    const float p = KSUF(exp_poly)(r);
     const int32_t n = (int32_t)fn; /* [-150, 129] */
     const int32_t n1 = n >> 1, n2 = n - n1; /* an arithmetic shift (GCC, Clang): floor(n / 2) */
     return p * KSUF(from_bits)((uint32_t)(n1 + 127) << 23) * KSUF(from_bits)((uint32_t)(n2 + 127) << 23);
+}
+
+KINLINE float KSUF(exp_core)(float c, float lo) {
+    const float fn = KSUF(round_near)(c * 1.44269504088896341f);
+    float r = KFMA(fn, -EXP_LN2_HI, c);
+    r = KFMA(fn, -EXP_LN2_LO, r);
+    return KSUF(exp_tail)(r + lo, fn);
 }
 
 /* exp(x + lo) for any x: clamped to [-104, 89] (no correction then), NaN in, NaN out. */
@@ -208,6 +227,14 @@ KINLINE float KSUF(swish)(float x, float alpha) {
     return x * KSUF(sigmoid_lo)(w, lo == lo ? lo : 0.0f);
 }
 
+/* SiLU (SWISH with alpha 1: x exact, no rounding error to carry): x e / (1 + e) for x < 0, x /
+ * (1 + e) else, e = exp(-|x|): one division for the quotient and the product with x (2.4 ulp at
+ * most where SWISH's generic form, a quotient times x, has 2.9). NaN: x / (1 + e) is NaN. */
+KINLINE float KSUF(silu)(float x) {
+    const float e = KSUF(exp_neg_lo)(-fabsf(x), 0.0f);
+    return (x < 0.0f ? x * e : x) / (1.0f + e);
+}
+
 /* GELU_TANH: x (1 + tanh(w)) / 2 = x sigmoid(2 w), 2 w = x (C1 + C2 x^2) with C1 = 2 sqrt(2 /
  * pi), C2 = 0.044715 C1. 2 w is computed in double-float (each constant as two floats, the
  * square, the products and the sum with their exact errors), so the exponent carries no
@@ -229,6 +256,22 @@ KINLINE float KSUF(gelu_tanh)(float v) {
     return v * KSUF(sigmoid_lo)(w, wl);
 }
 
+/* exp(hx a) of the exact product, for hx a in [-112.5, 0] (where exp_tail's two factors are
+ * normal numbers; Phi's -a / 2 * a, erf's -a * a): with a fused multiply-add the reduction's first step
+ * takes the product whole (hx a - n 0.693359375 rounded once; n 0.693359375 is exact), else
+ * exp_core of the rounded product and its exact error (Dekker's product). */
+KINLINE float KSUF(exp_prod)(float hx, float a) {
+    const float v = hx * a;
+#if defined(__FMA__)
+    const float fn = KSUF(round_near)(v * 1.44269504088896341f);
+    float r = __builtin_fmaf(hx, a, -(fn * EXP_LN2_HI));
+    r = KFMA(fn, -EXP_LN2_LO, r);
+    return KSUF(exp_tail)(r, fn);
+#else
+    return KSUF(exp_core)(v, KSUF(prod_lo)(hx, a, v));
+#endif
+}
+
 /* erf(u) / u - 1 = Q(u^2) for 0 <= u <= 1 (relative error of u + u Q <= 1.5e-9 in exact
  * arithmetic; the 1 kept apart, as 2 / sqrt(pi) = 1.128... has no exact float). */
 KINLINE float KSUF(erf_small_q)(float z) {
@@ -242,56 +285,373 @@ KINLINE float KSUF(erf_small_q)(float z) {
     return q;
 }
 
-/* u erfc(u) exp(u^2) = P(t) for 0.5 <= u <= 10.5 with t = 1 / (1 + u / 2) (relative error <=
- * 6e-9 in exact arithmetic). P is flat (1/sqrt(pi) at infinity, 0.31 at 0.5), so the roundings
- * of t barely reach it. Beyond 10.5, erfc is below the float32 subnormals and the exp factor is
- * 0; the 1 / u comes from a division of its own. */
-KINLINE float KSUF(erfc_p)(float t) {
-    float p = 9.737061709e-02f;
-    p = KFMA(p, t, -6.071481109e-01f);
-    p = KFMA(p, t, 1.416289210e+00f);
-    p = KFMA(p, t, -1.425175905e+00f);
-    p = KFMA(p, t, 5.633025169e-01f);
-    p = KFMA(p, t, -4.507836998e-01f);
-    p = KFMA(p, t, -7.928102463e-02f);
-    p = KFMA(p, t, -7.950480282e-02f);
-    p = KFMA(p, t, 7.407250232e-04f);
-    p = KFMA(p, t, 5.641632080e-01f);
+/* erfc(u) exp(u^2) / t = G(t) for 1 <= u <= 4 with t = 1 / (1 + u / 2) (t in [1/3, 2/3]): a
+ * polynomial of degree 6 (relative error 7e-9 in exact arithmetic), so erfc(u) = t G(t)
+ * exp(-u^2) needs no 1 / u (the form of Numerical Recipes' erfc, the polynomial outside the
+ * exponential, as the normal CDF's below). */
+KINLINE float KSUF(erf_g)(float t) {
+    float p = 9.283057600e-02f;
+    p = KFMA(p, t, -3.795813024e-01f);
+    p = KFMA(p, t, 4.288947880e-01f);
+    p = KFMA(p, t, 4.820783157e-03f);
+    p = KFMA(p, t, 2.958177030e-01f);
+    p = KFMA(p, t, 2.744935453e-01f);
+    p = KFMA(p, t, 2.825930715e-01f);
     return p;
 }
 
-/* erf(x): |x| + |x| Q(x^2) below 1, 1 - erfc(|x|) from 1 on (erfc = P(t) / |x| exp(-x^2), the
- * exponent exact: hi + lo), with x's sign. |x| is clamped to 4 (erf rounds to 1 from 3.92 on),
- * so infinities need no case of their own. */
+/* erf(x): |x| + |x| Q(x^2) below 1, 1 - erfc(|x|) from 1 on (erfc = t G(t) exp(-x^2), the
+ * exponent of the exact square: exp_prod), with x's sign. |x| is clamped to 4 (erf rounds to 1
+ * from 3.92 on), so infinities need no case of their own. */
 KINLINE float KSUF(vm_erf)(float x) {
     float a = x < 0.0f ? -x : x;
     a = a < 4.0f ? a : 4.0f; /* NaN -> 4: chosen below */
     const float z = a * a;
     const float small = KFMA(a, KSUF(erf_small_q)(z), a);
     const float t = 1.0f / KFMA(0.5f, a, 1.0f);
-    const float big = 1.0f - KSUF(erfc_p)(t) / a * KSUF(exp_core)(-z, -KSUF(square_lo)(a, z)); /* -z >= -16 */
+    const float big = 1.0f - t * KSUF(erf_g)(t) * KSUF(exp_prod)(-a, a); /* -a^2 >= -16 */
     const float y = KSUF(copysign)(a < 1.0f ? small : big, x);
     return x != x ? x : y;
 }
 
+/* Phi(-a) exp(a^2 / 2) / t = H(t) for t = 1 / (1 + a / (2 sqrt(2))) (the constant as the float
+ * PHI_K), 0 <= a <= 14.5 (t in [0.163, 1]): a polynomial of degree 10 (relative error 1.8e-8 in
+ * exact arithmetic), H(1) = 1/2 exactly in float arithmetic (Phi(0) = 1/2). H is smooth over the
+ * whole range (0.141 at t = 0.163, 1/2 at t = 1): erfc(u) = 2 t H(t) exp(-u^2) holds from u = 0
+ * on, so Phi needs neither erf's small-argument polynomial nor a 1 / u (the form of Numerical
+ * Recipes' erfc, with the polynomial outside the exponential). */
+#define PHI_K 0.353553385f
+KINLINE float KSUF(phi_h)(float t) {
+    float p = 1.756510325e-02f;
+    p = KFMA(p, t, -9.378533065e-02f);
+    p = KFMA(p, t, 1.866095364e-01f);
+    p = KFMA(p, t, -1.392417550e-01f);
+    p = KFMA(p, t, -1.573136635e-02f);
+    p = KFMA(p, t, 2.037628926e-02f);
+    p = KFMA(p, t, 2.644022927e-02f);
+    p = KFMA(p, t, 9.304133803e-02f);
+    p = KFMA(p, t, 1.225524396e-01f);
+    p = KFMA(p, t, 1.411293745e-01f);
+    p = KFMA(p, t, 1.410441399e-01f);
+    return p;
+}
+
+/* Phi(-a) = t H(t) exp(-a^2 / 2) for 0 <= a <= 15 (phi_h), the exponent of the exact square
+ * (exp_prod: in the tail a relative error d in a^2 / 2 would be one of d a^2 / 2 in the
+ * result). */
+KINLINE float KSUF(phi_q)(float a) {
+    const float t = 1.0f / KFMA(a, PHI_K, 1.0f);
+    return t * KSUF(phi_h)(t) * KSUF(exp_prod)(-0.5f * a, a);
+}
+
 /* The standard normal CDF Phi(x) = (1 + erf(x / sqrt(2))) / 2 with relative accuracy in both
- * tails. With u = |x| / sqrt(2): below the threshold (1 for x >= 0, 0.75 for x < 0, where the
- * subtraction cancels little) 1/2 +- erf(u) / 2 from the small-u polynomial; above it from
- * erfc(u) / 2 = P(t) / (sqrt(2) |x|) exp(-x^2 / 2), whose exponent takes the exact square of
- * x (so the rounding of u reaches neither the exponent nor the 1 / u): erfc / 2 for x < 0,
- * 1 - erfc / 2 for x > 0. */
+ * tails: q = Phi(-|x|) (phi_q), Phi(x) = q for x < 0, 1 - q for x >= 0 (q <= 1/2, no
+ * cancellation). |x| is clamped to 15 (Phi rounds to 0 or 1 long before). */
 KINLINE float KSUF(vm_phi)(float x) {
     float a = x < 0.0f ? -x : x;
-    a = a < 15.0f ? a : 15.0f; /* Phi rounds to 0 or 1 long before; NaN -> 15: chosen below */
-    const float u = a * 0.707106781186547524f;
-    const float e = KFMA(u, KSUF(erf_small_q)(u * u), u);
-    const float small = 0.5f + 0.5f * (x < 0.0f ? -e : e);
-    const float sq = a * a;
-    const float q = KSUF(erfc_p)(1.0f / KFMA(0.5f, u, 1.0f)) * (0.707106781186547524f / a) *
-                    KSUF(exp_neg_lo)(-0.5f * sq, -0.5f * KSUF(square_lo)(a, sq));
-    const float big = x < 0.0f ? q : 1.0f - q;
-    const float y = u < (x < 0.0f ? 0.75f : 1.0f) ? small : big;
+    a = a < 15.0f ? a : 15.0f; /* NaN -> 15: chosen below */
+    const float q = KSUF(phi_q)(a);
+    const float y = x < 0.0f ? q : 1.0f - q;
     return x != x ? x : y;
 }
 
+/* GELU: x Phi(x) (NaN: the product is NaN) */
+KINLINE float KSUF(gelu)(float x) {
+    float a = x < 0.0f ? -x : x;
+    a = a < 15.0f ? a : 15.0f; /* NaN -> 15 */
+    const float q = KSUF(phi_q)(a);
+    return x * (x < 0.0f ? q : 1.0f - q);
+}
+
 KINLINE float KSUF(clamp01)(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }
+
+#if defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+/* ---- AVX-512 forms ------------------------------------------------------------------------
+ * The functions above on 16 lanes with intrinsics, for the rows of the AVX-512 build
+ * (kern_elementwise.h: math_row, activation; kern_reduce.h: softmax). Each evaluates the same
+ * operations in the same order as its scalar form, so the AVX-512 build gives the bits of the
+ * AVX2 build, whose compiler vectorizes the scalar forms; what changes is only how: 2^n by
+ * vscalefps (p 2^n rounded once, into the subnormals, as the scalar product of two normal
+ * factors rounds once), round-to-nearest by vrndscaleps (the 1.5 * 2^23 trick's result),
+ * selects by lane masks, and NaN carried through by operand order (vmaxps and vminps return
+ * their second operand when one is NaN) instead of a select at the end. */
+
+KINLINE __m512 KSUF(v_sign)(void) { return _mm512_castsi512_ps(_mm512_set1_epi32((int32_t)0x80000000u)); }
+KINLINE __m512 KSUF(v_abs)(__m512 x) {
+    return _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_castps_si512(KSUF(v_sign)()), _mm512_castps_si512(x)));
+}
+KINLINE __m512 KSUF(v_negabs)(__m512 x) {
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(KSUF(v_sign)()), _mm512_castps_si512(x)));
+}
+KINLINE __m512 KSUF(v_xor)(__m512 a, __m512 b) {
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+}
+/* mag's magnitude with sgn's sign (one vpternlogd: bits of sgn where the mask has them) */
+KINLINE __m512 KSUF(v_copysign)(__m512 mag, __m512 sgn) {
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(KSUF(v_sign)()),
+                                                         _mm512_castps_si512(sgn), _mm512_castps_si512(mag), 0xca));
+}
+
+KINLINE __m512 KSUF(v_round_log2e)(__m512 c) {
+    return _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* exp_poly */
+KINLINE __m512 KSUF(v_exp_poly)(__m512 r) {
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.3821362518e-03f), r, _mm512_set1_ps(8.3686709404e-03f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1668258607e-02f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666521132e-01f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9999994040e-01f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+}
+
+/* exp_tail: exp(r) 2^fn */
+KINLINE __m512 KSUF(v_exp_tail)(__m512 r, __m512 fn) {
+    const __m512 p = KSUF(v_exp_poly)(r);
+    return _mm512_scalef_ps(p, fn);
+}
+
+/* exp_core: c finite in [-104, 89] or NaN (NaN out), lo added to the reduced argument. */
+KINLINE __m512 KSUF(v_exp_core_lo)(__m512 c, __m512 lo, int has_lo) {
+    const __m512 fn = KSUF(v_round_log2e)(c);
+    __m512 r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_HI), c);
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_LO), r);
+    if (has_lo) {
+        r = _mm512_add_ps(r, lo);
+    }
+    return KSUF(v_exp_tail)(r, fn);
+}
+
+KINLINE __m512 KSUF(v_exp_core)(__m512 c) { return KSUF(v_exp_core_lo)(c, c, 0); }
+
+KINLINE __m512 KSUF(v_exp)(__m512 x) {
+    const __m512 c = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x)); /* NaN kept */
+    return KSUF(v_exp_core)(c);
+}
+
+/* exp_neg_lo(v, lo) for v <= 0 or NaN (NaN out) */
+KINLINE __m512 KSUF(v_exp_neg_lo)(__m512 v, __m512 lo) {
+    const __m512 c = _mm512_max_ps(_mm512_set1_ps(-104.0f), v);
+    const __m512 l = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, v, _CMP_EQ_OQ), lo);
+    return KSUF(v_exp_core_lo)(c, l, 1);
+}
+
+KINLINE __m512 KSUF(v_expm1)(__m512 x) {
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 362880.0f), x, _mm512_set1_ps(1.0f / 40320.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 5040.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, x), x, x);
+    const __m512 e = _mm512_sub_ps(KSUF(v_exp)(x), _mm512_set1_ps(1.0f));
+    const __m512 y = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(KSUF(v_abs)(x), _mm512_set1_ps(0.5f), _CMP_LT_OQ), p);
+    /* both have x's sign but p at -0 (+0 then): x's sign, as the scalar form's select */
+    return KSUF(v_copysign)(y, x);
+}
+
+KINLINE __m512 KSUF(v_tanh)(__m512 x) {
+    const __m512 a = KSUF(v_abs)(x);
+    const __m512 z = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(-5.692296196e-03f), z, _mm512_set1_ps(2.062816732e-02f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.373651534e-02f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.333140582e-01f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.333328068e-01f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
+    const __m512 a2 = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_add_ps(a, a)); /* NaN kept */
+    const __m512 e1 = _mm512_add_ps(KSUF(v_exp_core)(a2), _mm512_set1_ps(1.0f));
+    const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), e1));
+    /* p has x's sign but at -0 (then +0): the sign is x's in both cases */
+    const __m512 y = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_LT_OQ), p);
+    return KSUF(v_copysign)(y, x);
+}
+
+/* sigmoid_lo(w, lo) (has_lo 0: lo is 0) */
+KINLINE __m512 KSUF(v_sigmoid_lo)(__m512 w, __m512 lo, int has_lo) {
+    const __mmask16 neg = _mm512_cmp_ps_mask(w, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 v = KSUF(v_negabs)(w);
+    __m512 e;
+    if (has_lo) {
+        e = KSUF(v_exp_neg_lo)(v, _mm512_mask_mov_ps(KSUF(v_xor)(lo, KSUF(v_sign)()), neg, lo));
+    } else {
+        e = KSUF(v_exp_core)(_mm512_max_ps(_mm512_set1_ps(-104.0f), v));
+    }
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_div_ps(_mm512_mask_mov_ps(one, neg, e), _mm512_add_ps(one, e));
+}
+
+KINLINE __m512 KSUF(v_sigmoid)(__m512 x) { return KSUF(v_sigmoid_lo)(x, x, 0); }
+
+KINLINE __m512 KSUF(v_swish)(__m512 x, __m512 alpha) {
+    const __m512 w = _mm512_mul_ps(alpha, x);
+    __m512 lo = _mm512_fmsub_ps(alpha, x, w);
+    lo = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(lo, lo, _CMP_ORD_Q), lo);
+    return _mm512_mul_ps(x, KSUF(v_sigmoid_lo)(w, lo, 1));
+}
+
+KINLINE __m512 KSUF(v_silu)(__m512 x) {
+    const __m512 e = KSUF(v_exp_core)(_mm512_max_ps(_mm512_set1_ps(-104.0f), KSUF(v_negabs)(x))); /* NaN kept */
+    const __m512 num = _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), x, e);
+    return _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+/* gelu_tanh: the same double-float steps */
+KINLINE __m512 KSUF(v_gelu_tanh)(__m512 v) {
+    const __m512 x = _mm512_min_ps(_mm512_set1_ps(20.0f), _mm512_max_ps(_mm512_set1_ps(-20.0f), v)); /* NaN kept */
+    const __m512 c1h = _mm512_set1_ps(1.595769167e+00f), c1l = _mm512_set1_ps(-4.534068054e-08f);
+    const __m512 c2h = _mm512_set1_ps(7.135481387e-02f), c2l = _mm512_set1_ps(2.398832466e-09f);
+    const __m512 q = _mm512_mul_ps(x, x), ql = _mm512_fmsub_ps(x, x, q);
+    const __m512 s = _mm512_mul_ps(c2h, q);
+    const __m512 sl = _mm512_add_ps(_mm512_fmsub_ps(c2h, q, s), _mm512_add_ps(_mm512_mul_ps(c2h, ql), _mm512_mul_ps(c2l, q)));
+    const __m512 t = _mm512_add_ps(c1h, s);
+    const __m512 bb = _mm512_sub_ps(t, c1h);
+    const __m512 tl = _mm512_add_ps(_mm512_sub_ps(c1h, _mm512_sub_ps(t, bb)), _mm512_sub_ps(s, bb));
+    const __m512 w = _mm512_mul_ps(x, t);
+    const __m512 wl = _mm512_add_ps(_mm512_fmsub_ps(x, t, w), _mm512_mul_ps(x, _mm512_add_ps(_mm512_add_ps(tl, sl), c1l)));
+    return _mm512_mul_ps(v, KSUF(v_sigmoid_lo)(w, wl, 1));
+}
+
+/* MISH (kern_elementwise.h): x n / (n + 2), n = e (e + 2), e = exp(min(x, 20)); x from 20 on */
+KINLINE __m512 KSUF(v_mish)(__m512 x) {
+    const __m512 lim = _mm512_set1_ps(20.0f), two = _mm512_set1_ps(2.0f);
+    const __m512 e = KSUF(v_exp)(_mm512_min_ps(lim, x)); /* NaN kept */
+    const __m512 q = _mm512_mul_ps(e, _mm512_add_ps(e, two));
+    const __m512 m = _mm512_mul_ps(x, _mm512_div_ps(q, _mm512_add_ps(q, two)));
+    return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ), m);
+}
+
+KINLINE __m512 KSUF(v_erf_small_q)(__m512 z) {
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(7.806903159e-05f), z, _mm512_set1_ps(-7.997853099e-04f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(5.187162198e-03f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(-2.685334720e-02f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(1.128357872e-01f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(-3.761262596e-01f));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(1.283791661e-01f));
+    return q;
+}
+
+/* exp_prod */
+KINLINE __m512 KSUF(v_exp_prod)(__m512 hx, __m512 a) {
+    const __m512 fn = KSUF(v_round_log2e)(_mm512_mul_ps(hx, a));
+    __m512 r = _mm512_fmadd_ps(hx, a, _mm512_mul_ps(fn, _mm512_set1_ps(-EXP_LN2_HI)));
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-EXP_LN2_LO), r);
+    return KSUF(v_exp_tail)(r, fn);
+}
+
+KINLINE __m512 KSUF(v_erf_g)(__m512 t) {
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(9.283057600e-02f), t, _mm512_set1_ps(-3.795813024e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(4.288947880e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(4.820783157e-03f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(2.958177030e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(2.744935453e-01f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(2.825930715e-01f));
+    return p;
+}
+
+KINLINE __m512 KSUF(v_erf)(__m512 x) {
+    const __m512 a = _mm512_min_ps(_mm512_set1_ps(4.0f), KSUF(v_abs)(x)); /* NaN kept */
+    const __m512 z = _mm512_mul_ps(a, a);
+    const __m512 small = _mm512_fmadd_ps(a, KSUF(v_erf_small_q)(z), a);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), a, one));
+    const __m512 ex = KSUF(v_exp_prod)(KSUF(v_xor)(a, KSUF(v_sign)()), a);
+    const __m512 big = _mm512_sub_ps(one, _mm512_mul_ps(_mm512_mul_ps(t, KSUF(v_erf_g)(t)), ex));
+    const __m512 y = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(a, one, _CMP_LT_OQ), small);
+    return KSUF(v_copysign)(y, x);
+}
+
+/* phi_q: a in [0, 15] */
+KINLINE __m512 KSUF(v_phi_q)(__m512 a) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(a, _mm512_set1_ps(PHI_K), one));
+    __m512 h = _mm512_fmadd_ps(_mm512_set1_ps(1.756510325e-02f), t, _mm512_set1_ps(-9.378533065e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.866095364e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(-1.392417550e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(-1.573136635e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(2.037628926e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(2.644022927e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(9.304133803e-02f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.225524396e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.411293745e-01f));
+    h = _mm512_fmadd_ps(h, t, _mm512_set1_ps(1.410441399e-01f));
+    const __m512 hx = _mm512_mul_ps(_mm512_set1_ps(-0.5f), a);
+    return _mm512_mul_ps(_mm512_mul_ps(t, h), KSUF(v_exp_prod)(hx, a));
+}
+
+KINLINE __m512 KSUF(v_phi)(__m512 x) {
+    const __m512 q = KSUF(v_phi_q)(_mm512_min_ps(_mm512_set1_ps(15.0f), KSUF(v_abs)(x))); /* NaN kept */
+    /* 1 - q where x >= 0 (or NaN: NaN), q where x < 0 */
+    return _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), _mm512_set1_ps(1.0f), q);
+}
+
+/* gelu: |x| clamped to 15 by one vrangeps (NaN -> 15, as gelu's select: x makes the product NaN) */
+KINLINE __m512 KSUF(v_gelu)(__m512 x) {
+#if defined(__AVX512DQ__) /* CMakeLists.txt's AVX-512 flags include it */
+    const __m512 q = KSUF(v_phi_q)(_mm512_range_ps(x, _mm512_set1_ps(15.0f), 0x0a));
+#else
+    const __m512 q = KSUF(v_phi_q)(_mm512_min_ps(_mm512_set1_ps(15.0f), KSUF(v_abs)(x)));
+#endif
+    const __m512 f = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), _mm512_set1_ps(1.0f), q);
+    return _mm512_mul_ps(x, f);
+}
+
+/* log: x = m 2^e as in vm_log, from vgetexpps / vgetmantps (m1 in [1, 2), subnormals exact:
+ * vm_log's m and e exactly), the same polynomial and sums; the special inputs by one
+ * vfixupimmps (NaN: x quieted, +-0: -inf, x < 0 and -inf: NaN, +inf: +inf). */
+KINLINE __m512 KSUF(v_log)(__m512 x) {
+    const __m512 m1 = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+    const __m512 e1 = _mm512_getexp_ps(x);
+    const __mmask16 big = _mm512_cmp_ps_mask(m1, _mm512_set1_ps(2.0f * 0.707106781186547524f), _CMP_GE_OQ);
+    const __m512 m = _mm512_mask_mul_ps(m1, big, m1, _mm512_set1_ps(0.5f));
+    const __m512 fe = _mm512_mask_add_ps(e1, big, e1, _mm512_set1_ps(1.0f));
+    const __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
+    const __m512 z = _mm512_mul_ps(f, f);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(7.0376836292E-2f), f, _mm512_set1_ps(-1.1514610310E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.1676998740E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.2420140846E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.4249322787E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.6668057665E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.0000714765E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-2.4999993993E-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(3.3333331174E-1f));
+    __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
+    y = _mm512_fmadd_ps(fe, _mm512_set1_ps(-2.12194440e-4f), y);
+    y = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), z, y);
+    y = _mm512_add_ps(f, y);
+    y = _mm512_fmadd_ps(fe, _mm512_set1_ps(0.693359375f), y);
+    /* tokens by class (vfixupimmps): QNaN 2, SNaN 2, 0 4, +1 0 (keep), -inf 3, +inf 5, x < 0 3, x > 0 0 */
+    return _mm512_fixupimm_ps(y, x, _mm512_set1_epi32(0x03530422), 0);
+}
+
+/* y[i] = VEXPR for i < n, VEXPR an expression of the __m512 v = x[i .. i + 16) built from
+ * the AVX-512 forms above: 16 lanes at a time, the last under a lane mask (each lane's
+ * bits are those of a whole vector). x may be y. */
+#define KROW512(VEXPR)                                                              \
+    do {                                                                            \
+        int64_t i_ = 0;                                                             \
+        for (; i_ + 32 <= n; i_ += 32) {                                            \
+            const __m512 v0_ = _mm512_loadu_ps(x + i_), v1_ = _mm512_loadu_ps(x + i_ + 16); \
+            __m512 r0_, r1_;                                                        \
+            { const __m512 v = v0_; r0_ = (VEXPR); }                                \
+            { const __m512 v = v1_; r1_ = (VEXPR); }                                \
+            _mm512_storeu_ps(y + i_, r0_);                                          \
+            _mm512_storeu_ps(y + i_ + 16, r1_);                                     \
+        }                                                                           \
+        for (; i_ + 16 <= n; i_ += 16) {                                            \
+            const __m512 v = _mm512_loadu_ps(x + i_);                               \
+            _mm512_storeu_ps(y + i_, (VEXPR));                                      \
+        }                                                                           \
+        if (i_ < n) {                                                               \
+            const __mmask16 m_ = (__mmask16)((1u << (n - i_)) - 1u);                \
+            const __m512 v = _mm512_maskz_loadu_ps(m_, x + i_);                     \
+            _mm512_mask_storeu_ps(y + i_, m_, (VEXPR));                             \
+        }                                                                           \
+    } while (0)
+#define KHAVE_ROW512 1
+#else
+#define KHAVE_ROW512 0
+#endif

@@ -10,26 +10,29 @@
 
 /* ---- Softmax helpers -------------------------------------------------------- */
 
+/* The largest of x[0..n) (-inf for n = 0), NaN when one is NaN: on kern_vector.h's vectors (vmax
+ * skips NaN: tracked apart), two accumulators; the maximum is exact, so any order gives it. (The
+ * lane-array loop it replaces, with a NaN flag, was not vectorized: 0.56 ns per element.) */
 static float KSUF(max_row)(const float* x, int64_t n) {
-    float acc[LANES];
+    vf m0 = KSUF(vset1)(-INFINITY), m1 = m0;
+    vnan bad = KSUF(vnan_none)();
     int64_t i = 0;
-    int nan = 0;
-    for (int j = 0; j < LANES; ++j) {
-        acc[j] = -INFINITY;
+    for (; i + 2 * VW <= n; i += 2 * VW) {
+        const vf a = KSUF(vload)(x + i), b = KSUF(vload)(x + i + VW);
+        m0 = KSUF(vmax)(a, m0);
+        m1 = KSUF(vmax)(b, m1);
+        bad = KSUF(vnan_or)(bad, a, b);
     }
-    for (; i + LANES <= n; i += LANES) {
-        for (int j = 0; j < LANES; ++j) {
-            float v = x[i + j];
-            acc[j] = v > acc[j] ? v : acc[j];
-            nan |= v != v;
-        }
-    }
+    float mx[VW];
+    KSUF(vstore)(mx, KSUF(vnan_apply)(bad, KSUF(vmax)(m0, m1)));
     float m = -INFINITY;
-    for (int j = 0; j < LANES; ++j) {
-        m = acc[j] > m ? acc[j] : m;
+    int nan = 0;
+    for (int j = 0; j < VW; ++j) {
+        m = mx[j] > m ? mx[j] : m;
+        nan |= mx[j] != mx[j];
     }
     for (; i < n; ++i) {
-        float v = x[i];
+        const float v = x[i];
         m = v > m ? v : m;
         nan |= v != v;
     }
@@ -39,6 +42,18 @@ static float KSUF(max_row)(const float* x, int64_t n) {
 static float KSUF(exp_sub_sum)(const float* x, float m, float* y, int64_t n) {
     float acc[LANES] = {0};
     int64_t i = 0;
+#if KHAVE_ROW512 /* the loop below on one zmm of the LANES (16) lanes: the same sums */
+    {
+        const __m512 vm = _mm512_set1_ps(m);
+        __m512 va = _mm512_setzero_ps();
+        for (; i + LANES <= n; i += LANES) {
+            const __m512 e = KSUF(v_exp)(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+            _mm512_storeu_ps(y + i, e);
+            va = _mm512_add_ps(va, e);
+        }
+        _mm512_storeu_ps(acc, va);
+    }
+#endif
     for (; i + LANES <= n; i += LANES) {
         for (int j = 0; j < LANES; ++j) {
             float e = KSUF(vm_exp)(x[i + j] - m);
@@ -72,7 +87,15 @@ static void KSUF(max_cols)(float* m, const float* x, int64_t n) {
 }
 
 static void KSUF(exp_sub_cols)(const float* x, const float* m, float* y, float* s, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
+    int64_t i = 0;
+#if KHAVE_ROW512
+    for (; i + 16 <= n; i += 16) {
+        const __m512 e = KSUF(v_exp)(_mm512_sub_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(m + i)));
+        _mm512_storeu_ps(y + i, e);
+        _mm512_storeu_ps(s + i, _mm512_add_ps(_mm512_loadu_ps(s + i), e));
+    }
+#endif
+    for (; i < n; ++i) {
         float e = KSUF(vm_exp)(x[i] - m[i]);
         y[i] = e;
         s[i] += e;

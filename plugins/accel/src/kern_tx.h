@@ -262,6 +262,14 @@ KINLINE float KSUF(tx_sign)(float x) {
 
 static void KSUF(tx_unary_row)(pn_unary_op op, const float* x, float* y, int64_t n) {
     int64_t i;
+#if KHAVE_ROW512
+    switch (op) {
+    case PN_UNARY_EXP: KROW512(KSUF(v_exp)(v)); return;
+    case PN_UNARY_LOG: KROW512(KSUF(v_log)(v)); return;
+    case PN_UNARY_ERF: KROW512(KSUF(v_erf)(v)); return;
+    default: break;
+    }
+#endif
     switch (op) {
     case PN_UNARY_ABS: for (i = 0; i < n; ++i) y[i] = fabsf(x[i]); break;
     case PN_UNARY_NEG: for (i = 0; i < n; ++i) y[i] = -x[i]; break;
@@ -328,6 +336,15 @@ KINLINE float KSUF(tx_red_block)(accel_tx_red red, const float* x, int64_t n, fl
         for (; i < n; ++i) acc[0] += fabsf(x[i]);
         break;
     case ACCEL_TX_EXPSUM:
+#if KHAVE_ROW512 /* the loop below on one zmm of the TX_LANES (16) lanes: the same sums */
+        {
+            const __m512 vm = _mm512_set1_ps(m);
+            __m512 va = _mm512_setzero_ps();
+            for (; i + TX_LANES <= n; i += TX_LANES)
+                va = _mm512_add_ps(va, KSUF(v_exp)(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
+            _mm512_storeu_ps(acc, va);
+        }
+#endif
         for (; i + TX_LANES <= n; i += TX_LANES)
             for (int j = 0; j < TX_LANES; ++j) acc[j] += KSUF(vm_exp)(x[i + j] - m);
         for (; i < n; ++i) acc[0] += KSUF(vm_exp)(x[i] - m);
@@ -547,23 +564,16 @@ static void KSUF(tx_attn_scores)(int64_t nr, int64_t n, int64_t d, const float* 
 }
 
 /* exp(v) for v <= 0 (softmax's x - max, never NaN: the caller handles rows with a NaN):
- * exp_core's reduction and polynomial with one scaling by 2^n, no upper clamp; results below
- * 2^-126 (v < -87.34, -inf included) are flushed to 0, which next to the row's largest term,
- * 1, changes no sum. */
+ * exp_core's reduction and polynomial (exp_poly) with one scaling by 2^n, no upper clamp;
+ * results below 2^-126 (v < -87.34, -inf included) are flushed to 0, which next to the row's
+ * largest term, 1, changes no sum. */
 KINLINE float KSUF(tx_exp_neg)(float v) {
     const float c = v > -87.336f ? v : -87.336f;
     const float fn = KSUF(round_near)(c * 1.44269504088896341f);
-    float r = KFMA(fn, -0.693359375f, c);
-    r = KFMA(fn, 2.12194440e-4f, r);
-    const float z = r * r;
-    float p = 1.9875691500E-4f;
-    p = KFMA(p, r, 1.3981999507E-3f);
-    p = KFMA(p, r, 8.3334519073E-3f);
-    p = KFMA(p, r, 4.1665795894E-2f);
-    p = KFMA(p, r, 1.6666665459E-1f);
-    p = KFMA(p, r, 5.0000001201E-1f);
-    p = KFMA(p, z, r) + 1.0f;
-    const float y = p * KSUF(from_bits)((uint32_t)((int32_t)fn + 127) << 23); /* fn >= -126 */
+    float r = KFMA(fn, -EXP_LN2_HI, c);
+    r = KFMA(fn, -EXP_LN2_LO, r);
+    /* fn >= -126: one normal factor */
+    const float y = KSUF(exp_poly)(r) * KSUF(from_bits)((uint32_t)((int32_t)fn + 127) << 23);
     return v > -87.336f ? y : 0.0f;
 }
 
@@ -599,11 +609,7 @@ static float KSUF(tx_attn_exp_row)(float* s, int64_t n, float m) {
 KINLINE void KSUF(tx_exp_rows_512)(const int nr, float* s, int64_t n, int64_t lds, const float* m, float* sums) {
     const __m512 lo = _mm512_set1_ps(-87.336f);
     const __m512 l2e = _mm512_set1_ps(1.44269504088896341f);
-    const __m512 c1 = _mm512_set1_ps(-0.693359375f), c2 = _mm512_set1_ps(2.12194440e-4f);
-    const __m512 p0 = _mm512_set1_ps(1.9875691500E-4f), p1 = _mm512_set1_ps(1.3981999507E-3f);
-    const __m512 p2 = _mm512_set1_ps(8.3334519073E-3f), p3 = _mm512_set1_ps(4.1665795894E-2f);
-    const __m512 p4 = _mm512_set1_ps(1.6666665459E-1f), p5 = _mm512_set1_ps(5.0000001201E-1f);
-    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 c1 = _mm512_set1_ps(-EXP_LN2_HI), c2 = _mm512_set1_ps(-EXP_LN2_LO);
     __m512 acc[ACCEL_TX_MR], vm[ACCEL_TX_MR];
     TX_UNROLL
     for (int r = 0; r < nr; ++r) {
@@ -621,13 +627,7 @@ KINLINE void KSUF(tx_exp_rows_512)(const int nr, float* s, int64_t n, int64_t ld
             const __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(c, l2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             __m512 q = _mm512_fmadd_ps(fn, c1, c);
             q = _mm512_fmadd_ps(fn, c2, q);
-            const __m512 z = _mm512_mul_ps(q, q);
-            __m512 p = _mm512_fmadd_ps(p0, q, p1);
-            p = _mm512_fmadd_ps(p, q, p2);
-            p = _mm512_fmadd_ps(p, q, p3);
-            p = _mm512_fmadd_ps(p, q, p4);
-            p = _mm512_fmadd_ps(p, q, p5);
-            p = _mm512_add_ps(_mm512_fmadd_ps(p, z, q), one);
+            const __m512 p = KSUF(v_exp_poly)(q);
             const __m512 y = _mm512_maskz_scalef_ps(keep, p, fn);
             _mm512_mask_storeu_ps(row, tail, y);
             acc[r] = _mm512_add_ps(acc[r], y);
