@@ -314,6 +314,64 @@ def test_max_pooling_windows_inside_and_at_the_borders_propagate_nan(window: tup
     assert_close(out["y"][finite], ref["y"][finite].astype(np.float64))
 
 
+def fire_net(batch: int, axis: int = 1) -> Network:
+    """Two SqueezeNet fire modules and an inception-like join: channel concatenations of parts
+    the chain's own steps write, one of 24 channels last, one read through a padded 3x3
+    convolution (its halo), one of a tensor twice, one of three parts with a pooling."""
+    net = Network("fire")
+    x = net.add_input("x", (batch, 32, 9, 9))
+    s = net.add_activation(net.add_convolution2d(x, rand(16, 32, 1, 1) / np.float32(6), rand(16), name="squeeze"),
+                           "relu", name="sr")
+    e1 = net.add_activation(net.add_convolution2d(s, rand(32, 16, 1, 1) / np.float32(4), rand(32), name="e1"),
+                            "relu", name="e1r")
+    e3 = net.add_activation(net.add_convolution2d(s, rand(24, 16, 3, 3) / np.float32(12), rand(24), padding=1,
+                                                  name="e3"), "relu", name="e3r")
+    cat = net.add_concat([e1, e3], axis, name="cat1")  # 32 + 24 channels: 4 blocks
+    h = net.add_convolution2d(cat, rand(32, 56, 3, 3) / np.float32(22), rand(32), padding=1, name="mix")
+    twice = net.add_concat([h, h], axis, name="cat2")
+    p = net.add_pooling2d(twice, "max", 3, stride=1, padding=1, name="pool")
+    b = net.add_convolution2d(p, rand(16, 64, 1, 1) / np.float32(8), rand(16), name="b")
+    c = net.add_convolution2d(twice, rand(8, 64, 1, 1) / np.float32(8), name="c")
+    net.add_output(net.add_concat([h, b, c], axis, name="cat3"), "y")  # 32 + 16 + 8
+    net.add_output(e1, "part")  # a part used outside: one of the chain's outputs too
+    return net
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+@pytest.mark.parametrize("batch, axis", [(1, 1), (2, -3)])
+def test_channel_concatenations_of_the_chains_own_steps_join_it(threads: int, batch: int, axis: int) -> None:
+    net = fire_net(batch, axis)
+    inputs = inputs_of(net)
+    chained = check(net, inputs, num_threads=threads)
+    assert [n.name for n in chained.layers] == ["squeeze..cat3"]
+    assert chains_of(chained)[0].descriptor.label == (
+        "blocked NCHW16c chain of 6 convolutions, 1 pooling, 0 scales, 3 concatenations")
+    with runtime(num_threads=1) as rt:
+        _, one = run(net, rt, ["CpuAcc"], inputs)
+    with runtime(num_threads=threads) as rt:
+        _, many = run(net, rt, ["CpuAcc"], inputs)
+    for name in one:
+        np.testing.assert_array_equal(one[name], many[name])
+
+
+@needs_avx512
+def test_concatenations_a_chain_does_not_write_whole_stay_out_of_it() -> None:
+    """A part from outside the chain (DenseNet's earlier features: the runtime lets their
+    producers write into the output in place), or a part of channels that end inside a
+    16-channel block before another part, ends the chain before the concatenation."""
+    net = Network("outside")
+    x = net.add_input("x", (1, 32, 8, 8))
+    a = net.add_convolution2d(x, rand(32, 32, 1, 1) / np.float32(6), name="a")
+    b = net.add_convolution2d(a, rand(24, 32, 3, 3) / np.float32(17), padding=1, name="b")
+    h = net.add_concat([x, b], 1, name="with_input")  # x comes from outside
+    c = net.add_convolution2d(h, rand(32, 56, 1, 1) / np.float32(8), name="c")
+    d = net.add_convolution2d(c, rand(24, 32, 1, 1) / np.float32(6), name="d")
+    net.add_output(net.add_concat([d, c], 1, name="ragged"), "y")  # 24 channels first
+    chained = check(net, inputs_of(net))
+    assert [n.name for n in chained.layers] == ["a..b", "with_input", "c..d", "ragged"]
+
+
 @needs_avx512
 def test_runs_after_the_first_see_only_their_own_inputs() -> None:
     """Tensors of one geometry share storage inside a chain (and the chain's input is packed

@@ -31,6 +31,10 @@ typedef struct packed_step {
     int64_t groups;
     int scale_step;          /* a channel scale: y = x * s (s [N, C, 1, 1], tensor index `scale`) */
     int32_t scale;
+    int concat;              /* a channel concatenation: y's blocks [part_block[k], ...) are part k's */
+    uint32_t num_parts;
+    uint32_t part[ACCEL_CHAIN_MAX_PARTS];        /* tensor indices */
+    int64_t part_block[ACCEL_CHAIN_MAX_PARTS];   /* the first output block of each part */
     int rezero;              /* post_act maps 0 elsewhere: zero the last block's lanes past oc_last */
     nchwc_geom g;
     uint32_t x, y;           /* tensor indices */
@@ -148,6 +152,32 @@ static int scale_fit(const accel_chain_step* cs) {
            sc->dims[1] == x->dims[1] && sc->dims[2] == 1 && sc->dims[3] == 1 && chain_blocks_pay(x->dims[1]);
 }
 
+/* A channel concatenation step (chain_run.h). */
+static int concat_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_concat_desc* d = (const pn_concat_desc*)l->descriptor;
+    const pn_tensor_info* y = &l->outputs[0];
+    if ((d->axis != 1 && d->axis != -3) || cs->act != NULL || cs->addend_id != 0 || cs->scale_id != 0 ||
+        l->num_inputs < 2 || l->num_inputs > ACCEL_CHAIN_MAX_PARTS || l->num_outputs != 1 || y->rank != 4 ||
+        y->dtype != PN_DTYPE_FLOAT32 || cs->y_info->rank != 4 || cs->x_id != l->input_ids[0] ||
+        y->dims[0] < 1 || y->dims[2] < 1 || y->dims[3] < 1 || !chain_blocks_pay(y->dims[1])) {
+        return 0;
+    }
+    int64_t channels = 0;
+    for (uint32_t k = 0; k < l->num_inputs; ++k) {
+        const pn_tensor_info* x = &l->inputs[k];
+        if (x->rank != 4 || x->dtype != PN_DTYPE_FLOAT32 || x->dims[0] != y->dims[0] || x->dims[2] != y->dims[2] ||
+            x->dims[3] != y->dims[3] || x->dims[1] < 1 || (k + 1 < l->num_inputs && x->dims[1] % B != 0)) {
+            return 0;
+        }
+        channels += x->dims[1];
+    }
+    for (uint32_t i = 0; i < 4; ++i) {
+        if (cs->y_info->dims[i] != y->dims[i]) return 0;
+    }
+    return channels == y->dims[1];
+}
+
 #endif
 
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) {
@@ -169,6 +199,9 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     }
     if (l->kind == PN_LAYER_ELEMENTWISE_BINARY) {
         return scale_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_CONCAT) {
+        return concat_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
     }
     if (l->kind != PN_LAYER_CONVOLUTION_2D) {
         return ACCEL_CHAIN_NO;
@@ -285,7 +318,8 @@ static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const packed_step* st) {
-    return st->depthwise || st->pooling || st->grouped || st->scale_step ? st->g.ocb : (st->g.ocb + 1) / 2;
+    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat ? st->g.ocb
+                                                                                       : (st->g.ocb + 1) / 2;
 }
 
 /* Row groups of a step's jobs: as many rows as leave at least CHAIN_MIN_JOBS jobs over the `n`
@@ -293,7 +327,7 @@ static int64_t step_units(const packed_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pooling || st->scale_step ? 1
+    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat ? 1
                    : accel_nchwc_rows_per_job(st->g.ow, st->grouped ? 1 : st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
@@ -313,7 +347,7 @@ static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const packed_step* st) {
-    if (st->pooling || st->scale_step) {
+    if (st->pooling || st->scale_step || st->concat) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
@@ -331,9 +365,9 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         return NULL;
     }
     ch->magic = CHAIN_MAGIC;
-    ch->tensors = (chain_tensor*)calloc((size_t)count * 3 + 1, sizeof(chain_tensor));
+    ch->tensors = (chain_tensor*)calloc((size_t)count * (3 + ACCEL_CHAIN_MAX_PARTS) + 1, sizeof(chain_tensor));
     ch->steps = (packed_step*)calloc((size_t)count + 1, sizeof(packed_step));
-    ch->inputs = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
+    ch->inputs = (uint32_t*)calloc((size_t)count * (2 + ACCEL_CHAIN_MAX_PARTS) + 1, sizeof(uint32_t));
     ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
     ch->const_ids = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
     ch->const_infos = (pn_tensor_info*)calloc((size_t)count * 2 + 1, sizeof(pn_tensor_info));
@@ -381,6 +415,30 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         int32_t y = tensor_index(ch, cs->y_id, cs->y_info);
         ch->tensors[y].produced = 1;
         st->y = (uint32_t)y;
+        if (l->kind == PN_LAYER_CONCAT) { /* reads only inside the image: no halo, no weights */
+            st->concat = 1;
+            st->num_parts = l->num_inputs;
+            int64_t first = 0;
+            for (uint32_t k = 0; k < l->num_inputs; ++k) {
+                int32_t part = tensor_index(ch, l->input_ids[k], &l->inputs[k]);
+                if (!ch->tensors[part].produced) {
+                    int seen = 0;
+                    for (uint32_t q = 0; q < ch->num_inputs; ++q) seen |= ch->inputs[q] == (uint32_t)part;
+                    if (!seen) ch->inputs[ch->num_inputs++] = (uint32_t)part;
+                }
+                st->part[k] = (uint32_t)part;
+                st->part_block[k] = first;
+                first += blocks(l->inputs[k].dims[1]);
+            }
+            st->g.ib = B;
+            st->g.cb = st->g.ocb = blocks(cs->y_info->dims[1]);
+            st->g.oh = cs->y_info->dims[2];
+            st->g.ow = cs->y_info->dims[3];
+            st->g.kh = st->g.kw = 1;
+            st->lo = -INFINITY;
+            st->hi = INFINITY;
+            continue;
+        }
         if (cs->scale_id != 0) { /* reads only inside the image: no halo, no weights */
             st->scale_step = 1;
             st->g.ib = B;
@@ -462,7 +520,7 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
                                                           : -1;
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
-        if (!ch->steps[i].pooling && !ch->steps[i].scale_step) {
+        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
             ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
@@ -480,10 +538,15 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
         }
     }
-    uint32_t num_pooling = 0, num_scale = 0;
+    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_scale += (uint32_t)ch->steps[i].scale_step;
-    if (num_scale > 0) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_concat += (uint32_t)ch->steps[i].concat;
+    if (num_concat > 0) {
+        snprintf(ch->label, sizeof(ch->label),
+                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations",
+                 count - num_pooling - num_scale - num_concat, num_pooling, num_scale, num_concat);
+    } else if (num_scale > 0) {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales",
                  count - num_pooling - num_scale, num_pooling, num_scale);
     } else if (num_pooling > 0) {
@@ -562,7 +625,7 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
 static int64_t step_grain(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pooling || st->depthwise || st->scale_step) {
+    if (st->pooling || st->depthwise || st->scale_step || st->concat) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
@@ -594,7 +657,7 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
-    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step; /* one block per unit */
+    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat; /* one block per unit */
     const int64_t b0 = single ? u : 2 * u, b1 = single ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
     if (r->s->dirty[st->y]) {
         zero_halo(yt, n, b0, b1, oy, rows);
@@ -605,6 +668,18 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     if (st->addend >= 0) {
         const nchwc_tensor* at = &r->s->storage[st->addend];
         epi.addend = view_of(at, n, at->ht, at->hl);
+    }
+    if (st->concat) { /* block u of y is block u - part_block[k] of part k */
+        uint32_t k = 0;
+        while (k + 1 < st->num_parts && st->part_block[k + 1] <= u) ++k;
+        const nchwc_tensor* pt = &r->s->storage[st->part[k]];
+        const nchwc_view pv = view_of(pt, n, pt->ht, pt->hl);
+        const float* src = pv.data + (u - st->part_block[k]) * pv.rows * pv.cols * B;
+        float* dst = yv.data + u * yv.rows * yv.cols * B;
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            memcpy(dst + y * yv.cols * B, src + y * pv.cols * B, (size_t)(g->ow * B) * sizeof(float));
+        }
+        return;
     }
     if (st->scale_step) {
         const nchwc_tensor* sct = &r->s->storage[st->scale];
@@ -802,6 +877,7 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
         last[ch->steps[k].x] = k;
         if (ch->steps[k].addend >= 0) last[ch->steps[k].addend] = k;
         if (ch->steps[k].scale >= 0) last[ch->steps[k].scale] = k;
+        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) last[ch->steps[k].part[q]] = k;
     }
     for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ch->outputs[o]] = ns;
     for (uint32_t p = 0; p < placed; ++p) {
@@ -912,7 +988,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     s->ch = ch;
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        if (st->pooling || st->scale_step) {
+        if (st->pooling || st->scale_step || st->concat) {
             continue;
         }
         const nchwc_geom* g = &st->g;
