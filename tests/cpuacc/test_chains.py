@@ -346,13 +346,60 @@ def test_channel_concatenations_of_the_chains_own_steps_join_it(threads: int, ba
     chained = check(net, inputs, num_threads=threads)
     assert [n.name for n in chained.layers] == ["squeeze..cat3"]
     assert chains_of(chained)[0].descriptor.label == (
-        "blocked NCHW16c chain of 6 convolutions, 1 pooling, 0 scales, 3 concatenations")
+        "blocked NCHW16c chain of 6 convolutions, 1 pooling, 0 scales, 3 concatenations, 0 batch normalizations")
     with runtime(num_threads=1) as rt:
         _, one = run(net, rt, ["CpuAcc"], inputs)
     with runtime(num_threads=threads) as rt:
         _, many = run(net, rt, ["CpuAcc"], inputs)
     for name in one:
         np.testing.assert_array_equal(one[name], many[name])
+
+
+def dense_net(batch: int, last_act: str) -> Network:
+    """A DenseNet block: each layer concatenates every feature so far (the first a concatenation
+    of one tensor), normalizes it (a batch normalization and ReLU the optimizer cannot fold into
+    a convolution), then 1x1 and 3x3 convolutions; the last feature of 8 channels, and a last
+    normalization with an activation that does not keep 0 at 0 (the lanes past the 72nd
+    channel are zeroed again)."""
+    net = Network("dense")
+    x = net.add_input("x", (batch, 32, 8, 8))
+    feats = [net.add_activation(net.add_convolution2d(x, rand(32, 32, 3, 3) / np.float32(17), rand(32), padding=1,
+                                                      name="conv0"), "relu", name="relu0")]
+
+    def norm(t: Any, c: int, act: str, name: str) -> Any:
+        h = net.add_batch_normalization(t, rand(c), rand(c), rand(c), np.abs(rand(c)) + np.float32(0.5),
+                                        name=f"{name}_bn")
+        return net.add_activation(h, act, name=f"{name}_act")
+
+    for k, grow in enumerate((16, 16, 8), start=1):
+        cat = net.add_concat(feats, 1, name=f"cat{k}")
+        c = sum(f.shape[1] for f in feats)
+        h = norm(cat, c, "relu", f"norm{k}")
+        h = net.add_activation(net.add_convolution2d(h, rand(48, c, 1, 1) / np.float32(np.sqrt(c)), rand(48),
+                                                     name=f"conv{k}a"), "relu", name=f"relu{k}")
+        feats.append(net.add_convolution2d(h, rand(grow, 48, 3, 3) / np.float32(20), padding=1, name=f"conv{k}b"))
+    net.add_output(norm(net.add_concat(feats, 1, name="cat4"), 72, last_act, "norm4"), "y")
+    return net
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+@pytest.mark.parametrize("batch, act", [(1, "relu"), (2, "sigmoid")])
+def test_batch_normalizations_and_concatenations_make_a_dense_block_one_chain(threads: int, batch: int,
+                                                                              act: str) -> None:
+    net = dense_net(batch, act)
+    inputs = inputs_of(net)
+    chained = check(net, inputs, num_threads=threads)
+    (chain,) = chained.layers
+    assert chain.kind is LayerKind.PRECOMPILED
+    assert chain.descriptor.label == (
+        "blocked NCHW16c chain of 7 convolutions, 0 pooling, 0 scales, 4 concatenations, 4 batch normalizations")
+    assert "cat1" in chain.replaces and "norm4_bn" in chain.replaces and "norm4_act" in chain.replaces
+    with runtime(num_threads=1) as rt:
+        _, one = run(net, rt, ["CpuAcc"], inputs)
+    with runtime(num_threads=threads) as rt:
+        _, many = run(net, rt, ["CpuAcc"], inputs)
+    np.testing.assert_array_equal(one["y"], many["y"])
 
 
 @needs_avx512

@@ -1,6 +1,7 @@
 /* CpuAcc blocked-chain planning (rules in chain_plan.h): runs of steps replaced by one
  * PRECOMPILED blocked chain. */
 #include "chain_plan.h"
+#include "fusion_patterns.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,10 +217,13 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
             u->add = l->add;
             u->act = l->act;
             u->addend_slot = l->addend_slot;
-        } else if (state[j] == LAYER_CANDIDATE && (sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D ||
+        } else if ((sg->layers[j].kind == PN_LAYER_PRECOMPILED && accel_patterns_kind_of(o->patterns, sg->layers[j].id) == 2) ||
+                   (state[j] == LAYER_CANDIDATE && (sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D ||
                                                    sg->layers[j].kind == PN_LAYER_POOLING_2D ||
                                                    sg->layers[j].kind == PN_LAYER_CONCAT ||
-                                                   scale_x_slot(&sg->layers[j]) >= 0)) {
+                                                   scale_x_slot(&sg->layers[j]) >= 0))) {
+            /* (a PRECOMPILED layer of the pattern pass: accel_chain_step_fit takes batch
+             * normalizations with their activation, batch_norm.h) */
             u->head = (int64_t)j;
             u->add = -1;
             u->act = -1;

@@ -1,5 +1,6 @@
 /* CpuAcc blocked chains (see chain_run.h): which steps they run, the payload, its workload. */
 #include "chain_run.h"
+#include "batch_norm.h"
 #include "conv_nchwc.h"
 #include "shared_weights.h"
 
@@ -31,6 +32,9 @@ typedef struct packed_step {
     int64_t groups;
     int scale_step;          /* a channel scale: y = x * s (s [N, C, 1, 1], tensor index `scale`) */
     int32_t scale;
+    int bn_step;             /* a batch normalization: y = clamp(fma(x - m, a, c)) (+ post_act) */
+    float* bn_coef;          /* (bn_step) per output block a[16], m[16], c[16], zeros past the
+                                channels (owned) */
     int concat;              /* a channel concatenation: y's blocks [part_block[k], ...) are part k's */
     uint32_t num_parts;
     uint32_t part[ACCEL_CHAIN_MAX_PARTS];        /* tensor indices */
@@ -62,7 +66,7 @@ struct accel_chain {
     uint32_t* outputs;       /* tensor indices of the replacement's outputs */
     uint32_t* const_ids;     /* the tensor ids of the constant inputs, after the activations */
     pn_tensor_info* const_infos;
-    char label[96];
+    char label[160];
 };
 
 static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
@@ -127,6 +131,14 @@ static int tiny_map(const pn_layer* l) {
            xi->dims[1] >= 1 && yi->dims[1] >= 1;
 }
 
+/* The payload of a PRECOMPILED batch normalization + activation layer (batch_norm.h) in NCHW
+ * of rank 4, else NULL. */
+static const accel_bn_act* bn_act_of(const pn_layer* l) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)l->descriptor;
+    const accel_bn_act* p = l->kind == PN_LAYER_PRECOMPILED && d != NULL ? (const accel_bn_act*)d->payload : NULL;
+    return p != NULL && p->magic == ACCEL_BN_ACT_MAGIC && p->layout == PN_LAYOUT_NCHW && p->input.rank == 4 ? p : NULL;
+}
+
 #if defined(ACCEL_HAVE_X86_KERNELS)
 /* A channel scale step: MUL, no activation, x [N, C, H, W] = the output's shape, s [N, C, 1, 1]. */
 static int scale_fit(const accel_chain_step* cs) {
@@ -152,13 +164,29 @@ static int scale_fit(const accel_chain_step* cs) {
            sc->dims[1] == x->dims[1] && sc->dims[2] == 1 && sc->dims[3] == 1 && chain_blocks_pay(x->dims[1]);
 }
 
+/* A batch normalization step (chain_run.h). */
+static int bn_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const accel_bn_act* p = bn_act_of(l);
+    if (p == NULL || cs->act != NULL || cs->addend_id != 0 || cs->scale_id != 0 || l->num_inputs != 1 ||
+        l->num_outputs != 1 || cs->x_id != l->input_ids[0] || cs->y_info->rank != 4) {
+        return 0;
+    }
+    const pn_tensor_info *x = &l->inputs[0], *y = &l->outputs[0];
+    if (x->rank != 4 || y->rank != 4 || x->dtype != PN_DTYPE_FLOAT32 || y->dtype != PN_DTYPE_FLOAT32 ||
+        !pn_same_dims(x, y) || !pn_same_dims(x, &p->input) || !pn_same_dims(cs->y_info, y) || p->channels != x->dims[1]) {
+        return 0;
+    }
+    return x->dims[0] >= 1 && x->dims[2] >= 1 && x->dims[3] >= 1 && chain_blocks_pay(x->dims[1]);
+}
+
 /* A channel concatenation step (chain_run.h). */
 static int concat_fit(const accel_chain_step* cs) {
     const pn_layer* l = cs->layer;
     const pn_concat_desc* d = (const pn_concat_desc*)l->descriptor;
     const pn_tensor_info* y = &l->outputs[0];
     if ((d->axis != 1 && d->axis != -3) || cs->act != NULL || cs->addend_id != 0 || cs->scale_id != 0 ||
-        l->num_inputs < 2 || l->num_inputs > ACCEL_CHAIN_MAX_PARTS || l->num_outputs != 1 || y->rank != 4 ||
+        l->num_inputs < 1 || l->num_inputs > ACCEL_CHAIN_MAX_PARTS || l->num_outputs != 1 || y->rank != 4 ||
         y->dtype != PN_DTYPE_FLOAT32 || cs->y_info->rank != 4 || cs->x_id != l->input_ids[0] ||
         y->dims[0] < 1 || y->dims[2] < 1 || y->dims[3] < 1 || !chain_blocks_pay(y->dims[1])) {
         return 0;
@@ -202,6 +230,9 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     }
     if (l->kind == PN_LAYER_CONCAT) {
         return concat_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_PRECOMPILED) {
+        return bn_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
     }
     if (l->kind != PN_LAYER_CONVOLUTION_2D) {
         return ACCEL_CHAIN_NO;
@@ -254,6 +285,9 @@ void accel_chain_release(void* payload) {
     accel_chain* ch = (accel_chain*)payload;
     if (ch == NULL) {
         return;
+    }
+    for (uint32_t i = 0; ch->steps != NULL && i < ch->num_steps; ++i) {
+        free(ch->steps[i].bn_coef);
     }
     free(ch->steps);
     free(ch->const_ids);
@@ -318,7 +352,7 @@ static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const packed_step* st) {
-    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat ? st->g.ocb
+    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat || st->bn_step ? st->g.ocb
                                                                                        : (st->g.ocb + 1) / 2;
 }
 
@@ -327,7 +361,7 @@ static int64_t step_units(const packed_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat ? 1
+    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat || st->bn_step ? 1
                    : accel_nchwc_rows_per_job(st->g.ow, st->grouped ? 1 : st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
@@ -347,7 +381,7 @@ static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const packed_step* st) {
-    if (st->pooling || st->scale_step || st->concat) {
+    if (st->pooling || st->scale_step || st->concat || st->bn_step) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
@@ -365,9 +399,13 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         return NULL;
     }
     ch->magic = CHAIN_MAGIC;
-    ch->tensors = (chain_tensor*)calloc((size_t)count * (3 + ACCEL_CHAIN_MAX_PARTS) + 1, sizeof(chain_tensor));
+    size_t slots = 1; /* tensors a step names: x, addend, scale and y, or a concatenation's parts and y */
+    for (uint32_t i = 0; i < count; ++i) {
+        slots += steps[i].layer->kind == PN_LAYER_CONCAT ? (size_t)steps[i].layer->num_inputs + 1 : 4;
+    }
+    ch->tensors = (chain_tensor*)calloc(slots, sizeof(chain_tensor));
     ch->steps = (packed_step*)calloc((size_t)count + 1, sizeof(packed_step));
-    ch->inputs = (uint32_t*)calloc((size_t)count * (2 + ACCEL_CHAIN_MAX_PARTS) + 1, sizeof(uint32_t));
+    ch->inputs = (uint32_t*)calloc(slots, sizeof(uint32_t));
     ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
     ch->const_ids = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
     ch->const_infos = (pn_tensor_info*)calloc((size_t)count * 2 + 1, sizeof(pn_tensor_info));
@@ -450,6 +488,33 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             st->hi = INFINITY;
             continue;
         }
+        if (l->kind == PN_LAYER_PRECOMPILED) { /* batch normalization: reads only inside the image */
+            const accel_bn_act* p = bn_act_of(l);
+            const int64_t c = p->channels, cb = blocks(c);
+            st->bn_step = 1;
+            st->g.ib = B;
+            st->g.cb = st->g.ocb = cb;
+            st->g.oc_last = c - (cb - 1) * B;
+            st->g.oh = cs->y_info->dims[2];
+            st->g.ow = cs->y_info->dims[3];
+            st->g.kh = st->g.kw = 1;
+            st->bn_coef = (float*)malloc((size_t)(cb * 3 * B) * sizeof(float));
+            if (st->bn_coef == NULL) {
+                accel_chain_release(ch);
+                return NULL;
+            }
+            for (int64_t k = 0; k < cb * B; ++k) { /* zeros past the channels: 0 stays 0 before the activation */
+                float* v = st->bn_coef + (k / B) * 3 * B + k % B;
+                v[0] = k < c ? p->coef[k] : 0.0f;
+                v[B] = k < c ? p->coef[c + k] : 0.0f;
+                v[2 * B] = k < c ? p->coef[2 * c + k] : 0.0f;
+            }
+            if (!clamp_of(&p->act, &st->lo, &st->hi)) {
+                st->post_act = accel_copy_activation(&p->act, &st->act);
+                st->rezero = st->post_act && st->g.oc_last < B && !keeps_zero(ACCEL_ISA_PORTABLE, &p->act);
+            }
+            continue;
+        }
         if (l->kind == PN_LAYER_POOLING_2D) {
             const pn_pooling_2d_desc* p = (const pn_pooling_2d_desc*)l->descriptor;
             nchwc_pool pp = {p->kind, p->padding_method == PN_PADDING_INCLUDE,
@@ -520,7 +585,7 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
                                                           : -1;
     }
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
-        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat) {
+        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
             ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
@@ -538,14 +603,16 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
         }
     }
-    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0;
+    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0, num_bn = 0;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_scale += (uint32_t)ch->steps[i].scale_step;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_concat += (uint32_t)ch->steps[i].concat;
-    if (num_concat > 0) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_bn += (uint32_t)ch->steps[i].bn_step;
+    if (num_concat > 0 || num_bn > 0) {
         snprintf(ch->label, sizeof(ch->label),
-                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations",
-                 count - num_pooling - num_scale - num_concat, num_pooling, num_scale, num_concat);
+                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
+                 "%u batch normalizations",
+                 count - num_pooling - num_scale - num_concat - num_bn, num_pooling, num_scale, num_concat, num_bn);
     } else if (num_scale > 0) {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales",
                  count - num_pooling - num_scale, num_pooling, num_scale);
@@ -625,7 +692,7 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
 static int64_t step_grain(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pooling || st->depthwise || st->scale_step || st->concat) {
+    if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
@@ -657,7 +724,7 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
-    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat; /* one block per unit */
+    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat || st->bn_step;
     const int64_t b0 = single ? u : 2 * u, b1 = single ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
     if (r->s->dirty[st->y]) {
         zero_halo(yt, n, b0, b1, oy, rows);
@@ -697,6 +764,13 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         accel_nchwc_conv_rows_avx512(g, &xg, r->w, r->bias, &yv, &epi, u, 1, oy, rows);
     } else if (st->depthwise) {
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_dwconv_row_avx512(g, &xv, r->w, r->bias, &yv, &epi, u, y);
+    } else if (st->bn_step) {
+        const float* xr = xv.data + u * xv.rows * xv.cols * B;
+        float* yr = yv.data + u * yv.rows * yv.cols * B;
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            accel_nchwc_affine_row_avx512(xr + y * xv.cols * B, st->bn_coef + u * 3 * B, yr + y * yv.cols * B, g->ow,
+                                          st->lo, st->hi);
+        }
     } else {
         int64_t ob = u * 2;
         accel_nchwc_conv_rows_avx512(g, &xv, r->w, r->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows);
@@ -988,7 +1062,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     s->ch = ch;
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        if (st->pooling || st->scale_step || st->concat) {
+        if (st->pooling || st->scale_step || st->concat || st->bn_step) {
             continue;
         }
         const nchwc_geom* g = &st->g;
