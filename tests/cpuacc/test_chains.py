@@ -317,7 +317,8 @@ def test_max_pooling_windows_inside_and_at_the_borders_propagate_nan(window: tup
 def fire_net(batch: int, axis: int = 1) -> Network:
     """Two SqueezeNet fire modules and an inception-like join: channel concatenations of parts
     the chain's own steps write, one of 24 channels last, one read through a padded 3x3
-    convolution (its halo), one of a tensor twice, one of three parts with a pooling."""
+    convolution (its halo), one of a tensor twice and one of three parts sharing a part with it
+    (those two copy their parts), one with a pooling."""
     net = Network("fire")
     x = net.add_input("x", (batch, 32, 9, 9))
     s = net.add_activation(net.add_convolution2d(x, rand(16, 32, 1, 1) / np.float32(6), rand(16), name="squeeze"),
@@ -334,6 +335,10 @@ def fire_net(batch: int, axis: int = 1) -> Network:
     c = net.add_convolution2d(twice, rand(8, 64, 1, 1) / np.float32(8), name="c")
     net.add_output(net.add_concat([h, b, c], axis, name="cat3"), "y")  # 32 + 16 + 8
     net.add_output(e1, "part")  # a part used outside: one of the chain's outputs too
+    # a part read with a wider halo than its concatenation's (the parts of a concatenation are
+    # written inside its storage, with one halo for all)
+    net.add_output(net.add_convolution2d(e1, rand(16, 32, 3, 3) / np.float32(17), padding=2, dilation=2,
+                                         name="side_conv"), "side")
     return net
 
 
@@ -344,9 +349,9 @@ def test_channel_concatenations_of_the_chains_own_steps_join_it(threads: int, ba
     net = fire_net(batch, axis)
     inputs = inputs_of(net)
     chained = check(net, inputs, num_threads=threads)
-    assert [n.name for n in chained.layers] == ["squeeze..cat3"]
+    assert [n.name for n in chained.layers] == ["squeeze..side_conv"]
     assert chains_of(chained)[0].descriptor.label == (
-        "blocked NCHW16c chain of 6 convolutions, 1 pooling, 0 scales, 3 concatenations, 0 batch normalizations")
+        "blocked NCHW16c chain of 7 convolutions, 1 pooling, 0 scales, 3 concatenations, 0 batch normalizations")
     with runtime(num_threads=1) as rt:
         _, one = run(net, rt, ["CpuAcc"], inputs)
     with runtime(num_threads=threads) as rt:

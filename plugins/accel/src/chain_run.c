@@ -19,6 +19,9 @@ typedef struct chain_tensor {
     int64_t ib;              /* channels per block: 16, or all of a narrow input's */
     int64_t ht, hl, hb, hr;  /* halo the consuming convolutions read (their padding) */
     int produced;            /* written by a step (else an input of the chain) */
+    int32_t alias_of;        /* -1, or the concatenation whose blocks [alias_block, ...) hold this
+                                tensor (a part, or a concatenation of its first parts: alias_concats) */
+    int64_t alias_block;
 } chain_tensor;
 
 typedef struct packed_step {
@@ -39,6 +42,7 @@ typedef struct packed_step {
     uint32_t num_parts;
     uint32_t part[ACCEL_CHAIN_MAX_PARTS];        /* tensor indices */
     int64_t part_block[ACCEL_CHAIN_MAX_PARTS];   /* the first output block of each part */
+    int in_place;            /* (concat) its parts are written inside it: nothing to run */
     int rezero;              /* post_act maps 0 elsewhere: zero the last block's lanes past oc_last */
     nchwc_geom g;
     uint32_t x, y;           /* tensor indices */
@@ -309,6 +313,7 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
     memset(t, 0, sizeof(*t));
     t->id = id;
     t->ib = B;
+    t->alias_of = -1;
     t->info = *info;
     t->info.struct_size = sizeof(t->info);
     t->info.extension = NULL;
@@ -390,6 +395,80 @@ static int step_rows_first(const packed_step* st) {
                  ((g->ow - 1) * g->sw + 1);
     int64_t out = g->ocb * B * g->oh * g->ow;
     return weights < in + out;
+}
+
+/* 1 when concatenation step a's parts are the first parts of step b's, in order. */
+static int parts_prefix(const packed_step* a, const packed_step* b) {
+    if (a->num_parts > b->num_parts) {
+        return 0;
+    }
+    for (uint32_t k = 0; k < a->num_parts; ++k) {
+        if (a->part[k] != b->part[k]) return 0;
+    }
+    return 1;
+}
+
+/* Concatenations written in place: the parts of a concatenation R (the root) live inside R's
+ * storage at their blocks, and so does every concatenation of R's first parts (DenseNet's:
+ * each dense layer concatenates every feature so far, a prefix of the block's last
+ * concatenation), so no part is ever copied; those concatenation steps run nothing. A root
+ * takes its parts when each is written by a step of the chain other than a concatenation,
+ * appears in R once, and is a part of no concatenation but R and R's prefixes; else its steps
+ * copy, as without this. The members' halos become the widest of the group (one storage
+ * geometry). */
+static void alias_concats(accel_chain* ch) {
+    for (uint32_t r = 0; r < ch->num_steps; ++r) {
+        packed_step* root = &ch->steps[r];
+        if (!root->concat) continue;
+        int is_root = 1, ok = 1;
+        for (uint32_t i = 0; i < ch->num_steps && is_root; ++i) { /* no longer concatenation extends it */
+            const packed_step* o = &ch->steps[i];
+            is_root = !(o->concat && i != r && o->num_parts > root->num_parts && parts_prefix(root, o));
+        }
+        if (!is_root) continue;
+        for (uint32_t k = 0; k < root->num_parts && ok; ++k) {
+            const uint32_t p = root->part[k];
+            ok = ch->tensors[p].produced && ch->tensors[p].alias_of < 0;
+            for (uint32_t q = 0; q < k && ok; ++q) ok = root->part[q] != p;
+            for (uint32_t i = 0; i < ch->num_steps && ok; ++i) {
+                const packed_step* o = &ch->steps[i];
+                if (o->y == p && o->concat) ok = 0; /* a concatenation of concatenations: copied */
+                for (uint32_t q = 0; o->concat && i != r && q < o->num_parts && ok; ++q) {
+                    /* another concatenation reading p must be a prefix of the root, not one that
+                       extends a prefix of it differently */
+                    if (o->part[q] == p && !parts_prefix(o, root)) ok = 0;
+                }
+            }
+        }
+        if (!ok) continue;
+        chain_tensor* rt = &ch->tensors[root->y];
+        int64_t ht = rt->ht, hl = rt->hl, hb = rt->hb, hr = rt->hr;
+        for (int pass = 0; pass < 2; ++pass) { /* the widest halo, then given to every member */
+            for (uint32_t i = 0; i < ch->num_steps; ++i) {
+                packed_step* o = &ch->steps[i];
+                if (!o->concat || !parts_prefix(o, root)) continue;
+                for (uint32_t k = 0; k <= o->num_parts; ++k) {
+                    chain_tensor* t = &ch->tensors[k < o->num_parts ? o->part[k] : o->y];
+                    if (pass == 0) {
+                        ht = max64(ht, t->ht);
+                        hl = max64(hl, t->hl);
+                        hb = max64(hb, t->hb);
+                        hr = max64(hr, t->hr);
+                        continue;
+                    }
+                    t->ht = ht;
+                    t->hl = hl;
+                    t->hb = hb;
+                    t->hr = hr;
+                    if (t != rt) {
+                        t->alias_of = (int32_t)root->y;
+                        t->alias_block = k < o->num_parts ? o->part_block[k] : 0;
+                    }
+                }
+                o->in_place = 1;
+            }
+        }
+    }
 }
 
 accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, const uint32_t* export_ids,
@@ -584,6 +663,7 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         st->b_in = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (int32_t)const_input(ch, l->input_ids[2], &l->inputs[2])
                                                           : -1;
     }
+    alias_concats(ch);
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
         if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
@@ -873,7 +953,9 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
         step_run r = {s, st, s->w[i], s->bias[i]};
-        step_parallel(s, st, &r);
+        if (!st->in_place) { /* a concatenation its parts were written into: nothing to do */
+            step_parallel(s, st, &r);
+        }
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
         accel_nchwc_unpack(s->env.threads, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
@@ -937,23 +1019,28 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
         free(near);
         return 0;
     }
+    /* Only roots are placed (a tensor inside a concatenation's storage, alias_concats, lives as
+     * long as any tensor of its group, at its block of the root's place). */
+#define ROOT(i) (ch->tensors[i].alias_of >= 0 ? (uint32_t)ch->tensors[i].alias_of : (uint32_t)(i))
     uint32_t placed = 0;
+    for (uint32_t i = 0; i < nt; ++i) first[i] = INT64_MAX;
     for (uint32_t k = 0; k < ch->num_inputs; ++k) {
         first[ch->inputs[k]] = -1;
         order[placed++] = ch->inputs[k];
     }
     for (uint32_t k = 0; k < ns; ++k) {
-        first[ch->steps[k].y] = k;
-        order[placed++] = ch->steps[k].y;
+        const uint32_t r = ROOT(ch->steps[k].y);
+        if (first[r] == INT64_MAX) order[placed++] = r;
+        first[r] = first[r] < (int64_t)k ? first[r] : (int64_t)k;
     }
     for (uint32_t i = 0; i < nt; ++i) last[i] = first[i];
     for (uint32_t k = 0; k < ns; ++k) {
-        last[ch->steps[k].x] = k;
-        if (ch->steps[k].addend >= 0) last[ch->steps[k].addend] = k;
-        if (ch->steps[k].scale >= 0) last[ch->steps[k].scale] = k;
-        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) last[ch->steps[k].part[q]] = k;
+        last[ROOT(ch->steps[k].x)] = k;
+        if (ch->steps[k].addend >= 0) last[ROOT(ch->steps[k].addend)] = k;
+        if (ch->steps[k].scale >= 0) last[ROOT(ch->steps[k].scale)] = k;
+        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) last[ROOT(ch->steps[k].part[q])] = k;
     }
-    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ch->outputs[o]] = ns;
+    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ROOT(ch->outputs[o])] = ns;
     for (uint32_t p = 0; p < placed; ++p) {
         const uint32_t t = order[p];
         const size_t size = storage_floats(&st[t]);
@@ -996,12 +1083,20 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
     }
     for (uint32_t i = 0; i < nt; ++i) {
         dirty[i] = 0;
-        for (uint32_t j = 0; j < nt; ++j) {
-            int overlap = i != j && offsets[i] < offsets[j] + storage_floats(&st[j]) &&
+        for (uint32_t j = 0; j < nt && ch->tensors[i].alias_of < 0; ++j) {
+            int overlap = i != j && ch->tensors[j].alias_of < 0 && offsets[i] < offsets[j] + storage_floats(&st[j]) &&
                           offsets[j] < offsets[i] + storage_floats(&st[i]);
             if (overlap && !(offsets[i] == offsets[j] && same_storage(&st[i], &st[j]))) dirty[i] = 1;
         }
     }
+    for (uint32_t i = 0; i < nt; ++i) { /* a member: its root's place and halo state */
+        if (ch->tensors[i].alias_of >= 0) {
+            const uint32_t r = ROOT(i);
+            offsets[i] = offsets[r] + (size_t)(ch->tensors[i].alias_block * st[r].rows * st[r].cols * B);
+            dirty[i] = dirty[r];
+        }
+    }
+#undef ROOT
     free(first);
     free(last);
     free(order);
@@ -1096,6 +1191,11 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
         nt->rows = t->ht + nt->h + t->hb;
         nt->cols = t->hl + nt->w + t->hr;
         nt->image_floats = (size_t)(nt->cb * nt->rows * nt->cols * nt->ib);
+    }
+    for (uint32_t i = 0; i < ch->num_tensors; ++i) { /* inside a concatenation: its image stride */
+        if (ch->tensors[i].alias_of >= 0) {
+            s->storage[i].image_floats = s->storage[ch->tensors[i].alias_of].image_floats;
+        }
     }
     size_t* offsets = (size_t*)malloc((size_t)(ch->num_tensors + 1) * sizeof(size_t));
     size_t total = offsets != NULL ? plan_storage(ch, s->storage, offsets, s->dirty) : 0;
