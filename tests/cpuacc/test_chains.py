@@ -314,6 +314,116 @@ def test_max_pooling_windows_inside_and_at_the_borders_propagate_nan(window: tup
     assert_close(out["y"][finite], ref["y"][finite].astype(np.float64))
 
 
+def fire_net(batch: int, axis: int = 1) -> Network:
+    """Two SqueezeNet fire modules and an inception-like join: channel concatenations of parts
+    the chain's own steps write, one of 24 channels last, one read through a padded 3x3
+    convolution (its halo), one of a tensor twice and one of three parts sharing a part with it
+    (those two copy their parts), one with a pooling."""
+    net = Network("fire")
+    x = net.add_input("x", (batch, 32, 9, 9))
+    s = net.add_activation(net.add_convolution2d(x, rand(16, 32, 1, 1) / np.float32(6), rand(16), name="squeeze"),
+                           "relu", name="sr")
+    e1 = net.add_activation(net.add_convolution2d(s, rand(32, 16, 1, 1) / np.float32(4), rand(32), name="e1"),
+                            "relu", name="e1r")
+    e3 = net.add_activation(net.add_convolution2d(s, rand(24, 16, 3, 3) / np.float32(12), rand(24), padding=1,
+                                                  name="e3"), "relu", name="e3r")
+    cat = net.add_concat([e1, e3], axis, name="cat1")  # 32 + 24 channels: 4 blocks
+    h = net.add_convolution2d(cat, rand(32, 56, 3, 3) / np.float32(22), rand(32), padding=1, name="mix")
+    twice = net.add_concat([h, h], axis, name="cat2")
+    p = net.add_pooling2d(twice, "max", 3, stride=1, padding=1, name="pool")
+    b = net.add_convolution2d(p, rand(16, 64, 1, 1) / np.float32(8), rand(16), name="b")
+    c = net.add_convolution2d(twice, rand(8, 64, 1, 1) / np.float32(8), name="c")
+    net.add_output(net.add_concat([h, b, c], axis, name="cat3"), "y")  # 32 + 16 + 8
+    net.add_output(e1, "part")  # a part used outside: one of the chain's outputs too
+    # a part read with a wider halo than its concatenation's (the parts of a concatenation are
+    # written inside its storage, with one halo for all)
+    net.add_output(net.add_convolution2d(e1, rand(16, 32, 3, 3) / np.float32(17), padding=2, dilation=2,
+                                         name="side_conv"), "side")
+    return net
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+@pytest.mark.parametrize("batch, axis", [(1, 1), (2, -3)])
+def test_channel_concatenations_of_the_chains_own_steps_join_it(threads: int, batch: int, axis: int) -> None:
+    net = fire_net(batch, axis)
+    inputs = inputs_of(net)
+    chained = check(net, inputs, num_threads=threads)
+    assert [n.name for n in chained.layers] == ["squeeze..side_conv"]
+    assert chains_of(chained)[0].descriptor.label == (
+        "blocked NCHW16c chain of 7 convolutions, 1 pooling, 0 scales, 3 concatenations, 0 batch normalizations")
+    with runtime(num_threads=1) as rt:
+        _, one = run(net, rt, ["CpuAcc"], inputs)
+    with runtime(num_threads=threads) as rt:
+        _, many = run(net, rt, ["CpuAcc"], inputs)
+    for name in one:
+        np.testing.assert_array_equal(one[name], many[name])
+
+
+def dense_net(batch: int, last_act: str) -> Network:
+    """A DenseNet block: each layer concatenates every feature so far (the first a concatenation
+    of one tensor), normalizes it (a batch normalization and ReLU the optimizer cannot fold into
+    a convolution), then 1x1 and 3x3 convolutions; the last feature of 8 channels, and a last
+    normalization with an activation that does not keep 0 at 0 (the lanes past the 72nd
+    channel are zeroed again)."""
+    net = Network("dense")
+    x = net.add_input("x", (batch, 32, 8, 8))
+    feats = [net.add_activation(net.add_convolution2d(x, rand(32, 32, 3, 3) / np.float32(17), rand(32), padding=1,
+                                                      name="conv0"), "relu", name="relu0")]
+
+    def norm(t: Any, c: int, act: str, name: str) -> Any:
+        h = net.add_batch_normalization(t, rand(c), rand(c), rand(c), np.abs(rand(c)) + np.float32(0.5),
+                                        name=f"{name}_bn")
+        return net.add_activation(h, act, name=f"{name}_act")
+
+    for k, grow in enumerate((16, 16, 8), start=1):
+        cat = net.add_concat(feats, 1, name=f"cat{k}")
+        c = sum(f.shape[1] for f in feats)
+        h = norm(cat, c, "relu", f"norm{k}")
+        h = net.add_activation(net.add_convolution2d(h, rand(48, c, 1, 1) / np.float32(np.sqrt(c)), rand(48),
+                                                     name=f"conv{k}a"), "relu", name=f"relu{k}")
+        feats.append(net.add_convolution2d(h, rand(grow, 48, 3, 3) / np.float32(20), padding=1, name=f"conv{k}b"))
+    net.add_output(norm(net.add_concat(feats, 1, name="cat4"), 72, last_act, "norm4"), "y")
+    return net
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+@pytest.mark.parametrize("batch, act", [(1, "relu"), (2, "sigmoid")])
+def test_batch_normalizations_and_concatenations_make_a_dense_block_one_chain(threads: int, batch: int,
+                                                                              act: str) -> None:
+    net = dense_net(batch, act)
+    inputs = inputs_of(net)
+    chained = check(net, inputs, num_threads=threads)
+    (chain,) = chained.layers
+    assert chain.kind is LayerKind.PRECOMPILED
+    assert chain.descriptor.label == (
+        "blocked NCHW16c chain of 7 convolutions, 0 pooling, 0 scales, 4 concatenations, 4 batch normalizations")
+    assert "cat1" in chain.replaces and "norm4_bn" in chain.replaces and "norm4_act" in chain.replaces
+    with runtime(num_threads=1) as rt:
+        _, one = run(net, rt, ["CpuAcc"], inputs)
+    with runtime(num_threads=threads) as rt:
+        _, many = run(net, rt, ["CpuAcc"], inputs)
+    np.testing.assert_array_equal(one["y"], many["y"])
+
+
+@needs_avx512
+def test_concatenations_a_chain_does_not_write_whole_stay_out_of_it() -> None:
+    """A part from outside the chain (DenseNet's earlier features: the runtime lets their
+    producers write into the output in place), or a part of channels that end inside a
+    16-channel block before another part, ends the chain before the concatenation."""
+    net = Network("outside")
+    x = net.add_input("x", (1, 32, 8, 8))
+    a = net.add_convolution2d(x, rand(32, 32, 1, 1) / np.float32(6), name="a")
+    b = net.add_convolution2d(a, rand(24, 32, 3, 3) / np.float32(17), padding=1, name="b")
+    h = net.add_concat([x, b], 1, name="with_input")  # x comes from outside
+    c = net.add_convolution2d(h, rand(32, 56, 1, 1) / np.float32(8), name="c")
+    d = net.add_convolution2d(c, rand(24, 32, 1, 1) / np.float32(6), name="d")
+    net.add_output(net.add_concat([d, c], 1, name="ragged"), "y")  # 24 channels first
+    chained = check(net, inputs_of(net))
+    assert [n.name for n in chained.layers] == ["a..b", "with_input", "c..d", "ragged"]
+
+
 @needs_avx512
 def test_runs_after_the_first_see_only_their_own_inputs() -> None:
     """Tensors of one geometry share storage inside a chain (and the chain's input is packed

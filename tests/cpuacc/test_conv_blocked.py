@@ -71,6 +71,41 @@ def test_conv_with_bias_addend_and_relu_on_every_kernel_set_and_thread_count(
             first[isa] = y
 
 
+def activation_reference(y: np.ndarray, kind: str, alpha: float, beta: float) -> np.ndarray:
+    if kind == "relu":
+        return np.maximum(y, 0.0)
+    if kind == "bounded_relu":
+        return np.minimum(np.maximum(y, alpha), beta)
+    return np.where(y >= 0.0, y, alpha * y)  # leaky_relu
+
+
+@pytest.mark.parametrize("act", [("relu", 0.0, 0.0), ("bounded_relu", -0.5, 0.7), ("leaky_relu", 0.1, 0.0)])
+@pytest.mark.parametrize("name", ["resnet 3x3", "channels not multiples of 16", "1x1 pointwise"])
+def test_conv_with_an_activation_and_no_addend(runtimes: dict[tuple[str, int], plugnn.Runtime], name: str,
+                                               act: tuple[str, float, float]) -> None:
+    """Without an addend, relu and clip run as the blocked kernels' clamp; other kinds over the
+    NCHW rows after the conversion."""
+    n, c, h, w, o, kernel, stride, padding, dilation = {**SHAPES, "1x1 pointwise": (
+        1, 48, 11, 13, 40, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1))}[name]
+    rng = np.random.default_rng(33)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weights = (rng.standard_normal((o, c, *kernel)) / np.sqrt(c * kernel[0] * kernel[1])).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    desc = Convolution2dDescriptor(stride=stride, padding=padding, dilation=dilation, has_bias=True,
+                                   fused_activation=ActivationDescriptor(act[0], act[1], act[2]))
+    expected = activation_reference(conv2d_reference(x, weights, bias, desc), *act)
+    spec = LayerSpec(LayerKind.CONVOLUTION_2D, name, desc, tuple(TensorInfo(a.shape) for a in (x, weights, bias)),
+                     (TensorInfo(expected.shape),), constants=(None, weights, bias))
+    first: dict[str, np.ndarray] = {}
+    for (isa, threads), rt in runtimes.items():
+        y = run(rt, spec, [x, weights, bias])
+        np.testing.assert_allclose(y, expected, rtol=RTOL, atol=ATOL, err_msg=f"{name}, {act}, {isa}, {threads}")
+        if isa in first:
+            np.testing.assert_array_equal(y, first[isa], err_msg=f"{name}: {isa} bits differ at {threads} threads")
+        else:
+            first[isa] = y
+
+
 def test_weights_given_only_at_run_time_take_the_gemm_path_and_agree(
         runtimes: dict[tuple[str, int], plugnn.Runtime]) -> None:
     inputs, spec, expected = make("resnet 3x3", seed=32)

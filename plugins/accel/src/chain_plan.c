@@ -1,6 +1,7 @@
 /* CpuAcc blocked-chain planning (rules in chain_plan.h): runs of steps replaced by one
  * PRECOMPILED blocked chain. */
 #include "chain_plan.h"
+#include "fusion_patterns.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,8 @@
 
 
 /* One convolution with what fusion gave it (a fusion item, or a convolution left alone), a
- * pooling layer, or a channel scale (a MUL of a tensor by a [N, C, 1, 1] one). */
+ * pooling layer, a channel scale (a MUL of a tensor by a [N, C, 1, 1] one) or a channel
+ * concatenation. */
 typedef struct chain_unit {
     int64_t head, add, act, last; /* layer indices (-1: none); last = the unit's latest layer */
     uint32_t addend_slot;
@@ -58,6 +60,22 @@ static int scale_x_slot(const pn_layer* l) {
         }
     }
     return -1;
+}
+
+/* 1 when every part of concatenation unit `cat` is written by one of units [first, first +
+ * len): a chain takes a concatenation only then. One whose parts come from outside (DenseNet's:
+ * every earlier feature of the block) would convert each of them into the blocked layout and
+ * the whole back out, where the runtime lets their producers write into the output in place. */
+static int parts_in_run(const chain_unit* cat, const chain_unit* units, uint32_t first, uint32_t len) {
+    const pn_layer* l = cat->step.layer;
+    for (uint32_t k = 0; k < l->num_inputs; ++k) {
+        int found = 0;
+        for (uint32_t u = first; u < first + len && !found; ++u) found = units[u].step.y_id == l->input_ids[k];
+        if (!found) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Replaces units [first, end) (all eligible, at least two) by one PRECOMPILED layer running
@@ -141,7 +159,11 @@ static pn_status close_run(const pn_subgraph* sg, accel_optimization* o, chain_u
     if (len >= 2 && units[first].fit == ACCEL_CHAIN_FIRST) {
         uint32_t x = units[first].step.x_id;
         for (uint32_t u = first + 1; u < first + len; ++u) {
-            if (units[u].step.x_id == x || units[u].step.addend_id == x || units[u].step.scale_id == x) {
+            int part = 0;
+            if (units[u].step.layer->kind == PN_LAYER_CONCAT) {
+                for (uint32_t k = 0; k < units[u].step.layer->num_inputs; ++k) part |= units[u].step.layer->input_ids[k] == x;
+            }
+            if (units[u].step.x_id == x || units[u].step.addend_id == x || units[u].step.scale_id == x || part) {
                 ++first;
                 --len;
                 break;
@@ -195,9 +217,13 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
             u->add = l->add;
             u->act = l->act;
             u->addend_slot = l->addend_slot;
-        } else if (state[j] == LAYER_CANDIDATE && (sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D ||
+        } else if ((sg->layers[j].kind == PN_LAYER_PRECOMPILED && accel_patterns_kind_of(o->patterns, sg->layers[j].id) == 2) ||
+                   (state[j] == LAYER_CANDIDATE && (sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D ||
                                                    sg->layers[j].kind == PN_LAYER_POOLING_2D ||
-                                                   scale_x_slot(&sg->layers[j]) >= 0)) {
+                                                   sg->layers[j].kind == PN_LAYER_CONCAT ||
+                                                   scale_x_slot(&sg->layers[j]) >= 0))) {
+            /* (a PRECOMPILED layer of the pattern pass: accel_chain_step_fit takes batch
+             * normalizations with their activation, batch_norm.h) */
             u->head = (int64_t)j;
             u->add = -1;
             u->act = -1;
@@ -233,6 +259,10 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
         }
         int64_t u = j < nl ? last_unit[j] : -1;
         accel_chain_fit fit = u >= 0 ? units[u].fit : ACCEL_CHAIN_NO;
+        if (fit == ACCEL_CHAIN_YES && units[u].step.layer->kind == PN_LAYER_CONCAT &&
+            !parts_in_run(&units[u], units, run_first, run_len)) {
+            fit = ACCEL_CHAIN_NO; /* a part from outside would be converted in, the whole out again */
+        }
         if (fit == ACCEL_CHAIN_YES) {
             if (run_len == 0) run_first = (uint32_t)u;
             ++run_len;

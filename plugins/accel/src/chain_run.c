@@ -1,5 +1,6 @@
 /* CpuAcc blocked chains (see chain_run.h): which steps they run, the payload, its workload. */
 #include "chain_run.h"
+#include "batch_norm.h"
 #include "conv_nchwc.h"
 #include "shared_weights.h"
 
@@ -18,6 +19,9 @@ typedef struct chain_tensor {
     int64_t ib;              /* channels per block: 16, or all of a narrow input's */
     int64_t ht, hl, hb, hr;  /* halo the consuming convolutions read (their padding) */
     int produced;            /* written by a step (else an input of the chain) */
+    int32_t alias_of;        /* -1, or the concatenation whose blocks [alias_block, ...) hold this
+                                tensor (a part, or a concatenation of its first parts: alias_concats) */
+    int64_t alias_block;
 } chain_tensor;
 
 typedef struct packed_step {
@@ -31,6 +35,14 @@ typedef struct packed_step {
     int64_t groups;
     int scale_step;          /* a channel scale: y = x * s (s [N, C, 1, 1], tensor index `scale`) */
     int32_t scale;
+    int bn_step;             /* a batch normalization: y = clamp(fma(x - m, a, c)) (+ post_act) */
+    float* bn_coef;          /* (bn_step) per output block a[16], m[16], c[16], zeros past the
+                                channels (owned) */
+    int concat;              /* a channel concatenation: y's blocks [part_block[k], ...) are part k's */
+    uint32_t num_parts;
+    uint32_t part[ACCEL_CHAIN_MAX_PARTS];        /* tensor indices */
+    int64_t part_block[ACCEL_CHAIN_MAX_PARTS];   /* the first output block of each part */
+    int in_place;            /* (concat) its parts are written inside it: nothing to run */
     int rezero;              /* post_act maps 0 elsewhere: zero the last block's lanes past oc_last */
     nchwc_geom g;
     uint32_t x, y;           /* tensor indices */
@@ -58,7 +70,7 @@ struct accel_chain {
     uint32_t* outputs;       /* tensor indices of the replacement's outputs */
     uint32_t* const_ids;     /* the tensor ids of the constant inputs, after the activations */
     pn_tensor_info* const_infos;
-    char label[96];
+    char label[160];
 };
 
 static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
@@ -123,6 +135,14 @@ static int tiny_map(const pn_layer* l) {
            xi->dims[1] >= 1 && yi->dims[1] >= 1;
 }
 
+/* The payload of a PRECOMPILED batch normalization + activation layer (batch_norm.h) in NCHW
+ * of rank 4, else NULL. */
+static const accel_bn_act* bn_act_of(const pn_layer* l) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)l->descriptor;
+    const accel_bn_act* p = l->kind == PN_LAYER_PRECOMPILED && d != NULL ? (const accel_bn_act*)d->payload : NULL;
+    return p != NULL && p->magic == ACCEL_BN_ACT_MAGIC && p->layout == PN_LAYOUT_NCHW && p->input.rank == 4 ? p : NULL;
+}
+
 #if defined(ACCEL_HAVE_X86_KERNELS)
 /* A channel scale step: MUL, no activation, x [N, C, H, W] = the output's shape, s [N, C, 1, 1]. */
 static int scale_fit(const accel_chain_step* cs) {
@@ -148,6 +168,48 @@ static int scale_fit(const accel_chain_step* cs) {
            sc->dims[1] == x->dims[1] && sc->dims[2] == 1 && sc->dims[3] == 1 && chain_blocks_pay(x->dims[1]);
 }
 
+/* A batch normalization step (chain_run.h). */
+static int bn_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const accel_bn_act* p = bn_act_of(l);
+    if (p == NULL || cs->act != NULL || cs->addend_id != 0 || cs->scale_id != 0 || l->num_inputs != 1 ||
+        l->num_outputs != 1 || cs->x_id != l->input_ids[0] || cs->y_info->rank != 4) {
+        return 0;
+    }
+    const pn_tensor_info *x = &l->inputs[0], *y = &l->outputs[0];
+    if (x->rank != 4 || y->rank != 4 || x->dtype != PN_DTYPE_FLOAT32 || y->dtype != PN_DTYPE_FLOAT32 ||
+        !pn_same_dims(x, y) || !pn_same_dims(x, &p->input) || !pn_same_dims(cs->y_info, y) || p->channels != x->dims[1]) {
+        return 0;
+    }
+    return x->dims[0] >= 1 && x->dims[2] >= 1 && x->dims[3] >= 1 && chain_blocks_pay(x->dims[1]);
+}
+
+/* A channel concatenation step (chain_run.h). */
+static int concat_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_concat_desc* d = (const pn_concat_desc*)l->descriptor;
+    const pn_tensor_info* y = &l->outputs[0];
+    if ((d->axis != 1 && d->axis != -3) || cs->act != NULL || cs->addend_id != 0 || cs->scale_id != 0 ||
+        l->num_inputs < 1 || l->num_inputs > ACCEL_CHAIN_MAX_PARTS || l->num_outputs != 1 || y->rank != 4 ||
+        y->dtype != PN_DTYPE_FLOAT32 || cs->y_info->rank != 4 || cs->x_id != l->input_ids[0] ||
+        y->dims[0] < 1 || y->dims[2] < 1 || y->dims[3] < 1 || !chain_blocks_pay(y->dims[1])) {
+        return 0;
+    }
+    int64_t channels = 0;
+    for (uint32_t k = 0; k < l->num_inputs; ++k) {
+        const pn_tensor_info* x = &l->inputs[k];
+        if (x->rank != 4 || x->dtype != PN_DTYPE_FLOAT32 || x->dims[0] != y->dims[0] || x->dims[2] != y->dims[2] ||
+            x->dims[3] != y->dims[3] || x->dims[1] < 1 || (k + 1 < l->num_inputs && x->dims[1] % B != 0)) {
+            return 0;
+        }
+        channels += x->dims[1];
+    }
+    for (uint32_t i = 0; i < 4; ++i) {
+        if (cs->y_info->dims[i] != y->dims[i]) return 0;
+    }
+    return channels == y->dims[1];
+}
+
 #endif
 
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) {
@@ -169,6 +231,12 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     }
     if (l->kind == PN_LAYER_ELEMENTWISE_BINARY) {
         return scale_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_CONCAT) {
+        return concat_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_PRECOMPILED) {
+        return bn_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
     }
     if (l->kind != PN_LAYER_CONVOLUTION_2D) {
         return ACCEL_CHAIN_NO;
@@ -222,6 +290,9 @@ void accel_chain_release(void* payload) {
     if (ch == NULL) {
         return;
     }
+    for (uint32_t i = 0; ch->steps != NULL && i < ch->num_steps; ++i) {
+        free(ch->steps[i].bn_coef);
+    }
     free(ch->steps);
     free(ch->const_ids);
     free(ch->const_infos);
@@ -242,6 +313,7 @@ static int32_t tensor_index(accel_chain* ch, uint32_t id, const pn_tensor_info* 
     memset(t, 0, sizeof(*t));
     t->id = id;
     t->ib = B;
+    t->alias_of = -1;
     t->info = *info;
     t->info.struct_size = sizeof(t->info);
     t->info.extension = NULL;
@@ -285,7 +357,8 @@ static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const packed_step* st) {
-    return st->depthwise || st->pooling || st->grouped || st->scale_step ? st->g.ocb : (st->g.ocb + 1) / 2;
+    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat || st->bn_step ? st->g.ocb
+                                                                                       : (st->g.ocb + 1) / 2;
 }
 
 /* Row groups of a step's jobs: as many rows as leave at least CHAIN_MIN_JOBS jobs over the `n`
@@ -293,7 +366,7 @@ static int64_t step_units(const packed_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pooling || st->scale_step ? 1
+    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat || st->bn_step ? 1
                    : accel_nchwc_rows_per_job(st->g.ow, st->grouped ? 1 : st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
@@ -313,7 +386,7 @@ static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const packed_step* st) {
-    if (st->pooling || st->scale_step) {
+    if (st->pooling || st->scale_step || st->concat || st->bn_step) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
@@ -324,6 +397,80 @@ static int step_rows_first(const packed_step* st) {
     return weights < in + out;
 }
 
+/* 1 when concatenation step a's parts are the first parts of step b's, in order. */
+static int parts_prefix(const packed_step* a, const packed_step* b) {
+    if (a->num_parts > b->num_parts) {
+        return 0;
+    }
+    for (uint32_t k = 0; k < a->num_parts; ++k) {
+        if (a->part[k] != b->part[k]) return 0;
+    }
+    return 1;
+}
+
+/* Concatenations written in place: the parts of a concatenation R (the root) live inside R's
+ * storage at their blocks, and so does every concatenation of R's first parts (DenseNet's:
+ * each dense layer concatenates every feature so far, a prefix of the block's last
+ * concatenation), so no part is ever copied; those concatenation steps run nothing. A root
+ * takes its parts when each is written by a step of the chain other than a concatenation,
+ * appears in R once, and is a part of no concatenation but R and R's prefixes; else its steps
+ * copy, as without this. The members' halos become the widest of the group (one storage
+ * geometry). */
+static void alias_concats(accel_chain* ch) {
+    for (uint32_t r = 0; r < ch->num_steps; ++r) {
+        packed_step* root = &ch->steps[r];
+        if (!root->concat) continue;
+        int is_root = 1, ok = 1;
+        for (uint32_t i = 0; i < ch->num_steps && is_root; ++i) { /* no longer concatenation extends it */
+            const packed_step* o = &ch->steps[i];
+            is_root = !(o->concat && i != r && o->num_parts > root->num_parts && parts_prefix(root, o));
+        }
+        if (!is_root) continue;
+        for (uint32_t k = 0; k < root->num_parts && ok; ++k) {
+            const uint32_t p = root->part[k];
+            ok = ch->tensors[p].produced && ch->tensors[p].alias_of < 0;
+            for (uint32_t q = 0; q < k && ok; ++q) ok = root->part[q] != p;
+            for (uint32_t i = 0; i < ch->num_steps && ok; ++i) {
+                const packed_step* o = &ch->steps[i];
+                if (o->y == p && o->concat) ok = 0; /* a concatenation of concatenations: copied */
+                for (uint32_t q = 0; o->concat && i != r && q < o->num_parts && ok; ++q) {
+                    /* another concatenation reading p must be a prefix of the root, not one that
+                       extends a prefix of it differently */
+                    if (o->part[q] == p && !parts_prefix(o, root)) ok = 0;
+                }
+            }
+        }
+        if (!ok) continue;
+        chain_tensor* rt = &ch->tensors[root->y];
+        int64_t ht = rt->ht, hl = rt->hl, hb = rt->hb, hr = rt->hr;
+        for (int pass = 0; pass < 2; ++pass) { /* the widest halo, then given to every member */
+            for (uint32_t i = 0; i < ch->num_steps; ++i) {
+                packed_step* o = &ch->steps[i];
+                if (!o->concat || !parts_prefix(o, root)) continue;
+                for (uint32_t k = 0; k <= o->num_parts; ++k) {
+                    chain_tensor* t = &ch->tensors[k < o->num_parts ? o->part[k] : o->y];
+                    if (pass == 0) {
+                        ht = max64(ht, t->ht);
+                        hl = max64(hl, t->hl);
+                        hb = max64(hb, t->hb);
+                        hr = max64(hr, t->hr);
+                        continue;
+                    }
+                    t->ht = ht;
+                    t->hl = hl;
+                    t->hb = hb;
+                    t->hr = hr;
+                    if (t != rt) {
+                        t->alias_of = (int32_t)root->y;
+                        t->alias_block = k < o->num_parts ? o->part_block[k] : 0;
+                    }
+                }
+                o->in_place = 1;
+            }
+        }
+    }
+}
+
 accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, const uint32_t* export_ids,
                              uint32_t num_export) {
     accel_chain* ch = (accel_chain*)calloc(1, sizeof(*ch));
@@ -331,9 +478,13 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         return NULL;
     }
     ch->magic = CHAIN_MAGIC;
-    ch->tensors = (chain_tensor*)calloc((size_t)count * 3 + 1, sizeof(chain_tensor));
+    size_t slots = 1; /* tensors a step names: x, addend, scale and y, or a concatenation's parts and y */
+    for (uint32_t i = 0; i < count; ++i) {
+        slots += steps[i].layer->kind == PN_LAYER_CONCAT ? (size_t)steps[i].layer->num_inputs + 1 : 4;
+    }
+    ch->tensors = (chain_tensor*)calloc(slots, sizeof(chain_tensor));
     ch->steps = (packed_step*)calloc((size_t)count + 1, sizeof(packed_step));
-    ch->inputs = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
+    ch->inputs = (uint32_t*)calloc(slots, sizeof(uint32_t));
     ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
     ch->const_ids = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
     ch->const_infos = (pn_tensor_info*)calloc((size_t)count * 2 + 1, sizeof(pn_tensor_info));
@@ -381,6 +532,30 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         int32_t y = tensor_index(ch, cs->y_id, cs->y_info);
         ch->tensors[y].produced = 1;
         st->y = (uint32_t)y;
+        if (l->kind == PN_LAYER_CONCAT) { /* reads only inside the image: no halo, no weights */
+            st->concat = 1;
+            st->num_parts = l->num_inputs;
+            int64_t first = 0;
+            for (uint32_t k = 0; k < l->num_inputs; ++k) {
+                int32_t part = tensor_index(ch, l->input_ids[k], &l->inputs[k]);
+                if (!ch->tensors[part].produced) {
+                    int seen = 0;
+                    for (uint32_t q = 0; q < ch->num_inputs; ++q) seen |= ch->inputs[q] == (uint32_t)part;
+                    if (!seen) ch->inputs[ch->num_inputs++] = (uint32_t)part;
+                }
+                st->part[k] = (uint32_t)part;
+                st->part_block[k] = first;
+                first += blocks(l->inputs[k].dims[1]);
+            }
+            st->g.ib = B;
+            st->g.cb = st->g.ocb = blocks(cs->y_info->dims[1]);
+            st->g.oh = cs->y_info->dims[2];
+            st->g.ow = cs->y_info->dims[3];
+            st->g.kh = st->g.kw = 1;
+            st->lo = -INFINITY;
+            st->hi = INFINITY;
+            continue;
+        }
         if (cs->scale_id != 0) { /* reads only inside the image: no halo, no weights */
             st->scale_step = 1;
             st->g.ib = B;
@@ -390,6 +565,33 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             st->g.kh = st->g.kw = 1;
             st->lo = -INFINITY;
             st->hi = INFINITY;
+            continue;
+        }
+        if (l->kind == PN_LAYER_PRECOMPILED) { /* batch normalization: reads only inside the image */
+            const accel_bn_act* p = bn_act_of(l);
+            const int64_t c = p->channels, cb = blocks(c);
+            st->bn_step = 1;
+            st->g.ib = B;
+            st->g.cb = st->g.ocb = cb;
+            st->g.oc_last = c - (cb - 1) * B;
+            st->g.oh = cs->y_info->dims[2];
+            st->g.ow = cs->y_info->dims[3];
+            st->g.kh = st->g.kw = 1;
+            st->bn_coef = (float*)malloc((size_t)(cb * 3 * B) * sizeof(float));
+            if (st->bn_coef == NULL) {
+                accel_chain_release(ch);
+                return NULL;
+            }
+            for (int64_t k = 0; k < cb * B; ++k) { /* zeros past the channels: 0 stays 0 before the activation */
+                float* v = st->bn_coef + (k / B) * 3 * B + k % B;
+                v[0] = k < c ? p->coef[k] : 0.0f;
+                v[B] = k < c ? p->coef[c + k] : 0.0f;
+                v[2 * B] = k < c ? p->coef[2 * c + k] : 0.0f;
+            }
+            if (!clamp_of(&p->act, &st->lo, &st->hi)) {
+                st->post_act = accel_copy_activation(&p->act, &st->act);
+                st->rezero = st->post_act && st->g.oc_last < B && !keeps_zero(ACCEL_ISA_PORTABLE, &p->act);
+            }
             continue;
         }
         if (l->kind == PN_LAYER_POOLING_2D) {
@@ -461,8 +663,9 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         st->b_in = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (int32_t)const_input(ch, l->input_ids[2], &l->inputs[2])
                                                           : -1;
     }
+    alias_concats(ch);
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
-        if (!ch->steps[i].pooling && !ch->steps[i].scale_step) {
+        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
             ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
@@ -480,10 +683,17 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
         }
     }
-    uint32_t num_pooling = 0, num_scale = 0;
+    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0, num_bn = 0;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_scale += (uint32_t)ch->steps[i].scale_step;
-    if (num_scale > 0) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_concat += (uint32_t)ch->steps[i].concat;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_bn += (uint32_t)ch->steps[i].bn_step;
+    if (num_concat > 0 || num_bn > 0) {
+        snprintf(ch->label, sizeof(ch->label),
+                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
+                 "%u batch normalizations",
+                 count - num_pooling - num_scale - num_concat - num_bn, num_pooling, num_scale, num_concat, num_bn);
+    } else if (num_scale > 0) {
         snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales",
                  count - num_pooling - num_scale, num_pooling, num_scale);
     } else if (num_pooling > 0) {
@@ -562,7 +772,7 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
 static int64_t step_grain(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pooling || st->depthwise || st->scale_step) {
+    if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
@@ -594,7 +804,7 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
-    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step; /* one block per unit */
+    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat || st->bn_step;
     const int64_t b0 = single ? u : 2 * u, b1 = single ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
     if (r->s->dirty[st->y]) {
         zero_halo(yt, n, b0, b1, oy, rows);
@@ -605,6 +815,18 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     if (st->addend >= 0) {
         const nchwc_tensor* at = &r->s->storage[st->addend];
         epi.addend = view_of(at, n, at->ht, at->hl);
+    }
+    if (st->concat) { /* block u of y is block u - part_block[k] of part k */
+        uint32_t k = 0;
+        while (k + 1 < st->num_parts && st->part_block[k + 1] <= u) ++k;
+        const nchwc_tensor* pt = &r->s->storage[st->part[k]];
+        const nchwc_view pv = view_of(pt, n, pt->ht, pt->hl);
+        const float* src = pv.data + (u - st->part_block[k]) * pv.rows * pv.cols * B;
+        float* dst = yv.data + u * yv.rows * yv.cols * B;
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            memcpy(dst + y * yv.cols * B, src + y * pv.cols * B, (size_t)(g->ow * B) * sizeof(float));
+        }
+        return;
     }
     if (st->scale_step) {
         const nchwc_tensor* sct = &r->s->storage[st->scale];
@@ -622,6 +844,13 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         accel_nchwc_conv_rows_avx512(g, &xg, r->w, r->bias, &yv, &epi, u, 1, oy, rows);
     } else if (st->depthwise) {
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_dwconv_row_avx512(g, &xv, r->w, r->bias, &yv, &epi, u, y);
+    } else if (st->bn_step) {
+        const float* xr = xv.data + u * xv.rows * xv.cols * B;
+        float* yr = yv.data + u * yv.rows * yv.cols * B;
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            accel_nchwc_affine_row_avx512(xr + y * xv.cols * B, st->bn_coef + u * 3 * B, yr + y * yv.cols * B, g->ow,
+                                          st->lo, st->hi);
+        }
     } else {
         int64_t ob = u * 2;
         accel_nchwc_conv_rows_avx512(g, &xv, r->w, r->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows);
@@ -724,7 +953,9 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
         step_run r = {s, st, s->w[i], s->bias[i]};
-        step_parallel(s, st, &r);
+        if (!st->in_place) { /* a concatenation its parts were written into: nothing to do */
+            step_parallel(s, st, &r);
+        }
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
         accel_nchwc_unpack(s->env.threads, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
@@ -788,22 +1019,28 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
         free(near);
         return 0;
     }
+    /* Only roots are placed (a tensor inside a concatenation's storage, alias_concats, lives as
+     * long as any tensor of its group, at its block of the root's place). */
+#define ROOT(i) (ch->tensors[i].alias_of >= 0 ? (uint32_t)ch->tensors[i].alias_of : (uint32_t)(i))
     uint32_t placed = 0;
+    for (uint32_t i = 0; i < nt; ++i) first[i] = INT64_MAX;
     for (uint32_t k = 0; k < ch->num_inputs; ++k) {
         first[ch->inputs[k]] = -1;
         order[placed++] = ch->inputs[k];
     }
     for (uint32_t k = 0; k < ns; ++k) {
-        first[ch->steps[k].y] = k;
-        order[placed++] = ch->steps[k].y;
+        const uint32_t r = ROOT(ch->steps[k].y);
+        if (first[r] == INT64_MAX) order[placed++] = r;
+        first[r] = first[r] < (int64_t)k ? first[r] : (int64_t)k;
     }
     for (uint32_t i = 0; i < nt; ++i) last[i] = first[i];
     for (uint32_t k = 0; k < ns; ++k) {
-        last[ch->steps[k].x] = k;
-        if (ch->steps[k].addend >= 0) last[ch->steps[k].addend] = k;
-        if (ch->steps[k].scale >= 0) last[ch->steps[k].scale] = k;
+        last[ROOT(ch->steps[k].x)] = k;
+        if (ch->steps[k].addend >= 0) last[ROOT(ch->steps[k].addend)] = k;
+        if (ch->steps[k].scale >= 0) last[ROOT(ch->steps[k].scale)] = k;
+        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) last[ROOT(ch->steps[k].part[q])] = k;
     }
-    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ch->outputs[o]] = ns;
+    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ROOT(ch->outputs[o])] = ns;
     for (uint32_t p = 0; p < placed; ++p) {
         const uint32_t t = order[p];
         const size_t size = storage_floats(&st[t]);
@@ -846,12 +1083,20 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
     }
     for (uint32_t i = 0; i < nt; ++i) {
         dirty[i] = 0;
-        for (uint32_t j = 0; j < nt; ++j) {
-            int overlap = i != j && offsets[i] < offsets[j] + storage_floats(&st[j]) &&
+        for (uint32_t j = 0; j < nt && ch->tensors[i].alias_of < 0; ++j) {
+            int overlap = i != j && ch->tensors[j].alias_of < 0 && offsets[i] < offsets[j] + storage_floats(&st[j]) &&
                           offsets[j] < offsets[i] + storage_floats(&st[i]);
             if (overlap && !(offsets[i] == offsets[j] && same_storage(&st[i], &st[j]))) dirty[i] = 1;
         }
     }
+    for (uint32_t i = 0; i < nt; ++i) { /* a member: its root's place and halo state */
+        if (ch->tensors[i].alias_of >= 0) {
+            const uint32_t r = ROOT(i);
+            offsets[i] = offsets[r] + (size_t)(ch->tensors[i].alias_block * st[r].rows * st[r].cols * B);
+            dirty[i] = dirty[r];
+        }
+    }
+#undef ROOT
     free(first);
     free(last);
     free(order);
@@ -912,7 +1157,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     s->ch = ch;
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        if (st->pooling || st->scale_step) {
+        if (st->pooling || st->scale_step || st->concat || st->bn_step) {
             continue;
         }
         const nchwc_geom* g = &st->g;
@@ -946,6 +1191,11 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
         nt->rows = t->ht + nt->h + t->hb;
         nt->cols = t->hl + nt->w + t->hr;
         nt->image_floats = (size_t)(nt->cb * nt->rows * nt->cols * nt->ib);
+    }
+    for (uint32_t i = 0; i < ch->num_tensors; ++i) { /* inside a concatenation: its image stride */
+        if (ch->tensors[i].alias_of >= 0) {
+            s->storage[i].image_floats = s->storage[ch->tensors[i].alias_of].image_floats;
+        }
     }
     size_t* offsets = (size_t*)malloc((size_t)(ch->num_tensors + 1) * sizeof(size_t));
     size_t total = offsets != NULL ? plan_storage(ch, s->storage, offsets, s->dirty) : 0;

@@ -21,11 +21,14 @@
 
 #include <stdint.h>
 
-/* One step of a chain: a convolution as fusion resolved it, or a pooling layer. Pointers are
- * borrowed for the call. */
+/* One step of a chain: a convolution as fusion resolved it, a pooling layer, a channel scale,
+ * a channel concatenation (a CONCAT layer: its parts are the layer's inputs, x_id the first),
+ * or a batch normalization with its activation (the PRECOMPILED layer of batch_norm.h that the
+ * pattern pass made). Pointers are borrowed for the call. */
 typedef struct accel_chain_step {
     const pn_layer* layer;           /* a CONVOLUTION_2D layer with constant weights (and bias),
-                                        or a POOLING_2D layer */
+                                        a POOLING_2D layer, an ELEMENTWISE_BINARY MUL (scale_id),
+                                        a CONCAT layer or a PRECOMPILED batch_norm.h layer */
     uint32_t x_id, y_id;             /* its input and its (fused) output tensor ids */
     const pn_tensor_info* y_info;    /* the fused output's info */
     uint32_t addend_id;              /* a residual added before the activation, 0: none */
@@ -56,8 +59,19 @@ typedef enum accel_chain_fit {
  * gates; softplus, ...) the lanes of the channels past the last one (in the last 16-channel
  * block) are zeroed again, as the blocked layout requires. Channel scales (scale_id != 0):
  * AVX-512, an ElementwiseBinary MUL without a fused activation on float32, x (x_id) of the
- * output's shape [N, C, H, W], s (scale_id) [N, C, 1, 1], C as for convolutions. */
+ * output's shape [N, C, H, W], s (scale_id) [N, C, 1, 1], C as for convolutions. Concatenations:
+ * AVX-512, float32, rank 4 along the channels (axis 1 or -3), 1 to ACCEL_CHAIN_MAX_PARTS parts
+ * of the output's N, H, W, every part but the last of a multiple of 16 channels (so each part
+ * is whole 16-channel blocks of the output, copied block row by block row; the planner takes
+ * one into a chain only when the chain's earlier steps write every part). Batch normalization
+ * with its activation: AVX-512, NCHW rank 4 float32, channels as for convolutions, any
+ * activation (relu and bounded relu as a clamp, others after it on the rows, as for
+ * convolutions); the chain keeps a copy of its coefficients. */
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
+
+/* The most parts of a concatenation step (GoogLeNet's inception modules have 4, the last
+ * layer of DenseNet-121's third block 25). */
+#define ACCEL_CHAIN_MAX_PARTS 32
 
 typedef struct accel_chain accel_chain;
 

@@ -1,6 +1,6 @@
 /* CpuAcc blocked-chain steps beyond convolution and pooling, AVX-512F (see conv_nchwc.h):
- * the channel scale of squeeze-and-excitation, the zeroing of padding lanes, SiLU on the rows a
- * kernel just wrote. */
+ * the channel scale of squeeze-and-excitation, batch normalization, the zeroing of padding
+ * lanes, SiLU on the rows a kernel just wrote. */
 #include "conv_nchwc.h"
 
 #if defined(__AVX512F__)
@@ -26,6 +26,15 @@ void accel_nchwc_scale_row_avx512(const nchwc_view* x, const float* s, const nch
     }
     for (; ox < ow; ++ox) {
         _mm512_store_ps(yr + ox * B, _mm512_mul_ps(_mm512_load_ps(xr + ox * B), sv));
+    }
+}
+
+void accel_nchwc_affine_row_avx512(const float* x, const float* coef, float* y, int64_t ow, float lo, float hi) {
+    const __m512 a = _mm512_loadu_ps(coef), m = _mm512_loadu_ps(coef + B), c = _mm512_loadu_ps(coef + 2 * B);
+    const __m512 lv = _mm512_set1_ps(lo), hv = _mm512_set1_ps(hi);
+    for (int64_t ox = 0; ox < ow; ++ox) { /* max and min return their second operand, v, when it is NaN */
+        const __m512 v = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_load_ps(x + ox * B), m), a, c);
+        _mm512_store_ps(y + ox * B, _mm512_min_ps(hv, _mm512_max_ps(lv, v)));
     }
 }
 

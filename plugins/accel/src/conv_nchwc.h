@@ -215,6 +215,11 @@ const float* accel_nchwc_packed_grouped(accel_packs* packs, accel_threads* threa
 void accel_nchwc_scale_row_avx512(const nchwc_view* x, const float* s, const nchwc_view* y, int64_t b,
                                   int64_t oy, int64_t ow);
 
+/* Batch normalization in a chain: y[ox] = min(hi, max(lo, fma(x[ox] - m, a, c))) for ox < ow, the
+ * 16-channel vectors of one block row, coef = a[16], m[16], c[16] of the block (the same
+ * operations, in the same order, as batch_norm.c's rows; lo, hi: +-inf for none). */
+void accel_nchwc_affine_row_avx512(const float* x, const float* coef, float* y, int64_t ow, float lo, float hi);
+
 /* y[i] = y[i] sigmoid(y[i]) (SWISH with alpha 1, SiLU) for i < n, in place (chain_steps_avx512.c). */
 void accel_nchwc_silu_avx512(float* y, int64_t n);
 

@@ -72,6 +72,17 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
     const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : ib;
+        if (XS == B && cb + 1 < g->cb) {
+            if (g->kh * g->kw == 1) {
+                /* a 1x1 tile reads each pixel's line of a block once per block: the next block's
+                 * lines are asked for now, behind this block's products */
+                const float* nx = x->data + (((cb + 1) * x->rows + oy * g->sh) * x->cols + ox0 * g->sw) * ib;
+#pragma GCC unroll 28
+                for (int p = 0; p < PW; ++p) {
+                    _mm_prefetch((const char*)(nx + (p / W) * rstride + (p % W) * xstep), _MM_HINT_T0);
+                }
+            }
+        }
         for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols +
                                            ox0 * g->sw) * ib;

@@ -1414,6 +1414,10 @@ pn_status accel_patterns_finish(accel_patterns* p, accel_optimization* o) {
                 continue;
             }
             it->claimed = 1;
+            if (it->own.payload != NULL) { /* a batch normalization a chain took (it keeps a copy) */
+                own_release(&it->own);
+                it->desc.pre.payload = NULL;
+            }
             memcpy(list + w, it->replaced, it->num_replaced * sizeof(uint32_t));
             w += it->num_replaced;
         }
