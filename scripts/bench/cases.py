@@ -2,7 +2,8 @@
 
 Every row has a full shape (the issue's) and a `--quick` shape (tiny, for CI). The work of a
 row is counted from the model itself (`work()`): FLOPs of every Conv, Gemm and MatMul
-(conv: 2*N*OH*OW*OC*IC/groups*KH*KW, gemm: 2*M*N*K) for compute rows; bytes read + written
+(conv: 2 per product of a weight with an input element, the zero padding's not counted; gemm:
+2*M*N*K) for compute rows; bytes read + written
 at the graph boundary (every graph input and output, float32) for memory-bound rows; nothing
 for the overhead row, which reports time only.
 """

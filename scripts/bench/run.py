@@ -429,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     placement_end = placement()
 
     print(report.table(results))
-    print("rate: GFLOP/s for conv and e2e rows (2*N*OH*OW*OC*IC/groups*KH*KW, gemm 2*M*N*K), GB/s (read + write) "
+    print("rate: GFLOP/s for conv and e2e rows (conv: 2 per product of a weight with an input element, not with the "
+          "zero padding; gemm 2*M*N*K), GB/s (read + write) "
           "for memory-bound rows; vs ort = plugnn median / onnxruntime median at the same thread count "
           "(< 1: plugnn faster); vs best = plugnn median / the fastest peer's (onnxruntime, OpenVINO) at the same "
           "thread count; check = max|output - ort| / max|ort|")
