@@ -75,6 +75,18 @@ struct accel_chain {
 
 static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
 
+/* The geometry of a step that reads its input only inside the image at its own positions (a
+ * Concat, a squeeze-excitation scale): 1x1, every block of the output `y`'s channels, no clamp. */
+static void pointwise_geometry(packed_step* st, const pn_tensor_info* y) {
+    st->g.ib = B;
+    st->g.cb = st->g.ocb = blocks(y->dims[1]);
+    st->g.oh = y->dims[2];
+    st->g.ow = y->dims[3];
+    st->g.kh = st->g.kw = 1;
+    st->lo = -INFINITY;
+    st->hi = INFINITY;
+}
+
 static float* align64(float* p) { return (float*)(((uintptr_t)p + 63u) & ~(uintptr_t)63u); }
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -547,24 +559,12 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
                 st->part_block[k] = first;
                 first += blocks(l->inputs[k].dims[1]);
             }
-            st->g.ib = B;
-            st->g.cb = st->g.ocb = blocks(cs->y_info->dims[1]);
-            st->g.oh = cs->y_info->dims[2];
-            st->g.ow = cs->y_info->dims[3];
-            st->g.kh = st->g.kw = 1;
-            st->lo = -INFINITY;
-            st->hi = INFINITY;
+            pointwise_geometry(st, cs->y_info);
             continue;
         }
         if (cs->scale_id != 0) { /* reads only inside the image: no halo, no weights */
             st->scale_step = 1;
-            st->g.ib = B;
-            st->g.cb = st->g.ocb = blocks(cs->y_info->dims[1]);
-            st->g.oh = cs->y_info->dims[2];
-            st->g.ow = cs->y_info->dims[3];
-            st->g.kh = st->g.kw = 1;
-            st->lo = -INFINITY;
-            st->hi = INFINITY;
+            pointwise_geometry(st, cs->y_info);
             continue;
         }
         if (l->kind == PN_LAYER_PRECOMPILED) { /* batch normalization: reads only inside the image */
