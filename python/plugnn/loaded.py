@@ -94,7 +94,7 @@ class LoadedNetwork:
         self._reshape_from = [n for n in reshape_from if n._loaded]
         # The layers whose workload was made by reshaping another loaded network's (pn_workload.reshape).
         self.reshaped_layers: list[str] = []
-        self.elided_layers: list[str] = []  # Reshape layers planned in place: never called (movement_views)
+        self.elided_layers: list[str] = []  # Reshapes and Gathers planned as views: never called (movement_views)
         self._load()
         self._reshape_from = []
 
