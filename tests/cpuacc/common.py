@@ -21,23 +21,31 @@ ISA_ORDER = ["portable", "avx2", "avx512"]
 CONFIGS = [(isa, n) for isa in ISA_ORDER[:ISA_ORDER.index(BEST_ISA) + 1] for n in THREADS]
 
 
-def run(runtime: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """Executes `layer` on the runtime's CpuAcc into a NaN-filled output (NaN left over shows
-    an element the kernel forgot) and returns it."""
+def execute(runtime: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray],
+            outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Executes `layer` on the runtime's CpuAcc (which must claim it) with `arrays` as its inputs
+    into `outputs` (prefilled by the caller, so a value left over shows an element the kernel
+    forgot) and returns them."""
     backend = runtime.backend("CpuAcc")
     support = backend.is_layer_supported(layer)
     assert support.supported, support.reason
-    out = np.full(layer.outputs[0].shape, np.nan, np.float32)
     factory = backend.create_workload_factory()
     try:
         workload = factory.create_workload(layer)
     finally:
         factory.close()
     try:
-        workload.execute([np.array(a, np.float32, order="C") for a in arrays], [out])  # keeps rank 0
+        workload.execute([np.array(a, order="C") for a in arrays], list(outputs))  # keeps rank 0
     finally:
         workload.close()
-    return out
+    return list(outputs)
+
+
+def run(runtime: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Executes a one-output float32 `layer` on the runtime's CpuAcc into a NaN-filled output (NaN
+    left over shows an element the kernel forgot) and returns it."""
+    out = np.full(layer.outputs[0].shape, np.nan, np.float32)
+    return execute(runtime, layer, [np.asarray(a, np.float32) for a in arrays], [out])[0]
 
 
 def check_every_config(runtimes: dict[tuple[str, int], plugnn.Runtime], layer: LayerSpec,

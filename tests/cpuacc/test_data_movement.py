@@ -13,7 +13,7 @@ element a kernel forgets shows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from plugnn.layers import LayerSpec
 from plugnn.tensor import DataType, TensorInfo
 
 from .common import CONFIGS, HAVE_CPUACC, THREADS
+from .common import execute as common_execute
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -35,15 +36,6 @@ RNG = np.random.default_rng(20261127)
 DTYPES = [DataType.BOOL, DataType.INT8, DataType.UINT8, DataType.FLOAT16, DataType.BFLOAT16, DataType.INT16,
           DataType.UINT16, DataType.FLOAT32, DataType.INT32, DataType.UINT32, DataType.FLOAT64, DataType.INT64,
           DataType.UINT64]
-
-
-@pytest.fixture(scope="module")
-def runtimes() -> Iterator[dict[tuple[str, int], plugnn.Runtime]]:
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
-           for isa, n in CONFIGS}
-    yield rts
-    for rt in rts.values():
-        rt.close()
 
 
 def values(shape: Sequence[int], dtype: DataType) -> np.ndarray:
@@ -67,25 +59,15 @@ def layer_of(kind: LayerKind, desc: object, inputs: Sequence[np.ndarray], output
 
 def execute(rt: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray],
             outputs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
-    backend = rt.backend("CpuAcc")
-    support = backend.is_layer_supported(layer)
-    assert support.supported, support.reason
+    """common.execute into `outputs`, or into outputs of the layer's types filled with 0xA5 bytes
+    (NaN for the float types too)."""
     if outputs is None:
         outputs = []
         for info in layer.outputs:
             out = np.empty(info.shape, info.dtype.numpy_dtype)
-            out.reshape(-1).view(np.uint8)[:] = 0xA5  # NaN for the float types too
+            out.reshape(-1).view(np.uint8)[:] = 0xA5
             outputs.append(out)
-    factory = backend.create_workload_factory()
-    try:
-        workload = factory.create_workload(layer)
-    finally:
-        factory.close()
-    try:
-        workload.execute([np.array(a, order="C") for a in arrays], list(outputs))
-    finally:
-        workload.close()
-    return list(outputs)
+    return common_execute(rt, layer, arrays, outputs)
 
 
 def bits(a: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ sequence_lens outside [0, seq] failing execute.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -26,7 +26,8 @@ from plugnn.tensor import DataType
 
 from conformance.test_recurrent import make_desc, make_spec, random_inputs, recurrent_reference, shapes_of
 
-from .common import CONFIGS, HAVE_CPUACC, THREADS
+from .common import HAVE_CPUACC, THREADS
+from .common import execute as common_execute
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -40,32 +41,9 @@ VARIANTS = {  # name: (cell, descriptor options)
 }
 
 
-@pytest.fixture(scope="module")
-def runtimes() -> Iterator[dict[tuple[str, int], plugnn.Runtime]]:
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
-           for isa, n in CONFIGS}
-    yield rts
-    for rt in rts.values():
-        rt.close()
-
-
 def execute(rt: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Runs `layer` on the runtime's CpuAcc into NaN-filled outputs (a NaN left shows an element
-    the kernel did not write)."""
-    backend = rt.backend("CpuAcc")
-    support = backend.is_layer_supported(layer)
-    assert support.supported, support.reason
-    outs = [np.full(info.shape, np.nan, np.float32) for info in layer.outputs]
-    factory = backend.create_workload_factory()
-    try:
-        workload = factory.create_workload(layer)
-    finally:
-        factory.close()
-    try:
-        workload.execute([np.array(a, order="C") for a in arrays], outs)
-    finally:
-        workload.close()
-    return outs
+    """common.execute into NaN-filled outputs (a NaN left shows an element the kernel did not write)."""
+    return common_execute(rt, layer, arrays, [np.full(info.shape, np.nan, np.float32) for info in layer.outputs])
 
 
 def check(runtimes: dict[tuple[str, int], plugnn.Runtime], desc: RecurrentDescriptor, seq: int = 5,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -29,21 +29,13 @@ from plugnn.descriptors import (ElementwiseUnaryDescriptor, GatherDescriptor, La
 from plugnn.layers import LayerSpec
 from plugnn.tensor import DataType, TensorInfo
 
-from .common import CONFIGS, HAVE_CPUACC, THREADS
+from .common import HAVE_CPUACC, THREADS
+from .common import execute as common_execute
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
 RNG = np.random.default_rng(1719)
 SUM_RTOL, SUM_ATOL = 1e-5, 1e-6
-
-
-@pytest.fixture(scope="module")
-def runtimes() -> Iterator[dict[tuple[str, int], plugnn.Runtime]]:
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
-           for isa, n in CONFIGS}
-    yield rts
-    for rt in rts.values():
-        rt.close()
 
 
 def spec(kind: LayerKind, desc: object, inputs: Sequence[np.ndarray], out_shape: Sequence[int],
@@ -57,25 +49,13 @@ def spec(kind: LayerKind, desc: object, inputs: Sequence[np.ndarray], out_shape:
 def execute(rt: plugnn.Runtime, layer: LayerSpec, arrays: Sequence[np.ndarray]) -> np.ndarray:
     """Runs `layer` on the runtime's CpuAcc into an output whose unwritten elements show (NaN,
     or 0xA5 bytes for integers)."""
-    backend = rt.backend("CpuAcc")
-    support = backend.is_layer_supported(layer)
-    assert support.supported, support.reason
     info = layer.outputs[0]
     out = np.empty(info.shape, info.dtype.numpy_dtype)
     if info.dtype is DataType.FLOAT32:
         out[...] = np.nan
     else:
         out.reshape(-1).view(np.uint8)[:] = 0xA5
-    factory = backend.create_workload_factory()
-    try:
-        workload = factory.create_workload(layer)
-    finally:
-        factory.close()
-    try:
-        workload.execute([np.array(a, order="C") for a in arrays], [out])  # keeps rank 0
-    finally:
-        workload.close()
-    return out
+    return common_execute(rt, layer, arrays, [out])[0]
 
 
 def every_config(runtimes: dict[tuple[str, int], plugnn.Runtime], layer: LayerSpec,
