@@ -354,6 +354,32 @@ pn_status accel_slice_create(void* context, const pn_layer* layer, pn_workload**
 
 /* ---- SPLIT ---------------------------------------------------------------------------------- */
 
+/* Regions [0, n): piece k (`pieces[k]`) and its place along `axis` of `whole`, the pieces at
+ * consecutive offsets: read from the whole into output k (Split, concat 0) or written from input
+ * k into the whole (Concat, concat 1). An empty piece moves nothing. */
+static void axis_regions(move_state* s, const pn_tensor_info* whole, const pn_tensor_info* pieces, uint32_t n,
+                         uint32_t axis, int concat) {
+    int64_t wst[PN_MAX_DIMS], pst[PN_MAX_DIMS];
+    strides_of(whole, wst);
+    int64_t at = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+        const pn_tensor_info* p = &pieces[k];
+        region* r = &s->regions[k];
+        strides_of(p, pst);
+        if (concat) {
+            region_finish(r, whole->rank, p->dims, pst, wst, s->es);
+            r->src = k;
+            r->y0 = at * wst[axis];
+        } else {
+            region_finish(r, whole->rank, p->dims, wst, pst, s->es);
+            r->x0 = at * wst[axis];
+            r->dst = k;
+        }
+        if (pn_num_elements(p) == 0) r->rows = 0;
+        at += p->dims[axis];
+    }
+}
+
 pn_status accel_split_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                              pn_string_out* message_out) {
     const pn_split_desc* d = (const pn_split_desc*)layer->descriptor;
@@ -361,19 +387,7 @@ pn_status accel_split_create(void* context, const pn_layer* layer, pn_workload**
     const uint32_t axis = (uint32_t)pn_normalize_axis(d->axis, x->rank);
     move_state* s = state_new((const accel_env*)context, layer, layer->num_outputs);
     if (s == NULL) return out_of_memory(layer, message_out);
-    int64_t xst[PN_MAX_DIMS], yst[PN_MAX_DIMS];
-    strides_of(x, xst);
-    int64_t at = 0;
-    for (uint32_t k = 0; k < layer->num_outputs; ++k) {
-        const pn_tensor_info* y = &layer->outputs[k];
-        region* r = &s->regions[k];
-        strides_of(y, yst);
-        region_finish(r, x->rank, y->dims, xst, yst, s->es);
-        r->x0 = at * xst[axis];
-        r->dst = k;
-        if (pn_num_elements(y) == 0) r->rows = 0;
-        at += y->dims[axis];
-    }
+    axis_regions(s, x, layer->outputs, layer->num_outputs, axis, 0);
     return state_finish(s, layer, workload_out, message_out);
 }
 
@@ -439,18 +453,6 @@ pn_status accel_concat_create(void* context, const pn_layer* layer, pn_workload*
     const uint32_t axis = (uint32_t)pn_normalize_axis(d->axis, y->rank);
     move_state* s = state_new((const accel_env*)context, layer, layer->num_inputs);
     if (s == NULL) return out_of_memory(layer, message_out);
-    int64_t xst[PN_MAX_DIMS], yst[PN_MAX_DIMS];
-    strides_of(y, yst);
-    int64_t at = 0;
-    for (uint32_t k = 0; k < layer->num_inputs; ++k) {
-        const pn_tensor_info* x = &layer->inputs[k];
-        region* r = &s->regions[k];
-        strides_of(x, xst);
-        region_finish(r, y->rank, x->dims, xst, yst, s->es);
-        r->src = k;
-        r->y0 = at * yst[axis];
-        if (pn_num_elements(x) == 0) r->rows = 0;
-        at += x->dims[axis];
-    }
+    axis_regions(s, y, layer->inputs, layer->num_inputs, axis, 1);
     return state_finish(s, layer, workload_out, message_out);
 }
