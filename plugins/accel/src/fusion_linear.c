@@ -8,7 +8,6 @@
 #include <string.h>
 
 #define LINEAR_MAX_MEMBERS 16 /* layers of one fusion, at most */
-#define LINEAR_MAX_TENSOR_ID (1u << 24)
 
 #define LINEAR_MAX_INPUTS (1 + 2 * ACCEL_LINEAR_GROUP_MAX) /* a, b, bias, residual, normalization scale
                                                            and bias; a group's a, b's and biases */
@@ -47,57 +46,22 @@ void accel_linear_fusions_release(accel_linear_fusions* f, int owns_payloads) {
 typedef struct lin_ctx {
     const pn_subgraph* sg;
     const unsigned char* state;
-    uint32_t max_id;
-    uint32_t* uses;           /* tensor id -> reads by layers */
-    unsigned char* is_output; /* tensor id -> one of the subgraph's outputs */
-    int64_t* producer;        /* tensor id -> layer index, -1 */
+    accel_tensor_table t;     /* producers, reads and outputs by tensor id */
 } lin_ctx;
 
-static void ctx_free(lin_ctx* c) {
-    free(c->uses);
-    free(c->is_output);
-    free(c->producer);
-}
+static void ctx_free(lin_ctx* c) { accel_tensor_table_free(&c->t); }
 
-/* 1, or 0 when out of memory or when the ids are too large for tables (c->max_id says which). */
+/* 1, or 0 when out of memory or when the ids are too large for tables (c->t.max_id says which). */
 static int ctx_init(lin_ctx* c, const pn_subgraph* sg, const unsigned char* state) {
     memset(c, 0, sizeof(*c));
     c->sg = sg;
     c->state = state;
-    for (uint32_t i = 0; i < sg->num_layers; ++i) {
-        const pn_layer* l = &sg->layers[i];
-        for (uint32_t k = 0; k < l->num_inputs; ++k) c->max_id = l->input_ids[k] > c->max_id ? l->input_ids[k] : c->max_id;
-        for (uint32_t k = 0; k < l->num_outputs; ++k) c->max_id = l->output_ids[k] > c->max_id ? l->output_ids[k] : c->max_id;
-    }
-    if (c->max_id >= LINEAR_MAX_TENSOR_ID) {
-        return 0;
-    }
-    const size_t n = (size_t)c->max_id + 1;
-    c->uses = (uint32_t*)calloc(n, sizeof(uint32_t));
-    c->is_output = (unsigned char*)calloc(n, 1);
-    c->producer = (int64_t*)malloc(n * sizeof(int64_t));
-    if (c->uses == NULL || c->is_output == NULL || c->producer == NULL) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        c->producer[i] = -1;
-    }
-    for (uint32_t i = 0; i < sg->num_output_ids; ++i) {
-        if (sg->output_ids[i] <= c->max_id) {
-            c->is_output[sg->output_ids[i]] = 1;
-        }
-    }
-    for (uint32_t i = 0; i < sg->num_layers; ++i) {
-        const pn_layer* l = &sg->layers[i];
-        for (uint32_t k = 0; k < l->num_inputs; ++k) ++c->uses[l->input_ids[k]];
-        for (uint32_t k = 0; k < l->num_outputs; ++k) c->producer[l->output_ids[k]] = (int64_t)i;
-    }
-    return 1;
+    return accel_tensor_table_build(sg, &c->t);
 }
 
 /* Tensor id is read by exactly one layer, once, and is not a subgraph output. */
 static int single_use(const lin_ctx* c, uint32_t id) {
-    return id <= c->max_id && c->uses[id] == 1 && !c->is_output[id];
+    return id <= c->t.max_id && c->t.uses[id] == 1 && !c->t.is_output[id];
 }
 
 /* The one layer that reads tensor id when it is a candidate (single_use), else -1. */
@@ -297,7 +261,7 @@ static void find_links(const lin_ctx* c, uint32_t h, lin_links* L) {
     add_member(L, h);
     /* the Reshape before the head */
     const uint32_t a_id = head->input_ids[0];
-    const int64_t p = a_id <= c->max_id ? c->producer[a_id] : -1;
+    const int64_t p = a_id <= c->t.max_id ? c->t.producer[a_id] : -1;
     if (p >= 0 && c->state[p] == LAYER_CANDIDATE && sg->layers[p].kind == PN_LAYER_RESHAPE &&
         sg->layers[p].num_inputs == 1 && sg->layers[p].num_outputs == 1 && single_use(c, a_id) &&
         sg->layers[p].inputs[0].rank >= 1 && last_dim(&sg->layers[p].inputs[0]) == L->k &&
@@ -683,7 +647,7 @@ pn_status accel_fuse_linear(const pn_subgraph* sg, const pn_plugin* plugin, acce
     (void)plugin; /* candidates passed its check when optimize.c sorted the layers */
     lin_ctx c;
     if (!ctx_init(&c, sg, state)) {
-        const int too_large = c.max_id >= LINEAR_MAX_TENSOR_ID;
+        const int too_large = c.t.max_id >= ACCEL_MAX_TENSOR_ID;
         ctx_free(&c);
         return too_large ? PN_OK : PN_ERR_OUT_OF_MEMORY; /* ids too large for tables: no fusions */
     }

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #define MAX_MEMBERS 24       /* layers of one match, at most */
-#define MAX_TENSOR_ID (1u << 24)
 
 /* ---- The result ------------------------------------------------------------------------------ */
 
@@ -102,10 +101,7 @@ int accel_patterns_kind_of(const accel_patterns* p, uint32_t layer_id) {
 typedef struct pat_ctx {
     const pn_subgraph* sg;
     const pn_plugin* plugin;
-    uint32_t max_id;
-    int64_t* producer;        /* tensor id -> layer index, -1 */
-    uint32_t* uses;           /* tensor id -> reads by layers */
-    unsigned char* is_output; /* tensor id -> one of the subgraph's outputs */
+    accel_tensor_table t;     /* producers, reads and outputs by tensor id */
     unsigned char* ok;        /* layer -> passes the backend's check, one output */
     unsigned char* taken;     /* layer -> in a match */
     uint32_t members[MAX_MEMBERS];
@@ -117,16 +113,16 @@ static const pn_layer* layer_at(const pat_ctx* c, int64_t i) { return &c->sg->la
 /* The layer (index) that produces tensor id, when a match may take it: it passes the check,
  * has one output and is in no match yet; else -1. */
 static int64_t prod(const pat_ctx* c, uint32_t id) {
-    if (id > c->max_id) {
+    if (id > c->t.max_id) {
         return -1;
     }
-    const int64_t p = c->producer[id];
+    const int64_t p = c->t.producer[id];
     return p >= 0 && c->ok[p] && !c->taken[p] ? p : -1;
 }
 
 /* Tensor id is read exactly n times by the subgraph's layers and is not one of its outputs. */
 static int inner(const pat_ctx* c, uint32_t id, uint32_t n) {
-    return id <= c->max_id && c->uses[id] == n && !c->is_output[id];
+    return id <= c->t.max_id && c->t.uses[id] == n && !c->t.is_output[id];
 }
 
 /* The one layer that reads tensor id (inner(id, 1)), else -1. */
@@ -1226,39 +1222,17 @@ static int ctx_init(pat_ctx* c, const pn_subgraph* sg, const pn_plugin* plugin) 
     memset(c, 0, sizeof(*c));
     c->sg = sg;
     c->plugin = plugin;
-    for (uint32_t i = 0; i < sg->num_layers; ++i) {
-        const pn_layer* l = &sg->layers[i];
-        for (uint32_t k = 0; k < l->num_inputs; ++k) c->max_id = l->input_ids[k] > c->max_id ? l->input_ids[k] : c->max_id;
-        for (uint32_t k = 0; k < l->num_outputs; ++k) c->max_id = l->output_ids[k] > c->max_id ? l->output_ids[k] : c->max_id;
-    }
-    if (c->max_id >= MAX_TENSOR_ID) {
+    if (!accel_tensor_table_build(sg, &c->t)) {
         return 0;
     }
-    const size_t n = (size_t)c->max_id + 1, nl = sg->num_layers > 0 ? sg->num_layers : 1;
-    c->producer = (int64_t*)malloc(n * sizeof(int64_t));
-    c->uses = (uint32_t*)calloc(n, sizeof(uint32_t));
-    c->is_output = (unsigned char*)calloc(n, 1);
+    const size_t nl = sg->num_layers > 0 ? sg->num_layers : 1;
     c->ok = (unsigned char*)calloc(nl, 1);
     c->taken = (unsigned char*)calloc(nl, 1);
-    if (c->producer == NULL || c->uses == NULL || c->is_output == NULL || c->ok == NULL || c->taken == NULL) {
+    if (c->ok == NULL || c->taken == NULL) {
         return 0;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        c->producer[i] = -1;
-    }
-    for (uint32_t i = 0; i < sg->num_output_ids; ++i) {
-        if (sg->output_ids[i] <= c->max_id) {
-            c->is_output[sg->output_ids[i]] = 1;
-        }
     }
     for (uint32_t i = 0; i < sg->num_layers; ++i) {
         const pn_layer* l = &sg->layers[i];
-        for (uint32_t k = 0; k < l->num_inputs; ++k) {
-            ++c->uses[l->input_ids[k]];
-        }
-        for (uint32_t k = 0; k < l->num_outputs; ++k) {
-            c->producer[l->output_ids[k]] = (int64_t)i;
-        }
         char reason[FUSION_REASON_MAX];
         pn_string_out out = {reason, sizeof(reason)};
         c->ok[i] = l->num_outputs == 1 && l->kind != PN_LAYER_PRECOMPILED &&
@@ -1268,9 +1242,7 @@ static int ctx_init(pat_ctx* c, const pn_subgraph* sg, const pn_plugin* plugin) 
 }
 
 static void ctx_free(pat_ctx* c) {
-    free(c->producer);
-    free(c->uses);
-    free(c->is_output);
+    accel_tensor_table_free(&c->t);
     free(c->ok);
     free(c->taken);
 }
@@ -1316,7 +1288,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
         return PN_ERR_OUT_OF_MEMORY;
     }
     if (!ctx_init(&c, sg, plugin)) {
-        const int too_large = c.max_id >= MAX_TENSOR_ID;
+        const int too_large = c.t.max_id >= ACCEL_MAX_TENSOR_ID;
         ctx_free(&c);
         free(p);
         return too_large ? PN_OK : PN_ERR_OUT_OF_MEMORY; /* ids too large for tables: no patterns */

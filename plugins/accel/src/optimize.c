@@ -221,3 +221,43 @@ char* accel_fused_name(const pn_subgraph* sg, const int64_t* layers, uint32_t co
     }
     return text;
 }
+
+int accel_tensor_table_build(const pn_subgraph* sg, accel_tensor_table* t) {
+    memset(t, 0, sizeof(*t));
+    for (uint32_t i = 0; i < sg->num_layers; ++i) {
+        const pn_layer* l = &sg->layers[i];
+        for (uint32_t k = 0; k < l->num_inputs; ++k) t->max_id = l->input_ids[k] > t->max_id ? l->input_ids[k] : t->max_id;
+        for (uint32_t k = 0; k < l->num_outputs; ++k) t->max_id = l->output_ids[k] > t->max_id ? l->output_ids[k] : t->max_id;
+    }
+    if (t->max_id >= ACCEL_MAX_TENSOR_ID) {
+        return 0;
+    }
+    const size_t n = (size_t)t->max_id + 1;
+    t->producer = (int64_t*)malloc(n * sizeof(int64_t));
+    t->uses = (uint32_t*)calloc(n, sizeof(uint32_t));
+    t->is_output = (unsigned char*)calloc(n, 1);
+    if (t->producer == NULL || t->uses == NULL || t->is_output == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        t->producer[i] = -1;
+    }
+    for (uint32_t i = 0; i < sg->num_output_ids; ++i) {
+        if (sg->output_ids[i] <= t->max_id) {
+            t->is_output[sg->output_ids[i]] = 1;
+        }
+    }
+    for (uint32_t i = 0; i < sg->num_layers; ++i) {
+        const pn_layer* l = &sg->layers[i];
+        for (uint32_t k = 0; k < l->num_inputs; ++k) ++t->uses[l->input_ids[k]];
+        for (uint32_t k = 0; k < l->num_outputs; ++k) t->producer[l->output_ids[k]] = (int64_t)i;
+    }
+    return 1;
+}
+
+void accel_tensor_table_free(accel_tensor_table* t) {
+    free(t->producer);
+    free(t->uses);
+    free(t->is_output);
+    memset(t, 0, sizeof(*t));
+}

@@ -95,4 +95,22 @@ void accel_release_optimization(pn_optimization* optimization);
  * "layer1.0.conv2+add"). malloc'd; NULL when out of memory. */
 char* accel_fused_name(const pn_subgraph* sg, const int64_t* layers, uint32_t count);
 
+/* Tensor ids at or above this are refused by the fusion passes (their tables are indexed by id). */
+#define ACCEL_MAX_TENSOR_ID (1u << 24)
+
+/* Per tensor id of a subgraph (ids 0..max_id): the layer that produces it (-1: none, a subgraph
+ * input or constant), how many times layers read it, and whether it is one of the subgraph's
+ * output_ids. The fusion passes' view of who uses what. */
+typedef struct accel_tensor_table {
+    uint32_t max_id;
+    int64_t* producer;
+    uint32_t* uses;
+    unsigned char* is_output;
+} accel_tensor_table;
+
+/* Fills `t` for `sg`: 1, or 0 when out of memory or when some id is >= ACCEL_MAX_TENSOR_ID
+ * (t->max_id then says so); free it with accel_tensor_table_free either way. */
+int accel_tensor_table_build(const pn_subgraph* sg, accel_tensor_table* t);
+void accel_tensor_table_free(accel_tensor_table* t);
+
 #endif /* ACCEL_OPTIMIZE_H */
