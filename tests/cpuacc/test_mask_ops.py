@@ -14,7 +14,7 @@ from plugnn.descriptors import ElementwiseBinaryDescriptor, LayerKind
 from plugnn.tensor import DataType
 
 from .common import HAVE_CPUACC
-from .test_transformer_kinds import every_config, runtimes, spec  # noqa: F401 (a fixture)
+from .test_transformer_kinds import every_config, spec
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
