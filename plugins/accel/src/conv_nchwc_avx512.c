@@ -13,6 +13,14 @@
 #define PW_MAX 14  /* pixels per tile of two output blocks: 14 x 2 = 28 accumulators of 32 zmm */
 #define PW1_MAX 28 /* pixels per tile of one output block */
 
+/* Floats ahead of the weight vectors a tile multiplies with that it asks the caches for (8 KiB:
+ * about 1800 cycles of a full tile's work). A tile of a small map is one of few per output
+ * block pair (4 on 7 x 7), so the first streams the pair's weights from memory (ResNet's last
+ * stage: 9.4 MB per 3x3 layer) with little work per line; the hardware prefetchers run too few
+ * lines ahead for that. Four 512-channel 3x3 layers on 7 x 7 in a chain (weights from memory),
+ * one Zen 5 core: 3.98 -> 3.15 ms with the edge tiles; in the caches, no difference. */
+#define W_AHEAD 2048
+
 /* Adds the addend vector (if any), clamps (clamp: 0 none, 1 max with lo, 2 max and min) and
  * stores one output vector. The vector is the second operand of max/min, which return it
  * when it is NaN: NaN propagates. */
@@ -262,6 +270,176 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
     }
 }
 
+/* Tiles of `pw` pixels (1..PW_MAX for nb = 2, 1..PW1_MAX for nb = 1), dispatched to their
+ * unrolled instances: along one row from (oy, ox0), or at the offsets of tile_rows. */
+#define ROW_CASE(n)                                                    \
+    case n:                                                            \
+        if (nb > 1) tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 2);   \
+        else tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 1);          \
+        break;
+#define ROW_CASE1(n)                                                   \
+    case n:                                                            \
+        tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 1);               \
+        break;
+#define ROWS_CASE(n)                                                                \
+    case n:                                                                         \
+        if (nb > 1) tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 2);  \
+        else tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 1);         \
+        break;
+#define ROWS_CASE1(n)                                                               \
+    case n:                                                                         \
+        tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 1);              \
+        break;
+
+static void tile_row_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                         const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb,
+                         int64_t oy, int64_t ox0, int pw) {
+    switch (pw) {
+        ROW_CASE(1) ROW_CASE(2) ROW_CASE(3) ROW_CASE(4) ROW_CASE(5) ROW_CASE(6) ROW_CASE(7)
+        ROW_CASE(8) ROW_CASE(9) ROW_CASE(10) ROW_CASE(11) ROW_CASE(12) ROW_CASE(13) ROW_CASE(14)
+        ROW_CASE1(15) ROW_CASE1(16) ROW_CASE1(17) ROW_CASE1(18) ROW_CASE1(19) ROW_CASE1(20)
+        ROW_CASE1(21) ROW_CASE1(22) ROW_CASE1(23) ROW_CASE1(24) ROW_CASE1(25) ROW_CASE1(26)
+        ROW_CASE1(27) ROW_CASE1(28)
+        default:
+            break;
+    }
+}
+
+static void tile_rows_any(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                          const float* bias, const nchwc_view* y, const nchwc_epilogue* epi,
+                          int64_t ob, int nb, const int64_t* xoff, const int64_t* yoff,
+                          const int64_t* aoff, int pw) {
+    switch (pw) {
+        ROWS_CASE(1) ROWS_CASE(2) ROWS_CASE(3) ROWS_CASE(4) ROWS_CASE(5) ROWS_CASE(6) ROWS_CASE(7)
+        ROWS_CASE(8) ROWS_CASE(9) ROWS_CASE(10) ROWS_CASE(11) ROWS_CASE(12) ROWS_CASE(13)
+        ROWS_CASE(14) ROWS_CASE1(15) ROWS_CASE1(16) ROWS_CASE1(17) ROWS_CASE1(18) ROWS_CASE1(19)
+        ROWS_CASE1(20) ROWS_CASE1(21) ROWS_CASE1(22) ROWS_CASE1(23) ROWS_CASE1(24) ROWS_CASE1(25)
+        ROWS_CASE1(26) ROWS_CASE1(27) ROWS_CASE1(28)
+        default:
+            break;
+    }
+}
+
+/* tile_xs over PW pixels of whole W-pixel rows from row r0 (constants), input stride 1 or 2. */
+#define ROWS_XS(PW, NB, W)                                                          \
+    (g->sw == 1 ? tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, B)           \
+                : tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, 2 * B))
+
+/* The tap columns [*a, *b) that read the image for output column ox (nchwc_geom.img_w). */
+static void tap_cols(const nchwc_geom* g, int64_t ox, int64_t* a, int64_t* b) {
+    *a = 0;
+    *b = g->kw;
+    const int64_t left = ox * g->sw;
+    while (*a < *b && left + *a * g->dw < g->img_left) ++*a;
+    while (*b > *a && left + (*b - 1) * g->dw >= g->img_left + g->img_w) --*b;
+}
+
+/* One-row tiles over the parts of each row that run the same tap columns (nchwc_geom.img_w),
+ * each part in tiles of equal size; 0 (nothing done) when that saves less than a quarter of
+ * the row's pixel-taps. */
+static int split_columns(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                         const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
+                         int64_t rows) {
+    int64_t used = 0;
+    for (int64_t ox = 0; ox < g->ow; ++ox) {
+        int64_t a, b;
+        tap_cols(g, ox, &a, &b);
+        used += b - a;
+    }
+    if (used * 4 > g->ow * g->kw * 3) {
+        return 0;
+    }
+    const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
+    nchwc_geom part = *g;
+    for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
+        for (int64_t ox0 = 0; ox0 < g->ow;) {
+            int64_t a, b, end = ox0 + 1;
+            tap_cols(g, ox0, &a, &b);
+            for (;;) { /* the part: the columns with the same taps */
+                int64_t a2, b2;
+                if (end == g->ow) break;
+                tap_cols(g, end, &a2, &b2);
+                if (a2 != a || b2 != b) break;
+                ++end;
+            }
+            part.tx0 = a < b ? a : g->kw; /* no tap reaches the image: [kw, kw), the bias alone */
+            part.tx1 = a < b ? b : g->kw;
+            const int64_t n = end - ox0, tiles = (n + maxw - 1) / maxw, base = n / tiles, extra = n % tiles;
+            for (int64_t t = 0; t < tiles; ++t) {
+                int pw = (int)(base + (t < extra ? 1 : 0));
+                tile_row_any(&part, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
+                ox0 += pw;
+            }
+        }
+    }
+    return 1;
+}
+
+/* The edge tiles of 3-tap-wide kernels on small maps (defined after this function, see
+ * "3-wide kernels on small maps" below). */
+static int edge3_fits(const nchwc_geom* g);
+static int tile_edge3_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                          const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
+                          int64_t ox0, int pw, int64_t w);
+
+void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                                  const float* bias, const nchwc_view* y,
+                                  const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
+                                  int64_t rows) {
+    const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
+    if (g->ow * 2 > maxw && g->img_w > 0 && g->kw > 1 && split_columns(g, x, wb, bias, y, epi, ob, nb, oy0, rows)) {
+        return;
+    }
+    const int edge = edge3_fits(g);
+    if (g->ow * 2 > maxw) {
+        /* Rows of equal tiles of at most maxw pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
+        int64_t tiles = (g->ow + maxw - 1) / maxw;
+        int64_t base = g->ow / tiles, extra = g->ow % tiles;
+        for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
+            int64_t ox0 = 0;
+            for (int64_t t = 0; t < tiles; ++t) {
+                int pw = (int)(base + (t < extra ? 1 : 0));
+                if (!edge || !tile_edge3_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw, pw)) {
+                    tile_row_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
+                }
+                ox0 += pw;
+            }
+        }
+        return;
+    }
+    /* Narrow images: tiles of whole rows, as many as fit in maxw pixels. */
+    int64_t per_tile = maxw / g->ow;
+    for (int64_t r0 = oy0; r0 < oy0 + rows; r0 += per_tile) {
+        int64_t nrows = oy0 + rows - r0 < per_tile ? oy0 + rows - r0 : per_tile;
+        const int pw = (int)(nrows * g->ow);
+        if (edge && tile_edge3_any(g, x, wb, bias, y, epi, ob, nb, r0, 0, pw, g->ow)) continue;
+        if (g->ib == B && (g->sw == 1 || g->sw == 2)) {
+            /* 7- and 14-pixel rows (the last stages of ResNet and MobileNetV2, one block of 14):
+             * whole rows at constant offsets, the last row of an odd count alone */
+            int done = 1;
+            if (g->ow == 14 && nb == 1 && pw == 28) ROWS_XS(28, 1, 14);
+            else if (g->ow == 14 && nb == 1 && pw == 14) ROWS_XS(14, 1, 14);
+            else if (g->ow == 7 && nb > 1 && pw == 14) ROWS_XS(14, 2, 7);
+            else if (g->ow == 7 && nb > 1 && pw == 7) ROWS_XS(7, 2, 7);
+            else if (g->ow == 7 && nb == 1 && pw == 28) ROWS_XS(28, 1, 7);
+            else if (g->ow == 7 && nb == 1 && pw == 7) ROWS_XS(7, 1, 7);
+            else done = 0;
+            if (done) continue;
+        }
+        int64_t xoff[PW1_MAX], yoff[PW1_MAX], aoff[PW1_MAX];
+        int p = 0;
+        for (int64_t r = r0; r < r0 + nrows; ++r) {
+            for (int64_t ox = 0; ox < g->ow; ++ox, ++p) {
+                xoff[p] = (r * g->sh * x->cols + ox * g->sw) * g->ib;
+                yoff[p] = (r * y->cols + ox) * B;
+                aoff[p] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
+            }
+        }
+        tile_rows_any(g, x, wb, bias, y, epi, ob, nb, xoff, yoff, aoff, pw);
+    }
+}
+#undef ROWS_XS
+
 /* ---- 3-wide kernels on small maps: no products with the padding ------------------------
  *
  * A tile of whole rows of a 7- or 14-wide map, or a one-row tile of a map up to 28 wide, of a
@@ -274,6 +452,7 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
  * time; a combination without an instance runs every pixel (the halo is zero, so the sums only
  * lose the skipped products: +0 each, as CpuRef, which never multiplies the padding). */
 
+
 /* The multiply-adds of one tap of an edge tile (see above) over ci_n input channels. */
 static inline __attribute__((always_inline)) void edge_tap(__m512 acc[2][PW1_MAX], const float* xp,
                                                            const float* wp, int64_t wblock, int64_t ci_n,
@@ -281,6 +460,8 @@ static inline __attribute__((always_inline)) void edge_tap(__m512 acc[2][PW1_MAX
                                                            const int W, const int XS, const int SKIPL,
                                                            const int SKIPR, const int ROWS) {
     for (int64_t ci = 0; ci < ci_n; ++ci) {
+        _mm_prefetch((const char*)(wp + ci * B + W_AHEAD), _MM_HINT_T0);
+        if (NB > 1) _mm_prefetch((const char*)(wp + wblock + ci * B + W_AHEAD), _MM_HINT_T0);
         const __m512 w0 = _mm512_load_ps(wp + ci * B);
         const __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 28
@@ -421,169 +602,6 @@ static int tile_edge3_any(const nchwc_geom* g, const nchwc_view* x, const float*
 #undef EDGE3
     return 0;
 }
-
-/* Tiles of `pw` pixels (1..PW_MAX for nb = 2, 1..PW1_MAX for nb = 1), dispatched to their
- * unrolled instances: along one row from (oy, ox0), or at the offsets of tile_rows. */
-#define ROW_CASE(n)                                                    \
-    case n:                                                            \
-        if (nb > 1) tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 2);   \
-        else tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 1);          \
-        break;
-#define ROW_CASE1(n)                                                   \
-    case n:                                                            \
-        tile(g, x, wb, bias, y, epi, ob, oy, ox0, n, 1);               \
-        break;
-#define ROWS_CASE(n)                                                                \
-    case n:                                                                         \
-        if (nb > 1) tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 2);  \
-        else tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 1);         \
-        break;
-#define ROWS_CASE1(n)                                                               \
-    case n:                                                                         \
-        tile_rows(g, x, wb, bias, y, epi, ob, xoff, yoff, aoff, n, 1);              \
-        break;
-
-static void tile_row_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
-                         const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb,
-                         int64_t oy, int64_t ox0, int pw) {
-    switch (pw) {
-        ROW_CASE(1) ROW_CASE(2) ROW_CASE(3) ROW_CASE(4) ROW_CASE(5) ROW_CASE(6) ROW_CASE(7)
-        ROW_CASE(8) ROW_CASE(9) ROW_CASE(10) ROW_CASE(11) ROW_CASE(12) ROW_CASE(13) ROW_CASE(14)
-        ROW_CASE1(15) ROW_CASE1(16) ROW_CASE1(17) ROW_CASE1(18) ROW_CASE1(19) ROW_CASE1(20)
-        ROW_CASE1(21) ROW_CASE1(22) ROW_CASE1(23) ROW_CASE1(24) ROW_CASE1(25) ROW_CASE1(26)
-        ROW_CASE1(27) ROW_CASE1(28)
-        default:
-            break;
-    }
-}
-
-static void tile_rows_any(const nchwc_geom* g, const nchwc_view* x, const float* wb,
-                          const float* bias, const nchwc_view* y, const nchwc_epilogue* epi,
-                          int64_t ob, int nb, const int64_t* xoff, const int64_t* yoff,
-                          const int64_t* aoff, int pw) {
-    switch (pw) {
-        ROWS_CASE(1) ROWS_CASE(2) ROWS_CASE(3) ROWS_CASE(4) ROWS_CASE(5) ROWS_CASE(6) ROWS_CASE(7)
-        ROWS_CASE(8) ROWS_CASE(9) ROWS_CASE(10) ROWS_CASE(11) ROWS_CASE(12) ROWS_CASE(13)
-        ROWS_CASE(14) ROWS_CASE1(15) ROWS_CASE1(16) ROWS_CASE1(17) ROWS_CASE1(18) ROWS_CASE1(19)
-        ROWS_CASE1(20) ROWS_CASE1(21) ROWS_CASE1(22) ROWS_CASE1(23) ROWS_CASE1(24) ROWS_CASE1(25)
-        ROWS_CASE1(26) ROWS_CASE1(27) ROWS_CASE1(28)
-        default:
-            break;
-    }
-}
-
-/* tile_xs over PW pixels of whole W-pixel rows from row r0 (constants), input stride 1 or 2. */
-#define ROWS_XS(PW, NB, W)                                                          \
-    (g->sw == 1 ? tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, B)           \
-                : tile_xs(g, x, wb, bias, y, epi, ob, r0, 0, PW, NB, W, 2 * B))
-
-/* The tap columns [*a, *b) that read the image for output column ox (nchwc_geom.img_w). */
-static void tap_cols(const nchwc_geom* g, int64_t ox, int64_t* a, int64_t* b) {
-    *a = 0;
-    *b = g->kw;
-    const int64_t left = ox * g->sw;
-    while (*a < *b && left + *a * g->dw < g->img_left) ++*a;
-    while (*b > *a && left + (*b - 1) * g->dw >= g->img_left + g->img_w) --*b;
-}
-
-/* One-row tiles over the parts of each row that run the same tap columns (nchwc_geom.img_w),
- * each part in tiles of equal size; 0 (nothing done) when that saves less than a quarter of
- * the row's pixel-taps. */
-static int split_columns(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
-                         const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
-                         int64_t rows) {
-    int64_t used = 0;
-    for (int64_t ox = 0; ox < g->ow; ++ox) {
-        int64_t a, b;
-        tap_cols(g, ox, &a, &b);
-        used += b - a;
-    }
-    if (used * 4 > g->ow * g->kw * 3) {
-        return 0;
-    }
-    const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
-    nchwc_geom part = *g;
-    for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
-        for (int64_t ox0 = 0; ox0 < g->ow;) {
-            int64_t a, b, end = ox0 + 1;
-            tap_cols(g, ox0, &a, &b);
-            for (;;) { /* the part: the columns with the same taps */
-                int64_t a2, b2;
-                if (end == g->ow) break;
-                tap_cols(g, end, &a2, &b2);
-                if (a2 != a || b2 != b) break;
-                ++end;
-            }
-            part.tx0 = a < b ? a : g->kw; /* no tap reaches the image: [kw, kw), the bias alone */
-            part.tx1 = a < b ? b : g->kw;
-            const int64_t n = end - ox0, tiles = (n + maxw - 1) / maxw, base = n / tiles, extra = n % tiles;
-            for (int64_t t = 0; t < tiles; ++t) {
-                int pw = (int)(base + (t < extra ? 1 : 0));
-                tile_row_any(&part, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
-                ox0 += pw;
-            }
-        }
-    }
-    return 1;
-}
-
-void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
-                                  const float* bias, const nchwc_view* y,
-                                  const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
-                                  int64_t rows) {
-    const int64_t maxw = nb > 1 ? PW_MAX : PW1_MAX;
-    if (g->ow * 2 > maxw && g->img_w > 0 && g->kw > 1 && split_columns(g, x, wb, bias, y, epi, ob, nb, oy0, rows)) {
-        return;
-    }
-    const int edge = edge3_fits(g);
-    if (g->ow * 2 > maxw) {
-        /* Rows of equal tiles of at most maxw pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
-        int64_t tiles = (g->ow + maxw - 1) / maxw;
-        int64_t base = g->ow / tiles, extra = g->ow % tiles;
-        for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
-            int64_t ox0 = 0;
-            for (int64_t t = 0; t < tiles; ++t) {
-                int pw = (int)(base + (t < extra ? 1 : 0));
-                if (!edge || !tile_edge3_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw, pw)) {
-                    tile_row_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
-                }
-                ox0 += pw;
-            }
-        }
-        return;
-    }
-    /* Narrow images: tiles of whole rows, as many as fit in maxw pixels. */
-    int64_t per_tile = maxw / g->ow;
-    for (int64_t r0 = oy0; r0 < oy0 + rows; r0 += per_tile) {
-        int64_t nrows = oy0 + rows - r0 < per_tile ? oy0 + rows - r0 : per_tile;
-        const int pw = (int)(nrows * g->ow);
-        if (edge && tile_edge3_any(g, x, wb, bias, y, epi, ob, nb, r0, 0, pw, g->ow)) continue;
-        if (g->ib == B && (g->sw == 1 || g->sw == 2)) {
-            /* 7- and 14-pixel rows (the last stages of ResNet and MobileNetV2, one block of 14):
-             * whole rows at constant offsets, the last row of an odd count alone */
-            int done = 1;
-            if (g->ow == 14 && nb == 1 && pw == 28) ROWS_XS(28, 1, 14);
-            else if (g->ow == 14 && nb == 1 && pw == 14) ROWS_XS(14, 1, 14);
-            else if (g->ow == 7 && nb > 1 && pw == 14) ROWS_XS(14, 2, 7);
-            else if (g->ow == 7 && nb > 1 && pw == 7) ROWS_XS(7, 2, 7);
-            else if (g->ow == 7 && nb == 1 && pw == 28) ROWS_XS(28, 1, 7);
-            else if (g->ow == 7 && nb == 1 && pw == 7) ROWS_XS(7, 1, 7);
-            else done = 0;
-            if (done) continue;
-        }
-        int64_t xoff[PW1_MAX], yoff[PW1_MAX], aoff[PW1_MAX];
-        int p = 0;
-        for (int64_t r = r0; r < r0 + nrows; ++r) {
-            for (int64_t ox = 0; ox < g->ow; ++ox, ++p) {
-                xoff[p] = (r * g->sh * x->cols + ox * g->sw) * g->ib;
-                yoff[p] = (r * y->cols + ox) * B;
-                aoff[p] = epi->addend.data != NULL ? (r * epi->addend.cols + ox) * B : 0;
-            }
-        }
-        tile_rows_any(g, x, wb, bias, y, epi, ob, nb, xoff, yoff, aoff, pw);
-    }
-}
-#undef ROWS_XS
 
 /* ---- depthwise ------------------------------------------------------------------------ */
 
