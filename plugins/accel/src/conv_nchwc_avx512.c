@@ -20,6 +20,10 @@
  * lines ahead for that. Four 512-channel 3x3 layers on 7 x 7 in a chain (weights from memory),
  * one Zen 5 core: 3.98 -> 3.15 ms with the edge tiles; in the caches, no difference. */
 #define W_AHEAD 2048
+/* Only where a pair's weights fit in L2 (1 MiB a Zen 4/5 core) with room to spare: larger ones
+ * (FCN's 3x3 2048 -> 512 on 28 x 28: 2.4 MB a pair) stream from L3 for every tile, which the
+ * hardware prefetchers keep up with, and asking for them too made that layer 10 % slower. */
+#define W_AHEAD_MAX_BYTES (768 * 1024)
 
 /* Adds the addend vector (if any), clamps (clamp: 0 none, 1 max with lo, 2 max and min) and
  * stores one output vector. The vector is the second operand of max/min, which return it
@@ -456,12 +460,14 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
 /* The multiply-adds of one tap of an edge tile (see above) over ci_n input channels. */
 static inline __attribute__((always_inline)) void edge_tap(__m512 acc[2][PW1_MAX], const float* xp,
                                                            const float* wp, int64_t wblock, int64_t ci_n,
-                                                           int64_t rstride, const int PW, const int NB,
+                                                           int64_t rstride, int64_t ahead, const int PW, const int NB,
                                                            const int W, const int XS, const int SKIPL,
                                                            const int SKIPR, const int ROWS) {
     for (int64_t ci = 0; ci < ci_n; ++ci) {
-        _mm_prefetch((const char*)(wp + ci * B + W_AHEAD), _MM_HINT_T0);
-        if (NB > 1) _mm_prefetch((const char*)(wp + wblock + ci * B + W_AHEAD), _MM_HINT_T0);
+        if (ahead > 0) {
+            _mm_prefetch((const char*)(wp + ci * B + ahead), _MM_HINT_T0);
+            if (NB > 1) _mm_prefetch((const char*)(wp + wblock + ci * B + ahead), _MM_HINT_T0);
+        }
         const __m512 w0 = _mm512_load_ps(wp + ci * B);
         const __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
 #pragma GCC unroll 28
@@ -528,6 +534,7 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
         for (int kx = 0; kx < 3; ++kx) code[ky][kx] = (unsigned char)(rm == 0 ? 0 : 1 + col[kx] + 7 * rc);
     }
     const int R0 = (int)all, R1 = (int)(all & ~1u), R2 = (int)(all >> 1);
+    const int64_t ahead = wblock * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
         for (int64_t ky = 0; ky < g->kh; ++ky) {
@@ -536,7 +543,7 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
             for (int kx = 0; kx < 3; ++kx) {
                 const float* xp = xrow + kx * g->dw * B;
                 const float* wp = wrow + kx * B * B;
-#define EDGE_TAP(L, R, ROWS) edge_tap(acc, xp, wp, wblock, ci_n, rstride, PW, NB, W, XS, L, R, ROWS)
+#define EDGE_TAP(L, R, ROWS) edge_tap(acc, xp, wp, wblock, ci_n, rstride, ahead, PW, NB, W, XS, L, R, ROWS)
                 switch (ky < 8 ? code[ky][kx] : 1) {
                     case 0: break;
                     case 1: EDGE_TAP(0, 0, R0); break;
