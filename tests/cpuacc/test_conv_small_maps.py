@@ -1,7 +1,8 @@
-"""CpuAcc's blocked tiles for kernels 3 taps wide on small maps (plugins/accel/src/conv_nchwc_avx512.c,
-tile_edge3): tiles of whole 7- and 14-pixel rows and one-row tiles of maps up to 28 wide that
+"""CpuAcc's blocked tiles for small maps (plugins/accel/src/conv_nchwc_avx512.c): for kernels 3 taps
+wide (tile_edge3), tiles of whole 7- and 14-pixel rows and one-row tiles of maps up to 28 wide that
 leave out the products with the padding (the columns left and right of the image, per tap
-column, and the tile rows above and below it, per tap row). Lone convolutions against a float64
+column, and the tile rows above and below it, per tap row); for 1x1 kernels (tile_pw1) the same
+tile shapes at strides 1 and 2. Lone convolutions against a float64
 NumPy oracle on every kernel set and thread count (the same bits at every thread count of one
 kernel set: AVX-512 runs them on the blocked kernel, AVX2 and portable on the GEMM path), and
 blocked chains of them against CpuRef: even and odd output block counts (2-row tiles of two
@@ -43,6 +44,13 @@ SHAPES = {
     "7x7 asymmetric padding": (1, 32, 7, 8, 32, (3, 3), (1, 1), (0, 2, 2, 0), (1, 1)),
     "7x5 kernel 5x3": (1, 16, 7, 7, 32, (5, 3), (1, 1), (2, 1, 2, 1), (1, 1)),
     "9x9 (no edge tile: one-row tiles of 9)": (1, 32, 9, 9, 32, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    "1x1 on 7x7, 40 -> 72": (2, 40, 7, 7, 72, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    "1x1 on 7x7, 64 -> 16 (one block)": (1, 64, 7, 7, 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    "1x1 on 14x14, 48 -> 32": (1, 48, 14, 14, 32, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    "1x1 stride 2, 28x28 -> 14x14": (1, 32, 28, 28, 48, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
+    "1x1 stride 2, 13x13 -> 7x7": (1, 24, 13, 13, 40, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
+    "1x1 on 28x28, 16 -> 16 (28-pixel tiles)": (1, 16, 28, 28, 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    "1x1 on 28x28, 33 -> 64": (1, 33, 28, 28, 64, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
 }
 
 
@@ -86,8 +94,9 @@ def frozen(*shape: int) -> np.ndarray:
 
 
 def small_map_chain(c: int, size: int) -> Network:
-    """ResNet's last stage in miniature: a stride-2 3x3 to size / 2, two 3x3 with a residual, a
-    dilated 3x3 and a 1x1, on c channels (not a multiple of 16 when c is odd)."""
+    """ResNet's last stage in miniature: a stride-2 3x3 to size / 2, two 3x3 with a residual (a
+    stride-2 1x1 of the input), a dilated 3x3 and a 1x1, on c channels (not a multiple of 16 when
+    c is odd)."""
     net = Network("small_maps")
     x = net.add_input("x", (2, c, size, size))
     y = net.add_activation(net.add_convolution2d(x, net.add_shared_constant(frozen(c, c, 3, 3), "w0"),
@@ -97,7 +106,8 @@ def small_map_chain(c: int, size: int) -> Network:
                                                  net.add_shared_constant(frozen(c), "b1"), padding=1, name="c1"),
                            "relu", name="r1")
     z = net.add_convolution2d(z, net.add_shared_constant(frozen(c, c, 3, 3), "w2"), padding=1, name="c2")
-    z = net.add_activation(net.add_sum([z, y], name="residual"), "relu", name="r2")
+    ds = net.add_convolution2d(x, net.add_shared_constant(frozen(c, c, 1, 1), "wd"), stride=2, name="ds")
+    z = net.add_activation(net.add_sum([z, ds], name="residual"), "relu", name="r2")
     z = net.add_activation(net.add_convolution2d(z, net.add_shared_constant(frozen(c, c, 3, 3), "w3"), padding=2,
                                                  dilation=2, name="dilated"), "relu", name="r3")
     net.add_output(net.add_convolution2d(z, net.add_shared_constant(frozen(c, c, 1, 1), "w4"), name="c4"), "y")

@@ -581,9 +581,60 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
     }
 }
 
-/* Whether the edge tiles run a convolution: 3 taps wide, 16-channel input blocks, stride 1 or 2,
- * a map of at most 28 columns, and the image's columns known (nchwc_geom.img_w). */
+/* A 1x1 tile of small maps (ResNet-50's 1x1 layers of 256 to 2048 channels on 28 x 28 to 7 x 7,
+ * down-samples at stride 2 included): tile_xs's, with the weights asked for ahead as the edge
+ * tiles do (W_AHEAD), and, as tile_xs at stride 1, each pixel's line of the next input block. */
+static inline __attribute__((always_inline)) void tile_pw1(const nchwc_geom* g, const nchwc_view* x,
+                                                           const float* wb, const float* bias,
+                                                           const nchwc_view* y, const nchwc_epilogue* epi,
+                                                           int64_t ob, int64_t oy, int64_t ox0, const int PW,
+                                                           const int NB, const int W, const int XS) {
+    __m512 acc[2][PW1_MAX];
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        const __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
+    }
+    const int64_t wblock = g->cb * B * B;
+    const int64_t rstride = g->sh * x->cols * B;
+    const int64_t ahead = wblock * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
+    const int64_t plane = x->rows * x->cols * B; /* floats between input blocks */
+    const float* wob = wb + ob * wblock;
+    const float* xp = x->data + ((oy * g->sh) * x->cols + ox0 * g->sw) * B;
+    for (int64_t cb = 0; cb < g->cb; ++cb, xp += plane) {
+        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
+        if (cb + 1 < g->cb) {
+#pragma GCC unroll 28
+            for (int p = 0; p < PW; ++p) {
+                _mm_prefetch((const char*)(xp + plane + (p / W) * rstride + (p % W) * XS), _MM_HINT_T0);
+            }
+        }
+        edge_tap(acc, xp, wob + cb * B * B, wblock, ci_n, rstride, ahead, PW, NB, W, XS, 0, 0, (1 << (PW / W)) - 1);
+    }
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
+        const float* ab = epi->addend.data != NULL
+                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
+                              : NULL;
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) {
+            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
+                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
+        }
+    }
+}
+
+/* Whether the small-map tiles run a convolution: 3 taps wide (edge tiles) or 1x1 (tile_pw1),
+ * 16-channel input blocks, stride 1 or 2, a map of at most 28 columns, and for the edge tiles
+ * the image's columns known (nchwc_geom.img_w). */
 static int edge3_fits(const nchwc_geom* g) {
+    if (g->kh == 1 && g->kw == 1) {
+        return g->ib == B && (g->sw == 1 || g->sw == 2) && g->ow <= 28;
+    }
     return g->kw == 3 && g->tx1 == 0 && g->ib == B && (g->sw == 1 || g->sw == 2) && g->ow <= 28 && g->img_w > 0;
 }
 
@@ -594,7 +645,9 @@ static int tile_edge3_any(const nchwc_geom* g, const nchwc_view* x, const float*
                           int64_t ox0, int pw, int64_t w) {
 #define EDGE3(PW, NB, W)                                                                        \
     do {                                                                                        \
-        if (g->sw == 1) tile_edge3(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, B);         \
+        if (g->kw == 1 && g->sw == 1) tile_pw1(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, B); \
+        else if (g->kw == 1) tile_pw1(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, 2 * B);   \
+        else if (g->sw == 1) tile_edge3(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, B);    \
         else tile_edge3(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, 2 * B);                \
         return 1;                                                                               \
     } while (0)
