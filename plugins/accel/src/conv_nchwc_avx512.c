@@ -13,6 +13,18 @@
 #define PW_MAX 14  /* pixels per tile of two output blocks: 14 x 2 = 28 accumulators of 32 zmm */
 #define PW1_MAX 28 /* pixels per tile of one output block */
 
+/* Floats ahead of the weight vectors a tile multiplies with that it asks the caches for (8 KiB:
+ * about 1800 cycles of a full tile's work). A tile of a small map is one of few per output
+ * block pair (4 on 7 x 7), so the first streams the pair's weights from memory (ResNet's last
+ * stage: 9.4 MB per 3x3 layer) with little work per line; the hardware prefetchers run too few
+ * lines ahead for that. Four 512-channel 3x3 layers on 7 x 7 in a chain (weights from memory),
+ * one Zen 5 core: 3.98 -> 3.15 ms with the edge tiles; in the caches, no difference. */
+#define W_AHEAD 2048
+/* Only where a pair's weights fit in L2 (1 MiB a Zen 4/5 core) with room to spare: larger ones
+ * (FCN's 3x3 2048 -> 512 on 28 x 28: 2.4 MB a pair) stream from L3 for every tile, which the
+ * hardware prefetchers keep up with, and asking for them too made that layer 10 % slower. */
+#define W_AHEAD_MAX_BYTES (768 * 1024)
+
 /* Adds the addend vector (if any), clamps (clamp: 0 none, 1 max with lo, 2 max and min) and
  * stores one output vector. The vector is the second operand of max/min, which return it
  * when it is NaN: NaN propagates. */
@@ -367,6 +379,13 @@ static int split_columns(const nchwc_geom* g, const nchwc_view* x, const float* 
     return 1;
 }
 
+/* The edge tiles of 3-tap-wide kernels on small maps (defined after this function, see
+ * "3-wide kernels on small maps" below). */
+static int edge3_fits(const nchwc_geom* g);
+static int tile_edge3_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                          const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
+                          int64_t ox0, int pw, int64_t w);
+
 void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
                                   const float* bias, const nchwc_view* y,
                                   const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy0,
@@ -375,6 +394,7 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
     if (g->ow * 2 > maxw && g->img_w > 0 && g->kw > 1 && split_columns(g, x, wb, bias, y, epi, ob, nb, oy0, rows)) {
         return;
     }
+    const int edge = edge3_fits(g);
     if (g->ow * 2 > maxw) {
         /* Rows of equal tiles of at most maxw pixels (56 = 4 x 14, 28 = 2 x 14, 20 = 10 + 10). */
         int64_t tiles = (g->ow + maxw - 1) / maxw;
@@ -383,7 +403,9 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
             int64_t ox0 = 0;
             for (int64_t t = 0; t < tiles; ++t) {
                 int pw = (int)(base + (t < extra ? 1 : 0));
-                tile_row_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
+                if (!edge || !tile_edge3_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw, pw)) {
+                    tile_row_any(g, x, wb, bias, y, epi, ob, nb, oy, ox0, pw);
+                }
                 ox0 += pw;
             }
         }
@@ -394,6 +416,7 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
     for (int64_t r0 = oy0; r0 < oy0 + rows; r0 += per_tile) {
         int64_t nrows = oy0 + rows - r0 < per_tile ? oy0 + rows - r0 : per_tile;
         const int pw = (int)(nrows * g->ow);
+        if (edge && tile_edge3_any(g, x, wb, bias, y, epi, ob, nb, r0, 0, pw, g->ow)) continue;
         if (g->ib == B && (g->sw == 1 || g->sw == 2)) {
             /* 7- and 14-pixel rows (the last stages of ResNet and MobileNetV2, one block of 14):
              * whole rows at constant offsets, the last row of an odd count alone */
@@ -420,6 +443,225 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
     }
 }
 #undef ROWS_XS
+
+/* ---- 3-wide kernels on small maps: no products with the padding ------------------------
+ *
+ * A tile of whole rows of a 7- or 14-wide map, or a one-row tile of a map up to 28 wide, of a
+ * kernel 3 taps wide (ResNet's and VGG's 3x3 on 7 x 7 to 28 x 28, FCN's dilated ones) spends a
+ * large part of its multiply-adds on the zero halo: a 3x3 on 7 x 7 computes 441 pixel-taps per
+ * row block where 361 read the image. These tiles skip them: tap column kx leaves out the
+ * SKIPL pixels of each tile row whose column is left of the image, or the SKIPR ones right of
+ * it, and tap row ky the tile rows that read outside the image (ROWS: bit r for tile row r).
+ * SKIPL, SKIPR and ROWS are constants of each instance, chosen per tap column and row at run
+ * time; a combination without an instance runs every pixel (the halo is zero, so the sums only
+ * lose the skipped products: +0 each, as CpuRef, which never multiplies the padding). */
+
+
+/* The multiply-adds of one tap of an edge tile (see above) over ci_n input channels. */
+static inline __attribute__((always_inline)) void edge_tap(__m512 acc[2][PW1_MAX], const float* xp,
+                                                           const float* wp, int64_t wblock, int64_t ci_n,
+                                                           int64_t rstride, int64_t ahead, const int PW, const int NB,
+                                                           const int W, const int XS, const int SKIPL,
+                                                           const int SKIPR, const int ROWS) {
+    for (int64_t ci = 0; ci < ci_n; ++ci) {
+        if (ahead > 0) {
+            _mm_prefetch((const char*)(wp + ci * B + ahead), _MM_HINT_T0);
+            if (NB > 1) _mm_prefetch((const char*)(wp + wblock + ci * B + ahead), _MM_HINT_T0);
+        }
+        const __m512 w0 = _mm512_load_ps(wp + ci * B);
+        const __m512 w1 = NB > 1 ? _mm512_load_ps(wp + wblock + ci * B) : w0;
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) {
+            if (p % W < SKIPL || p % W >= W - SKIPR || ((ROWS >> (p / W)) & 1) == 0) continue;
+            const __m512 xv = _mm512_set1_ps(xp[(p / W) * rstride + (p % W) * XS + ci]);
+            acc[0][p] = _mm512_fmadd_ps(xv, w0, acc[0][p]);
+            if (NB > 1) acc[1][p] = _mm512_fmadd_ps(xv, w1, acc[1][p]);
+        }
+    }
+}
+
+/* The pixels of a tile row of W output columns from ox0 whose tap column kx reads left of the
+ * image (*l) or right of it (*r), each 0 unless they are a prefix (l) or suffix (r) of the row
+ * and the others all read the image. */
+static inline void edge_cols(const nchwc_geom* g, int64_t ox0, int W, int64_t kx, int* l, int* r) {
+    const int64_t c0 = ox0 * g->sw + kx * g->dw; /* the tile row's first column in x */
+    int nl = 0, nr = 0;
+    for (int p = 0; p < W; ++p) {
+        const int64_t c = c0 + p * g->sw;
+        nl += c < g->img_left;
+        nr += c >= g->img_left + g->img_w;
+    }
+    *l = nr == 0 ? nl : 0;
+    *r = nl == 0 ? nr : 0;
+}
+
+/* A tile of PW pixels (rows of W from (oy, ox0): W = PW for one row), NB output blocks, input
+ * pixels XS floats apart, of a kernel 3 taps wide (g->kw == 3), with 16-channel input blocks. */
+static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g, const nchwc_view* x,
+                                                             const float* wb, const float* bias,
+                                                             const nchwc_view* y, const nchwc_epilogue* epi,
+                                                             int64_t ob, int64_t oy, int64_t ox0, const int PW,
+                                                             const int NB, const int W, const int XS) {
+    __m512 acc[2][PW1_MAX];
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        const __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
+    }
+    const int64_t wblock = g->cb * g->kh * 3 * B * B;
+    const int64_t rstride = g->sh * x->cols * B;
+    const float* wob = wb + ob * wblock;
+    /* The instance each tap (ky, kx) runs: 1 + column case (0: every pixel; 1, 2, 3: SKIPL 1, 2,
+     * 4; 4, 5, 6: SKIPR 1, 2, 4) + 7 * row case (0: every row; 1: all but the first; 2: all but
+     * the last), or 0: no pixel reads the image. Taps past the 8th row run every pixel. */
+    const unsigned all = (1u << (PW / W)) - 1u;
+    int col[3];
+    for (int64_t kx = 0; kx < 3; ++kx) {
+        int l, r;
+        edge_cols(g, ox0, W, kx, &l, &r);
+        col[kx] = l == 1 ? 1 : r == 1 ? 4 : W != PW ? 0 : l == 2 ? 2 : l == 4 ? 3 : r == 2 ? 5 : r == 4 ? 6 : 0;
+    }
+    unsigned char code[8][3];
+    const int64_t kh8 = g->kh < 8 ? g->kh : 8;
+    for (int64_t ky = 0; ky < kh8; ++ky) {
+        unsigned rm = 0;
+        for (int r = 0; r < PW / W; ++r) {
+            const int64_t iy = (oy + r) * g->sh + ky * g->dh;
+            rm |= (unsigned)(g->img_h <= 0 || (iy >= g->img_top && iy < g->img_top + g->img_h)) << r;
+        }
+        const int rc = PW / W > 1 && rm == (all & ~1u) ? 1 : PW / W > 1 && rm == (all >> 1) ? 2 : 0;
+        for (int kx = 0; kx < 3; ++kx) code[ky][kx] = (unsigned char)(rm == 0 ? 0 : 1 + col[kx] + 7 * rc);
+    }
+    const int R0 = (int)all, R1 = (int)(all & ~1u), R2 = (int)(all >> 1);
+    const int64_t ahead = wblock * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
+    for (int64_t cb = 0; cb < g->cb; ++cb) {
+        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
+        for (int64_t ky = 0; ky < g->kh; ++ky) {
+            const float* xrow = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox0 * g->sw) * B;
+            const float* wrow = wob + (cb * g->kh + ky) * 3 * B * B;
+            for (int kx = 0; kx < 3; ++kx) {
+                const float* xp = xrow + kx * g->dw * B;
+                const float* wp = wrow + kx * B * B;
+#define EDGE_TAP(L, R, ROWS) edge_tap(acc, xp, wp, wblock, ci_n, rstride, ahead, PW, NB, W, XS, L, R, ROWS)
+                switch (ky < 8 ? code[ky][kx] : 1) {
+                    case 0: break;
+                    case 1: EDGE_TAP(0, 0, R0); break;
+                    case 2: EDGE_TAP(1, 0, R0); break;
+                    case 3: EDGE_TAP(2, 0, R0); break;
+                    case 4: EDGE_TAP(4, 0, R0); break;
+                    case 5: EDGE_TAP(0, 1, R0); break;
+                    case 6: EDGE_TAP(0, 2, R0); break;
+                    case 7: EDGE_TAP(0, 4, R0); break;
+                    case 8: EDGE_TAP(0, 0, R1); break;
+                    case 9: EDGE_TAP(1, 0, R1); break;
+                    case 12: EDGE_TAP(0, 1, R1); break;
+                    case 15: EDGE_TAP(0, 0, R2); break;
+                    case 16: EDGE_TAP(1, 0, R2); break;
+                    case 19: EDGE_TAP(0, 1, R2); break;
+                    default: EDGE_TAP(0, 0, R0); break;
+                }
+#undef EDGE_TAP
+            }
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
+        const float* ab = epi->addend.data != NULL
+                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
+                              : NULL;
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) {
+            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
+                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
+        }
+    }
+}
+
+/* A 1x1 tile of small maps (ResNet-50's 1x1 layers of 256 to 2048 channels on 28 x 28 to 7 x 7,
+ * down-samples at stride 2 included): tile_xs's, with the weights asked for ahead as the edge
+ * tiles do (W_AHEAD), and, as tile_xs at stride 1, each pixel's line of the next input block. */
+static inline __attribute__((always_inline)) void tile_pw1(const nchwc_geom* g, const nchwc_view* x,
+                                                           const float* wb, const float* bias,
+                                                           const nchwc_view* y, const nchwc_epilogue* epi,
+                                                           int64_t ob, int64_t oy, int64_t ox0, const int PW,
+                                                           const int NB, const int W, const int XS) {
+    __m512 acc[2][PW1_MAX];
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        const __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
+    }
+    const int64_t wblock = g->cb * B * B;
+    const int64_t rstride = g->sh * x->cols * B;
+    const int64_t ahead = wblock * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
+    const int64_t plane = x->rows * x->cols * B; /* floats between input blocks */
+    const float* wob = wb + ob * wblock;
+    const float* xp = x->data + ((oy * g->sh) * x->cols + ox0 * g->sw) * B;
+    for (int64_t cb = 0; cb < g->cb; ++cb, xp += plane) {
+        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
+        if (cb + 1 < g->cb) {
+#pragma GCC unroll 28
+            for (int p = 0; p < PW; ++p) {
+                _mm_prefetch((const char*)(xp + plane + (p / W) * rstride + (p % W) * XS), _MM_HINT_T0);
+            }
+        }
+        edge_tap(acc, xp, wob + cb * B * B, wblock, ci_n, rstride, ahead, PW, NB, W, XS, 0, 0, (1 << (PW / W)) - 1);
+    }
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
+        const float* ab = epi->addend.data != NULL
+                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
+                              : NULL;
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) {
+            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
+                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
+        }
+    }
+}
+
+/* Whether the small-map tiles run a convolution: 3 taps wide (edge tiles) or 1x1 (tile_pw1),
+ * 16-channel input blocks, stride 1 or 2, a map of at most 28 columns, and for the edge tiles
+ * the image's columns known (nchwc_geom.img_w). */
+static int edge3_fits(const nchwc_geom* g) {
+    if (g->kh == 1 && g->kw == 1) {
+        return g->ib == B && (g->sw == 1 || g->sw == 2) && g->ow <= 28;
+    }
+    return g->kw == 3 && g->tx1 == 0 && g->ib == B && (g->sw == 1 || g->sw == 2) && g->ow <= 28 && g->img_w > 0;
+}
+
+/* One edge tile of `pw` pixels of `nb` blocks in rows of `w` from (oy, ox0), when there is an
+ * instance for that shape: 1, else 0 (nothing done). */
+static int tile_edge3_any(const nchwc_geom* g, const nchwc_view* x, const float* wb, const float* bias,
+                          const nchwc_view* y, const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
+                          int64_t ox0, int pw, int64_t w) {
+#define EDGE3(PW, NB, W)                                                                        \
+    do {                                                                                        \
+        if (g->kw == 1 && g->sw == 1) tile_pw1(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, B); \
+        else if (g->kw == 1) tile_pw1(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, 2 * B);   \
+        else if (g->sw == 1) tile_edge3(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, B);    \
+        else tile_edge3(g, x, wb, bias, y, epi, ob, oy, ox0, PW, NB, W, 2 * B);                \
+        return 1;                                                                               \
+    } while (0)
+    if (nb > 1 && pw == 14 && w == 14) EDGE3(14, 2, 14);
+    if (nb > 1 && pw == 14 && w == 7) EDGE3(14, 2, 7);
+    if (nb > 1 && pw == 7 && w == 7) EDGE3(7, 2, 7);
+    if (nb == 1 && pw == 28 && w == 28) EDGE3(28, 1, 28);
+    if (nb == 1 && pw == 28 && w == 14) EDGE3(28, 1, 14);
+    if (nb == 1 && pw == 14 && w == 14) EDGE3(14, 1, 14);
+    if (nb == 1 && pw == 28 && w == 7) EDGE3(28, 1, 7);
+    if (nb == 1 && pw == 7 && w == 7) EDGE3(7, 1, 7);
+#undef EDGE3
+    return 0;
+}
 
 /* ---- depthwise ------------------------------------------------------------------------ */
 
