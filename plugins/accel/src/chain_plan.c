@@ -221,6 +221,8 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
                    (state[j] == LAYER_CANDIDATE && (sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D ||
                                                    sg->layers[j].kind == PN_LAYER_POOLING_2D ||
                                                    sg->layers[j].kind == PN_LAYER_CONCAT ||
+                                                   sg->layers[j].kind == PN_LAYER_CONVOLUTION ||
+                                                   sg->layers[j].kind == PN_LAYER_RESIZE ||
                                                    scale_x_slot(&sg->layers[j]) >= 0))) {
             /* (a PRECOMPILED layer of the pattern pass: accel_chain_step_fit takes batch
              * normalizations with their activation, batch_norm.h) */
