@@ -272,3 +272,38 @@ def test_kernel_sets_below_avx512_form_no_chain_and_compute_the_same(up: str) ->
     for isa in ISA_ORDER[:ISA_ORDER.index(BEST_ISA)]:
         chained, _ = check(net, inputs, isa=isa, num_threads=3)
         assert all(n.kind is not LayerKind.PRECOMPILED or "chain" not in n.descriptor.label for n in chained.layers)
+
+
+K3_CASES = [  # (input channels, output channels, height, width, stride, padding, dilation)
+    (16, 16, 5, 28, 1, 1, 1),       # one 28-pixel tile per row
+    (24, 16, 4, 57, 1, 1, 1),       # 19-pixel tiles, the input's last block of 8 channels
+    (32, 9, 6, 40, (2, 1), (1, 1, 0, 1), 1),  # two 20-pixel tiles, row stride 2, one block of 9
+    (16, 12, 7, 23, 1, (2, 1), (2, 1)),       # rows dilated by 2, columns by 1
+    (16, 16, 3, 17, 1, 0, 1),       # no padding: every tap row and column reads the image
+]
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("case", K3_CASES)
+def test_three_wide_kernels_of_one_output_block_on_wide_rows(threads: int, case: tuple[Any, ...]) -> None:
+    """3-wide kernels at column stride 1 with one output block and rows of 16 to 28 pixels per
+    tile (conv_nchwc_avx512.c's tile_k3: each input value broadcast once for the three tap
+    columns), with a residual added and a clamp (relu6), and an RGB first step (3 channels in one
+    block) of the same kind; against CpuRef and the unchained CpuAcc, the same bits at every
+    thread count."""
+    cin, cout, h, w, stride, padding, dilation = case
+    net = Network("k3")
+    x = net.add_input("x", (2, 3, h, w))
+    first = net.add_convolution2d(x, rand(cin, 3, 3, 3, scale=0.3), rand(cin), padding=1, name="rgb")
+    y = net.add_convolution2d(first, rand(cout, cin, 3, 3, scale=1.0 / np.sqrt(9 * cin)), rand(cout), stride=stride,
+                              padding=padding, dilation=dilation, name="k3")
+    y = net.add_activation(y, "bounded_relu", 0.0, 6.0, name="relu6")
+    s = net.add_convolution2d(y, rand(cout, cout, 3, 3, scale=0.1), rand(cout), padding=1, name="again")
+    net.add_output(net.add_add(s, y, name="residual"), "y")
+    inputs = inputs_of(net)
+    chained, out = check(net, inputs, num_threads=threads)
+    assert len(chained.layers) == 1 and chained.layers[0].kind is LayerKind.PRECOMPILED
+    with runtime(num_threads=1) as rt:
+        _, one = run(net, rt, ["CpuAcc"], inputs)
+    np.testing.assert_array_equal(one["y"], out["y"])
