@@ -288,10 +288,9 @@ K3_CASES = [  # (input channels, output channels, height, width, stride, padding
 @pytest.mark.parametrize("case", K3_CASES)
 def test_three_wide_kernels_of_one_output_block_on_wide_rows(threads: int, case: tuple[Any, ...]) -> None:
     """3-wide kernels at column stride 1 with one output block and rows of 16 to 28 pixels per
-    tile (conv_nchwc_avx512.c's tile_k3: each input value broadcast once for the three tap
-    columns), with a residual added and a clamp (relu6), and an RGB first step (3 channels in one
-    block) of the same kind; against CpuRef and the unchained CpuAcc, the same bits at every
-    thread count."""
+    tile (U-Net's 16-channel layers on wide maps), with a residual added and a clamp (relu6), and
+    an RGB first step (3 channels in one block) of the same kind; against CpuRef and the
+    unchained CpuAcc, the same bits at every thread count."""
     cin, cout, h, w, stride, padding, dilation = case
     net = Network("k3")
     x = net.add_input("x", (2, 3, h, w))

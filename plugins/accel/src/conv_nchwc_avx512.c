@@ -12,7 +12,6 @@
  * GFLOP/s on one Zen 4 core, depthwise 3x3 rows at 61 instead of 73). */
 #define PW_MAX 14  /* pixels per tile of two output blocks: 14 x 2 = 28 accumulators of 32 zmm */
 #define PW1_MAX 28 /* pixels per tile of one output block */
-#define K3_MIN_PW 16 /* one-block tiles of this many pixels or more run as tile_k3 */
 
 /* Adds the addend vector (if any), clamps (clamp: 0 none, 1 max with lo, 2 max and min) and
  * stores one output vector. The vector is the second operand of max/min, which return it
@@ -184,54 +183,6 @@ static inline __attribute__((always_inline)) void tile_half(const nchwc_geom* g,
     }
 }
 
-/* tile_xs for one output block (NB = 1) of one row, a kernel 3 taps wide at column stride and
- * dilation 1, inputs of XS channels per block (16, or an RGB input's 3): per input channel, the
- * three tap columns' weights are loaded once and each input value of the row (PW + 2 of them) is
- * broadcast once and multiplied with all three (tile_xs broadcasts it once per tap column, a
- * load per product: a tile of one output block was bound by loads). Per output the products of
- * an input channel are summed tap column by tap column, input channel by input channel. */
-static inline __attribute__((always_inline)) void tile_k3(const nchwc_geom* g, const nchwc_view* x,
-                                                          const float* wb, const float* bias,
-                                                          const nchwc_view* y, const nchwc_epilogue* epi,
-                                                          int64_t ob, int64_t oy, int64_t ox0, const int PW,
-                                                          const int XS) {
-    __m512 acc[PW1_MAX];
-    const __m512 bv = _mm512_load_ps(bias + ob * B);
-#pragma GCC unroll 28
-    for (int p = 0; p < PW; ++p) acc[p] = bv;
-    const int64_t wblock = g->cb * g->kh * 3 * XS * B; /* floats per output block */
-    const float* wob = wb + ob * wblock;
-    int64_t ky0 = 0, ky1 = g->kh;
-    tap_rows(g, oy, &ky0, &ky1); /* only the tap rows that read the image */
-    for (int64_t cb = 0; cb < g->cb; ++cb) {
-        const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : XS;
-        for (int64_t ky = ky0; ky < ky1; ++ky) {
-            const float* xp = x->data + ((cb * x->rows + oy * g->sh + ky * g->dh) * x->cols + ox0) * XS;
-            const float* wp = wob + (cb * g->kh + ky) * 3 * XS * B;
-            for (int64_t ci = 0; ci < ci_n; ++ci) {
-                const __m512 w0 = _mm512_load_ps(wp + ci * B);
-                const __m512 w1 = _mm512_load_ps(wp + (XS + ci) * B);
-                const __m512 w2 = _mm512_load_ps(wp + (2 * XS + ci) * B);
-#pragma GCC unroll 30
-                for (int c = 0; c < PW + 2; ++c) {
-                    const __m512 xv = _mm512_set1_ps(xp[c * XS + ci]);
-                    if (c < PW) acc[c] = _mm512_fmadd_ps(xv, w0, acc[c]);
-                    if (c >= 1 && c <= PW) acc[c - 1] = _mm512_fmadd_ps(xv, w1, acc[c - 1]);
-                    if (c >= 2) acc[c - 2] = _mm512_fmadd_ps(xv, w2, acc[c - 2]);
-                }
-            }
-        }
-    }
-    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
-    const int clamp = clamp_kind(epi);
-    float* yb = y->data + ((ob * y->rows + oy) * y->cols + ox0) * B;
-    const float* ab = epi->addend.data != NULL
-                          ? epi->addend.data + ((ob * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
-                          : NULL;
-#pragma GCC unroll 28
-    for (int p = 0; p < PW; ++p) finish(acc[p], yb + p * B, ab != NULL ? ab + p * B : NULL, clamp, lo, hi);
-}
-
 /* tile_xs with the pixel step a constant where it is one of the common two. */
 static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, const nchwc_view* x,
                                                        const float* wb, const float* bias,
@@ -241,12 +192,6 @@ static inline __attribute__((always_inline)) void tile(const nchwc_geom* g, cons
     if (NB > 1 && PW == PW_MAX && ob + 2 == g->ocb && g->oc_last <= 8) {
         if (g->ib == B && g->sw == 1) tile_half(g, x, wb, bias, y, epi, ob, oy, ox0, B);
         else tile_half(g, x, wb, bias, y, epi, ob, oy, ox0, 0);
-        return;
-    }
-    if (NB == 1 && PW >= K3_MIN_PW && g->kw == 3 && g->sw == 1 && g->dw == 1 && g->tx1 == 0 &&
-        (g->ib == B || g->ib == 3)) {
-        if (g->ib == B) tile_k3(g, x, wb, bias, y, epi, ob, oy, ox0, PW, B);
-        else tile_k3(g, x, wb, bias, y, epi, ob, oy, ox0, PW, 3);
         return;
     }
     if (g->ib == B && g->sw == 1) {
