@@ -306,3 +306,36 @@ def test_three_wide_kernels_of_one_output_block_on_wide_rows(threads: int, case:
     with runtime(num_threads=1) as rt:
         _, one = run(net, rt, ["CpuAcc"], inputs)
     np.testing.assert_array_equal(one["y"], out["y"])
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("variant", ["plain", "exported", "activation", "bias_free", "then_3x3", "nearest"])
+def test_a_1x1_convolution_after_a_resize(threads: int, variant: str) -> None:
+    """Resize 2x then a 1x1 convolution (torch's bilinear U-Net decoder): the chain runs the
+    convolution on the smaller input and resizes its output (the same values up to the rounding
+    of the interpolation weights' sum), unless the resized tensor is used elsewhere (exported),
+    the convolution has an activation, or is not 1x1; each against CpuRef and the unchained
+    CpuAcc, the same bits at 1 and 3 threads."""
+    net = Network("resize_conv")
+    x = net.add_input("x", (2, 40, 5, 9))
+    a = net.add_activation(net.add_convolution2d(x, rand(40, 40, 3, 3, scale=0.05), rand(40), padding=1, name="a"),
+                           "relu", name="ar")
+    mode = ResizeMode.NEAREST if variant == "nearest" else ResizeMode.LINEAR
+    r = net.add_resize(a, (2, 40, 10, 18), ResizeDescriptor(mode=mode, coordinates=CoordinateTransform.ALIGN_CORNERS,
+                                                            scales=(1.0, 1.0, 2.0, 2.0)), name="up")
+    k = 3 if variant == "then_3x3" else 1
+    c = net.add_convolution2d(r, rand(24, 40, k, k, scale=0.1), None if variant == "bias_free" else rand(24),
+                              padding=k // 2, name="c")
+    if variant == "activation":
+        c = net.add_activation(c, "sigmoid", name="cs")
+    if variant == "exported":
+        net.add_output(r, "r")
+    net.add_output(net.add_convolution2d(c, rand(16, 24, 3, 3, scale=0.1), padding=1, name="d"), "y")
+    inputs = inputs_of(net)
+    chained, out = check(net, inputs, num_threads=threads)
+    assert len(chained.layers) == 1 and chained.layers[0].kind is LayerKind.PRECOMPILED
+    with runtime(num_threads=2) as rt:
+        _, two = run(net, rt, ["CpuAcc"], inputs)
+    for name in out:
+        np.testing.assert_array_equal(two[name], out[name])

@@ -565,6 +565,52 @@ static void alias_concats(accel_chain* ch) {
     }
 }
 
+/* A 1x1 convolution (stride 1, no padding, groups 1, no activation, no addend) of a resized
+ * tensor r that nothing else reads: conv(resize(x)) = resize(conv(x)), since each resized value
+ * is a weighted sum of input values whose weights sum to 1 (LINEAR) or one input value (NEAREST),
+ * so the convolution runs on the smaller input and the resize on its output (a U-Net's bilinear
+ * decoder: Resize 2x then a 1x1 convolution halving the channels; the products drop to a quarter
+ * and the resize moves half the channels). r's entry becomes the convolution's output at the input's
+ * size; the two steps swap places. The sums differ from the unswapped ones by the rounding of
+ * the weights' sum (and the bias is multiplied by it). */
+static void commute_resizes(accel_chain* ch, const uint32_t* export_ids, uint32_t num_export) {
+    for (uint32_t i = 0; i + 1 < ch->num_steps; ++i) {
+        packed_step* rs = &ch->steps[i];
+        packed_step* cv = &ch->steps[i + 1];
+        const uint32_t r = rs->y;
+        int ok = rs->resize && cv->x == r && !cv->pooling && !cv->depthwise && !cv->grouped && !cv->scale_step &&
+                 !cv->concat && !cv->bn_step && !cv->deconv && !cv->resize && cv->addend < 0 && !cv->post_act &&
+                 cv->lo == -INFINITY && cv->hi == INFINITY && cv->g.ib == B && cv->win.full_kh == 1 &&
+                 cv->win.full_kw == 1 && cv->g.sh == 1 && cv->g.sw == 1 && cv->pt == 0 && cv->pl == 0 &&
+                 ch->tensors[r].alias_of < 0;
+        for (uint32_t e = 0; e < num_export && ok; ++e) ok = export_ids[e] != ch->tensors[r].id;
+        for (uint32_t k = 0; k < ch->num_steps && ok; ++k) {
+            const packed_step* o = &ch->steps[k];
+            if (k == i + 1) continue;
+            ok = o->x != r && o->addend != (int32_t)r && o->scale != (int32_t)r;
+            for (uint32_t q = 0; q < o->num_parts && ok; ++q) ok = o->part[q] != r;
+        }
+        if (!ok) continue;
+        const chain_tensor* xt = &ch->tensors[rs->x];
+        chain_tensor* t = &ch->tensors[r]; /* now the convolution's output at x's size */
+        t->info.dims[1] = cv->o;
+        t->info.dims[2] = xt->info.dims[2];
+        t->info.dims[3] = xt->info.dims[3];
+        t->ht = t->hl = t->hb = t->hr = 0; /* read by the resize only: inside the image */
+        const uint32_t c = cv->y;
+        cv->x = rs->x;
+        cv->y = r;
+        cv->g.oh = cv->g.img_h = xt->info.dims[2];
+        cv->g.ow = cv->g.img_w = xt->info.dims[3];
+        rs->x = r;
+        rs->y = c;
+        pointwise_geometry(rs, &ch->tensors[c].info);
+        const packed_step swap = *rs;
+        *rs = *cv;
+        *cv = swap;
+    }
+}
+
 accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, const uint32_t* export_ids,
                              uint32_t num_export) {
     accel_chain* ch = (accel_chain*)calloc(1, sizeof(*ch));
@@ -802,6 +848,7 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         st->b_in = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (int32_t)const_input(ch, l->input_ids[2], &l->inputs[2])
                                                           : -1;
     }
+    commute_resizes(ch, export_ids, num_export);
     alias_concats(ch);
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
         if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step &&
