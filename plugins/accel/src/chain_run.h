@@ -23,8 +23,8 @@
 
 /* One step of a chain: a convolution as fusion resolved it, a pooling layer, a channel scale,
  * a channel concatenation (a CONCAT layer: its parts are the layer's inputs, x_id the first),
- * or a batch normalization with its activation (the PRECOMPILED layer of batch_norm.h that the
- * pattern pass made). Pointers are borrowed for the call. */
+ * a transposed convolution or a resize (chain_upsample.h), or a batch normalization with its
+ * activation (the PRECOMPILED layer of batch_norm.h that the pattern pass made). Pointers are borrowed for the call. */
 typedef struct accel_chain_step {
     const pn_layer* layer;           /* a CONVOLUTION_2D layer with constant weights (and bias),
                                         a POOLING_2D layer, an ELEMENTWISE_BINARY MUL (scale_id),
@@ -66,7 +66,13 @@ typedef enum accel_chain_fit {
  * one into a chain only when the chain's earlier steps write every part). Batch normalization
  * with its activation: AVX-512, NCHW rank 4 float32, channels as for convolutions, any
  * activation (relu and bounded relu as a clamp, others after it on the rows, as for
- * convolutions); the chain keeps a copy of its coefficients. */
+ * convolutions); the chain keeps a copy of its coefficients. Transposed convolutions (a
+ * CONVOLUTION layer, TRANSPOSED, 2-D, groups 1): AVX-512, float32, kernel = stride (kernel width
+ * 1 to ACCEL_DECONV_MAX_KW), no padding, output_padding or dilation, constant weights and bias,
+ * channels in and out as for convolutions, any activation (as for convolutions). Resizes (a
+ * RESIZE layer): AVX-512, float32, rank 4, N and C left as they are, NEAREST or LINEAR with two
+ * taps per axis (LINEAR: H and W both resized), no output extrapolated or zeroed, no activation
+ * (chain_upsample.h). */
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
 
 /* The most parts of a concatenation step (GoogLeNet's inception modules have 4, the last
