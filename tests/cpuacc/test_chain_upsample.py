@@ -339,3 +339,22 @@ def test_a_1x1_convolution_after_a_resize(threads: int, variant: str) -> None:
         _, two = run(net, rt, ["CpuAcc"], inputs)
     for name in out:
         np.testing.assert_array_equal(two[name], out[name])
+
+
+@needs_avx512
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "gelu"])
+def test_a_transposed_convolution_with_its_own_activation(act: str) -> None:
+    """A ConvTranspose whose descriptor carries an activation: relu as the kernel's clamp, the
+    others on the rows after it (sigmoid maps 0 elsewhere: the 20 channels' last block has its
+    padding lanes zeroed again, which the next convolution reads)."""
+    from plugnn.descriptors import ActivationDescriptor
+
+    net = Network("deconv_act")
+    x = net.add_input("x", (1, 16, 6, 7))
+    a = conv3(net, x, 16, 32, "a")
+    desc = deconv_desc(2, 2, fused_activation=ActivationDescriptor(act))
+    u = net.add_convolution(a, rand(32, 20, 2, 2, scale=0.3), rand(20), descriptor=desc, name="up")
+    net.add_output(net.add_convolution2d(u, rand(16, 20, 3, 3, scale=0.1), rand(16), padding=1, name="c"), "y")
+    inputs = inputs_of(net)
+    chained, _ = check(net, inputs, num_threads=3)
+    assert [n.name for n in chained.layers] == ["a..c"]
