@@ -84,8 +84,7 @@ def unet(batch: int, up: str, h: int = 12, w: int = 20, skip: int = 32, deep: in
     """Two levels of a U-Net: conv (the skip connection, `skip` channels), max pooling, conv
     (`deep` channels), an upsampling back to the skip's size (a ConvTranspose 2x2 stride 2, or a
     Resize 2x followed by a 1x1 convolution, as torch's bilinear U-Net), the Concat [skip, up],
-    conv, and a last 1x1 convolution to 2 channels (too few for the chain: its input is the
-    chain's output)."""
+    conv, and a last 1x1 convolution to 2 channels (a narrow projection: the chain's last step)."""
     net = Network("unet")
     x = net.add_input("x", (batch, 3, h, w))
     s = conv3(net, conv3(net, x, 3, 16, "inc0"), 16, skip, "inc1")
@@ -117,9 +116,9 @@ def test_a_unet_runs_as_one_chain_with_its_concatenation_in_place(threads: int, 
     net = unet(2 if threads == 3 else 1, up)
     inputs = inputs_of(net)
     chained, out = check(net, inputs, num_threads=threads)
-    assert [n.name for n in chained.layers] == ["inc0..decr", "head"]
+    assert [n.name for n in chained.layers] == ["inc0..head"]
     chain = chained.layers[0]
-    convs = 4 if up == "deconv" else 5
+    convs = 5 if up == "deconv" else 6
     assert chain.descriptor.label == (
         f"blocked NCHW16c chain of {convs} convolutions, 1 pooling, 0 scales, 1 concatenations, "
         f"0 batch normalizations, {int(up == 'deconv')} transposed convolutions, {int(up != 'deconv')} resizes")
@@ -358,3 +357,31 @@ def test_a_transposed_convolution_with_its_own_activation(act: str) -> None:
     inputs = inputs_of(net)
     chained, _ = check(net, inputs, num_threads=3)
     assert [n.name for n in chained.layers] == ["a..c"]
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 2, 7])
+def test_narrow_1x1_projections_end_a_chain_and_wider_kernels_stay_out(threads: int) -> None:
+    """A 1x1 convolution to fewer than 8 channels (a segmentation head) is a chain step (16 lanes,
+    its 40-channel input never unpacked), with a relu and a residual of its own shape; a 3x3 one
+    to 4 channels, or a 1x1 one with padding, stays out; a convolution reading the narrow tensor
+    starts a new chain (its input is one narrow block)."""
+    net = Network("heads")
+    x = net.add_input("x", (2, 24, 9, 11))
+    a = conv3(net, x, 24, 40, "a")
+    p = net.add_convolution2d(a, rand(3, 40, 1, 1, scale=0.2), rand(3), name="proj")
+    q = net.add_convolution2d(a, rand(3, 40, 1, 1, scale=0.2), name="proj2")
+    h = net.add_activation(net.add_add(q, p, name="res"), "relu", name="head_relu")
+    net.add_output(h, "h")
+    b = net.add_convolution2d(h, rand(16, 3, 3, 3, scale=0.3), rand(16), padding=1, name="b")
+    net.add_output(net.add_convolution2d(b, rand(16, 16, 3, 3, scale=0.1), padding=1, name="b2"), "y")
+    net.add_output(net.add_convolution2d(a, rand(4, 40, 3, 3, scale=0.1), padding=1, name="wide4"), "w")
+    net.add_output(net.add_convolution2d(a, rand(4, 40, 1, 1, scale=0.1), padding=1, name="padded"), "pd")
+    inputs = inputs_of(net)
+    chained, out = check(net, inputs, num_threads=threads)
+    names = [n.name for n in chained.layers]
+    assert "a..head_relu" in names and "b..b2" in names and "wide4" in names and "padded" in names, names
+    with runtime(num_threads=1) as rt:
+        _, one = run(net, rt, ["CpuAcc"], inputs)
+    for name in out:
+        np.testing.assert_array_equal(one[name], out[name])

@@ -349,6 +349,13 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     if (d->groups == 1 && tiny_map(l)) {
         return ACCEL_CHAIN_YES; /* any channel counts: a few products on 16-lane blocks */
     }
+    if (d->groups == 1 && o < B / 2 && chain_blocks_pay(c) && l->inputs[1].dims[2] == 1 && l->inputs[1].dims[3] == 1 &&
+        d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 && d->pad_left == 0 && d->pad_bottom == 0 &&
+        d->pad_right == 0) {
+        /* a 1x1 projection to fewer than 8 channels (a segmentation head: U-Net's 2 classes): 16
+         * lanes for o channels, but its input is not unpacked to NCHW (it is the larger tensor) */
+        return ACCEL_CHAIN_YES;
+    }
     if (d->groups == 1 && chain_blocks_pay(o)) {
         return chain_blocks_pay(c) ? ACCEL_CHAIN_YES
                                    : c <= 64 ? ACCEL_CHAIN_FIRST : ACCEL_CHAIN_NO;

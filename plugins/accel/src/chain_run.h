@@ -53,7 +53,8 @@ typedef enum accel_chain_fit {
  * (groups of 4+ input channels: conv_nchwc.h), at least 8 output channels (and input channels,
  * but for ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks (a 1x1
  * convolution of a 1 x 1 map: any channel count, squeeze-and-excitation's fully connected
- * layers), any activation: relu and bounded relu with alpha <= 0 <= beta run as a clamp inside
+ * layers; a 1x1 convolution at stride 1 without padding to fewer than 8 output channels, from
+ * an input whose blocks pay: a segmentation head), any activation: relu and bounded relu with alpha <= 0 <= beta run as a clamp inside
  * the kernels, every other kind on each job's output rows right after the kernel wrote them,
  * and where the kind does not map 0 to 0 (sigmoid, hard sigmoid: squeeze-and-excitation's
  * gates; softplus, ...) the lanes of the channels past the last one (in the last 16-channel
