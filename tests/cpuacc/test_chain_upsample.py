@@ -385,3 +385,24 @@ def test_narrow_1x1_projections_end_a_chain_and_wider_kernels_stay_out(threads: 
         _, one = run(net, rt, ["CpuAcc"], inputs)
     for name in out:
         np.testing.assert_array_equal(one[name], out[name])
+
+
+@needs_avx512
+@pytest.mark.parametrize("act", ["relu", "elu"])
+def test_a_transposed_convolution_and_the_activation_fused_to_it(act: str) -> None:
+    """ConvTranspose -> activation layer (layer fusion makes them one item, which the chain takes
+    as one step); a second ConvTranspose whose output is added to a tensor from outside joins
+    the chain too, the Add after it."""
+    net = Network("deconv_fused")
+    x = net.add_input("x", (2, 16, 5, 6))
+    a = conv3(net, x, 16, 32, "a")
+    u = net.add_convolution(a, rand(32, 24, 2, 2, scale=0.3), rand(24), descriptor=deconv_desc(2, 2), name="up")
+    u = net.add_activation(u, act, 1.0, name="up_act")
+    net.add_output(net.add_convolution2d(u, rand(16, 24, 3, 3, scale=0.1), rand(16), padding=1, name="c"), "y")
+    skip = net.add_input("skip", (2, 24, 10, 12))
+    v = net.add_convolution(a, rand(32, 24, 2, 2, scale=0.3), rand(24), descriptor=deconv_desc(2, 2), name="up2")
+    net.add_output(net.add_add(v, skip, name="res"), "z")
+    inputs = inputs_of(net)
+    chained, _ = check(net, inputs, num_threads=2)
+    assert [n.name for n in chained.layers] == ["a..up2", "res"]
+    assert {"up", "up_act", "c", "up2"} <= set(chained.layers[0].replaces)

@@ -206,7 +206,8 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
             const fusion_item* it = &o->items[k];
             const fusion_links* l = &it->links;
             int64_t last = l->act >= 0 ? l->act : l->add >= 0 ? l->add : l->head;
-            if (last == (int64_t)j && sg->layers[l->head].kind == PN_LAYER_CONVOLUTION_2D) {
+            if (last == (int64_t)j && (sg->layers[l->head].kind == PN_LAYER_CONVOLUTION_2D ||
+                                       sg->layers[l->head].kind == PN_LAYER_CONVOLUTION)) {
                 item = (int64_t)k;
             }
         }
