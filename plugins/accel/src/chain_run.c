@@ -268,12 +268,14 @@ static int resize_fit(const accel_chain_step* cs) {
         x->rank != 4 || y->rank != 4 || d->rank != 4 || cs->y_info->rank != 4 || x->dtype != PN_DTYPE_FLOAT32 ||
         y->dtype != PN_DTYPE_FLOAT32 || !pn_same_dims(cs->y_info, y) || x->dims[0] < 1 || x->dims[2] < 1 ||
         x->dims[3] < 1 || y->dims[2] < 1 || y->dims[3] < 1 || y->dims[2] > INT32_MAX || y->dims[3] > INT32_MAX ||
-        !pn_resize_axis_skipped(d, 0, x->dims[0], y->dims[0]) || !pn_resize_axis_skipped(d, 1, x->dims[1], y->dims[1]) ||
+        !pn_resize_axis_skipped(d, 0, x->dims[0], y->dims[0]) ||
+        !pn_resize_axis_skipped(d, 1, x->dims[1], y->dims[1]) ||
         !chain_blocks_pay(x->dims[1])) {
         return 0;
     }
     for (uint32_t a = 2; a < 4; ++a) {
-        if (pn_resize_taps(d, a) != 2 || (d->mode == PN_RESIZE_LINEAR && pn_resize_axis_skipped(d, a, x->dims[a], y->dims[a]))) {
+        if (pn_resize_taps(d, a) != 2 ||
+            (d->mode == PN_RESIZE_LINEAR && pn_resize_axis_skipped(d, a, x->dims[a], y->dims[a]))) {
             return 0;
         }
         for (int64_t o = 0; o < y->dims[a]; ++o) {
@@ -489,7 +491,8 @@ static int step_rows_first(const packed_step* st) {
     }
     const nchwc_geom* g = &st->g;
     if (st->deconv) { /* each output pixel reads one input pixel */
-        return g->cb * B * g->kh * g->kw * g->ocb * B < g->cb * B * (g->oh / g->kh) * (g->ow / g->kw) + g->ocb * B * g->oh * g->ow;
+        return g->cb * B * g->kh * g->kw * g->ocb * B <
+               g->cb * B * (g->oh / g->kh) * (g->ow / g->kw) + g->ocb * B * g->oh * g->ow;
     }
     int64_t weights = (st->depthwise ? 1 : g->cb * g->ib) * g->kh * g->kw * g->ocb * B;
     int64_t in = (st->grouped ? blocks(st->c) * B : g->cb * g->ib) * ((g->oh - 1) * g->sh + 1) *

@@ -24,7 +24,8 @@
 /* One step of a chain: a convolution as fusion resolved it, a pooling layer, a channel scale,
  * a channel concatenation (a CONCAT layer: its parts are the layer's inputs, x_id the first),
  * a transposed convolution or a resize (chain_upsample.h), or a batch normalization with its
- * activation (the PRECOMPILED layer of batch_norm.h that the pattern pass made). Pointers are borrowed for the call. */
+ * activation (the PRECOMPILED layer of batch_norm.h that the pattern pass made). Pointers are
+ * borrowed for the call. */
 typedef struct accel_chain_step {
     const pn_layer* layer;           /* a CONVOLUTION_2D layer with constant weights (and bias),
                                         a POOLING_2D layer, an ELEMENTWISE_BINARY MUL (scale_id),
@@ -54,11 +55,11 @@ typedef enum accel_chain_fit {
  * but for ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks (a 1x1
  * convolution of a 1 x 1 map: any channel count, squeeze-and-excitation's fully connected
  * layers; a 1x1 convolution at stride 1 without padding to fewer than 8 output channels, from
- * an input whose blocks pay: a segmentation head), any activation: relu and bounded relu with alpha <= 0 <= beta run as a clamp inside
- * the kernels, every other kind on each job's output rows right after the kernel wrote them,
- * and where the kind does not map 0 to 0 (sigmoid, hard sigmoid: squeeze-and-excitation's
- * gates; softplus, ...) the lanes of the channels past the last one (in the last 16-channel
- * block) are zeroed again, as the blocked layout requires. Channel scales (scale_id != 0):
+ * an input whose blocks pay: a segmentation head), any activation: relu and bounded relu with
+ * alpha <= 0 <= beta run as a clamp inside the kernels, every other kind on each job's output
+ * rows right after the kernel wrote them, and where the kind does not map 0 to 0 (sigmoid,
+ * hard sigmoid: squeeze-and-excitation's gates; softplus, ...) the lanes of the channels past the
+ * last one (in the last 16-channel block) are zeroed again, as the blocked layout requires. Channel scales (scale_id != 0):
  * AVX-512, an ElementwiseBinary MUL without a fused activation on float32, x (x_id) of the
  * output's shape [N, C, H, W], s (scale_id) [N, C, 1, 1], C as for convolutions. Concatenations:
  * AVX-512, float32, rank 4 along the channels (axis 1 or -3), 1 to ACCEL_CHAIN_MAX_PARTS parts
