@@ -391,8 +391,8 @@ def test_narrow_1x1_projections_end_a_chain_and_wider_kernels_stay_out(threads: 
 @pytest.mark.parametrize("act", ["relu", "elu"])
 def test_a_transposed_convolution_and_the_activation_fused_to_it(act: str) -> None:
     """ConvTranspose -> activation layer (layer fusion makes them one item, which the chain takes
-    as one step); a second ConvTranspose whose output is added to a tensor from outside joins
-    the chain too, the Add after it."""
+    as one step); a second ConvTranspose last in the run (its output only leaves the chain)
+    runs after the chain, on NCHW."""
     net = Network("deconv_fused")
     x = net.add_input("x", (2, 16, 5, 6))
     a = conv3(net, x, 16, 32, "a")
@@ -404,5 +404,31 @@ def test_a_transposed_convolution_and_the_activation_fused_to_it(act: str) -> No
     net.add_output(net.add_add(v, skip, name="res"), "z")
     inputs = inputs_of(net)
     chained, _ = check(net, inputs, num_threads=2)
-    assert [n.name for n in chained.layers] == ["a..up2", "res"]
-    assert {"up", "up_act", "c", "up2"} <= set(chained.layers[0].replaces)
+    assert [n.name for n in chained.layers] == ["a..c", "up2", "res"]
+    assert {"up", "up_act", "c"} <= set(chained.layers[0].replaces)
+
+
+@needs_avx512
+@pytest.mark.parametrize("last", ["resize", "deconv", "resize_then_concat"])
+def test_an_upsampling_whose_output_only_leaves_the_chain_runs_after_it(last: str) -> None:
+    """A segmentation network's final upsampling (fcn_resnet50: 21 classes from 28 x 28 to 224 x
+    224) is not the chain's last step: the chain unpacks its smaller input and the resize or
+    transposed convolution runs on NCHW; an upsampling that a later step of the chain reads
+    stays in."""
+    net = Network("final_up")
+    x = net.add_input("x", (1, 16, 6, 5))
+    a = conv3(net, x, 16, 32, "a")
+    b = net.add_convolution2d(a, rand(21, 32, 1, 1, scale=0.2), rand(21), name="classes")
+    if last == "deconv":
+        up = net.add_convolution(b, rand(21, 21, 2, 2, scale=0.3), rand(21), descriptor=deconv_desc(2, 2), name="up")
+    else:
+        up = net.add_resize(b, (1, 21, 24, 20), ResizeDescriptor(mode=ResizeMode.LINEAR, scales=(1.0, 1.0, 4.0, 4.0)),
+                            name="up")
+    if last == "resize_then_concat":
+        skip = net.add_resize(a, (1, 32, 24, 20), ResizeDescriptor(mode=ResizeMode.NEAREST, scales=(1.0, 1.0, 4.0, 4.0)),
+                              name="skip_up")
+        up = net.add_concat([skip, up], 1, name="cat")
+    net.add_output(up, "y")
+    chained, _ = check(net, inputs_of(net), num_threads=2)
+    names = [n.name for n in chained.layers]
+    assert names == (["a..cat"] if last == "resize_then_concat" else ["a..classes", "up"]), names
