@@ -170,6 +170,14 @@ static pn_status close_run(const pn_subgraph* sg, accel_optimization* o, chain_u
             }
         }
     }
+    /* An upsampling last (a resize or a transposed convolution whose output only leaves the
+     * chain: a segmentation network's final upsampling to the image size) runs after it on NCHW:
+     * unpacking its smaller input costs less than writing its output blocked and unpacking that
+     * (fcn_resnet50's 21 classes from 28 x 28 to 224 x 224). */
+    while (len >= 1 && (units[first + len - 1].step.layer->kind == PN_LAYER_RESIZE ||
+                        units[first + len - 1].step.layer->kind == PN_LAYER_CONVOLUTION)) {
+        --len;
+    }
     /* A channel scale alone with one other step gains nothing from the blocked layout (a
      * convolution followed by a product with a constant [1, C, 1, 1], ResNet50-FPN's frozen batch
      * normalization, ran 52 such pairs as chains, 7 ms slower than as two layers). */
@@ -206,7 +214,8 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
             const fusion_item* it = &o->items[k];
             const fusion_links* l = &it->links;
             int64_t last = l->act >= 0 ? l->act : l->add >= 0 ? l->add : l->head;
-            if (last == (int64_t)j && sg->layers[l->head].kind == PN_LAYER_CONVOLUTION_2D) {
+            if (last == (int64_t)j && (sg->layers[l->head].kind == PN_LAYER_CONVOLUTION_2D ||
+                                       sg->layers[l->head].kind == PN_LAYER_CONVOLUTION)) {
                 item = (int64_t)k;
             }
         }
@@ -221,6 +230,8 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
                    (state[j] == LAYER_CANDIDATE && (sg->layers[j].kind == PN_LAYER_CONVOLUTION_2D ||
                                                    sg->layers[j].kind == PN_LAYER_POOLING_2D ||
                                                    sg->layers[j].kind == PN_LAYER_CONCAT ||
+                                                   sg->layers[j].kind == PN_LAYER_CONVOLUTION ||
+                                                   sg->layers[j].kind == PN_LAYER_RESIZE ||
                                                    scale_x_slot(&sg->layers[j]) >= 0))) {
             /* (a PRECOMPILED layer of the pattern pass: accel_chain_step_fit takes batch
              * normalizations with their activation, batch_norm.h) */

@@ -1,8 +1,10 @@
 /* CpuAcc blocked chains (see chain_run.h): which steps they run, the payload, its workload. */
 #include "chain_run.h"
 #include "batch_norm.h"
+#include "chain_upsample.h"
 #include "conv_nchwc.h"
 #include "shared_weights.h"
+#include "plugnn/pn_resize_plan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,6 +57,12 @@ typedef struct packed_step {
     nchwc_window win;        /* the taps it runs (g.kh x g.kw of the weights' kernel: chain_taps) */
     int32_t w_in, b_in;      /* a convolution's weights and bias: indices into the replacement's
                                 inputs (constants, packed by the workload), b_in -1: no bias */
+    int deconv;              /* a transposed convolution with kernel = stride (chain_upsample.h):
+                                g.kh x g.kw the kernel, g.cb / g.ic_last its input blocks */
+    int resize;              /* a resize along H and W: 1 LINEAR, 2 NEAREST (chain_upsample.h) */
+    int32_t* rs_idx;         /* (resize) per output row its 2 input rows, then per output column its
+                                2 input columns (owned) */
+    float* rs_w;             /* (resize) their weights, the same layout (owned) */
 } packed_step;
 
 /* The chain's convolutions' weights and biases are inputs of the replacement layer (after the
@@ -222,6 +230,67 @@ static int concat_fit(const accel_chain_step* cs) {
     return channels == y->dims[1];
 }
 
+/* A transposed convolution step (chain_run.h): kernel = stride, no padding. */
+static int deconv_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_convolution_desc* d = (const pn_convolution_desc*)l->descriptor;
+    if (d->op != PN_CONVOLUTION_TRANSPOSED || d->spatial_rank != 2 || d->groups != 1 || cs->addend_id != 0 ||
+        cs->scale_id != 0 || (cs->act != NULL && d->fused_activation != NULL) || l->num_inputs < 2 ||
+        l->num_outputs != 1 || cs->x_id != l->input_ids[0] || l->constant_data == NULL ||
+        l->constant_data[1] == NULL || ((d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 &&
+                                        (l->num_inputs < 3 || l->constant_data[2] == NULL))) {
+        return 0;
+    }
+    const pn_tensor_info *x = &l->inputs[0], *w = &l->inputs[1], *y = &l->outputs[0];
+    if (x->rank != 4 || w->rank != 4 || y->rank != 4 || cs->y_info->rank != 4 || x->dtype != PN_DTYPE_FLOAT32 ||
+        w->dtype != PN_DTYPE_FLOAT32 || y->dtype != PN_DTYPE_FLOAT32 || !pn_same_dims(cs->y_info, y)) {
+        return 0;
+    }
+    for (uint32_t a = 0; a < 2; ++a) {
+        if (d->strides[a] != (uint32_t)w->dims[2 + a] || d->pads_begin[a] != 0 || d->pads_end[a] != 0 ||
+            d->output_padding[a] != 0 || d->dilations[a] != 1 || y->dims[2 + a] != x->dims[2 + a] * w->dims[2 + a]) {
+            return 0;
+        }
+    }
+    return x->dims[0] >= 1 && x->dims[2] >= 1 && x->dims[3] >= 1 && w->dims[0] == x->dims[1] &&
+           w->dims[1] == y->dims[1] && y->dims[0] == x->dims[0] && w->dims[3] <= ACCEL_DECONV_MAX_KW &&
+           chain_blocks_pay(x->dims[1]) && chain_blocks_pay(y->dims[1]);
+}
+
+/* A resize step (chain_run.h): H and W only, two taps per axis, no output extrapolated or zeroed;
+ * LINEAR resizes both (an axis left as it is would multiply its element by a weight 0). */
+static int resize_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_resize_desc* d = (const pn_resize_desc*)l->descriptor;
+    const pn_tensor_info *x = &l->inputs[0], *y = &l->outputs[0];
+    if ((d->mode != PN_RESIZE_NEAREST && d->mode != PN_RESIZE_LINEAR) || cs->act != NULL || cs->addend_id != 0 ||
+        cs->scale_id != 0 || l->num_inputs != 1 || l->num_outputs != 1 || cs->x_id != l->input_ids[0] ||
+        x->rank != 4 || y->rank != 4 || d->rank != 4 || cs->y_info->rank != 4 || x->dtype != PN_DTYPE_FLOAT32 ||
+        y->dtype != PN_DTYPE_FLOAT32 || !pn_same_dims(cs->y_info, y) || x->dims[0] < 1 || x->dims[2] < 1 ||
+        x->dims[3] < 1 || y->dims[2] < 1 || y->dims[3] < 1 || y->dims[2] > INT32_MAX || y->dims[3] > INT32_MAX ||
+        !pn_resize_axis_skipped(d, 0, x->dims[0], y->dims[0]) ||
+        !pn_resize_axis_skipped(d, 1, x->dims[1], y->dims[1]) ||
+        !chain_blocks_pay(x->dims[1])) {
+        return 0;
+    }
+    for (uint32_t a = 2; a < 4; ++a) {
+        if (pn_resize_taps(d, a) != 2 ||
+            (d->mode == PN_RESIZE_LINEAR && pn_resize_axis_skipped(d, a, x->dims[a], y->dims[a]))) {
+            return 0;
+        }
+        for (int64_t o = 0; o < y->dims[a]; ++o) {
+            int64_t first = 0;
+            double w[2];
+            unsigned char special = PN_RESIZE_NORMAL;
+            if (!pn_resize_axis_skipped(d, a, x->dims[a], y->dims[a])) {
+                pn_resize_plan_index(d, a, x->dims[a], y->dims[a], 2, o, &first, w, &special);
+            }
+            if (special != PN_RESIZE_NORMAL) return 0;
+        }
+    }
+    return 1;
+}
+
 #endif
 
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) {
@@ -250,6 +319,12 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     if (l->kind == PN_LAYER_PRECOMPILED) {
         return bn_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
     }
+    if (l->kind == PN_LAYER_CONVOLUTION) {
+        return deconv_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_RESIZE) {
+        return resize_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
     if (l->kind != PN_LAYER_CONVOLUTION_2D) {
         return ACCEL_CHAIN_NO;
     }
@@ -275,6 +350,13 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
     }
     if (d->groups == 1 && tiny_map(l)) {
         return ACCEL_CHAIN_YES; /* any channel counts: a few products on 16-lane blocks */
+    }
+    if (d->groups == 1 && o < B / 2 && chain_blocks_pay(c) && l->inputs[1].dims[2] == 1 && l->inputs[1].dims[3] == 1 &&
+        d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 && d->pad_left == 0 && d->pad_bottom == 0 &&
+        d->pad_right == 0) {
+        /* a 1x1 projection to fewer than 8 channels (a segmentation head: U-Net's 2 classes): 16
+         * lanes for o channels, but its input is not unpacked to NCHW (it is the larger tensor) */
+        return ACCEL_CHAIN_YES;
     }
     if (d->groups == 1 && chain_blocks_pay(o)) {
         return chain_blocks_pay(c) ? ACCEL_CHAIN_YES
@@ -304,6 +386,8 @@ void accel_chain_release(void* payload) {
     }
     for (uint32_t i = 0; ch->steps != NULL && i < ch->num_steps; ++i) {
         free(ch->steps[i].bn_coef);
+        free(ch->steps[i].rs_idx);
+        free(ch->steps[i].rs_w);
     }
     free(ch->steps);
     free(ch->const_ids);
@@ -369,7 +453,9 @@ static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const packed_step* st) {
-    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat || st->bn_step ? st->g.ocb
+    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat || st->bn_step || st->deconv ||
+                   st->resize
+               ? st->g.ocb
                                                                                        : (st->g.ocb + 1) / 2;
 }
 
@@ -378,7 +464,9 @@ static int64_t step_units(const packed_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat || st->bn_step ? 1
+    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat || st->bn_step || st->deconv ||
+                           st->resize
+                       ? 1
                    : accel_nchwc_rows_per_job(st->g.ow, st->grouped ? 1 : st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
@@ -398,10 +486,14 @@ static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const packed_step* st) {
-    if (st->pooling || st->scale_step || st->concat || st->bn_step) {
+    if (st->pooling || st->scale_step || st->concat || st->bn_step || st->resize) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
+    if (st->deconv) { /* each output pixel reads one input pixel */
+        return g->cb * B * g->kh * g->kw * g->ocb * B <
+               g->cb * B * (g->oh / g->kh) * (g->ow / g->kw) + g->ocb * B * g->oh * g->ow;
+    }
     int64_t weights = (st->depthwise ? 1 : g->cb * g->ib) * g->kh * g->kw * g->ocb * B;
     int64_t in = (st->grouped ? blocks(st->c) * B : g->cb * g->ib) * ((g->oh - 1) * g->sh + 1) *
                  ((g->ow - 1) * g->sw + 1);
@@ -480,6 +572,52 @@ static void alias_concats(accel_chain* ch) {
                 o->in_place = 1;
             }
         }
+    }
+}
+
+/* A 1x1 convolution (stride 1, no padding, groups 1, no activation, no addend) of a resized
+ * tensor r that nothing else reads: conv(resize(x)) = resize(conv(x)), since each resized value
+ * is a weighted sum of input values whose weights sum to 1 (LINEAR) or one input value (NEAREST),
+ * so the convolution runs on the smaller input and the resize on its output (a U-Net's bilinear
+ * decoder: Resize 2x then a 1x1 convolution halving the channels; the products drop to a quarter
+ * and the resize moves half the channels). r's entry becomes the convolution's output at the input's
+ * size; the two steps swap places. The sums differ from the unswapped ones by the rounding of
+ * the weights' sum (and the bias is multiplied by it). */
+static void commute_resizes(accel_chain* ch, const uint32_t* export_ids, uint32_t num_export) {
+    for (uint32_t i = 0; i + 1 < ch->num_steps; ++i) {
+        packed_step* rs = &ch->steps[i];
+        packed_step* cv = &ch->steps[i + 1];
+        const uint32_t r = rs->y;
+        int ok = rs->resize && cv->x == r && !cv->pooling && !cv->depthwise && !cv->grouped && !cv->scale_step &&
+                 !cv->concat && !cv->bn_step && !cv->deconv && !cv->resize && cv->addend < 0 && !cv->post_act &&
+                 cv->lo == -INFINITY && cv->hi == INFINITY && cv->g.ib == B && cv->win.full_kh == 1 &&
+                 cv->win.full_kw == 1 && cv->g.sh == 1 && cv->g.sw == 1 && cv->pt == 0 && cv->pl == 0 &&
+                 ch->tensors[r].alias_of < 0;
+        for (uint32_t e = 0; e < num_export && ok; ++e) ok = export_ids[e] != ch->tensors[r].id;
+        for (uint32_t k = 0; k < ch->num_steps && ok; ++k) {
+            const packed_step* o = &ch->steps[k];
+            if (k == i + 1) continue;
+            ok = o->x != r && o->addend != (int32_t)r && o->scale != (int32_t)r;
+            for (uint32_t q = 0; q < o->num_parts && ok; ++q) ok = o->part[q] != r;
+        }
+        if (!ok) continue;
+        const chain_tensor* xt = &ch->tensors[rs->x];
+        chain_tensor* t = &ch->tensors[r]; /* now the convolution's output at x's size */
+        t->info.dims[1] = cv->o;
+        t->info.dims[2] = xt->info.dims[2];
+        t->info.dims[3] = xt->info.dims[3];
+        t->ht = t->hl = t->hb = t->hr = 0; /* read by the resize only: inside the image */
+        const uint32_t c = cv->y;
+        cv->x = rs->x;
+        cv->y = r;
+        cv->g.oh = cv->g.img_h = xt->info.dims[2];
+        cv->g.ow = cv->g.img_w = xt->info.dims[3];
+        rs->x = r;
+        rs->y = c;
+        pointwise_geometry(rs, &ch->tensors[c].info);
+        const packed_step swap = *rs;
+        *rs = *cv;
+        *cv = swap;
     }
 }
 
@@ -594,6 +732,63 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
             continue;
         }
+        if (l->kind == PN_LAYER_CONVOLUTION) { /* transposed, kernel = stride: reads only inside the image */
+            const pn_convolution_desc* dd = (const pn_convolution_desc*)l->descriptor;
+            const int64_t c = l->inputs[0].dims[1], o = cs->y_info->dims[1];
+            const pn_activation_desc* act = cs->act != NULL ? cs->act : dd->fused_activation;
+            st->deconv = 1;
+            st->g.ib = B;
+            st->g.cb = blocks(c);
+            st->g.ic_last = c - (st->g.cb - 1) * B;
+            st->g.ocb = blocks(o);
+            st->g.oc_last = o - (st->g.ocb - 1) * B;
+            st->g.oh = cs->y_info->dims[2];
+            st->g.ow = cs->y_info->dims[3];
+            st->g.kh = st->g.sh = l->inputs[1].dims[2];
+            st->g.kw = st->g.sw = l->inputs[1].dims[3];
+            if (!clamp_of(act, &st->lo, &st->hi)) {
+                st->post_act = accel_copy_activation(act, &st->act);
+                st->rezero = st->post_act && st->g.oc_last < B && !keeps_zero(ACCEL_ISA_PORTABLE, act);
+            }
+            st->o = o;
+            st->c = c;
+            st->w_in = (int32_t)const_input(ch, l->input_ids[1], &l->inputs[1]);
+            st->b_in = (dd->flags & PN_LAYER_FLAG_HAS_BIAS) != 0
+                           ? (int32_t)const_input(ch, l->input_ids[2], &l->inputs[2])
+                           : -1;
+            continue;
+        }
+        if (l->kind == PN_LAYER_RESIZE) { /* reads only inside the image: no halo, no weights */
+            const pn_resize_desc* rd = (const pn_resize_desc*)l->descriptor;
+            const int64_t oh = cs->y_info->dims[2], ow = cs->y_info->dims[3];
+            st->resize = rd->mode == PN_RESIZE_NEAREST ? 2 : 1;
+            pointwise_geometry(st, cs->y_info);
+            st->rs_idx = (int32_t*)malloc((size_t)(2 * (oh + ow)) * sizeof(int32_t));
+            st->rs_w = (float*)malloc((size_t)(2 * (oh + ow)) * sizeof(float));
+            if (st->rs_idx == NULL || st->rs_w == NULL) {
+                accel_chain_release(ch);
+                return NULL;
+            }
+            for (uint32_t a = 2; a < 4; ++a) { /* the plan CpuRef's is (pn_resize_plan.h), weights in float */
+                const int64_t in = l->inputs[0].dims[a], out = cs->y_info->dims[a];
+                int32_t* idx = st->rs_idx + (a == 2 ? 0 : 2 * oh);
+                float* wt = st->rs_w + (a == 2 ? 0 : 2 * oh);
+                for (int64_t q = 0; q < out; ++q) {
+                    int64_t first = q;
+                    double w[2] = {1.0, 0.0};
+                    unsigned char special = PN_RESIZE_NORMAL;
+                    if (!pn_resize_axis_skipped(rd, a, in, out)) {
+                        pn_resize_plan_index(rd, a, in, out, 2, q, &first, w, &special);
+                    }
+                    for (int64_t t = 0; t < 2; ++t) {
+                        int64_t i = st->resize == 2 ? first + (w[1] != 0.0 ? 1 : 0) : first + t;
+                        idx[2 * q + t] = (int32_t)(i < 0 ? 0 : (i >= in ? in - 1 : i));
+                        wt[2 * q + t] = (float)w[t];
+                    }
+                }
+            }
+            continue;
+        }
         if (l->kind == PN_LAYER_POOLING_2D) {
             const pn_pooling_2d_desc* p = (const pn_pooling_2d_desc*)l->descriptor;
             nchwc_pool pp = {p->kind, p->padding_method == PN_PADDING_INCLUDE,
@@ -663,9 +858,11 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         st->b_in = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (int32_t)const_input(ch, l->input_ids[2], &l->inputs[2])
                                                           : -1;
     }
+    commute_resizes(ch, export_ids, num_export);
     alias_concats(ch);
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
-        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step) {
+        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step &&
+            !ch->steps[i].resize) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
             ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
@@ -683,12 +880,20 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
         }
     }
-    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0, num_bn = 0;
+    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0, num_bn = 0, num_deconv = 0, num_resize = 0;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_scale += (uint32_t)ch->steps[i].scale_step;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_concat += (uint32_t)ch->steps[i].concat;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_bn += (uint32_t)ch->steps[i].bn_step;
-    if (num_concat > 0 || num_bn > 0) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_deconv += (uint32_t)ch->steps[i].deconv;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_resize += (uint32_t)(ch->steps[i].resize != 0);
+    if (num_deconv > 0 || num_resize > 0) {
+        snprintf(ch->label, sizeof(ch->label),
+                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
+                 "%u batch normalizations, %u transposed convolutions, %u resizes",
+                 count - num_pooling - num_scale - num_concat - num_bn - num_deconv - num_resize, num_pooling,
+                 num_scale, num_concat, num_bn, num_deconv, num_resize);
+    } else if (num_concat > 0 || num_bn > 0) {
         snprintf(ch->label, sizeof(ch->label),
                  "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
                  "%u batch normalizations",
@@ -772,8 +977,10 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
 static int64_t step_grain(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step) {
+    if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step || st->resize) {
         per_job = 2 * taps * g->ow * B * st->rpj;
+    } else if (st->deconv) { /* every output vector: cb * 16 products */
+        per_job = 2 * g->cb * B * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
         per_job = 2 * taps * g->cb * g->ib * nb * B * g->ow * st->rpj;
@@ -804,7 +1011,8 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
-    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat || st->bn_step;
+    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat || st->bn_step ||
+                       st->deconv || st->resize;
     const int64_t b0 = single ? u : 2 * u, b1 = single ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
     if (r->s->dirty[st->y]) {
         zero_halo(yt, n, b0, b1, oy, rows);
@@ -838,6 +1046,18 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     if (st->pooling) {
         nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_pool_row_avx512(&st->pp, &image, &yv, u, y);
+    } else if (st->deconv) {
+        nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            accel_nchwc_deconv_row_avx512(&image, r->w, r->bias, &yv, g->cb, g->ic_last, g->kh, g->kw, g->ow / g->kw, u,
+                                          y, st->lo, st->hi);
+        }
+    } else if (st->resize) {
+        nchwc_view image = view_of(xt, n, xt->ht, xt->hl);
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            accel_nchwc_resize_row_avx512(&image, &yv, u, y, g->ow, st->rs_idx + 2 * y, st->rs_w + 2 * y,
+                                          st->rs_idx + 2 * g->oh, st->rs_w + 2 * g->oh, st->resize == 2);
+        }
     } else if (st->grouped) {
         nchwc_view xg = xv;
         xg.data += accel_nchwc_group_first(st->c, st->o, st->groups, g->cb, u) * xt->rows * xt->cols * B;
@@ -1157,11 +1377,22 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     s->ch = ch;
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        if (st->pooling || st->scale_step || st->concat || st->bn_step) {
+        if (st->pooling || st->scale_step || st->concat || st->bn_step || st->resize) {
             continue;
         }
         const nchwc_geom* g = &st->g;
         const float* bsrc = st->b_in >= 0 ? (const float*)layer->constant_data[st->b_in] : NULL;
+        if (st->deconv) {
+            s->w[i] = accel_nchwc_packed_deconv(packs, (const float*)layer->constant_data[st->w_in], bsrc, st->c, st->o,
+                                                g->kh, g->kw);
+            if (s->w[i] == NULL) {
+                chain_state_release(s);
+                return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing the weights of '%s'",
+                               layer->name);
+            }
+            s->bias[i] = s->w[i] + (size_t)(g->ocb * g->kh * g->cb * B * g->kw * B);
+            continue;
+        }
         if (st->grouped) {
             s->w[i] = accel_nchwc_packed_grouped(packs, env->threads, (const float*)layer->constant_data[st->w_in], bsrc,
                                                  st->o, st->c, st->groups, &st->win);

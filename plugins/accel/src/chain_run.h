@@ -23,8 +23,9 @@
 
 /* One step of a chain: a convolution as fusion resolved it, a pooling layer, a channel scale,
  * a channel concatenation (a CONCAT layer: its parts are the layer's inputs, x_id the first),
- * or a batch normalization with its activation (the PRECOMPILED layer of batch_norm.h that the
- * pattern pass made). Pointers are borrowed for the call. */
+ * a transposed convolution or a resize (chain_upsample.h), or a batch normalization with its
+ * activation (the PRECOMPILED layer of batch_norm.h that the pattern pass made). Pointers are
+ * borrowed for the call. */
 typedef struct accel_chain_step {
     const pn_layer* layer;           /* a CONVOLUTION_2D layer with constant weights (and bias),
                                         a POOLING_2D layer, an ELEMENTWISE_BINARY MUL (scale_id),
@@ -53,11 +54,12 @@ typedef enum accel_chain_fit {
  * (groups of 4+ input channels: conv_nchwc.h), at least 8 output channels (and input channels,
  * but for ACCEL_CHAIN_FIRST) filling at least half of their 16-channel blocks (a 1x1
  * convolution of a 1 x 1 map: any channel count, squeeze-and-excitation's fully connected
- * layers), any activation: relu and bounded relu with alpha <= 0 <= beta run as a clamp inside
- * the kernels, every other kind on each job's output rows right after the kernel wrote them,
- * and where the kind does not map 0 to 0 (sigmoid, hard sigmoid: squeeze-and-excitation's
- * gates; softplus, ...) the lanes of the channels past the last one (in the last 16-channel
- * block) are zeroed again, as the blocked layout requires. Channel scales (scale_id != 0):
+ * layers; a 1x1 convolution at stride 1 without padding to fewer than 8 output channels, from
+ * an input whose blocks pay: a segmentation head), any activation: relu and bounded relu with
+ * alpha <= 0 <= beta run as a clamp inside the kernels, every other kind on each job's output
+ * rows right after the kernel wrote them, and where the kind does not map 0 to 0 (sigmoid,
+ * hard sigmoid: squeeze-and-excitation's gates; softplus, ...) the lanes of the channels past the
+ * last one (in the last 16-channel block) are zeroed again, as the blocked layout requires. Channel scales (scale_id != 0):
  * AVX-512, an ElementwiseBinary MUL without a fused activation on float32, x (x_id) of the
  * output's shape [N, C, H, W], s (scale_id) [N, C, 1, 1], C as for convolutions. Concatenations:
  * AVX-512, float32, rank 4 along the channels (axis 1 or -3), 1 to ACCEL_CHAIN_MAX_PARTS parts
@@ -66,7 +68,13 @@ typedef enum accel_chain_fit {
  * one into a chain only when the chain's earlier steps write every part). Batch normalization
  * with its activation: AVX-512, NCHW rank 4 float32, channels as for convolutions, any
  * activation (relu and bounded relu as a clamp, others after it on the rows, as for
- * convolutions); the chain keeps a copy of its coefficients. */
+ * convolutions); the chain keeps a copy of its coefficients. Transposed convolutions (a
+ * CONVOLUTION layer, TRANSPOSED, 2-D, groups 1): AVX-512, float32, kernel = stride (kernel width
+ * 1 to ACCEL_DECONV_MAX_KW), no padding, output_padding or dilation, constant weights and bias,
+ * channels in and out as for convolutions, any activation (as for convolutions). Resizes (a
+ * RESIZE layer): AVX-512, float32, rank 4, N and C left as they are, NEAREST or LINEAR with two
+ * taps per axis (LINEAR: H and W both resized), no output extrapolated or zeroed, no activation
+ * (chain_upsample.h). */
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
 
 /* The most parts of a concatenation step (GoogLeNet's inception modules have 4, the last
