@@ -53,6 +53,27 @@ static int clamp_kind(const nchwc_epilogue* epi) {
     return epi->hi < INFINITY ? 2 : epi->lo > -INFINITY ? 1 : 0;
 }
 
+/* The epilogue of a tile of PW pixels of NB output blocks in rows of W pixels (tile_xs's
+ * layout): each accumulator finished (addend, clamp) into its pixel of y. */
+static inline __attribute__((always_inline)) void store_tile(__m512 acc[2][PW1_MAX], const nchwc_view* y,
+                                                             const nchwc_epilogue* epi, int64_t ob, int64_t oy,
+                                                             int64_t ox0, const int PW, const int NB, const int W) {
+    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
+    const int clamp = clamp_kind(epi);
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
+        const float* ab = epi->addend.data != NULL
+                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
+                              : NULL;
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) {
+            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
+                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
+        }
+    }
+}
+
 /* PW pixels of NB output blocks from ob, in rows of W pixels: pixel p is column ox0 + p % W of
  * output row oy + p / W (W = PW: one row; W = 7 with PW = 14 or 28: the rows of a 7-wide
  * image). PW, NB and W are constants at every call site, so the loops unroll into straight-line
@@ -115,20 +136,7 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
             }
         }
     }
-    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
-    const int clamp = clamp_kind(epi);
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
-        const float* ab = epi->addend.data != NULL
-                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
-                              : NULL;
-#pragma GCC unroll 28
-        for (int p = 0; p < PW; ++p) {
-            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
-                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
-        }
-    }
+    store_tile(acc, y, epi, ob, oy, ox0, PW, NB, W);
 }
 
 /* tile_xs for two output blocks of which the second (the layer's last) holds 8 or fewer real
@@ -565,20 +573,7 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
             }
         }
     }
-    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
-    const int clamp = clamp_kind(epi);
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
-        const float* ab = epi->addend.data != NULL
-                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
-                              : NULL;
-#pragma GCC unroll 28
-        for (int p = 0; p < PW; ++p) {
-            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
-                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
-        }
-    }
+    store_tile(acc, y, epi, ob, oy, ox0, PW, NB, W);
 }
 
 /* A 1x1 tile of small maps (ResNet-50's 1x1 layers of 256 to 2048 channels on 28 x 28 to 7 x 7,
@@ -612,20 +607,7 @@ static inline __attribute__((always_inline)) void tile_pw1(const nchwc_geom* g, 
         }
         edge_tap(acc, xp, wob + cb * B * B, wblock, ci_n, rstride, ahead, PW, NB, W, XS, 0, 0, (1 << (PW / W)) - 1);
     }
-    const __m512 lo = _mm512_set1_ps(epi->lo), hi = _mm512_set1_ps(epi->hi);
-    const int clamp = clamp_kind(epi);
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-        float* yb = y->data + (((ob + b) * y->rows + oy) * y->cols + ox0) * B;
-        const float* ab = epi->addend.data != NULL
-                              ? epi->addend.data + (((ob + b) * epi->addend.rows + oy) * epi->addend.cols + ox0) * B
-                              : NULL;
-#pragma GCC unroll 28
-        for (int p = 0; p < PW; ++p) {
-            finish(acc[b][p], yb + ((p / W) * y->cols + p % W) * B,
-                   ab != NULL ? ab + ((p / W) * epi->addend.cols + p % W) * B : NULL, clamp, lo, hi);
-        }
-    }
+    store_tile(acc, y, epi, ob, oy, ox0, PW, NB, W);
 }
 
 /* Whether the small-map tiles run a convolution: 3 taps wide (edge tiles) or 1x1 (tile_pw1),
