@@ -362,7 +362,7 @@ class Worker:
         factory = self.backend.create_workload_factory()
         try:
             factory.create_workload(case.spec).close()
-            return [("fail", f"refused, but create_workload made a workload for it")]
+            return [("fail", "refused, but create_workload made a workload for it")]
         except BackendError:
             return [("pass", f"{sweep.kind_name(kind)}: a malformed layer is refused")]
         finally:
@@ -377,12 +377,12 @@ class Worker:
             return [("fail", f"is_layer_supported failed: {exc}")]
         if not answer.supported:
             if not answer.reason.strip():
-                return [("fail", f"refused without a reason")]
+                return [("fail", "refused without a reason")]
             return [("refused", answer.reason)]
         if not self.backend.host_memory:
-            return [("untested", f"claimed, not run (the sweep hands host memory only)")]
+            return [("untested", "claimed, not run (the sweep hands host memory only)")]
         if not self.oracle.is_layer_supported(spec).supported:
-            return [("untested", f"claimed, but CpuRef does not run it: not compared")]
+            return [("untested", "claimed, but CpuRef does not run it: not compared")]
         try:
             actual = _run(self.backend, spec, case.inputs)
         except BackendError as exc:

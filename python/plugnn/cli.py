@@ -106,7 +106,7 @@ def _check_backend_command(args: argparse.Namespace) -> int:
         options = dict(option.split("=", 1) for option in args.option)
     except ValueError as exc:
         print(f"plugnn: error: {exc}" if "=" in str(exc) or "kind" in str(exc) else
-              f"plugnn: error: --option takes KEY=VALUE", file=sys.stderr)
+              "plugnn: error: --option takes KEY=VALUE", file=sys.stderr)
         return 2
     report = check_backend(args.path, layers, options, args.timeout)
     print(json.dumps(report.as_dict(), indent=2) if args.json else report.text())

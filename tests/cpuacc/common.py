@@ -1,14 +1,20 @@
 """What the CpuAcc test modules share: whether CpuAcc is built, the kernel sets this machine
-runs and the thread counts they are tried at, and running one layer on one CpuAcc runtime."""
+runs and the thread counts they are tried at, running one layer on one CpuAcc runtime, a
+convolution case with its oracle, and a network's chained run against CpuRef's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 import plugnn
+from plugnn import Network
+from plugnn.descriptors import ActivationDescriptor, Convolution2dDescriptor, LayerKind
 from plugnn.layers import LayerSpec
+from plugnn.tensor import TensorInfo
+
+from conformance.test_conv2d import conv2d_reference
 
 with plugnn.Runtime() as _rt:
     HAVE_CPUACC = "CpuAcc" in _rt.backend_ids
@@ -63,3 +69,39 @@ def check_every_config(runtimes: dict[tuple[str, int], plugnn.Runtime], layer: L
         else:
             np.testing.assert_array_equal(result, first[isa], err_msg=f"{layer.name}: isa={isa} "
                                           f"num_threads={n} differs from num_threads={THREADS[0]}")
+
+
+# n, c, h, w, o, kernel, stride, padding (top, left, bottom, right), dilation
+ConvShape = tuple[int, int, int, int, int, tuple[int, int], tuple[int, int], tuple[int, int, int, int], tuple[int, int]]
+
+
+def conv_case(name: str, shape: ConvShape, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]:
+    """A convolution of `shape` with a bias, an addend and relu (weights scaled to unit-scale
+    outputs, constant), its inputs, and what it computes in float64 (conv2d_reference)."""
+    n, c, h, w, o, kernel, stride, padding, dilation = shape
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weights = (rng.standard_normal((o, c, *kernel)) / np.sqrt(c * kernel[0] * kernel[1])).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    desc = Convolution2dDescriptor(stride=stride, padding=padding, dilation=dilation, has_bias=True,
+                                   has_addend=True, fused_activation=ActivationDescriptor("relu"))
+    expected = conv2d_reference(x, weights, bias, desc)
+    addend = rng.standard_normal(expected.shape).astype(np.float32)
+    inputs = [x, weights, bias, addend]
+    spec = LayerSpec(LayerKind.CONVOLUTION_2D, name, desc, tuple(TensorInfo(a.shape) for a in inputs),
+                     (TensorInfo(expected.shape),), constants=(None, weights, bias, None))
+    return inputs, spec, np.maximum(expected + addend, 0.0)
+
+
+def chained_and_reference(net: Network, inputs: Mapping[str, np.ndarray], threads: int,
+                          output: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """`output` of `net` run on CpuAcc alone at `threads` threads, which must have made a
+    blocked chain (a PRECOMPILED layer) of it, and the same output on CpuRef in float64."""
+    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": threads}}) as rt:
+        optimized = plugnn.optimize(net, rt, ["CpuAcc"])
+        assert any(n.kind is LayerKind.PRECOMPILED for n in optimized.layers)
+        with rt.load_network(optimized) as loaded:
+            got = loaded.run(inputs)[output].copy()
+        with rt.load_network(plugnn.optimize(net, rt, ["CpuRef"])) as reference:
+            expected = reference.run(inputs)[output].astype(np.float64)
+    return got, expected

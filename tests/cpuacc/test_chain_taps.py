@@ -10,11 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import plugnn
 from plugnn import Network
-from plugnn.descriptors import LayerKind
 
-from .common import BEST_ISA, HAVE_CPUACC
+from .common import BEST_ISA, HAVE_CPUACC, chained_and_reference
 
 pytestmark = [pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built"),
               pytest.mark.skipif(BEST_ISA != "avx512", reason="blocked chains run on AVX-512 only")]
@@ -78,12 +76,6 @@ def all_padding() -> Network:
 def test_chains_without_the_padding_taps(make, shape: tuple[int, ...], threads: int) -> None:
     x = {"x": RNG.standard_normal(shape).astype(np.float32)}
     net = make()
-    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": threads}}) as rt:
-        optimized = plugnn.optimize(net, rt, ["CpuAcc"])
-        assert any(n.kind is LayerKind.PRECOMPILED for n in optimized.layers)
-        with rt.load_network(optimized) as loaded:
-            got = loaded.run(x)["y"].copy()
-        with rt.load_network(plugnn.optimize(net, rt, ["CpuRef"])) as reference:
-            expected = reference.run(x)["y"].astype(np.float64)
+    got, expected = chained_and_reference(net, x, threads)
     scale = max(1.0, float(np.abs(expected).max()))
     assert float(np.abs(got - expected).max()) <= 1e-4 * scale

@@ -20,7 +20,7 @@ from plugnn.tensor import TensorInfo
 
 from conformance.test_conv2d import conv2d_reference
 
-from .common import HAVE_CPUACC, run
+from .common import HAVE_CPUACC, check_every_config, conv_case, run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -42,33 +42,14 @@ SHAPES = {
 
 
 def make(name: str, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]:
-    n, c, h, w, o, kernel, stride, padding, dilation = SHAPES[name]
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    weights = (rng.standard_normal((o, c, *kernel)) / np.sqrt(c * kernel[0] * kernel[1])).astype(np.float32)
-    bias = rng.standard_normal(o).astype(np.float32)
-    desc = Convolution2dDescriptor(stride=stride, padding=padding, dilation=dilation, has_bias=True,
-                                   has_addend=True, fused_activation=ActivationDescriptor("relu"))
-    expected = conv2d_reference(x, weights, bias, desc)
-    addend = rng.standard_normal(expected.shape).astype(np.float32)
-    inputs = [x, weights, bias, addend]
-    spec = LayerSpec(LayerKind.CONVOLUTION_2D, name, desc, tuple(TensorInfo(a.shape) for a in inputs),
-                     (TensorInfo(expected.shape),), constants=(None, weights, bias, None))
-    return inputs, spec, np.maximum(expected + addend, 0.0)
+    return conv_case(name, SHAPES[name], seed)
 
 
 @pytest.mark.parametrize("name", SHAPES)
 def test_conv_with_bias_addend_and_relu_on_every_kernel_set_and_thread_count(
         runtimes: dict[tuple[str, int], plugnn.Runtime], name: str) -> None:
     inputs, spec, expected = make(name, seed=31)
-    first: dict[str, np.ndarray] = {}
-    for (isa, threads), rt in runtimes.items():
-        y = run(rt, spec, inputs)
-        np.testing.assert_allclose(y, expected, rtol=RTOL, atol=ATOL, err_msg=f"{name}, {isa}, {threads} threads")
-        if isa in first:
-            np.testing.assert_array_equal(y, first[isa], err_msg=f"{name}: {isa} bits differ at {threads} threads")
-        else:
-            first[isa] = y
+    check_every_config(runtimes, spec, inputs, expected, rtol=RTOL, atol=ATOL)
 
 
 def activation_reference(y: np.ndarray, kind: str, alpha: float, beta: float) -> np.ndarray:

@@ -16,13 +16,9 @@ import pytest
 
 import plugnn
 from plugnn import Network
-from plugnn.descriptors import ActivationDescriptor, Convolution2dDescriptor, LayerKind
 from plugnn.layers import LayerSpec
-from plugnn.tensor import TensorInfo
 
-from conformance.test_conv2d import conv2d_reference
-
-from .common import BEST_ISA, HAVE_CPUACC, run
+from .common import BEST_ISA, HAVE_CPUACC, chained_and_reference, check_every_config, conv_case
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -55,33 +51,14 @@ SHAPES = {
 
 
 def make(name: str, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]:
-    n, c, h, w, o, kernel, stride, padding, dilation = SHAPES[name]
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    weights = (rng.standard_normal((o, c, *kernel)) / np.sqrt(c * kernel[0] * kernel[1])).astype(np.float32)
-    bias = rng.standard_normal(o).astype(np.float32)
-    desc = Convolution2dDescriptor(stride=stride, padding=padding, dilation=dilation, has_bias=True,
-                                   has_addend=True, fused_activation=ActivationDescriptor("relu"))
-    expected = conv2d_reference(x, weights, bias, desc)
-    addend = rng.standard_normal(expected.shape).astype(np.float32)
-    inputs = [x, weights, bias, addend]
-    spec = LayerSpec(LayerKind.CONVOLUTION_2D, name, desc, tuple(TensorInfo(a.shape) for a in inputs),
-                     (TensorInfo(expected.shape),), constants=(None, weights, bias, None))
-    return inputs, spec, np.maximum(expected + addend, 0.0)
+    return conv_case(name, SHAPES[name], seed)
 
 
 @pytest.mark.parametrize("name", SHAPES)
 def test_small_map_conv_on_every_kernel_set_and_thread_count(runtimes: dict[tuple[str, int], plugnn.Runtime],
                                                              name: str) -> None:
     inputs, spec, expected = make(name, seed=19)
-    first: dict[str, np.ndarray] = {}
-    for (isa, threads), rt in runtimes.items():
-        y = run(rt, spec, inputs)
-        np.testing.assert_allclose(y, expected, rtol=RTOL, atol=ATOL, err_msg=f"{name}, {isa}, {threads} threads")
-        if isa in first:
-            np.testing.assert_array_equal(y, first[isa], err_msg=f"{name}: {isa} bits differ at {threads} threads")
-        else:
-            first[isa] = y
+    check_every_config(runtimes, spec, inputs, expected, rtol=RTOL, atol=ATOL)
 
 
 RNG = np.random.default_rng(50)
@@ -121,12 +98,6 @@ def small_map_chain(c: int, size: int) -> Network:
 def test_small_map_chains_match_cpuref(c: int, size: int, threads: int) -> None:
     x = {"x": np.random.default_rng(7).standard_normal((2, c, size, size)).astype(np.float32)}
     net = small_map_chain(c, size)
-    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": threads}}) as rt:
-        optimized = plugnn.optimize(net, rt, ["CpuAcc"])
-        assert any(n.kind is LayerKind.PRECOMPILED for n in optimized.layers)
-        with rt.load_network(optimized) as loaded:
-            got = loaded.run(x)["y"].copy()
-        with rt.load_network(plugnn.optimize(net, rt, ["CpuRef"])) as reference:
-            expected = reference.run(x)["y"].astype(np.float64)
+    got, expected = chained_and_reference(net, x, threads)
     scale = max(1.0, float(np.abs(expected).max()))
     assert float(np.abs(got - expected).max()) <= 1e-4 * scale

@@ -339,7 +339,6 @@ def test_cast_is_cpurefs(runtimes, src: DataType, dst: DataType, n: int) -> None
 def test_quantized_moves_need_one_quantization() -> None:
     """A move of bytes between tensors of different scales or zero points would change the
     values: refused with both named; the same quantization runs."""
-    x = values((2, 6), DataType.INT8)
     for out, ok in ((TensorInfo((3, 4), DataType.INT8, 0.5, 3), False), (TensorInfo((3, 4), DataType.INT8, 0.25, 3), True)):
         layer = LayerSpec(LayerKind.RESHAPE, "q", None, (TensorInfo((2, 6), DataType.INT8, 0.25, 3),), (out,))
         with plugnn.Runtime() as rt:

@@ -205,7 +205,6 @@ def test_reshaped_workloads_share_the_packed_weights(name: str, isa: str) -> Non
 def small_cnn_model() -> bytes:
     """An ONNX CNN with a symbolic batch: conv 16->32 + relu, conv 32->32 + relu (a blocked chain on
     AVX-512), global average pooling, flatten, Gemm 32->10."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     inits = [numpy_helper.from_array(np.asarray(a), n) for a, n in
