@@ -43,6 +43,9 @@ typedef struct packed_step {
     uint32_t part[ACCEL_CHAIN_MAX_PARTS];        /* tensor indices */
     int64_t part_block[ACCEL_CHAIN_MAX_PARTS];   /* the first output block of each part */
     int in_place;            /* (concat) its parts are written inside it: nothing to run */
+    int view;                /* a channel view: y is x's blocks [view_block, ...) (alias_views) */
+    int64_t view_block;
+    int sum_step;            /* a sum: y = clamp(x + addend) (+ post_act) */
     int rezero;              /* post_act maps 0 elsewhere: zero the last block's lanes past oc_last */
     nchwc_geom g;
     uint32_t x, y;           /* tensor indices */
@@ -111,6 +114,10 @@ static int clamp_of(const pn_activation_desc* act, float* lo, float* hi) {
 }
 
 static const pn_activation_desc* step_act(const accel_chain_step* cs) {
+    if (cs->layer->kind == PN_LAYER_ELEMENTWISE_BINARY) { /* a sum */
+        const pn_elementwise_binary_desc* e = (const pn_elementwise_binary_desc*)cs->layer->descriptor;
+        return cs->act != NULL ? cs->act : e->fused_activation;
+    }
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)cs->layer->descriptor;
     return cs->act != NULL ? cs->act : d->fused_activation;
 }
@@ -224,6 +231,74 @@ static int concat_fit(const accel_chain_step* cs) {
 
 #endif
 
+/* The first channel and the channel count of a view step's y in its x (view_fit), or 0 when
+ * the layer is not a channel view. */
+static int view_range(const accel_chain_step* cs, int64_t* start, int64_t* count) {
+    const pn_layer* l = cs->layer;
+    const pn_tensor_info* x = &l->inputs[0];
+    if (l->num_inputs != 1 || x->rank != 4 || cs->y_info->rank != 4) {
+        return 0;
+    }
+    if (l->kind == PN_LAYER_SLICE) {
+        const pn_slice_desc* d = (const pn_slice_desc*)l->descriptor;
+        if (l->num_outputs != 1 || d->rank != 4 || l->output_ids[0] != cs->y_id) return 0;
+        for (uint32_t a = 0; a < 4; ++a) {
+            if (d->steps[a] != 1 || (a != 1 && (d->starts[a] != 0 || x->dims[a] != cs->y_info->dims[a]))) return 0;
+        }
+        *start = d->starts[1];
+        *count = cs->y_info->dims[1];
+        return 1;
+    }
+    const pn_split_desc* d = (const pn_split_desc*)l->descriptor;
+    if (l->kind != PN_LAYER_SPLIT || (d->axis != 1 && d->axis != -3)) {
+        return 0;
+    }
+    int64_t at = 0;
+    for (uint32_t k = 0; k < l->num_outputs; ++k) {
+        if (l->output_ids[k] == cs->y_id) {
+            *start = at;
+            *count = l->outputs[k].dims[1];
+            return pn_same_dims(&l->outputs[k], cs->y_info);
+        }
+        at += l->outputs[k].dims[1];
+    }
+    return 0;
+}
+
+#if defined(ACCEL_HAVE_X86_KERNELS)
+/* A channel view step (chain_run.h). */
+static int view_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_tensor_info *x = &l->inputs[0], *y = cs->y_info;
+    int64_t start = 0, count = 0;
+    if (!view_range(cs, &start, &count) || cs->act != NULL || cs->addend_id != 0 || cs->scale_id != 0 ||
+        cs->x_id != l->input_ids[0] || x->dtype != PN_DTYPE_FLOAT32 || y->dtype != PN_DTYPE_FLOAT32) {
+        return 0;
+    }
+    return x->dims[0] >= 1 && x->dims[2] >= 1 && x->dims[3] >= 1 && y->dims[0] == x->dims[0] &&
+           y->dims[2] == x->dims[2] && y->dims[3] == x->dims[3] && count >= 1 && start >= 0 &&
+           start + count <= x->dims[1] && start % B == 0 && ((start + count) % B == 0 || start + count == x->dims[1]) &&
+           chain_blocks_pay(x->dims[1]);
+}
+
+/* A sum step (chain_run.h). */
+static int sum_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)l->descriptor;
+    if (d->op != PN_BINARY_ADD || (cs->act != NULL && d->fused_activation != NULL) || cs->scale_id != 0 ||
+        l->num_inputs != 2 || l->num_outputs != 1 || cs->x_id != l->input_ids[0] || cs->addend_id != l->input_ids[1]) {
+        return 0;
+    }
+    const pn_tensor_info *a = &l->inputs[0], *b = &l->inputs[1], *y = &l->outputs[0];
+    if (a->rank != 4 || b->rank != 4 || y->rank != 4 || a->dtype != PN_DTYPE_FLOAT32 || b->dtype != PN_DTYPE_FLOAT32 ||
+        y->dtype != PN_DTYPE_FLOAT32 || !pn_same_dims(a, y) || !pn_same_dims(b, y) || !pn_same_dims(cs->y_info, y)) {
+        return 0;
+    }
+    return y->dims[0] >= 1 && y->dims[2] >= 1 && y->dims[3] >= 1 && chain_blocks_pay(y->dims[1]);
+}
+
+#endif
+
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) {
 #if defined(ACCEL_HAVE_X86_KERNELS)
     const pn_layer* l = cs->layer;
@@ -242,7 +317,10 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
                    : ACCEL_CHAIN_NO;
     }
     if (l->kind == PN_LAYER_ELEMENTWISE_BINARY) {
-        return scale_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+        return (cs->scale_id != 0 ? scale_fit(cs) : sum_fit(cs)) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_SLICE || l->kind == PN_LAYER_SPLIT) {
+        return view_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
     }
     if (l->kind == PN_LAYER_CONCAT) {
         return concat_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
@@ -369,7 +447,8 @@ static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* 
 
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const packed_step* st) {
-    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat || st->bn_step ? st->g.ocb
+    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat || st->bn_step || st->sum_step ||
+                   st->view ? st->g.ocb
                                                                                        : (st->g.ocb + 1) / 2;
 }
 
@@ -378,7 +457,7 @@ static int64_t step_units(const packed_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat || st->bn_step ? 1
+    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat || st->bn_step || st->sum_step || st->view ? 1
                    : accel_nchwc_rows_per_job(st->g.ow, st->grouped ? 1 : st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
@@ -398,7 +477,7 @@ static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const packed_step* st) {
-    if (st->pooling || st->scale_step || st->concat || st->bn_step) {
+    if (st->pooling || st->scale_step || st->concat || st->bn_step || st->sum_step || st->view) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
@@ -444,7 +523,8 @@ static void alias_concats(accel_chain* ch) {
             for (uint32_t q = 0; q < k && ok; ++q) ok = root->part[q] != p;
             for (uint32_t i = 0; i < ch->num_steps && ok; ++i) {
                 const packed_step* o = &ch->steps[i];
-                if (o->y == p && o->concat) ok = 0; /* a concatenation of concatenations: copied */
+                if (o->y == p && (o->concat || o->view)) ok = 0; /* a concatenation of concatenations
+                                                                    or of views: copied */
                 for (uint32_t q = 0; o->concat && i != r && q < o->num_parts && ok; ++q) {
                     /* another concatenation reading p must be a prefix of the root, not one that
                        extends a prefix of it differently */
@@ -480,6 +560,77 @@ static void alias_concats(accel_chain* ch) {
                 o->in_place = 1;
             }
         }
+    }
+}
+
+/* The step that writes tensor t, or -1 (an input of the chain). */
+static int64_t producer_of(const accel_chain* ch, uint32_t t) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        if (ch->steps[i].y == t) return (int64_t)i;
+    }
+    return -1;
+}
+
+/* A concatenation's consecutive parts that are views of one tensor x, in order, covering every
+ * block of x (C2f's Concat(Slice(x, 0:h), Slice(x, h:2h), ...)), become the one part x: x is then
+ * written into the concatenation in place (alias_concats) and the views alias it there
+ * (alias_views), so nothing is copied. */
+static void merge_view_parts(accel_chain* ch) {
+    for (uint32_t r = 0; r < ch->num_steps; ++r) {
+        packed_step* cat = &ch->steps[r];
+        if (!cat->concat) continue;
+        for (uint32_t k = 0; k < cat->num_parts; ++k) {
+            const int64_t v = producer_of(ch, cat->part[k]);
+            if (v < 0 || !ch->steps[v].view || ch->steps[v].view_block != 0) continue;
+            const uint32_t x = ch->steps[v].x;
+            const int64_t xblocks = blocks(ch->tensors[x].info.dims[1]);
+            int64_t covered = 0;
+            uint32_t m = k;
+            while (m < cat->num_parts && covered < xblocks) {
+                const int64_t p = producer_of(ch, cat->part[m]);
+                if (p < 0 || !ch->steps[p].view || ch->steps[p].x != x || ch->steps[p].view_block != covered) break;
+                covered += blocks(ch->tensors[cat->part[m]].info.dims[1]);
+                ++m;
+            }
+            if (covered != xblocks || m - k < 1) continue;
+            cat->part[k] = x; /* parts [k, m) -> x at part k's block */
+            for (uint32_t q = m; q < cat->num_parts; ++q) {
+                cat->part[k + 1 + q - m] = cat->part[q];
+                cat->part_block[k + 1 + q - m] = cat->part_block[q];
+            }
+            cat->num_parts -= m - k - 1;
+        }
+    }
+}
+
+/* Views alias their x: y is x's blocks [view_block, ...) in x's storage (or in the storage of
+ * the concatenation x was placed in), with x's halo, which is widened beforehand (views_halo)
+ * to cover what y's readers need. Nothing runs for a view. */
+static void views_halo(accel_chain* ch) {
+    for (uint32_t i = ch->num_steps; i-- > 0;) { /* last to first: a view of a view reaches its root */
+        const packed_step* st = &ch->steps[i];
+        if (!st->view) continue;
+        chain_tensor *xt = &ch->tensors[st->x], *yt = &ch->tensors[st->y];
+        xt->ht = max64(xt->ht, yt->ht);
+        xt->hl = max64(xt->hl, yt->hl);
+        xt->hb = max64(xt->hb, yt->hb);
+        xt->hr = max64(xt->hr, yt->hr);
+    }
+}
+
+static void alias_views(accel_chain* ch) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        packed_step* st = &ch->steps[i];
+        if (!st->view) continue;
+        const chain_tensor* xt = &ch->tensors[st->x];
+        chain_tensor* yt = &ch->tensors[st->y];
+        yt->ht = xt->ht;
+        yt->hl = xt->hl;
+        yt->hb = xt->hb;
+        yt->hr = xt->hr;
+        yt->alias_of = xt->alias_of >= 0 ? xt->alias_of : (int32_t)st->x;
+        yt->alias_block = (xt->alias_of >= 0 ? xt->alias_block : 0) + st->view_block;
+        st->in_place = 1;
     }
 }
 
@@ -544,6 +695,23 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         int32_t y = tensor_index(ch, cs->y_id, cs->y_info);
         ch->tensors[y].produced = 1;
         st->y = (uint32_t)y;
+        int64_t view_start = 0, view_count = 0;
+        if (view_range(cs, &view_start, &view_count)) { /* y is blocks of x: alias_views */
+            st->view = 1;
+            st->view_block = view_start / B;
+            pointwise_geometry(st, cs->y_info);
+            continue;
+        }
+        if (l->kind == PN_LAYER_ELEMENTWISE_BINARY && cs->scale_id == 0) { /* a sum: reads only inside the image */
+            st->sum_step = 1;
+            pointwise_geometry(st, cs->y_info);
+            st->g.oc_last = cs->y_info->dims[1] - (st->g.ocb - 1) * B;
+            if (!clamp_of(step_act(cs), &st->lo, &st->hi)) {
+                st->post_act = accel_copy_activation(step_act(cs), &st->act);
+                st->rezero = st->post_act && st->g.oc_last < B && !keeps_zero(ACCEL_ISA_PORTABLE, step_act(cs));
+            }
+            continue;
+        }
         if (l->kind == PN_LAYER_CONCAT) { /* reads only inside the image: no halo, no weights */
             st->concat = 1;
             st->num_parts = l->num_inputs;
@@ -663,9 +831,13 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         st->b_in = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0 ? (int32_t)const_input(ch, l->input_ids[2], &l->inputs[2])
                                                           : -1;
     }
+    merge_view_parts(ch);
+    views_halo(ch);
     alias_concats(ch);
+    alias_views(ch);
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
-        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step) {
+        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step &&
+            !ch->steps[i].sum_step && !ch->steps[i].view) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
             ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
@@ -683,12 +855,20 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
         }
     }
-    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0, num_bn = 0;
+    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0, num_bn = 0, num_view = 0, num_sum = 0;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_view += (uint32_t)ch->steps[i].view;
+    for (uint32_t i = 0; i < ch->num_steps; ++i) num_sum += (uint32_t)ch->steps[i].sum_step;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_scale += (uint32_t)ch->steps[i].scale_step;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_concat += (uint32_t)ch->steps[i].concat;
     for (uint32_t i = 0; i < ch->num_steps; ++i) num_bn += (uint32_t)ch->steps[i].bn_step;
-    if (num_concat > 0 || num_bn > 0) {
+    if (num_view > 0 || num_sum > 0) {
+        snprintf(ch->label, sizeof(ch->label),
+                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
+                 "%u batch normalizations, %u views, %u sums",
+                 count - num_pooling - num_scale - num_concat - num_bn - num_view - num_sum, num_pooling, num_scale,
+                 num_concat, num_bn, num_view, num_sum);
+    } else if (num_concat > 0 || num_bn > 0) {
         snprintf(ch->label, sizeof(ch->label),
                  "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
                  "%u batch normalizations",
@@ -772,7 +952,7 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
 static int64_t step_grain(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step) {
+    if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step || st->sum_step || st->view) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else {
         int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
@@ -804,7 +984,8 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
-    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat || st->bn_step;
+    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat || st->bn_step ||
+                       st->sum_step || st->view;
     const int64_t b0 = single ? u : 2 * u, b1 = single ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
     if (r->s->dirty[st->y]) {
         zero_halo(yt, n, b0, b1, oy, rows);
@@ -844,6 +1025,16 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         accel_nchwc_conv_rows_avx512(g, &xg, r->w, r->bias, &yv, &epi, u, 1, oy, rows);
     } else if (st->depthwise) {
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_dwconv_row_avx512(g, &xv, r->w, r->bias, &yv, &epi, u, y);
+    } else if (st->sum_step) {
+        const nchwc_tensor* at = &r->s->storage[st->addend];
+        const nchwc_view av = view_of(at, n, at->ht, at->hl);
+        const float* xr = xv.data + u * xv.rows * xv.cols * B;
+        const float* ar = av.data + u * av.rows * av.cols * B;
+        float* yr = yv.data + u * yv.rows * yv.cols * B;
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            accel_nchwc_add_row_avx512(xr + y * xv.cols * B, ar + y * av.cols * B, yr + y * yv.cols * B, g->ow, st->lo,
+                                       st->hi);
+        }
     } else if (st->bn_step) {
         const float* xr = xv.data + u * xv.rows * xv.cols * B;
         float* yr = yv.data + u * yv.rows * yv.cols * B;
@@ -1157,7 +1348,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     s->ch = ch;
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        if (st->pooling || st->scale_step || st->concat || st->bn_step) {
+        if (st->pooling || st->scale_step || st->concat || st->bn_step || st->sum_step || st->view) {
             continue;
         }
         const nchwc_geom* g = &st->g;

@@ -23,12 +23,15 @@
 
 /* One step of a chain: a convolution as fusion resolved it, a pooling layer, a channel scale,
  * a channel concatenation (a CONCAT layer: its parts are the layer's inputs, x_id the first),
- * or a batch normalization with its activation (the PRECOMPILED layer of batch_norm.h that the
- * pattern pass made). Pointers are borrowed for the call. */
+ * a batch normalization with its activation (the PRECOMPILED layer of batch_norm.h that the
+ * pattern pass made), a channel view (a SLICE layer, or one output of a SPLIT layer: y_id
+ * names which) or a sum (an ELEMENTWISE_BINARY ADD of two tensors of the output's shape: x_id
+ * input 0, addend_id input 1). Pointers are borrowed for the call. */
 typedef struct accel_chain_step {
     const pn_layer* layer;           /* a CONVOLUTION_2D layer with constant weights (and bias),
                                         a POOLING_2D layer, an ELEMENTWISE_BINARY MUL (scale_id),
-                                        a CONCAT layer or a PRECOMPILED batch_norm.h layer */
+                                        a CONCAT layer, a PRECOMPILED batch_norm.h layer, a
+                                        SLICE or SPLIT layer, or an ELEMENTWISE_BINARY ADD */
     uint32_t x_id, y_id;             /* its input and its (fused) output tensor ids */
     const pn_tensor_info* y_info;    /* the fused output's info */
     uint32_t addend_id;              /* a residual added before the activation, 0: none */
@@ -66,7 +69,13 @@ typedef enum accel_chain_fit {
  * one into a chain only when the chain's earlier steps write every part). Batch normalization
  * with its activation: AVX-512, NCHW rank 4 float32, channels as for convolutions, any
  * activation (relu and bounded relu as a clamp, others after it on the rows, as for
- * convolutions); the chain keeps a copy of its coefficients. */
+ * convolutions); the chain keeps a copy of its coefficients. Channel views: AVX-512, float32,
+ * rank 4, a SLICE along the channels only (step 1) or a SPLIT along axis 1 (or -3), the view
+ * starting on a 16-channel block and ending on one or at the last channel (so it is whole
+ * blocks of x: y's storage is x's, nothing is copied), x's channels as for convolutions. Sums:
+ * AVX-512, float32, rank 4, x, the addend and y of one shape, channels as for convolutions, any
+ * activation (as for batch normalization). The planner takes views and sums only when the
+ * chain's earlier steps write their inputs. */
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
 
 /* The most parts of a concatenation step (GoogLeNet's inception modules have 4, the last
