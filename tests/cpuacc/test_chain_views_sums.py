@@ -175,3 +175,28 @@ def test_a_sum_with_an_operand_from_outside_stays_out_of_chains() -> None:
     want = conv(act("relu", conv(conv(inputs["x"], w0, None), w1, None)) + inputs["m"].astype(np.float64), w2, None)
     chains = run_everywhere(net, inputs, want)
     assert [ch.replaces for ch in chains] == [("a", "b", "r")]
+
+
+@pytest.mark.parametrize("kind", ["relu", "sigmoid", "tanh"])
+def test_sums_with_a_fused_activation(kind: str) -> None:
+    """Sums whose layer carries a fused activation, on 40 channels (a half-full last block):
+    relu as the clamp, tanh after it on the rows, sigmoid (0 -> 0.5) after it and the empty
+    lanes zeroed again; the sum is read by a 3x3 convolution, so lanes left nonzero would show."""
+    from plugnn.descriptors import ActivationDescriptor, ElementwiseBinaryDescriptor, LayerKind
+    net = Network("sum_act")
+    x = net.add_input("x", (2, 16, 7, 6))
+    w0, w1 = rand(40, 16, 1, 1, scale=0.25), rand(40, 40, 3, 3, scale=1.0 / np.sqrt(360))
+    w2 = rand(24, 40, 3, 3, scale=1.0 / np.sqrt(360))
+    a = net.add_activation(net.add_convolution2d(x, w0, name="c0"), "relu", name="r0")
+    b = net.add_activation(net.add_convolution2d(a, w1, padding=1, name="c1"), "relu", name="r1")
+    (h,) = net.add_layer(LayerKind.ELEMENTWISE_BINARY,
+                         ElementwiseBinaryDescriptor("add", ActivationDescriptor(kind, alpha=1.0)), [a, b], name="sum")
+    net.add_output(net.add_convolution2d(h, w2, padding=1, name="c2"), "y")
+    inputs = {"x": rand(2, 16, 7, 6)}
+    ea = act("relu", conv(inputs["x"], w0, None))
+    s = ea + act("relu", conv(ea, w1, None, pad=1))
+    s = {"relu": lambda v: np.maximum(v, 0.0), "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)), "tanh": np.tanh}[kind](s)
+    want = conv(s, w2, None, pad=1)
+    chains = run_everywhere(net, inputs, want)
+    if BEST_ISA == "avx512":
+        assert [ch.replaces for ch in chains] == [("c0", "r0", "c1", "r1", "sum", "c2")]

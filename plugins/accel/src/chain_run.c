@@ -916,6 +916,10 @@ typedef struct chain_state {
     nchwc_tensor* storage;   /* one per chain tensor */
     unsigned char* dirty;    /* per tensor: its step zeros its halo every run (plan_storage) */
     float* raw;
+    uint32_t* exec;          /* the steps in the order they run (chain_schedule) */
+    uint32_t* time_of;       /* per step: its group, the steps of a group run as one parallel loop */
+    uint32_t* group_first;   /* group g is exec[group_first[g], group_first[g + 1]) */
+    uint32_t num_groups;
 } chain_state;
 
 static void chain_state_release(void* vs) {
@@ -926,6 +930,9 @@ static void chain_state_release(void* vs) {
         free(s->storage);
         free(s->dirty);
         free(s->raw);
+        free(s->exec);
+        free(s->time_of);
+        free(s->group_first);
         free(s);
     }
 }
@@ -947,9 +954,8 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
     return n * step_units(st) * ((st->g.oh + st->rpj - 1) / st->rpj);
 }
 
-/* Jobs per thread at least, so that a part is worth waking a thread for (about 4 us):
- * small layers run on the calling thread alone. */
-static int64_t step_grain(const packed_step* st) {
+/* About the floating-point operations of one of a step's jobs (at least 1). */
+static int64_t step_job_flops(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
     if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step || st->sum_step || st->view) {
@@ -958,7 +964,13 @@ static int64_t step_grain(const packed_step* st) {
         int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
         per_job = 2 * taps * g->cb * g->ib * nb * B * g->ow * st->rpj;
     }
-    return ACCEL_NCHWC_MIN_PART_FLOPS / (per_job > 0 ? per_job : 1) + 1;
+    return per_job > 0 ? per_job : 1;
+}
+
+/* Jobs per thread at least, so that a part is worth waking a thread for (about 4 us):
+ * small layers run on the calling thread alone. */
+static int64_t step_grain(const packed_step* st) {
+    return ACCEL_NCHWC_MIN_PART_FLOPS / step_job_flops(st) + 1;
 }
 
 /* Zeros the halo beside output rows [oy, oy + rows) of blocks [b0, b1) of image n of t, and
@@ -1093,21 +1105,18 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
     }
 }
 
-/* Runs a step's jobs on the pool. A rows-first step gives each thread its own band: the row
- * groups up to the boundary nearest to t * oh / T (whole images when the batch has one per
- * thread), so the band lines up with the one the thread wrote in the step before, whatever
- * the two steps' row groups. A step by output blocks, or with fewer row groups (and images)
- * than threads, is split first come. */
-static void step_parallel(const chain_state* s, const packed_step* st, step_run* r) {
+/* How a step's jobs are run on the pool. A rows-first step gives each thread its own band:
+ * the row groups up to the boundary nearest to t * oh / T (whole images when the batch has one
+ * per thread), so the band lines up with the one the thread wrote in the step before, whatever
+ * the two steps' row groups: cuts[0..T] and 1. A step by output blocks, or with fewer row
+ * groups (and images) than threads, is split first come: 0. */
+static int step_cuts(const chain_state* s, const packed_step* st, int threads, int64_t* cuts) {
     const int64_t n = s->storage[st->y].n, jobs = step_jobs(st, n), per_image = jobs / n;
     const int64_t rpj = st->rpj, groups = (st->g.oh + rpj - 1) / rpj;
-    const int threads = accel_threads_count(s->env.threads);
     if (!st->rows_first || threads < 2 || threads > ACCEL_MAX_THREADS ||
         (n < threads && (n > 1 || groups < threads))) {
-        accel_parallel_for_grain(s->env.threads, jobs, step_grain(st), step_range, r);
-        return;
+        return 0;
     }
-    int64_t cuts[ACCEL_MAX_THREADS + 1];
     cuts[0] = 0;
     for (int t = 1; t < threads; ++t) {
         if (n >= threads) {
@@ -1118,8 +1127,132 @@ static void step_parallel(const chain_state* s, const packed_step* st, step_run*
         }
     }
     cuts[threads] = jobs;
-    accel_parallel_for_owned(s->env.threads, jobs, step_grain(st), cuts, step_range, r);
+    return 1;
 }
+
+/* Runs a step's jobs on the pool (step_cuts). */
+static void step_parallel(const chain_state* s, const packed_step* st, step_run* r) {
+    const int threads = accel_threads_count(s->env.threads);
+    int64_t cuts[ACCEL_MAX_THREADS + 1];
+    if (!step_cuts(s, st, threads, cuts)) {
+        accel_parallel_for_grain(s->env.threads, step_jobs(st, s->storage[st->y].n), step_grain(st), step_range, r);
+        return;
+    }
+    accel_parallel_for_owned(s->env.threads, cuts[threads], step_grain(st), cuts, step_range, r);
+}
+
+/* The steps of one group run as one parallel loop (chain_schedule): thread t's share is its
+ * part of every step of the group, one after the other (a segment each). */
+#define GROUP_MAX 32
+#define GROUP_SEGMENTS 256
+typedef struct group_run {
+    uint32_t count, num_segments;
+    step_run runs[GROUP_MAX];
+    struct {
+        uint32_t step;
+        int64_t first, local, len; /* jobs [first, first + len) of the loop: the step's [local, ...) */
+    } seg[GROUP_SEGMENTS];
+} group_run;
+
+static void group_range(void* vctx, int64_t begin, int64_t end) {
+    const group_run* gr = (const group_run*)vctx;
+    uint32_t k = 0;
+    while (k + 1 < gr->num_segments && gr->seg[k + 1].first <= begin) ++k;
+    for (; k < gr->num_segments && gr->seg[k].first < end; ++k) {
+        const int64_t f = gr->seg[k].first;
+        const int64_t b = begin > f ? begin : f, e = end < f + gr->seg[k].len ? end : f + gr->seg[k].len;
+        if (b < e) step_range((void*)&gr->runs[gr->seg[k].step], gr->seg[k].local + b - f, gr->seg[k].local + e - f);
+    }
+}
+
+/* Runs independent steps as one loop: one barrier for the group instead of one per step, and
+ * the small steps (GoogLeNet's 16-channel reductions and pooling branches on 14 x 14), which
+ * alone would run on one thread while the other waits, share the threads with the large ones.
+ * Each step is cut as step_parallel cuts it (a rows-first step in the bands its input was
+ * written in, any other evenly by jobs), and thread t owns its part of every step; what a
+ * thread has left the others take from the back. */
+static void group_parallel(const chain_state* s, group_run* gr) {
+    const int threads = accel_threads_count(s->env.threads);
+    int64_t total = 0, jobs = 0;
+    for (uint32_t k = 0; k < gr->count; ++k) {
+        const packed_step* st = gr->runs[k].st;
+        total += step_job_flops(st) * step_jobs(st, s->storage[st->y].n);
+    }
+    if (threads < 2 || (uint32_t)threads * gr->count > GROUP_SEGMENTS || total < 2 * ACCEL_NCHWC_MIN_PART_FLOPS) {
+        for (uint32_t k = 0; k < gr->count; ++k) step_parallel(s, gr->runs[k].st, &gr->runs[k]);
+        return;
+    }
+    int64_t cuts[ACCEL_MAX_THREADS + 1], owned[ACCEL_MAX_THREADS + 1];
+    gr->num_segments = 0;
+    for (int t = 0; t < threads; ++t) {
+        owned[t] = jobs;
+        for (uint32_t k = 0; k < gr->count; ++k) {
+            const packed_step* st = gr->runs[k].st;
+            const int64_t sj = step_jobs(st, s->storage[st->y].n);
+            if (!step_cuts(s, st, threads, cuts)) {
+                cuts[t] = sj * t / threads;
+                cuts[t + 1] = sj * (t + 1) / threads;
+            }
+            if (cuts[t + 1] > cuts[t]) {
+                gr->seg[gr->num_segments].step = k;
+                gr->seg[gr->num_segments].first = jobs;
+                gr->seg[gr->num_segments].local = cuts[t];
+                gr->seg[gr->num_segments].len = cuts[t + 1] - cuts[t];
+                jobs += cuts[t + 1] - cuts[t];
+                gr->num_segments += 1;
+            }
+        }
+    }
+    owned[threads] = jobs;
+    accel_parallel_for_owned(s->env.threads, jobs, 1, owned, group_range, gr);
+}
+
+/* The order the steps run in and their groups. On one thread, the chain's order, each step a
+ * group. On more, each step's level (0 for a step reading only the chain's inputs, else one
+ * more than the latest level whose step writes what it reads; a step that runs nothing, a view
+ * or a concatenation written in place, passes its level on as it is), the steps sorted by
+ * level (stable), each level a group: its steps read nothing another of them writes
+ * (GoogLeNet's four branches: the three 1x1 convolutions and the pooling, then the 3x3 and
+ * 5x5 and the pooling's 1x1). The storage plan (plan_storage) keeps every tensor a group
+ * reads or writes apart from the others it writes. Returns the number of groups, 0 when out
+ * of memory. */
+static uint32_t chain_schedule(const accel_chain* ch, int threads, uint32_t* exec, uint32_t* time_of,
+                               uint32_t* group_first) {
+    const uint32_t ns = ch->num_steps;
+    if (threads < 2) {
+        for (uint32_t k = 0; k <= ns; ++k) {
+            if (k < ns) exec[k] = time_of[k] = k;
+            group_first[k] = k;
+        }
+        return ns;
+    }
+    uint32_t* avail = (uint32_t*)calloc(ch->num_tensors + 1, sizeof(uint32_t));
+    if (avail == NULL) {
+        return 0;
+    }
+    uint32_t levels = 0;
+    for (uint32_t k = 0; k < ns; ++k) {
+        const packed_step* st = &ch->steps[k];
+        uint32_t lvl = avail[st->x];
+        if (st->addend >= 0 && avail[st->addend] > lvl) lvl = avail[st->addend];
+        if (st->scale >= 0 && avail[st->scale] > lvl) lvl = avail[st->scale];
+        for (uint32_t q = 0; q < st->num_parts; ++q) lvl = avail[st->part[q]] > lvl ? avail[st->part[q]] : lvl;
+        time_of[k] = lvl;
+        avail[st->y] = st->in_place ? lvl : lvl + 1;
+        levels = lvl + 1 > levels ? lvl + 1 : levels;
+    }
+    free(avail);
+    uint32_t at = 0;
+    for (uint32_t g = 0; g < levels; ++g) { /* counting sort, stable */
+        group_first[g] = at;
+        for (uint32_t k = 0; k < ns; ++k) {
+            if (time_of[k] == g) exec[at++] = k;
+        }
+    }
+    group_first[levels] = at;
+    return levels;
+}
+
 
 static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const chain_state* s = (const chain_state*)vs;
@@ -1141,11 +1274,24 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
     for (uint32_t i = 0; i < ch->num_inputs; ++i) {
         accel_nchwc_pack(s->env.threads, (const float*)args->inputs[i].data, &s->storage[ch->inputs[i]]);
     }
-    for (uint32_t i = 0; i < ch->num_steps; ++i) {
-        const packed_step* st = &ch->steps[i];
-        step_run r = {s, st, s->w[i], s->bias[i]};
-        if (!st->in_place) { /* a concatenation its parts were written into: nothing to do */
-            step_parallel(s, st, &r);
+    for (uint32_t g = 0; g < s->num_groups; ++g) {
+        group_run gr; /* about 9 KiB */
+        gr.count = 0;
+        for (uint32_t q = s->group_first[g]; q < s->group_first[g + 1]; ++q) {
+            const uint32_t i = s->exec[q];
+            const packed_step* st = &ch->steps[i];
+            if (!st->in_place) { /* a view, or a concatenation its parts were written into: nothing to do */
+                step_run r = {s, st, s->w[i], s->bias[i]};
+                gr.runs[gr.count++] = r;
+            }
+            if (gr.count == GROUP_MAX || (q + 1 == s->group_first[g + 1] && gr.count > 0)) {
+                if (gr.count == 1) {
+                    step_parallel(s, gr.runs[0].st, &gr.runs[0]);
+                } else {
+                    group_parallel(s, &gr);
+                }
+                gr.count = 0;
+            }
         }
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
@@ -1196,7 +1342,8 @@ static double region_heat(const uint32_t* order, uint32_t placed, const int64_t*
  * about the largest set of live tensors. dirty[i] = 1 when tensor i's region overlaps that of
  * a tensor of another geometry or offset: its halo is not left zero by the others, so the step
  * writing it zeros it (zero_halo). */
-static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t* offsets, unsigned char* dirty) {
+static size_t plan_storage(const accel_chain* ch, const chain_state* cs, const nchwc_tensor* st, size_t* offsets,
+                           unsigned char* dirty) {
     const uint32_t nt = ch->num_tensors, ns = ch->num_steps;
     int64_t* first = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
     int64_t* last = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
@@ -1219,19 +1366,25 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
         first[ch->inputs[k]] = -1;
         order[placed++] = ch->inputs[k];
     }
-    for (uint32_t k = 0; k < ns; ++k) {
+    /* times: the groups the steps run in (chain_schedule), in the order they run */
+    for (uint32_t q = 0; q < ns; ++q) {
+        const uint32_t k = cs->exec[q];
+        const int64_t time = (int64_t)cs->time_of[k];
         const uint32_t r = ROOT(ch->steps[k].y);
         if (first[r] == INT64_MAX) order[placed++] = r;
-        first[r] = first[r] < (int64_t)k ? first[r] : (int64_t)k;
+        first[r] = first[r] < time ? first[r] : time;
     }
     for (uint32_t i = 0; i < nt; ++i) last[i] = first[i];
+#define READ_AT(i, time) last[ROOT(i)] = last[ROOT(i)] > (time) ? last[ROOT(i)] : (time)
     for (uint32_t k = 0; k < ns; ++k) {
-        last[ROOT(ch->steps[k].x)] = k;
-        if (ch->steps[k].addend >= 0) last[ROOT(ch->steps[k].addend)] = k;
-        if (ch->steps[k].scale >= 0) last[ROOT(ch->steps[k].scale)] = k;
-        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) last[ROOT(ch->steps[k].part[q])] = k;
+        const int64_t time = (int64_t)cs->time_of[k];
+        READ_AT(ch->steps[k].x, time);
+        if (ch->steps[k].addend >= 0) READ_AT(ch->steps[k].addend, time);
+        if (ch->steps[k].scale >= 0) READ_AT(ch->steps[k].scale, time);
+        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) READ_AT(ch->steps[k].part[q], time);
     }
-    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ROOT(ch->outputs[o])] = ns;
+#undef READ_AT
+    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ROOT(ch->outputs[o])] = (int64_t)cs->num_groups;
     for (uint32_t p = 0; p < placed; ++p) {
         const uint32_t t = order[p];
         const size_t size = storage_floats(&st[t]);
@@ -1388,8 +1541,16 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
             s->storage[i].image_floats = s->storage[ch->tensors[i].alias_of].image_floats;
         }
     }
+    s->exec = (uint32_t*)calloc((size_t)ch->num_steps + 1, sizeof(uint32_t));
+    s->time_of = (uint32_t*)calloc((size_t)ch->num_steps + 1, sizeof(uint32_t));
+    s->group_first = (uint32_t*)calloc((size_t)ch->num_steps + 2, sizeof(uint32_t));
+    s->num_groups = s->exec != NULL && s->time_of != NULL && s->group_first != NULL
+                        ? chain_schedule(ch, accel_threads_count(env->threads), s->exec, s->time_of, s->group_first)
+                        : 0;
     size_t* offsets = (size_t*)malloc((size_t)(ch->num_tensors + 1) * sizeof(size_t));
-    size_t total = offsets != NULL ? plan_storage(ch, s->storage, offsets, s->dirty) : 0;
+    size_t total = offsets != NULL && (s->num_groups > 0 || ch->num_steps == 0)
+                       ? plan_storage(ch, s, s->storage, offsets, s->dirty)
+                       : 0;
     s->raw = total > 0 ? (float*)calloc(total + 16, sizeof(float)) : NULL; /* zero halos */
     if (s->raw == NULL) {
         free(offsets);
