@@ -232,7 +232,7 @@ static void KSUF(binary_row)(pn_binary_op op, const float* a, int sa, const floa
     case PN_BINARY_DIV: BIN_LOOPS(x / z); break;
     case PN_BINARY_MAXIMUM: BIN_LOOPS((x >= z || x != x) ? x : z); break;
     case PN_BINARY_MINIMUM: BIN_LOOPS((x <= z || x != x) ? x : z); break;
-    case PN_BINARY_POWER: /* x^2 by a constant exponent 2 (YOLO's box sizes): the product, vectorized */
+    case PN_BINARY_POWER: /* x^2 (YOLO's box sizes): the product, vectorized and correctly rounded */
         if (!sb && b[0] == 2.0f) {
             BIN_LOOPS(x * x);
         } else {
