@@ -200,3 +200,47 @@ def test_sums_with_a_fused_activation(kind: str) -> None:
     chains = run_everywhere(net, inputs, want)
     if BEST_ISA == "avx512":
         assert [ch.replaces for ch in chains] == [("c0", "r0", "c1", "r1", "sum", "c2")]
+
+
+def maxpool3(x: np.ndarray) -> np.ndarray:
+    """3x3 max pooling, stride 1, padding 1 (the padding never wins)."""
+    p = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    win = np.lib.stride_tricks.sliding_window_view(p, (3, 3), axis=(2, 3))
+    return win.max(axis=(-2, -1))
+
+
+@pytest.mark.parametrize("batch, hw", [(1, 14), (2, 7), (1, 9)])
+def test_inception_branches_run_as_groups_with_the_same_bits_at_every_thread_count(batch: int, hw: int) -> None:
+    """Two inception modules (1x1; 1x1 -> 3x3; 1x1 of 16 channels -> 5x5; 3x3 max pool -> 1x1;
+    Concat, the last branch 40 channels): on 2+ threads their branches run by level, each level
+    one loop (chain_schedule), and the results are the oracle's and the same bits at 1, 2, 3 and
+    7 threads."""
+    net = Network("inception")
+    x = net.add_input("x", (batch, 48, hw, hw))
+    inputs = {"x": rand(batch, 48, hw, hw)}
+    h, ref = x, inputs["x"].astype(np.float64)
+    for m, (c1, r3, c3, r5, c5, cp) in enumerate(((32, 24, 32, 16, 16, 40), (48, 32, 48, 16, 32, 40))):
+        c = ref.shape[1]
+        w = {k: (rand(o, i, s, s, scale=1.0 / np.sqrt(i * s * s)), rand(o, scale=0.1)) for k, (o, i, s) in {
+            "b1": (c1, c, 1), "r3": (r3, c, 1), "b3": (c3, r3, 3), "r5": (r5, c, 1), "b5": (c5, r5, 5),
+            "bp": (cp, c, 1)}.items()}
+
+        def unit(t: Any, k: str, pad: int = 0) -> Any:
+            return net.add_activation(net.add_convolution2d(t, *w[k], padding=pad, name=f"m{m}{k}"), "relu",
+                                      name=f"m{m}{k}r")
+
+        b1 = unit(h, "b1")
+        b3 = unit(unit(h, "r3"), "b3", 1)
+        b5 = unit(unit(h, "r5"), "b5", 2)
+        bp = unit(net.add_pooling2d(h, "max", 3, stride=1, padding=1, name=f"m{m}pool"), "bp")
+        h = net.add_concat([b1, b3, b5, bp], 1, name=f"m{m}cat")
+
+        def f(t: np.ndarray, k: str, pad: int = 0) -> np.ndarray:
+            return act("relu", conv(t, *w[k], pad=pad))
+
+        ref = np.concatenate([f(ref, "b1"), f(f(ref, "r3"), "b3", 1), f(f(ref, "r5"), "b5", 2),
+                              f(maxpool3(ref), "bp")], axis=1)
+    net.add_output(h, "y")
+    chains = run_everywhere(net, inputs, ref)
+    if BEST_ISA == "avx512":
+        assert len(chains) == 1 and chains[0].replaces[0] == "m0b1" and chains[0].replaces[-1] == "m1cat"
