@@ -351,7 +351,7 @@ def test_channel_concatenations_of_the_chains_own_steps_join_it(threads: int, ba
     chained = check(net, inputs, num_threads=threads)
     assert [n.name for n in chained.layers] == ["squeeze..side_conv"]
     assert chains_of(chained)[0].descriptor.label == (
-        "blocked NCHW16c chain of 7 convolutions, 1 pooling, 0 scales, 3 concatenations, 0 batch normalizations")
+        "blocked NCHW16c chain of 7 convolutions, 1 pooling, 3 concatenations")
     with runtime(num_threads=1) as rt:
         _, one = run(net, rt, ["CpuAcc"], inputs)
     with runtime(num_threads=threads) as rt:
@@ -398,7 +398,7 @@ def test_batch_normalizations_and_concatenations_make_a_dense_block_one_chain(th
     (chain,) = chained.layers
     assert chain.kind is LayerKind.PRECOMPILED
     assert chain.descriptor.label == (
-        "blocked NCHW16c chain of 7 convolutions, 0 pooling, 0 scales, 4 concatenations, 4 batch normalizations")
+        "blocked NCHW16c chain of 7 convolutions, 4 concatenations, 4 batch normalizations")
     assert "cat1" in chain.replaces and "norm4_bn" in chain.replaces and "norm4_act" in chain.replaces
     with runtime(num_threads=1) as rt:
         _, one = run(net, rt, ["CpuAcc"], inputs)

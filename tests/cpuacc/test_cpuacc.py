@@ -4,6 +4,7 @@ bits), and concurrent use of one pool and of two runtimes' pools."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Sequence
@@ -139,6 +140,46 @@ def test_binary_large(runtimes, op, fn, a_shape, b_shape) -> None:  # type: igno
                  [a_shape, b_shape], out)
     expected = np.maximum(fn(a.astype(np.float64), b.astype(np.float64)), 0)
     check_every_config(runtimes, layer, [a, b], expected)
+
+
+# (a's shape, b's shape, which operand is a constant): short rows with a constant broadcast
+# outside them are run on the constant expanded to the output's shape (elementwise.c)
+SHORT_ROWS = [
+    ((1, 3, 28, 28, 2), (1, 3, 1, 1, 2), 1),   # YOLO's box sizes times its anchors
+    ((1, 3, 1, 1, 2), (1, 3, 7, 5, 2), 0),     # the constant first
+    ((2, 5, 3), (5, 1), 1),                    # rows of 3, the constant along the middle dim
+    ((4, 9, 7), (7,), 1),                      # rows of 7 of one constant row
+    ((1, 1, 13, 13, 2), (1, 1, 13, 13, 2), 1), # same shape: nothing to expand
+]
+
+
+@pytest.mark.parametrize("op, fn", [("mul", np.multiply), ("sub", np.subtract),
+                                    ("power", lambda a, b: np.power(np.abs(a), b))])
+@pytest.mark.parametrize("a_shape, b_shape, const", SHORT_ROWS, ids=str)
+def test_binary_short_rows_with_a_constant(runtimes, op, fn, a_shape, b_shape, const) -> None:  # type: ignore[no-untyped-def]
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    b = RNG.standard_normal(b_shape).astype(np.float32)
+    if op == "power":
+        a, b = np.abs(a), np.round(np.abs(b) * 2).astype(np.float32)
+    out = np.broadcast_shapes(a_shape, b_shape)
+    layer = spec(LayerKind.ELEMENTWISE_BINARY, ElementwiseBinaryDescriptor(op), [a_shape, b_shape], out)
+    layer = dataclasses.replace(layer, constants=tuple(v if k == const else None for k, v in enumerate((a, b))))
+    expected = fn(a.astype(np.float64), b.astype(np.float64))
+    check_every_config(runtimes, layer, [a, b], expected)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (1, 3, 28, 28, 2), (5, 33)], ids=str)
+def test_power_of_a_constant_two_is_the_square(runtimes, shape) -> None:  # type: ignore[no-untyped-def]
+    """x ** 2 with the exponent a constant scalar runs as x * x: the correctly rounded square
+    (powf is 1 ulp off it for about 1 value in 1400), NaN, infinities and -0 as powf gives them."""
+    a = RNG.standard_normal(shape).astype(np.float32) * 1e3
+    a.flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    two = np.array(2.0, np.float32)
+    layer = spec(LayerKind.ELEMENTWISE_BINARY, ElementwiseBinaryDescriptor("power"), [shape, ()], shape)
+    layer = dataclasses.replace(layer, constants=(None, two))
+    for (isa, n), rt in runtimes.items():
+        got = run(rt, layer, [a, two])
+        np.testing.assert_array_equal(got, a * a, err_msg=f"isa={isa} num_threads={n}")
 
 
 @pytest.mark.parametrize("op, fn", [("sum", np.sum), ("mean", np.mean), ("maximum", np.max)])

@@ -62,20 +62,53 @@ static int scale_x_slot(const pn_layer* l) {
     return -1;
 }
 
+/* 1 when unit u writes tensor `id` (any output of a SPLIT). */
+static int unit_writes(const chain_unit* u, uint32_t id) {
+    if (u->step.layer->kind == PN_LAYER_SPLIT) {
+        for (uint32_t k = 0; k < u->step.layer->num_outputs; ++k) {
+            if (u->step.layer->output_ids[k] == id) return 1;
+        }
+        return 0;
+    }
+    return u->step.y_id == id;
+}
+
 /* 1 when every part of concatenation unit `cat` is written by one of units [first, first +
  * len): a chain takes a concatenation only then. One whose parts come from outside (DenseNet's:
  * every earlier feature of the block) would convert each of them into the blocked layout and
- * the whole back out, where the runtime lets their producers write into the output in place. */
+ * the whole back out, where the runtime lets their producers write into the output in place.
+ * The same for views and sums: they only move or add what the chain already holds. */
 static int parts_in_run(const chain_unit* cat, const chain_unit* units, uint32_t first, uint32_t len) {
     const pn_layer* l = cat->step.layer;
     for (uint32_t k = 0; k < l->num_inputs; ++k) {
         int found = 0;
-        for (uint32_t u = first; u < first + len && !found; ++u) found = units[u].step.y_id == l->input_ids[k];
+        for (uint32_t u = first; u < first + len && !found; ++u) found = unit_writes(&units[u], l->input_ids[k]);
         if (!found) {
             return 0;
         }
     }
     return 1;
+}
+
+/* 1 for an ELEMENTWISE_BINARY ADD of two tensors of its output's shape (a chain's sum step). */
+static int sum_layer(const pn_layer* l) {
+    return l->kind == PN_LAYER_ELEMENTWISE_BINARY && l->descriptor != NULL && l->num_inputs == 2 &&
+           l->num_outputs == 1 && ((const pn_elementwise_binary_desc*)l->descriptor)->op == PN_BINARY_ADD &&
+           pn_same_dims(&l->inputs[0], &l->outputs[0]) && pn_same_dims(&l->inputs[1], &l->outputs[0]);
+}
+
+/* The steps of unit u: one, or one per output of a SPLIT (each a view); 0 when out of room. */
+static uint32_t unit_steps(const chain_unit* u, accel_chain_step* out) {
+    if (u->step.layer->kind != PN_LAYER_SPLIT) {
+        out[0] = u->step;
+        return 1;
+    }
+    for (uint32_t k = 0; k < u->step.layer->num_outputs; ++k) {
+        out[k] = u->step;
+        out[k].y_id = u->step.layer->output_ids[k];
+        out[k].y_info = &u->step.layer->outputs[k];
+    }
+    return u->step.layer->num_outputs;
 }
 
 /* Replaces units [first, end) (all eligible, at least two) by one PRECOMPILED layer running
@@ -84,7 +117,10 @@ static int parts_in_run(const chain_unit* cat, const chain_unit* units, uint32_t
 static pn_status make_chain(const pn_subgraph* sg, accel_optimization* o, chain_unit* units,
                             uint32_t first, uint32_t end, const int64_t* unit_of,
                             unsigned char* state, unsigned char* item_dropped) {
-    uint32_t count = end - first;
+    uint32_t count = 0;
+    for (uint32_t u = first; u < end; ++u) {
+        count += units[u].step.layer->kind == PN_LAYER_SPLIT ? units[u].step.layer->num_outputs : 1;
+    }
     accel_chain_step* steps = (accel_chain_step*)calloc(count, sizeof(accel_chain_step));
     uint32_t* exports = (uint32_t*)calloc(count, sizeof(uint32_t));
     chain_item* c = &o->chains[o->num_chains];
@@ -95,11 +131,15 @@ static pn_status make_chain(const pn_subgraph* sg, accel_optimization* o, chain_
         return PN_ERR_OUT_OF_MEMORY;
     }
     uint32_t num_exports = 0;
+    uint32_t num_steps = 0;
     for (uint32_t u = first; u < end; ++u) {
-        steps[u - first] = units[u].step;
-        if (used_outside(sg, units[u].step.y_id, units, first, end, unit_of)) {
-            exports[num_exports++] = units[u].step.y_id;
+        uint32_t n = unit_steps(&units[u], steps + num_steps);
+        for (uint32_t k = num_steps; k < num_steps + n; ++k) {
+            if (used_outside(sg, steps[k].y_id, units, first, end, unit_of)) {
+                exports[num_exports++] = steps[k].y_id;
+            }
         }
+        num_steps += n;
     }
     c->payload = accel_chain_new(steps, count, exports, num_exports);
     free(steps);
@@ -183,6 +223,12 @@ static pn_status close_run(const pn_subgraph* sg, accel_optimization* o, chain_u
      * normalization, ran 52 such pairs as chains, 7 ms slower than as two layers). */
     uint32_t scales = 0;
     for (uint32_t u = first; u < first + len; ++u) scales += units[u].step.scale_id != 0;
+    /* nor do views and sums (they only move or add what the chain's other steps hold) */
+    for (uint32_t u = first; u < first + len; ++u) {
+        const pn_layer* l = units[u].step.layer;
+        scales += l->kind == PN_LAYER_SLICE || l->kind == PN_LAYER_SPLIT ||
+                  (l->kind == PN_LAYER_ELEMENTWISE_BINARY && units[u].step.scale_id == 0);
+    }
     return len >= 2 && len - scales >= 2 ? make_chain(sg, o, units, first, first + len, unit_of, state, item_dropped)
                                          : PN_OK;
 }
@@ -232,7 +278,9 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
                                                    sg->layers[j].kind == PN_LAYER_CONCAT ||
                                                    sg->layers[j].kind == PN_LAYER_CONVOLUTION ||
                                                    sg->layers[j].kind == PN_LAYER_RESIZE ||
-                                                   scale_x_slot(&sg->layers[j]) >= 0))) {
+                                                   sg->layers[j].kind == PN_LAYER_SLICE || sum_layer(&sg->layers[j]) ||
+                                                   scale_x_slot(&sg->layers[j]) >= 0)) ||
+                   (state[j] == LAYER_KEPT && sg->layers[j].kind == PN_LAYER_SPLIT && sg->layers[j].num_outputs >= 1)) {
             /* (a PRECOMPILED layer of the pattern pass: accel_chain_step_fit takes batch
              * normalizations with their activation, batch_norm.h) */
             u->head = (int64_t)j;
@@ -252,11 +300,20 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
         u->step.y_id = last->output_ids[0];
         u->step.y_info = &last->outputs[0];
         u->step.addend_id = u->add >= 0 ? sg->layers[u->add].input_ids[u->addend_slot] : 0;
+        if (u->item < 0 && xs < 0 && sum_layer(head)) { /* a sum: x + addend */
+            u->step.addend_id = head->input_ids[1];
+        }
         u->step.act = u->act >= 0 ? (const pn_activation_desc*)sg->layers[u->act].descriptor : NULL;
         unit_of[u->head] = num_units;
         if (u->add >= 0) unit_of[u->add] = num_units;
         if (u->act >= 0) unit_of[u->act] = num_units;
         u->fit = accel_chain_step_fit(isa, &u->step);
+        for (uint32_t k = 1; head->kind == PN_LAYER_SPLIT && k < head->num_outputs && u->fit != ACCEL_CHAIN_NO; ++k) {
+            accel_chain_step piece = u->step; /* every output a view */
+            piece.y_id = head->output_ids[k];
+            piece.y_info = &head->outputs[k];
+            u->fit = accel_chain_step_fit(isa, &piece);
+        }
         last_unit[j] = num_units;
         ++num_units;
     }
@@ -270,7 +327,10 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
         }
         int64_t u = j < nl ? last_unit[j] : -1;
         accel_chain_fit fit = u >= 0 ? units[u].fit : ACCEL_CHAIN_NO;
-        if (fit == ACCEL_CHAIN_YES && units[u].step.layer->kind == PN_LAYER_CONCAT &&
+        const pn_layer_kind kind = u >= 0 ? units[u].step.layer->kind : PN_LAYER_CONCAT;
+        if (fit == ACCEL_CHAIN_YES &&
+            (kind == PN_LAYER_CONCAT || kind == PN_LAYER_SLICE || kind == PN_LAYER_SPLIT ||
+             (kind == PN_LAYER_ELEMENTWISE_BINARY && units[u].step.scale_id == 0)) &&
             !parts_in_run(&units[u], units, run_first, run_len)) {
             fit = ACCEL_CHAIN_NO; /* a part from outside would be converted in, the whole out again */
         }

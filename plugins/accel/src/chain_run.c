@@ -45,6 +45,9 @@ typedef struct packed_step {
     uint32_t part[ACCEL_CHAIN_MAX_PARTS];        /* tensor indices */
     int64_t part_block[ACCEL_CHAIN_MAX_PARTS];   /* the first output block of each part */
     int in_place;            /* (concat) its parts are written inside it: nothing to run */
+    int view;                /* a channel view: y is x's blocks [view_block, ...) (alias_views) */
+    int64_t view_block;
+    int sum_step;            /* a sum: y = clamp(x + addend) (+ post_act) */
     int rezero;              /* post_act maps 0 elsewhere: zero the last block's lanes past oc_last */
     nchwc_geom g;
     uint32_t x, y;           /* tensor indices */
@@ -78,7 +81,7 @@ struct accel_chain {
     uint32_t* outputs;       /* tensor indices of the replacement's outputs */
     uint32_t* const_ids;     /* the tensor ids of the constant inputs, after the activations */
     pn_tensor_info* const_infos;
-    char label[160];
+    char label[256];
 };
 
 static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
@@ -119,6 +122,10 @@ static int clamp_of(const pn_activation_desc* act, float* lo, float* hi) {
 }
 
 static const pn_activation_desc* step_act(const accel_chain_step* cs) {
+    if (cs->layer->kind == PN_LAYER_ELEMENTWISE_BINARY) { /* a sum */
+        const pn_elementwise_binary_desc* e = (const pn_elementwise_binary_desc*)cs->layer->descriptor;
+        return cs->act != NULL ? cs->act : e->fused_activation;
+    }
     const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)cs->layer->descriptor;
     return cs->act != NULL ? cs->act : d->fused_activation;
 }
@@ -293,6 +300,74 @@ static int resize_fit(const accel_chain_step* cs) {
 
 #endif
 
+/* The first channel and the channel count of a view step's y in its x (view_fit), or 0 when
+ * the layer is not a channel view. */
+static int view_range(const accel_chain_step* cs, int64_t* start, int64_t* count) {
+    const pn_layer* l = cs->layer;
+    const pn_tensor_info* x = &l->inputs[0];
+    if (l->num_inputs != 1 || x->rank != 4 || cs->y_info->rank != 4) {
+        return 0;
+    }
+    if (l->kind == PN_LAYER_SLICE) {
+        const pn_slice_desc* d = (const pn_slice_desc*)l->descriptor;
+        if (l->num_outputs != 1 || d->rank != 4 || l->output_ids[0] != cs->y_id) return 0;
+        for (uint32_t a = 0; a < 4; ++a) {
+            if (d->steps[a] != 1 || (a != 1 && (d->starts[a] != 0 || x->dims[a] != cs->y_info->dims[a]))) return 0;
+        }
+        *start = d->starts[1];
+        *count = cs->y_info->dims[1];
+        return 1;
+    }
+    const pn_split_desc* d = (const pn_split_desc*)l->descriptor;
+    if (l->kind != PN_LAYER_SPLIT || (d->axis != 1 && d->axis != -3)) {
+        return 0;
+    }
+    int64_t at = 0;
+    for (uint32_t k = 0; k < l->num_outputs; ++k) {
+        if (l->output_ids[k] == cs->y_id) {
+            *start = at;
+            *count = l->outputs[k].dims[1];
+            return pn_same_dims(&l->outputs[k], cs->y_info);
+        }
+        at += l->outputs[k].dims[1];
+    }
+    return 0;
+}
+
+#if defined(ACCEL_HAVE_X86_KERNELS)
+/* A channel view step (chain_run.h). */
+static int view_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_tensor_info *x = &l->inputs[0], *y = cs->y_info;
+    int64_t start = 0, count = 0;
+    if (!view_range(cs, &start, &count) || cs->act != NULL || cs->addend_id != 0 || cs->scale_id != 0 ||
+        cs->x_id != l->input_ids[0] || x->dtype != PN_DTYPE_FLOAT32 || y->dtype != PN_DTYPE_FLOAT32) {
+        return 0;
+    }
+    return x->dims[0] >= 1 && x->dims[2] >= 1 && x->dims[3] >= 1 && y->dims[0] == x->dims[0] &&
+           y->dims[2] == x->dims[2] && y->dims[3] == x->dims[3] && count >= 1 && start >= 0 &&
+           start + count <= x->dims[1] && start % B == 0 && ((start + count) % B == 0 || start + count == x->dims[1]) &&
+           chain_blocks_pay(x->dims[1]);
+}
+
+/* A sum step (chain_run.h). */
+static int sum_fit(const accel_chain_step* cs) {
+    const pn_layer* l = cs->layer;
+    const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)l->descriptor;
+    if (d->op != PN_BINARY_ADD || (cs->act != NULL && d->fused_activation != NULL) || cs->scale_id != 0 ||
+        l->num_inputs != 2 || l->num_outputs != 1 || cs->x_id != l->input_ids[0] || cs->addend_id != l->input_ids[1]) {
+        return 0;
+    }
+    const pn_tensor_info *a = &l->inputs[0], *b = &l->inputs[1], *y = &l->outputs[0];
+    if (a->rank != 4 || b->rank != 4 || y->rank != 4 || a->dtype != PN_DTYPE_FLOAT32 || b->dtype != PN_DTYPE_FLOAT32 ||
+        y->dtype != PN_DTYPE_FLOAT32 || !pn_same_dims(a, y) || !pn_same_dims(b, y) || !pn_same_dims(cs->y_info, y)) {
+        return 0;
+    }
+    return y->dims[0] >= 1 && y->dims[2] >= 1 && y->dims[3] >= 1 && chain_blocks_pay(y->dims[1]);
+}
+
+#endif
+
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) {
 #if defined(ACCEL_HAVE_X86_KERNELS)
     const pn_layer* l = cs->layer;
@@ -311,7 +386,10 @@ accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* cs) 
                    : ACCEL_CHAIN_NO;
     }
     if (l->kind == PN_LAYER_ELEMENTWISE_BINARY) {
-        return scale_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+        return (cs->scale_id != 0 ? scale_fit(cs) : sum_fit(cs)) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
+    }
+    if (l->kind == PN_LAYER_SLICE || l->kind == PN_LAYER_SPLIT) {
+        return view_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
     }
     if (l->kind == PN_LAYER_CONCAT) {
         return concat_fit(cs) ? ACCEL_CHAIN_YES : ACCEL_CHAIN_NO;
@@ -451,11 +529,20 @@ static uint32_t const_input(accel_chain* ch, uint32_t id, const pn_tensor_info* 
     return ch->num_consts++;
 }
 
+/* Steps with no weights of their own to pack: pooling, channel scales, concatenations, batch
+ * normalizations (the chain keeps a copy of their coefficients), resizes, sums and views. */
+static int step_weightless(const packed_step* st) {
+    return st->pooling || st->scale_step || st->concat || st->bn_step || st->resize || st->sum_step || st->view;
+}
+
+/* Steps whose units of work are one output block each (dense convolutions take a pair). */
+static int step_single_blocks(const packed_step* st) {
+    return step_weightless(st) || st->depthwise || st->grouped || st->deconv;
+}
+
 /* Output blocks per job: one for depthwise and pooling steps, a pair for dense ones. */
 static int64_t step_units(const packed_step* st) {
-    return st->depthwise || st->pooling || st->grouped || st->scale_step || st->concat || st->bn_step || st->deconv ||
-                   st->resize
-               ? st->g.ocb
+    return step_single_blocks(st) ? st->g.ocb
                                                                                        : (st->g.ocb + 1) / 2;
 }
 
@@ -464,9 +551,7 @@ static int64_t step_units(const packed_step* st) {
  * tiles for dense steps (accel_nchwc_rows_per_job). */
 #define CHAIN_MIN_JOBS 16
 static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
-    int64_t base = st->depthwise || st->pooling || st->scale_step || st->concat || st->bn_step || st->deconv ||
-                           st->resize
-                       ? 1
+    int64_t base = step_weightless(st) || st->depthwise || st->deconv ? 1
                    : accel_nchwc_rows_per_job(st->g.ow, st->grouped ? 1 : st->g.ocb);
     int64_t units = n * step_units(st);
     int64_t groups = (CHAIN_MIN_JOBS + units - 1) / units;
@@ -486,7 +571,7 @@ static int64_t step_rows_per_job(const packed_step* st, int64_t n) {
  * (onnxruntime 4.07) on a shared L3; ResNet-18 224 18.02 -> 17.65 ms apart. Splitting every
  * step by rows, weight-heavy 7 x 7 steps included, was 3 % slower on a shared L3. */
 static int step_rows_first(const packed_step* st) {
-    if (st->pooling || st->scale_step || st->concat || st->bn_step || st->resize) {
+    if (step_weightless(st)) {
         return 1; /* no weights */
     }
     const nchwc_geom* g = &st->g;
@@ -536,7 +621,8 @@ static void alias_concats(accel_chain* ch) {
             for (uint32_t q = 0; q < k && ok; ++q) ok = root->part[q] != p;
             for (uint32_t i = 0; i < ch->num_steps && ok; ++i) {
                 const packed_step* o = &ch->steps[i];
-                if (o->y == p && o->concat) ok = 0; /* a concatenation of concatenations: copied */
+                if (o->y == p && (o->concat || o->view)) ok = 0; /* a concatenation of concatenations
+                                                                    or of views: copied */
                 for (uint32_t q = 0; o->concat && i != r && q < o->num_parts && ok; ++q) {
                     /* another concatenation reading p must be a prefix of the root, not one that
                        extends a prefix of it differently */
@@ -588,8 +674,7 @@ static void commute_resizes(accel_chain* ch, const uint32_t* export_ids, uint32_
         packed_step* rs = &ch->steps[i];
         packed_step* cv = &ch->steps[i + 1];
         const uint32_t r = rs->y;
-        int ok = rs->resize && cv->x == r && !cv->pooling && !cv->depthwise && !cv->grouped && !cv->scale_step &&
-                 !cv->concat && !cv->bn_step && !cv->deconv && !cv->resize && cv->addend < 0 && !cv->post_act &&
+        int ok = rs->resize && cv->x == r && !step_single_blocks(cv) && cv->addend < 0 && !cv->post_act &&
                  cv->lo == -INFINITY && cv->hi == INFINITY && cv->g.ib == B && cv->win.full_kh == 1 &&
                  cv->win.full_kw == 1 && cv->g.sh == 1 && cv->g.sw == 1 && cv->pt == 0 && cv->pl == 0 &&
                  ch->tensors[r].alias_of < 0;
@@ -618,6 +703,102 @@ static void commute_resizes(accel_chain* ch, const uint32_t* export_ids, uint32_
         const packed_step swap = *rs;
         *rs = *cv;
         *cv = swap;
+    }
+}
+
+/* The step that writes tensor t, or -1 (an input of the chain). */
+static int64_t producer_of(const accel_chain* ch, uint32_t t) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        if (ch->steps[i].y == t) return (int64_t)i;
+    }
+    return -1;
+}
+
+/* A concatenation's consecutive parts that are views of one tensor x, in order, covering every
+ * block of x (C2f's Concat(Slice(x, 0:h), Slice(x, h:2h), ...)), become the one part x: x is then
+ * written into the concatenation in place (alias_concats) and the views alias it there
+ * (alias_views), so nothing is copied. */
+static void merge_view_parts(accel_chain* ch) {
+    for (uint32_t r = 0; r < ch->num_steps; ++r) {
+        packed_step* cat = &ch->steps[r];
+        if (!cat->concat) continue;
+        for (uint32_t k = 0; k < cat->num_parts; ++k) {
+            const int64_t v = producer_of(ch, cat->part[k]);
+            if (v < 0 || !ch->steps[v].view || ch->steps[v].view_block != 0) continue;
+            const uint32_t x = ch->steps[v].x;
+            const int64_t xblocks = blocks(ch->tensors[x].info.dims[1]);
+            int64_t covered = 0;
+            uint32_t m = k;
+            while (m < cat->num_parts && covered < xblocks) {
+                const int64_t p = producer_of(ch, cat->part[m]);
+                if (p < 0 || !ch->steps[p].view || ch->steps[p].x != x || ch->steps[p].view_block != covered) break;
+                covered += blocks(ch->tensors[cat->part[m]].info.dims[1]);
+                ++m;
+            }
+            if (covered != xblocks || m - k < 1) continue;
+            cat->part[k] = x; /* parts [k, m) -> x at part k's block */
+            for (uint32_t q = m; q < cat->num_parts; ++q) {
+                cat->part[k + 1 + q - m] = cat->part[q];
+                cat->part_block[k + 1 + q - m] = cat->part_block[q];
+            }
+            cat->num_parts -= m - k - 1;
+        }
+    }
+}
+
+/* Views alias their x: y is x's blocks [view_block, ...) in x's storage (or in the storage of
+ * the concatenation x was placed in), with x's halo, which is widened beforehand (views_halo)
+ * to cover what y's readers need. Nothing runs for a view. */
+static void views_halo(accel_chain* ch) {
+    for (uint32_t i = ch->num_steps; i-- > 0;) { /* last to first: a view of a view reaches its root */
+        const packed_step* st = &ch->steps[i];
+        if (!st->view) continue;
+        chain_tensor *xt = &ch->tensors[st->x], *yt = &ch->tensors[st->y];
+        xt->ht = max64(xt->ht, yt->ht);
+        xt->hl = max64(xt->hl, yt->hl);
+        xt->hb = max64(xt->hb, yt->hb);
+        xt->hr = max64(xt->hr, yt->hr);
+    }
+}
+
+static void alias_views(accel_chain* ch) {
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        packed_step* st = &ch->steps[i];
+        if (!st->view) continue;
+        const chain_tensor* xt = &ch->tensors[st->x];
+        chain_tensor* yt = &ch->tensors[st->y];
+        yt->ht = xt->ht;
+        yt->hl = xt->hl;
+        yt->hb = xt->hb;
+        yt->hr = xt->hr;
+        yt->alias_of = xt->alias_of >= 0 ? xt->alias_of : (int32_t)st->x;
+        yt->alias_block = (xt->alias_of >= 0 ? xt->alias_block : 0) + st->view_block;
+        st->in_place = 1;
+    }
+}
+
+/* The chain's label: its convolutions, then the count of each other kind of step it has
+ * ("blocked NCHW16c chain of 7 convolutions, 1 pooling, 3 concatenations"). */
+static void chain_label(accel_chain* ch, uint32_t count) {
+    uint32_t n[8] = {0};
+    static const char* const names[8] = {"pooling", "scales", "concatenations", "batch normalizations",
+                                         "transposed convolutions", "resizes", "views", "sums"};
+    for (uint32_t i = 0; i < ch->num_steps; ++i) {
+        const packed_step* st = &ch->steps[i];
+        n[0] += (uint32_t)(st->pooling != 0);
+        n[1] += (uint32_t)(st->scale_step != 0);
+        n[2] += (uint32_t)(st->concat != 0);
+        n[3] += (uint32_t)(st->bn_step != 0);
+        n[4] += (uint32_t)(st->deconv != 0);
+        n[5] += (uint32_t)(st->resize != 0);
+        n[6] += (uint32_t)(st->view != 0);
+        n[7] += (uint32_t)(st->sum_step != 0);
+    }
+    uint32_t convs = count;
+    for (int k = 0; k < 8; ++k) convs -= n[k];
+    int at = snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions", convs);
+    for (int k = 0; k < 8 && at > 0 && (size_t)at < sizeof(ch->label); ++k) {
+        if (n[k] > 0) at += snprintf(ch->label + at, sizeof(ch->label) - (size_t)at, ", %u %s", n[k], names[k]);
     }
 }
 
@@ -682,6 +863,23 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         int32_t y = tensor_index(ch, cs->y_id, cs->y_info);
         ch->tensors[y].produced = 1;
         st->y = (uint32_t)y;
+        int64_t view_start = 0, view_count = 0;
+        if (view_range(cs, &view_start, &view_count)) { /* y is blocks of x: alias_views */
+            st->view = 1;
+            st->view_block = view_start / B;
+            pointwise_geometry(st, cs->y_info);
+            continue;
+        }
+        if (l->kind == PN_LAYER_ELEMENTWISE_BINARY && cs->scale_id == 0) { /* a sum: reads only inside the image */
+            st->sum_step = 1;
+            pointwise_geometry(st, cs->y_info);
+            st->g.oc_last = cs->y_info->dims[1] - (st->g.ocb - 1) * B;
+            if (!clamp_of(step_act(cs), &st->lo, &st->hi)) {
+                st->post_act = accel_copy_activation(step_act(cs), &st->act);
+                st->rezero = st->post_act && st->g.oc_last < B && !keeps_zero(ACCEL_ISA_PORTABLE, step_act(cs));
+            }
+            continue;
+        }
         if (l->kind == PN_LAYER_CONCAT) { /* reads only inside the image: no halo, no weights */
             st->concat = 1;
             st->num_parts = l->num_inputs;
@@ -859,10 +1057,12 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
                                                           : -1;
     }
     commute_resizes(ch, export_ids, num_export);
+    merge_view_parts(ch);
+    views_halo(ch);
     alias_concats(ch);
+    alias_views(ch);
     for (uint32_t i = 0; i < ch->num_steps; ++i) { /* constants follow the activations */
-        if (!ch->steps[i].pooling && !ch->steps[i].scale_step && !ch->steps[i].concat && !ch->steps[i].bn_step &&
-            !ch->steps[i].resize) {
+        if (!step_weightless(&ch->steps[i])) {
             ch->steps[i].w_in += (int32_t)ch->num_inputs;
             ch->steps[i].b_in += ch->steps[i].b_in >= 0 ? (int32_t)ch->num_inputs : 0;
         }
@@ -880,33 +1080,7 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
             }
         }
     }
-    uint32_t num_pooling = 0, num_scale = 0, num_concat = 0, num_bn = 0, num_deconv = 0, num_resize = 0;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) num_pooling += (uint32_t)ch->steps[i].pooling;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) num_scale += (uint32_t)ch->steps[i].scale_step;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) num_concat += (uint32_t)ch->steps[i].concat;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) num_bn += (uint32_t)ch->steps[i].bn_step;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) num_deconv += (uint32_t)ch->steps[i].deconv;
-    for (uint32_t i = 0; i < ch->num_steps; ++i) num_resize += (uint32_t)(ch->steps[i].resize != 0);
-    if (num_deconv > 0 || num_resize > 0) {
-        snprintf(ch->label, sizeof(ch->label),
-                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
-                 "%u batch normalizations, %u transposed convolutions, %u resizes",
-                 count - num_pooling - num_scale - num_concat - num_bn - num_deconv - num_resize, num_pooling,
-                 num_scale, num_concat, num_bn, num_deconv, num_resize);
-    } else if (num_concat > 0 || num_bn > 0) {
-        snprintf(ch->label, sizeof(ch->label),
-                 "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales, %u concatenations, "
-                 "%u batch normalizations",
-                 count - num_pooling - num_scale - num_concat - num_bn, num_pooling, num_scale, num_concat, num_bn);
-    } else if (num_scale > 0) {
-        snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling, %u scales",
-                 count - num_pooling - num_scale, num_pooling, num_scale);
-    } else if (num_pooling > 0) {
-        snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions, %u pooling",
-                 count - num_pooling, num_pooling);
-    } else {
-        snprintf(ch->label, sizeof(ch->label), "blocked NCHW16c chain of %u convolutions", count);
-    }
+    chain_label(ch, count);
     return ch;
 }
 
@@ -941,6 +1115,10 @@ typedef struct chain_state {
     nchwc_tensor* storage;   /* one per chain tensor */
     unsigned char* dirty;    /* per tensor: its step zeros its halo every run (plan_storage) */
     float* raw;
+    uint32_t* exec;          /* the steps in the order they run (chain_schedule) */
+    uint32_t* time_of;       /* per step: its group, the steps of a group run as one parallel loop */
+    uint32_t* group_first;   /* group g is exec[group_first[g], group_first[g + 1]) */
+    uint32_t num_groups;
 } chain_state;
 
 static void chain_state_release(void* vs) {
@@ -951,6 +1129,9 @@ static void chain_state_release(void* vs) {
         free(s->storage);
         free(s->dirty);
         free(s->raw);
+        free(s->exec);
+        free(s->time_of);
+        free(s->group_first);
         free(s);
     }
 }
@@ -972,12 +1153,11 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
     return n * step_units(st) * ((st->g.oh + st->rpj - 1) / st->rpj);
 }
 
-/* Jobs per thread at least, so that a part is worth waking a thread for (about 4 us):
- * small layers run on the calling thread alone. */
-static int64_t step_grain(const packed_step* st) {
+/* About the floating-point operations of one of a step's jobs (at least 1). */
+static int64_t step_job_flops(const packed_step* st) {
     const nchwc_geom* g = &st->g;
     int64_t taps = g->kh * g->kw, per_job;
-    if (st->pooling || st->depthwise || st->scale_step || st->concat || st->bn_step || st->resize) {
+    if (step_weightless(st) || st->depthwise) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else if (st->deconv) { /* every output vector: cb * 16 products */
         per_job = 2 * g->cb * B * g->ow * B * st->rpj;
@@ -985,7 +1165,13 @@ static int64_t step_grain(const packed_step* st) {
         int64_t nb = g->ocb >= 2 && !st->grouped ? 2 : 1;
         per_job = 2 * taps * g->cb * g->ib * nb * B * g->ow * st->rpj;
     }
-    return ACCEL_NCHWC_MIN_PART_FLOPS / (per_job > 0 ? per_job : 1) + 1;
+    return per_job > 0 ? per_job : 1;
+}
+
+/* Jobs per thread at least, so that a part is worth waking a thread for (about 4 us):
+ * small layers run on the calling thread alone. */
+static int64_t step_grain(const packed_step* st) {
+    return ACCEL_NCHWC_MIN_PART_FLOPS / step_job_flops(st) + 1;
 }
 
 /* Zeros the halo beside output rows [oy, oy + rows) of blocks [b0, b1) of image n of t, and
@@ -1011,8 +1197,7 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
     const nchwc_geom* g = &st->g;
     const nchwc_tensor* xt = &r->s->storage[st->x];
     const nchwc_tensor* yt = &r->s->storage[st->y];
-    const int single = st->pooling || st->depthwise || st->grouped || st->scale_step || st->concat || st->bn_step ||
-                       st->deconv || st->resize;
+    const int single = step_single_blocks(st);
     const int64_t b0 = single ? u : 2 * u, b1 = single ? u + 1 : (2 * u + 2 < g->ocb ? 2 * u + 2 : g->ocb);
     if (r->s->dirty[st->y]) {
         zero_halo(yt, n, b0, b1, oy, rows);
@@ -1064,6 +1249,16 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         accel_nchwc_conv_rows_avx512(g, &xg, r->w, r->bias, &yv, &epi, u, 1, oy, rows);
     } else if (st->depthwise) {
         for (int64_t y = oy; y < oy + rows; ++y) accel_nchwc_dwconv_row_avx512(g, &xv, r->w, r->bias, &yv, &epi, u, y);
+    } else if (st->sum_step) {
+        const nchwc_tensor* at = &r->s->storage[st->addend];
+        const nchwc_view av = view_of(at, n, at->ht, at->hl);
+        const float* xr = xv.data + u * xv.rows * xv.cols * B;
+        const float* ar = av.data + u * av.rows * av.cols * B;
+        float* yr = yv.data + u * yv.rows * yv.cols * B;
+        for (int64_t y = oy; y < oy + rows; ++y) {
+            accel_nchwc_add_row_avx512(xr + y * xv.cols * B, ar + y * av.cols * B, yr + y * yv.cols * B, g->ow, st->lo,
+                                       st->hi);
+        }
     } else if (st->bn_step) {
         const float* xr = xv.data + u * xv.rows * xv.cols * B;
         float* yr = yv.data + u * yv.rows * yv.cols * B;
@@ -1122,21 +1317,18 @@ static void step_range(void* vctx, int64_t begin, int64_t end) {
     }
 }
 
-/* Runs a step's jobs on the pool. A rows-first step gives each thread its own band: the row
- * groups up to the boundary nearest to t * oh / T (whole images when the batch has one per
- * thread), so the band lines up with the one the thread wrote in the step before, whatever
- * the two steps' row groups. A step by output blocks, or with fewer row groups (and images)
- * than threads, is split first come. */
-static void step_parallel(const chain_state* s, const packed_step* st, step_run* r) {
+/* How a step's jobs are run on the pool. A rows-first step gives each thread its own band:
+ * the row groups up to the boundary nearest to t * oh / T (whole images when the batch has one
+ * per thread), so the band lines up with the one the thread wrote in the step before, whatever
+ * the two steps' row groups: cuts[0..T] and 1. A step by output blocks, or with fewer row
+ * groups (and images) than threads, is split first come: 0. */
+static int step_cuts(const chain_state* s, const packed_step* st, int threads, int64_t* cuts) {
     const int64_t n = s->storage[st->y].n, jobs = step_jobs(st, n), per_image = jobs / n;
     const int64_t rpj = st->rpj, groups = (st->g.oh + rpj - 1) / rpj;
-    const int threads = accel_threads_count(s->env.threads);
     if (!st->rows_first || threads < 2 || threads > ACCEL_MAX_THREADS ||
         (n < threads && (n > 1 || groups < threads))) {
-        accel_parallel_for_grain(s->env.threads, jobs, step_grain(st), step_range, r);
-        return;
+        return 0;
     }
-    int64_t cuts[ACCEL_MAX_THREADS + 1];
     cuts[0] = 0;
     for (int t = 1; t < threads; ++t) {
         if (n >= threads) {
@@ -1147,8 +1339,144 @@ static void step_parallel(const chain_state* s, const packed_step* st, step_run*
         }
     }
     cuts[threads] = jobs;
-    accel_parallel_for_owned(s->env.threads, jobs, step_grain(st), cuts, step_range, r);
+    return 1;
 }
+
+/* Runs a step's jobs on the pool (step_cuts). */
+static void step_parallel(const chain_state* s, const packed_step* st, step_run* r) {
+    const int threads = accel_threads_count(s->env.threads);
+    int64_t cuts[ACCEL_MAX_THREADS + 1];
+    if (!step_cuts(s, st, threads, cuts)) {
+        accel_parallel_for_grain(s->env.threads, step_jobs(st, s->storage[st->y].n), step_grain(st), step_range, r);
+        return;
+    }
+    accel_parallel_for_owned(s->env.threads, cuts[threads], step_grain(st), cuts, step_range, r);
+}
+
+/* The steps of one group run as one parallel loop (chain_schedule): thread t's share is its
+ * part of every step of the group, one after the other (a segment each). */
+#define GROUP_MAX 32
+#define GROUP_SEGMENTS 256
+typedef struct group_run {
+    uint32_t count, num_segments;
+    step_run runs[GROUP_MAX];
+    struct {
+        uint32_t step;
+        int64_t first, local, len; /* jobs [first, first + len) of the loop: the step's [local, ...) */
+    } seg[GROUP_SEGMENTS];
+} group_run;
+
+static void group_range(void* vctx, int64_t begin, int64_t end) {
+    const group_run* gr = (const group_run*)vctx;
+    uint32_t k = 0;
+    while (k + 1 < gr->num_segments && gr->seg[k + 1].first <= begin) ++k;
+    for (; k < gr->num_segments && gr->seg[k].first < end; ++k) {
+        const int64_t f = gr->seg[k].first;
+        const int64_t b = begin > f ? begin : f, e = end < f + gr->seg[k].len ? end : f + gr->seg[k].len;
+        if (b < e) step_range((void*)&gr->runs[gr->seg[k].step], gr->seg[k].local + b - f, gr->seg[k].local + e - f);
+    }
+}
+
+/* Runs independent steps as one loop: one barrier for the group instead of one per step, and
+ * the small steps (GoogLeNet's 16-channel reductions and pooling branches on 14 x 14), which
+ * alone would run on one thread while the other waits, share the threads with the large ones.
+ * Each step is cut as step_parallel cuts it (a rows-first step in the bands its input was
+ * written in, any other evenly by jobs), and thread t owns its part of every step; what a
+ * thread has left the others take from the back. */
+static void group_parallel(const chain_state* s, group_run* gr) {
+    const int threads = accel_threads_count(s->env.threads);
+    int64_t total = 0, jobs = 0;
+    for (uint32_t k = 0; k < gr->count; ++k) {
+        const packed_step* st = gr->runs[k].st;
+        total += step_job_flops(st) * step_jobs(st, s->storage[st->y].n);
+    }
+    if (threads < 2 || (uint32_t)threads * gr->count > GROUP_SEGMENTS || total < 2 * ACCEL_NCHWC_MIN_PART_FLOPS) {
+        for (uint32_t k = 0; k < gr->count; ++k) step_parallel(s, gr->runs[k].st, &gr->runs[k]);
+        return;
+    }
+    int64_t cuts[ACCEL_MAX_THREADS + 1], owned[ACCEL_MAX_THREADS + 1];
+    gr->num_segments = 0;
+    for (int t = 0; t < threads; ++t) {
+        owned[t] = jobs;
+        for (uint32_t k = 0; k < gr->count; ++k) {
+            const packed_step* st = gr->runs[k].st;
+            const int64_t sj = step_jobs(st, s->storage[st->y].n);
+            if (!step_cuts(s, st, threads, cuts)) {
+                cuts[t] = sj * t / threads;
+                cuts[t + 1] = sj * (t + 1) / threads;
+            }
+            if (cuts[t + 1] > cuts[t]) {
+                gr->seg[gr->num_segments].step = k;
+                gr->seg[gr->num_segments].first = jobs;
+                gr->seg[gr->num_segments].local = cuts[t];
+                gr->seg[gr->num_segments].len = cuts[t + 1] - cuts[t];
+                jobs += cuts[t + 1] - cuts[t];
+                gr->num_segments += 1;
+            }
+        }
+    }
+    owned[threads] = jobs;
+    accel_parallel_for_owned(s->env.threads, jobs, 1, owned, group_range, gr);
+}
+
+/* The order the steps run in and their groups. On one thread, and in a chain where no level
+ * (below) has three or more steps that run, the chain's order, each step a group. Else each
+ * step's level (0 for a step reading only the chain's inputs, else one
+ * more than the latest level whose step writes what it reads; a step that runs nothing, a view
+ * or a concatenation written in place, passes its level on as it is), the steps sorted by
+ * level (stable), each level a group: its steps read nothing another of them writes
+ * (GoogLeNet's four branches: the three 1x1 convolutions and the pooling, then the 3x3 and
+ * 5x5 and the pooling's 1x1). The storage plan (plan_storage) keeps every tensor a group
+ * reads or writes apart from the others it writes. Returns the number of groups, 0 when out
+ * of memory. */
+static uint32_t chain_schedule(const accel_chain* ch, int threads, uint32_t* exec, uint32_t* time_of,
+                               uint32_t* group_first) {
+    const uint32_t ns = ch->num_steps;
+    if (threads < 2) {
+        for (uint32_t k = 0; k <= ns; ++k) {
+            if (k < ns) exec[k] = time_of[k] = k;
+            group_first[k] = k;
+        }
+        return ns;
+    }
+    uint32_t* avail = (uint32_t*)calloc(ch->num_tensors + 1, sizeof(uint32_t));
+    if (avail == NULL) {
+        return 0;
+    }
+    uint32_t levels = 0;
+    for (uint32_t k = 0; k < ns; ++k) {
+        const packed_step* st = &ch->steps[k];
+        uint32_t lvl = avail[st->x];
+        if (st->addend >= 0 && avail[st->addend] > lvl) lvl = avail[st->addend];
+        if (st->scale >= 0 && avail[st->scale] > lvl) lvl = avail[st->scale];
+        for (uint32_t q = 0; q < st->num_parts; ++q) lvl = avail[st->part[q]] > lvl ? avail[st->part[q]] : lvl;
+        time_of[k] = lvl;
+        avail[st->y] = st->in_place ? lvl : lvl + 1;
+        levels = lvl + 1 > levels ? lvl + 1 : levels;
+    }
+    free(avail);
+    uint32_t widest = 0; /* the most steps that run at one level */
+    for (uint32_t g = 0; g < levels; ++g) {
+        uint32_t count = 0;
+        for (uint32_t k = 0; k < ns; ++k) count += time_of[k] == g && !ch->steps[k].in_place;
+        widest = count > widest ? count : widest;
+    }
+    if (widest < 3) { /* two branches at most (a residual's projection, a fire module's two
+                         expansions): the chain's order, each step its own loop (grouped, they
+                         ran 1-2 % slower: SqueezeNet 1.1, YOLO) */
+        return chain_schedule(ch, 1, exec, time_of, group_first);
+    }
+    uint32_t at = 0;
+    for (uint32_t g = 0; g < levels; ++g) { /* counting sort, stable */
+        group_first[g] = at;
+        for (uint32_t k = 0; k < ns; ++k) {
+            if (time_of[k] == g) exec[at++] = k;
+        }
+    }
+    group_first[levels] = at;
+    return levels;
+}
+
 
 static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const chain_state* s = (const chain_state*)vs;
@@ -1170,11 +1498,24 @@ static pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_
     for (uint32_t i = 0; i < ch->num_inputs; ++i) {
         accel_nchwc_pack(s->env.threads, (const float*)args->inputs[i].data, &s->storage[ch->inputs[i]]);
     }
-    for (uint32_t i = 0; i < ch->num_steps; ++i) {
-        const packed_step* st = &ch->steps[i];
-        step_run r = {s, st, s->w[i], s->bias[i]};
-        if (!st->in_place) { /* a concatenation its parts were written into: nothing to do */
-            step_parallel(s, st, &r);
+    for (uint32_t g = 0; g < s->num_groups; ++g) {
+        group_run gr; /* about 9 KiB */
+        gr.count = 0;
+        for (uint32_t q = s->group_first[g]; q < s->group_first[g + 1]; ++q) {
+            const uint32_t i = s->exec[q];
+            const packed_step* st = &ch->steps[i];
+            if (!st->in_place) { /* a view, or a concatenation its parts were written into: nothing to do */
+                step_run r = {s, st, s->w[i], s->bias[i]};
+                gr.runs[gr.count++] = r;
+            }
+            if (gr.count == GROUP_MAX || (q + 1 == s->group_first[g + 1] && gr.count > 0)) {
+                if (gr.count == 1) {
+                    step_parallel(s, gr.runs[0].st, &gr.runs[0]);
+                } else {
+                    group_parallel(s, &gr);
+                }
+                gr.count = 0;
+            }
         }
     }
     for (uint32_t i = 0; i < ch->num_outputs; ++i) {
@@ -1225,7 +1566,8 @@ static double region_heat(const uint32_t* order, uint32_t placed, const int64_t*
  * about the largest set of live tensors. dirty[i] = 1 when tensor i's region overlaps that of
  * a tensor of another geometry or offset: its halo is not left zero by the others, so the step
  * writing it zeros it (zero_halo). */
-static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t* offsets, unsigned char* dirty) {
+static size_t plan_storage(const accel_chain* ch, const chain_state* cs, const nchwc_tensor* st, size_t* offsets,
+                           unsigned char* dirty) {
     const uint32_t nt = ch->num_tensors, ns = ch->num_steps;
     int64_t* first = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
     int64_t* last = (int64_t*)malloc((nt + 1) * sizeof(int64_t));
@@ -1248,19 +1590,25 @@ static size_t plan_storage(const accel_chain* ch, const nchwc_tensor* st, size_t
         first[ch->inputs[k]] = -1;
         order[placed++] = ch->inputs[k];
     }
-    for (uint32_t k = 0; k < ns; ++k) {
+    /* times: the groups the steps run in (chain_schedule), in the order they run */
+    for (uint32_t q = 0; q < ns; ++q) {
+        const uint32_t k = cs->exec[q];
+        const int64_t time = (int64_t)cs->time_of[k];
         const uint32_t r = ROOT(ch->steps[k].y);
         if (first[r] == INT64_MAX) order[placed++] = r;
-        first[r] = first[r] < (int64_t)k ? first[r] : (int64_t)k;
+        first[r] = first[r] < time ? first[r] : time;
     }
     for (uint32_t i = 0; i < nt; ++i) last[i] = first[i];
+#define READ_AT(i, time) last[ROOT(i)] = last[ROOT(i)] > (time) ? last[ROOT(i)] : (time)
     for (uint32_t k = 0; k < ns; ++k) {
-        last[ROOT(ch->steps[k].x)] = k;
-        if (ch->steps[k].addend >= 0) last[ROOT(ch->steps[k].addend)] = k;
-        if (ch->steps[k].scale >= 0) last[ROOT(ch->steps[k].scale)] = k;
-        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) last[ROOT(ch->steps[k].part[q])] = k;
+        const int64_t time = (int64_t)cs->time_of[k];
+        READ_AT(ch->steps[k].x, time);
+        if (ch->steps[k].addend >= 0) READ_AT(ch->steps[k].addend, time);
+        if (ch->steps[k].scale >= 0) READ_AT(ch->steps[k].scale, time);
+        for (uint32_t q = 0; q < ch->steps[k].num_parts; ++q) READ_AT(ch->steps[k].part[q], time);
     }
-    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ROOT(ch->outputs[o])] = ns;
+#undef READ_AT
+    for (uint32_t o = 0; o < ch->num_outputs; ++o) last[ROOT(ch->outputs[o])] = (int64_t)cs->num_groups;
     for (uint32_t p = 0; p < placed; ++p) {
         const uint32_t t = order[p];
         const size_t size = storage_floats(&st[t]);
@@ -1377,7 +1725,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     s->ch = ch;
     for (uint32_t i = 0; i < ch->num_steps; ++i) {
         const packed_step* st = &ch->steps[i];
-        if (st->pooling || st->scale_step || st->concat || st->bn_step || st->resize) {
+        if (step_weightless(st)) {
             continue;
         }
         const nchwc_geom* g = &st->g;
@@ -1428,8 +1776,16 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
             s->storage[i].image_floats = s->storage[ch->tensors[i].alias_of].image_floats;
         }
     }
+    s->exec = (uint32_t*)calloc((size_t)ch->num_steps + 1, sizeof(uint32_t));
+    s->time_of = (uint32_t*)calloc((size_t)ch->num_steps + 1, sizeof(uint32_t));
+    s->group_first = (uint32_t*)calloc((size_t)ch->num_steps + 2, sizeof(uint32_t));
+    s->num_groups = s->exec != NULL && s->time_of != NULL && s->group_first != NULL
+                        ? chain_schedule(ch, accel_threads_count(env->threads), s->exec, s->time_of, s->group_first)
+                        : 0;
     size_t* offsets = (size_t*)malloc((size_t)(ch->num_tensors + 1) * sizeof(size_t));
-    size_t total = offsets != NULL ? plan_storage(ch, s->storage, offsets, s->dirty) : 0;
+    size_t total = offsets != NULL && (s->num_groups > 0 || ch->num_steps == 0)
+                       ? plan_storage(ch, s, s->storage, offsets, s->dirty)
+                       : 0;
     s->raw = total > 0 ? (float*)calloc(total + 16, sizeof(float)) : NULL; /* zero halos */
     if (s->raw == NULL) {
         free(offsets);

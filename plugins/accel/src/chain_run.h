@@ -23,13 +23,17 @@
 
 /* One step of a chain: a convolution as fusion resolved it, a pooling layer, a channel scale,
  * a channel concatenation (a CONCAT layer: its parts are the layer's inputs, x_id the first),
- * a transposed convolution or a resize (chain_upsample.h), or a batch normalization with its
- * activation (the PRECOMPILED layer of batch_norm.h that the pattern pass made). Pointers are
- * borrowed for the call. */
+ * a transposed convolution or a resize (chain_upsample.h), a batch normalization with its
+ * activation (the PRECOMPILED layer of batch_norm.h that the pattern pass made), a channel view
+ * (a SLICE layer, or one output of a SPLIT layer: y_id names which) or a sum (an
+ * ELEMENTWISE_BINARY ADD of two tensors of the output's shape: x_id input 0, addend_id input 1).
+ * Pointers are borrowed for the call. */
 typedef struct accel_chain_step {
     const pn_layer* layer;           /* a CONVOLUTION_2D layer with constant weights (and bias),
                                         a POOLING_2D layer, an ELEMENTWISE_BINARY MUL (scale_id),
-                                        a CONCAT layer or a PRECOMPILED batch_norm.h layer */
+                                        a CONCAT layer, a PRECOMPILED batch_norm.h layer, a
+                                        transposed CONVOLUTION layer, a RESIZE layer, a SLICE
+                                        or SPLIT layer, or an ELEMENTWISE_BINARY ADD */
     uint32_t x_id, y_id;             /* its input and its (fused) output tensor ids */
     const pn_tensor_info* y_info;    /* the fused output's info */
     uint32_t addend_id;              /* a residual added before the activation, 0: none */
@@ -74,7 +78,13 @@ typedef enum accel_chain_fit {
  * channels in and out as for convolutions, any activation (as for convolutions). Resizes (a
  * RESIZE layer): AVX-512, float32, rank 4, N and C left as they are, NEAREST or LINEAR with two
  * taps per axis (LINEAR: H and W both resized), no output extrapolated or zeroed, no activation
- * (chain_upsample.h). */
+ * (chain_upsample.h). Channel views: AVX-512, float32, rank 4, a SLICE along the channels only
+ * (step 1) or a SPLIT along axis 1 (or -3), the view starting on a 16-channel block and ending
+ * on one or at the last channel (so it is whole blocks of x: y's storage is x's, nothing is
+ * copied), x's channels as for convolutions. Sums:
+ * AVX-512, float32, rank 4, x, the addend and y of one shape, channels as for convolutions, any
+ * activation (as for batch normalization). The planner takes views and sums only when the
+ * chain's earlier steps write their inputs. */
 accel_chain_fit accel_chain_step_fit(accel_isa isa, const accel_chain_step* step);
 
 /* The most parts of a concatenation step (GoogLeNet's inception modules have 4, the last

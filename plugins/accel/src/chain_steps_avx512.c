@@ -1,6 +1,6 @@
 /* CpuAcc blocked-chain steps beyond convolution and pooling, AVX-512F (see conv_nchwc.h):
- * the channel scale of squeeze-and-excitation, batch normalization, the zeroing of padding
- * lanes, SiLU on the rows a kernel just wrote. */
+ * the channel scale of squeeze-and-excitation, batch normalization, the sum of two tensors, the
+ * zeroing of padding lanes, SiLU on the rows a kernel just wrote. */
 #include "conv_nchwc.h"
 
 #if defined(__AVX512F__)
@@ -34,6 +34,14 @@ void accel_nchwc_affine_row_avx512(const float* x, const float* coef, float* y, 
     const __m512 lv = _mm512_set1_ps(lo), hv = _mm512_set1_ps(hi);
     for (int64_t ox = 0; ox < ow; ++ox) { /* max and min return their second operand, v, when it is NaN */
         const __m512 v = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_load_ps(x + ox * B), m), a, c);
+        _mm512_store_ps(y + ox * B, _mm512_min_ps(hv, _mm512_max_ps(lv, v)));
+    }
+}
+
+void accel_nchwc_add_row_avx512(const float* a, const float* b, float* y, int64_t ow, float lo, float hi) {
+    const __m512 lv = _mm512_set1_ps(lo), hv = _mm512_set1_ps(hi);
+    for (int64_t ox = 0; ox < ow; ++ox) { /* max and min return their second operand, v, when it is NaN */
+        const __m512 v = _mm512_add_ps(_mm512_load_ps(a + ox * B), _mm512_load_ps(b + ox * B));
         _mm512_store_ps(y + ox * B, _mm512_min_ps(hv, _mm512_max_ps(lv, v)));
     }
 }

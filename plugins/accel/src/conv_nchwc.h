@@ -220,6 +220,10 @@ void accel_nchwc_scale_row_avx512(const nchwc_view* x, const float* s, const nch
  * operations, in the same order, as batch_norm.c's rows; lo, hi: +-inf for none). */
 void accel_nchwc_affine_row_avx512(const float* x, const float* coef, float* y, int64_t ow, float lo, float hi);
 
+/* y[ox] = min(hi, max(lo, a[ox] + b[ox])) for ox < ow, 16 channels each (a chain's sum step:
+ * chain_steps_avx512.c). */
+void accel_nchwc_add_row_avx512(const float* a, const float* b, float* y, int64_t ow, float lo, float hi);
+
 /* y[i] = y[i] sigmoid(y[i]) (SWISH with alpha 1, SiLU) for i < n, in place (chain_steps_avx512.c). */
 void accel_nchwc_silu_avx512(float* y, int64_t n);
 

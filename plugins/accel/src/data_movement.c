@@ -138,12 +138,28 @@ static void copy_run(char* y, int64_t sy, const char* x, int64_t sx, int64_t n, 
 #undef STRIDED
 }
 
-/* A short contiguous run of `bytes` (a multiple of 16, at most SHORT_RUN): 16-byte moves the
- * compiler inlines, no call. */
-#define SHORT_RUN 256
+/* A short contiguous run of `bytes` (at most SHORT_RUN): 16-byte moves the compiler inlines, no
+ * call, the last one ending at the run's end (overlapping the one before when bytes is not a
+ * multiple of 16); runs under 16 bytes as two 8- or 4-byte moves likewise (YOLO's box
+ * coordinates: rows of 2 floats split off rows of 85). */
+#define SHORT_RUN 512
 static void copy_short(char* y, const char* x, int64_t bytes) {
-    for (int64_t i = 0; i < bytes; i += 16) {
-        memcpy(y + i, x + i, 16);
+    if (bytes >= 16) {
+        int64_t i = 0;
+        for (; i + 16 <= bytes; i += 16) {
+            memcpy(y + i, x + i, 16);
+        }
+        if (i < bytes) {
+            memcpy(y + bytes - 16, x + bytes - 16, 16);
+        }
+    } else if (bytes >= 8) {
+        memcpy(y, x, 8);
+        memcpy(y + bytes - 8, x + bytes - 8, 8);
+    } else if (bytes >= 4) {
+        memcpy(y, x, 4);
+        memcpy(y + bytes - 4, x + bytes - 4, 4);
+    } else {
+        for (int64_t i = 0; i < bytes; ++i) y[i] = x[i];
     }
 }
 
@@ -168,7 +184,7 @@ static void region_units(const move_run* run, const region* r, int64_t b, int64_
         yo += idx[a] * r->ys[a];
     }
     const int64_t run_bytes = len * (int64_t)es;
-    if (r->chunks == 1 && sx == 1 && sy == 1 && run_bytes <= SHORT_RUN && run_bytes % 16 == 0) {
+    if (r->chunks == 1 && sx == 1 && sy == 1 && run_bytes <= SHORT_RUN) {
         for (int64_t u = b; u < e; ++u) { /* whole short rows */
             copy_short(y + yo * (int64_t)es, x + xo * (int64_t)es, run_bytes);
             for (int32_t a = (int32_t)inner - 1; a >= 0; --a) {
