@@ -53,6 +53,17 @@ static int clamp_kind(const nchwc_epilogue* epi) {
     return epi->hi < INFINITY ? 2 : epi->lo > -INFINITY ? 1 : 0;
 }
 
+/* The accumulators of a tile of PW pixels of NB output blocks from ob, each its block's bias. */
+static inline __attribute__((always_inline)) void init_tile(__m512 acc[2][PW1_MAX], const float* bias, int64_t ob,
+                                                            const int PW, const int NB) {
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+        const __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
+#pragma GCC unroll 28
+        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
+    }
+}
+
 /* The epilogue of a tile of PW pixels of NB output blocks in rows of W pixels (tile_xs's
  * layout): each accumulator finished (addend, clamp) into its pixel of y. */
 static inline __attribute__((always_inline)) void store_tile(__m512 acc[2][PW1_MAX], const nchwc_view* y,
@@ -87,12 +98,7 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
                                                           int64_t oy, int64_t ox0, const int PW,
                                                           const int NB, const int W, const int XS) {
     __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-        __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
-#pragma GCC unroll 28
-        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
-    }
+    init_tile(acc, bias, ob, PW, NB);
     const int64_t ib = g->ib;                              /* input channels per block */
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B; /* floats per output block */
     const int64_t xstep = XS > 0 ? XS : g->sw * ib;        /* between neighbouring pixels */
@@ -236,12 +242,7 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
                                                             const int64_t* aoff, const int PW,
                                                             const int NB) {
     __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-        __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
-#pragma GCC unroll 28
-        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
-    }
+    init_tile(acc, bias, ob, PW, NB);
     const int64_t ib = g->ib;
     const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
     const float* wob = wb + ob * wblock;
@@ -511,12 +512,7 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
                                                              int64_t ob, int64_t oy, int64_t ox0, const int PW,
                                                              const int NB, const int W, const int XS) {
     __m512 acc[2][PW1_MAX];
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-        const __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
-#pragma GCC unroll 28
-        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
-    }
+    init_tile(acc, bias, ob, PW, NB);
     const int64_t wblock = g->cb * g->kh * 3 * B * B;
     const int64_t rstride = g->sh * x->cols * B;
     const float* wob = wb + ob * wblock;
@@ -585,12 +581,7 @@ static inline __attribute__((always_inline)) void tile_pw1(const nchwc_geom* g, 
                                                            int64_t ob, int64_t oy, int64_t ox0, const int PW,
                                                            const int NB, const int W, const int XS) {
     __m512 acc[2][PW1_MAX];
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-        const __m512 bv = _mm512_load_ps(bias + (ob + b) * B);
-#pragma GCC unroll 28
-        for (int p = 0; p < PW; ++p) acc[b][p] = bv;
-    }
+    init_tile(acc, bias, ob, PW, NB);
     const int64_t wblock = g->cb * B * B;
     const int64_t rstride = g->sh * x->cols * B;
     const int64_t ahead = wblock * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
