@@ -1,10 +1,11 @@
 """What the CpuAcc test modules share: whether CpuAcc is built, the kernel sets this machine
 runs and the thread counts they are tried at, running one layer on one CpuAcc runtime, a
-convolution case with its oracle, and a network's chained run against CpuRef's."""
+convolution case with its oracle, and running networks with and without blocked chains."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,3 +106,23 @@ def chained_and_reference(net: Network, inputs: Mapping[str, np.ndarray], thread
         with rt.load_network(plugnn.optimize(net, rt, ["CpuRef"])) as reference:
             expected = reference.run(inputs)[output].astype(np.float64)
     return got, expected
+
+
+def chain_runtime(chains: bool = True, num_threads: int = 2, isa: str = "auto") -> plugnn.Runtime:
+    """A runtime whose CpuAcc makes blocked chains or not, on `num_threads` threads and kernel set `isa`."""
+    return plugnn.Runtime(backend_options={"CpuAcc": {"blocked_chains": "1" if chains else "0",
+                                                      "num_threads": num_threads, "isa": isa}})
+
+
+def run_network(network: Network, rt: plugnn.Runtime, backends: list[str], inputs: Mapping[str, np.ndarray]
+                ) -> tuple[Any, dict[str, np.ndarray]]:
+    """`network` optimized for `backends` on `rt`, and its outputs for `inputs` (copies)."""
+    optimized = plugnn.optimize(network, rt, backends)
+    with rt.load_network(optimized) as loaded:
+        return optimized, {k: v.copy() for k, v in loaded.run(inputs).items()}
+
+
+def assert_close_scaled(actual: np.ndarray, expected: np.ndarray, tolerance: float = 1e-4) -> None:
+    """max|actual - expected| <= tolerance * max(1, max|expected|)."""
+    scale = max(1.0, float(np.abs(expected).max()))
+    assert float(np.abs(actual.astype(np.float64) - expected).max()) <= tolerance * scale

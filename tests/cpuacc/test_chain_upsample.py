@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-import plugnn
 from plugnn import Network
 from plugnn.descriptors import (ConvolutionDescriptor, ConvolutionOp, CoordinateTransform, LayerKind, NearestMode,
                                 ResizeDescriptor, ResizeMode)
 
-from .common import BEST_ISA, HAVE_CPUACC, ISA_ORDER, THREADS
+from .common import BEST_ISA, HAVE_CPUACC, ISA_ORDER, THREADS, assert_close_scaled
+from .common import chain_runtime as runtime
+from .common import run_network as run
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 needs_avx512 = pytest.mark.skipif(BEST_ISA != "avx512", reason="blocked chains run on AVX-512 only; "
@@ -37,20 +38,7 @@ def rand(*shape: int, scale: float = 1.0) -> np.ndarray:
 
 
 def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
-    scale = max(1.0, float(np.abs(expected).max()))
-    assert float(np.abs(actual.astype(np.float64) - expected).max()) <= TOLERANCE * scale
-
-
-def runtime(chains: bool = True, num_threads: int = 2, isa: str = "auto") -> plugnn.Runtime:
-    return plugnn.Runtime(backend_options={"CpuAcc": {"blocked_chains": "1" if chains else "0",
-                                                      "num_threads": num_threads, "isa": isa}})
-
-
-def run(network: Network, rt: plugnn.Runtime, backends: list[str], inputs: Mapping[str, np.ndarray]
-        ) -> tuple[Any, dict[str, np.ndarray]]:
-    optimized = plugnn.optimize(network, rt, backends)
-    with rt.load_network(optimized) as loaded:
-        return optimized, {k: v.copy() for k, v in loaded.run(inputs).items()}
+    assert_close_scaled(actual, expected, TOLERANCE)
 
 
 def inputs_of(net: Network) -> dict[str, np.ndarray]:
