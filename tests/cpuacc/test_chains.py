@@ -192,6 +192,30 @@ def test_pooling_between_convolutions_joins_the_chain(kind: str, kernel: Any, st
 
 
 @needs_avx512
+@pytest.mark.parametrize("kind", ["max", "average"])
+def test_pooling_steps_large_enough_to_split_run_on_every_thread_count_alike(kind: str) -> None:
+    """A SqueezeNet-like stem (a pooling of 64 channels on 111 x 111 to 55 x 55: enough work to
+    be split between threads, which a pooling step's job cost, counted over its window, allows)
+    against CpuRef at 1, 2, 3 and 7 threads, and the same bits at every thread count."""
+    net = Network("stem")
+    x = net.add_input("x", (1, 16, 111, 111))
+    h = net.add_activation(net.add_convolution2d(x, rand(64, 16, 3, 3) / np.float32(12), rand(64), padding=1,
+                                                 name="a"), "relu", name="r")
+    h = net.add_pooling2d(h, kind, 3, stride=2, name="pool")
+    net.add_output(net.add_convolution2d(h, rand(16, 64, 1, 1) / np.float32(8), name="b"), "y")
+    inputs = inputs_of(net)
+    first = None
+    for threads in (1, 2, 3, 7):
+        chained = check(net, inputs, num_threads=threads)
+        assert [n.name for n in chained.layers] == ["a..b"]
+        with runtime(num_threads=threads) as rt:
+            _, out = run(net, rt, ["CpuAcc"], inputs)
+        if first is None:
+            first = out["y"]
+        np.testing.assert_array_equal(out["y"], first, err_msg=f"{kind} pooling: {threads} threads")
+
+
+@needs_avx512
 @pytest.mark.parametrize("width, stride, dilation", [(29, 1, 1), (31, 2, 1), (17, 1, 2), (23, 2, 2), (5, 1, 1)])
 def test_depthwise_steps_of_every_width_stride_and_dilation(width: int, stride: int, dilation: int) -> None:
     """1x1 expand -> depthwise 3x3 (+ relu6) -> 1x1 project + residual: the MobileNetV2 block,

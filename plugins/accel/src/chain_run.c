@@ -1153,10 +1153,11 @@ static int64_t step_jobs(const packed_step* st, int64_t n) {
     return n * step_units(st) * ((st->g.oh + st->rpj - 1) / st->rpj);
 }
 
-/* About the floating-point operations of one of a step's jobs (at least 1). */
+/* About the floating-point operations of one of a step's jobs (at least 1): a pooling step's
+ * taps are its window's (its geometry g has no kernel), 2 operations each as for a product. */
 static int64_t step_job_flops(const packed_step* st) {
     const nchwc_geom* g = &st->g;
-    int64_t taps = g->kh * g->kw, per_job;
+    int64_t taps = st->pooling ? st->pp.kh * st->pp.kw : g->kh * g->kw, per_job;
     if (step_weightless(st) || st->depthwise) {
         per_job = 2 * taps * g->ow * B * st->rpj;
     } else if (st->deconv) { /* every output vector: cb * 16 products */
