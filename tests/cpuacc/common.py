@@ -126,3 +126,29 @@ def assert_close_scaled(actual: np.ndarray, expected: np.ndarray, tolerance: flo
     """max|actual - expected| <= tolerance * max(1, max|expected|)."""
     scale = max(1.0, float(np.abs(expected).max()))
     assert float(np.abs(actual.astype(np.float64) - expected).max()) <= tolerance * scale
+
+
+def check_chained(network: Network, inputs: Mapping[str, np.ndarray], tolerance: float = 1e-4,
+                  **options: Any) -> tuple[Any, dict[str, np.ndarray]]:
+    """Runs `network` on CpuAcc (then CpuRef) with blocked chains, without them, and on CpuRef
+    alone (`options`: chain_runtime's); every output of the chained run within `tolerance`
+    (assert_close_scaled) of the other two. Returns the chained plan and its outputs."""
+    with chain_runtime(chains=True, **options) as rt:
+        chained, out = run_network(network, rt, ["CpuAcc", "CpuRef"], inputs)
+        _, ref = run_network(network, rt, ["CpuRef"], inputs)
+    with chain_runtime(chains=False, **options) as rt:
+        _, plain = run_network(network, rt, ["CpuAcc", "CpuRef"], inputs)
+    assert out.keys() == ref.keys() == plain.keys()
+    for name in out:
+        assert_close_scaled(out[name], ref[name].astype(np.float64), tolerance)
+        assert_close_scaled(out[name], plain[name].astype(np.float64), tolerance)
+    return chained, out
+
+
+def assert_same_bits_as_one_thread(network: Network, inputs: Mapping[str, np.ndarray],
+                                   outputs: Mapping[str, np.ndarray]) -> None:
+    """`outputs` of `network` for `inputs` are, bit for bit, what CpuAcc alone computes on one thread."""
+    with chain_runtime(num_threads=1) as rt:
+        _, one = run_network(network, rt, ["CpuAcc"], inputs)
+    for name in outputs:
+        np.testing.assert_array_equal(one[name], outputs[name], err_msg=name)

@@ -21,7 +21,7 @@ from plugnn import Network
 from plugnn.descriptors import (ConvolutionDescriptor, ConvolutionOp, CoordinateTransform, LayerKind, NearestMode,
                                 ResizeDescriptor, ResizeMode)
 
-from .common import BEST_ISA, HAVE_CPUACC, ISA_ORDER, THREADS, assert_close_scaled
+from .common import BEST_ISA, HAVE_CPUACC, ISA_ORDER, THREADS, assert_close_scaled, assert_same_bits_as_one_thread, check_chained
 from .common import chain_runtime as runtime
 from .common import run_network as run
 
@@ -46,17 +46,8 @@ def inputs_of(net: Network) -> dict[str, np.ndarray]:
 
 
 def check(network: Network, inputs: Mapping[str, np.ndarray], **options: Any) -> tuple[Any, dict[str, np.ndarray]]:
-    """Runs `network` chained, unchained and on CpuRef; returns the chained plan and outputs."""
-    with runtime(chains=True, **options) as rt:
-        chained, out = run(network, rt, ["CpuAcc", "CpuRef"], inputs)
-        _, ref = run(network, rt, ["CpuRef"], inputs)
-    with runtime(chains=False, **options) as rt:
-        _, plain = run(network, rt, ["CpuAcc", "CpuRef"], inputs)
-    assert out.keys() == ref.keys() == plain.keys()
-    for name in out:
-        assert_close(out[name], ref[name].astype(np.float64))
-        assert_close(out[name], plain[name].astype(np.float64))
-    return chained, out
+    """check_chained at this module's TOLERANCE: the chained plan and outputs."""
+    return check_chained(network, inputs, TOLERANCE, **options)
 
 
 def deconv_desc(kh: int, kw: int, **changes: Any) -> ConvolutionDescriptor:
@@ -110,9 +101,7 @@ def test_a_unet_runs_as_one_chain_with_its_concatenation_in_place(threads: int, 
     assert chain.descriptor.label == (
         f"blocked NCHW16c chain of {convs} convolutions, 1 pooling, 1 concatenations, "
         f"1 {'transposed convolutions' if up == 'deconv' else 'resizes'}")
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
-    np.testing.assert_array_equal(one["y"], out["y"])
+    assert_same_bits_as_one_thread(net, inputs, {"y": out["y"]})
 
 
 def numpy_deconv(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -142,10 +131,7 @@ def test_transposed_convolutions_of_every_kernel_width_and_odd_sizes(threads: in
     inputs = inputs_of(net)
     chained, out = check(net, inputs, num_threads=threads)
     assert [n.name for n in chained.layers] == ["a..c"]
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
-    for name in out:
-        np.testing.assert_array_equal(one[name], out[name])
+    assert_same_bits_as_one_thread(net, inputs, out)
 
 
 @needs_avx512
@@ -214,10 +200,7 @@ def test_resizes_along_h_and_w_of_odd_sizes(threads: int, mode: str, coords: str
     assert chained.layers[0].descriptor.label.endswith(", 1 resizes")
     if mode == "linear" and coords in ("align_corners", "pytorch_half_pixel"):
         assert_close(out["r"], numpy_resize_linear(inputs["x"], oh, ow, coords == "align_corners"))
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
-    for name in out:
-        np.testing.assert_array_equal(one[name], out[name])
+    assert_same_bits_as_one_thread(net, inputs, out)
 
 
 @needs_avx512
@@ -290,9 +273,7 @@ def test_three_wide_kernels_of_one_output_block_on_wide_rows(threads: int, case:
     inputs = inputs_of(net)
     chained, out = check(net, inputs, num_threads=threads)
     assert len(chained.layers) == 1 and chained.layers[0].kind is LayerKind.PRECOMPILED
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
-    np.testing.assert_array_equal(one["y"], out["y"])
+    assert_same_bits_as_one_thread(net, inputs, {"y": out["y"]})
 
 
 @needs_avx512
@@ -369,10 +350,7 @@ def test_narrow_1x1_projections_end_a_chain_and_wider_kernels_stay_out(threads: 
     chained, out = check(net, inputs, num_threads=threads)
     names = [n.name for n in chained.layers]
     assert "a..head_relu" in names and "b..b2" in names and "wide4" in names and "padded" in names, names
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
-    for name in out:
-        np.testing.assert_array_equal(one[name], out[name])
+    assert_same_bits_as_one_thread(net, inputs, out)
 
 
 @needs_avx512

@@ -23,7 +23,7 @@ from plugnn.descriptors import LayerKind, PrecompiledDescriptor
 import plugnn.onnx
 from plugnn import synthetic_models as sm
 
-from .common import BEST_ISA, HAVE_CPUACC, assert_close_scaled
+from .common import BEST_ISA, HAVE_CPUACC, assert_close_scaled, assert_same_bits_as_one_thread, check_chained
 from .common import chain_runtime as runtime
 from .common import run_network as run
 
@@ -52,17 +52,8 @@ def inputs_of(net: Network) -> dict[str, np.ndarray]:
 
 
 def check(network: Network, inputs: Mapping[str, np.ndarray], **options: Any) -> Any:
-    """Runs `network` chained, unchained and on CpuRef; returns the chained plan."""
-    with runtime(chains=True, **options) as rt:
-        chained, out = run(network, rt, ["CpuAcc", "CpuRef"], inputs)
-        _, ref = run(network, rt, ["CpuRef"], inputs)
-    with runtime(chains=False, **options) as rt:
-        _, plain = run(network, rt, ["CpuAcc", "CpuRef"], inputs)
-    assert out.keys() == ref.keys() == plain.keys()
-    for name in out:
-        assert_close(out[name], ref[name].astype(np.float64))
-        assert_close(out[name], plain[name].astype(np.float64))
-    return chained
+    """check_chained's plan (at this module's TOLERANCE)."""
+    return check_chained(network, inputs, TOLERANCE, **options)[0]
 
 
 def residual_net(c: int = 32, hw: int = 9, export_middle: bool = False) -> Network:
@@ -109,12 +100,9 @@ def test_resnet18_runs_as_one_chain_with_the_same_bits_at_every_thread_count(thr
     # the stem reads the 3-channel image as one block; max and global average pooling join too
     assert [n.name for n in chained.layers] == ["conv1..avgpool", "flatten", "fc"]
     assert chains_of(chained)[0].descriptor.label == "blocked NCHW16c chain of 20 convolutions, 2 pooling"
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
     with runtime(num_threads=threads) as rt:
         _, many = run(net, rt, ["CpuAcc"], inputs)
-    for name in one:
-        np.testing.assert_array_equal(one[name], many[name])
+    assert_same_bits_as_one_thread(net, inputs, many)
 
 
 @needs_avx512
@@ -204,15 +192,12 @@ def test_pooling_steps_large_enough_to_split_run_on_every_thread_count_alike(kin
     h = net.add_pooling2d(h, kind, 3, stride=2, name="pool")
     net.add_output(net.add_convolution2d(h, rand(16, 64, 1, 1) / np.float32(8), name="b"), "y")
     inputs = inputs_of(net)
-    first = None
     for threads in (1, 2, 3, 7):
         chained = check(net, inputs, num_threads=threads)
         assert [n.name for n in chained.layers] == ["a..b"]
         with runtime(num_threads=threads) as rt:
             _, out = run(net, rt, ["CpuAcc"], inputs)
-        if first is None:
-            first = out["y"]
-        np.testing.assert_array_equal(out["y"], first, err_msg=f"{kind} pooling: {threads} threads")
+        assert_same_bits_as_one_thread(net, inputs, out)
 
 
 @needs_avx512
@@ -365,12 +350,9 @@ def test_channel_concatenations_of_the_chains_own_steps_join_it(threads: int, ba
     assert [n.name for n in chained.layers] == ["squeeze..side_conv"]
     assert chains_of(chained)[0].descriptor.label == (
         "blocked NCHW16c chain of 7 convolutions, 1 pooling, 3 concatenations")
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
     with runtime(num_threads=threads) as rt:
         _, many = run(net, rt, ["CpuAcc"], inputs)
-    for name in one:
-        np.testing.assert_array_equal(one[name], many[name])
+    assert_same_bits_as_one_thread(net, inputs, many)
 
 
 def dense_net(batch: int, last_act: str) -> Network:
@@ -413,11 +395,9 @@ def test_batch_normalizations_and_concatenations_make_a_dense_block_one_chain(th
     assert chain.descriptor.label == (
         "blocked NCHW16c chain of 7 convolutions, 4 concatenations, 4 batch normalizations")
     assert "cat1" in chain.replaces and "norm4_bn" in chain.replaces and "norm4_act" in chain.replaces
-    with runtime(num_threads=1) as rt:
-        _, one = run(net, rt, ["CpuAcc"], inputs)
     with runtime(num_threads=threads) as rt:
         _, many = run(net, rt, ["CpuAcc"], inputs)
-    np.testing.assert_array_equal(one["y"], many["y"])
+    assert_same_bits_as_one_thread(net, inputs, many)
 
 
 @needs_avx512
