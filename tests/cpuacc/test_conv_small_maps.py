@@ -2,7 +2,8 @@
 wide (tile_edge3), tiles of whole 7- and 14-pixel rows and one-row tiles of maps up to 28 wide that
 leave out the products with the padding (the columns left and right of the image, per tap
 column, and the tile rows above and below it, per tap row); for 1x1 kernels (tile_pw1) the same
-tile shapes at strides 1 and 2. Lone convolutions against a float64
+tile shapes at strides 1 and 2. Maps 13 and 27 wide (SqueezeNet's, AlexNet's) have instances of
+their own. Lone convolutions against a float64
 NumPy oracle on every kernel set and thread count (the same bits at every thread count of one
 kernel set: AVX-512 runs them on the blocked kernel, AVX2 and portable on the GEMM path), and
 blocked chains of them against CpuRef: even and odd output block counts (2-row tiles of two
@@ -47,6 +48,16 @@ SHAPES = {
     "1x1 stride 2, 13x13 -> 7x7": (1, 24, 13, 13, 40, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
     "1x1 on 28x28, 16 -> 16 (28-pixel tiles)": (1, 16, 28, 28, 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
     "1x1 on 28x28, 33 -> 64": (1, 33, 28, 28, 64, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    "13x13, 48 -> 72 (one-row tiles of 13 of two blocks and of one)": (1, 48, 13, 13, 72, (3, 3), (1, 1),
+                                                                       (1, 1, 1, 1), (1, 1)),
+    "13x13, 24 -> 16 (2-row tiles of one block, the last row alone)": (2, 24, 13, 13, 16, (3, 3), (1, 1),
+                                                                       (1, 1, 1, 1), (1, 1)),
+    "27x27, 16 -> 40 (tiles of 14 and 13, and of 27 for the last block)": (1, 16, 27, 27, 40, (3, 3), (1, 1),
+                                                                           (1, 1, 1, 1), (1, 1)),
+    "1x1 on 13x13, 64 -> 1000 (SqueezeNet's classifier: a last block of 8)": (1, 64, 13, 13, 1000, (1, 1), (1, 1),
+                                                                              (0, 0, 0, 0), (1, 1)),
+    "1x1 on 13x13, 40 -> 16 (one block)": (1, 40, 13, 13, 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    "1x1 on 27x27, 32 -> 48": (1, 32, 27, 27, 48, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
 }
 
 
@@ -93,8 +104,8 @@ def small_map_chain(c: int, size: int) -> Network:
 
 @pytest.mark.skipif(BEST_ISA != "avx512", reason="blocked chains run on AVX-512 only")
 @pytest.mark.parametrize("threads", [1, 2, 3, 7])
-@pytest.mark.parametrize("c, size", [(32, 14), (40, 14), (48, 28), (33, 13)], ids=["32 on 7", "40 on 7", "48 on 14",
-                                                                                  "33 on 7 from 13"])
+@pytest.mark.parametrize("c, size", [(32, 14), (40, 14), (48, 28), (33, 13), (40, 26), (24, 54)],
+                         ids=["32 on 7", "40 on 7", "48 on 14", "33 on 7 from 13", "40 on 13", "24 on 27"])
 def test_small_map_chains_match_cpuref(c: int, size: int, threads: int) -> None:
     x = {"x": np.random.default_rng(7).standard_normal((2, c, size, size)).astype(np.float32)}
     net = small_map_chain(c, size)

@@ -632,6 +632,10 @@ static int tile_edge3_any(const nchwc_geom* g, const nchwc_view* x, const float*
     if (nb == 1 && pw == 14 && w == 14) EDGE3(14, 1, 14);
     if (nb == 1 && pw == 28 && w == 7) EDGE3(28, 1, 7);
     if (nb == 1 && pw == 7 && w == 7) EDGE3(7, 1, 7);
+    if (nb > 1 && pw == 13 && w == 13) EDGE3(13, 2, 13);
+    if (nb == 1 && pw == 26 && w == 13) EDGE3(26, 1, 13);
+    if (nb == 1 && pw == 13 && w == 13) EDGE3(13, 1, 13);
+    if (nb == 1 && pw == 27 && w == 27) EDGE3(27, 1, 27);
 #undef EDGE3
     return 0;
 }
