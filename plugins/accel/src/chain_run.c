@@ -28,6 +28,7 @@ typedef struct chain_tensor {
 
 typedef struct packed_step {
     int64_t rpj;             /* output rows per job (step_rows_per_job) */
+    int64_t pass_blocks;     /* (dense convolutions) input blocks per pass (accel_nchwc_pass_blocks) */
     int rows_first;          /* jobs split by rows before output blocks (step_rows_first) */
     int pooling;             /* a pooling step (pp), else a convolution */
     nchwc_pool pp;
@@ -1071,6 +1072,9 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         packed_step* st = &ch->steps[i];
         st->rpj = step_rows_per_job(st, ch->tensors[st->y].info.dims[0]);
         st->rows_first = step_rows_first(st);
+        if (!step_single_blocks(st)) {
+            st->pass_blocks = accel_nchwc_pass_blocks(&st->g);
+        }
     }
     for (uint32_t e = 0; e < num_export; ++e) {
         for (uint32_t i = 0; i < ch->num_tensors; ++i) {
@@ -1269,7 +1273,8 @@ static void step_block(const step_run* r, int64_t n, int64_t u, int64_t oy, int6
         }
     } else {
         int64_t ob = u * 2;
-        accel_nchwc_conv_rows_avx512(g, &xv, r->w, r->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows);
+        accel_nchwc_conv_rows_passes_avx512(g, &xv, r->w, r->bias, &yv, &epi, ob, g->ocb - ob >= 2 ? 2 : 1, oy, rows,
+                                            st->pass_blocks);
     }
     if (st->post_act) { /* the rows just written, still in the caches */
         for (int64_t b = b0; b < b1; ++b) {

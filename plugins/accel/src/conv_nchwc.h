@@ -26,6 +26,14 @@
 /* Work a thread's part of a parallel kernel must have at least (floating-point operations,
  * about 4 microseconds): smaller layers run on the calling thread. */
 #define ACCEL_NCHWC_MIN_PART_FLOPS 400000
+/* The most bytes of weights a pair of output blocks multiplies with in one pass over a tile's
+ * input blocks (accel_nchwc_pass_blocks): about the per-core L2 (1 MiB on Zen 4 and 5 and on
+ * Xeons since Ice Lake) less room for the input rows. */
+#define ACCEL_NCHWC_PASS_BYTES (768 * 1024)
+/* The bytes of a pair's weights per pass when it runs in passes: 288 KiB, 16 input blocks of
+ * a 3x3 (FCN's 3x3 2048 -> 512 on 28 x 28, one Zen 5 core: 60.1 ms in one pass, 54.5-55.2 in
+ * passes of 144 to 576 KiB; two cores: 31.1-31.5 -> 29.6-30.3 ms). */
+#define ACCEL_NCHWC_PASS_TARGET (288 * 1024)
 /* Likewise for the layout conversions, in floats moved. */
 #define ACCEL_NCHWC_MIN_PART_FLOATS 32768
 
@@ -54,6 +62,10 @@ typedef struct nchwc_geom {
     /* Set by the kernel for the parts of such a row: the tap columns [tx0, tx1) a tile runs
      * (tx1 = 0: all). */
     int64_t tx0, tx1;
+    /* Input blocks of the weights' layout (0: cb). A pass over some of the input blocks
+     * (accel_nchwc_conv_rows_passes_avx512) runs with cb < wcb, x and the weights moved to its
+     * first block. */
+    int64_t wcb;
 } nchwc_geom;
 
 /* One image of a blocked tensor inside its storage [blocks][rows][cols][16] (an input with
@@ -84,6 +96,20 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
                                   const float* bias, const nchwc_view* y,
                                   const nchwc_epilogue* epi, int64_t ob, int nb, int64_t oy,
                                   int64_t rows);
+
+/* accel_nchwc_conv_rows_avx512 in passes over `kb` input blocks at a time (kb 0, or at least
+ * g->cb: one pass), so that the weights of a pair of output blocks a pass multiplies with stay
+ * in the core's cache across the tiles of the call: the first pass starts from the bias and
+ * the addend, each later one adds its products to the sums stored so far, and only the last
+ * clamps. The sums' order differs from one pass (float32 rounding); the bits do not depend
+ * on the thread count. */
+void accel_nchwc_conv_rows_passes_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                                         const float* bias, const nchwc_view* y, const nchwc_epilogue* epi,
+                                         int64_t ob, int nb, int64_t oy, int64_t rows, int64_t kb);
+
+/* The input blocks per pass for a dense convolution of geometry g (ib 16, groups 1): 0 (one
+ * pass) unless the weights of a pair of output blocks exceed ACCEL_NCHWC_PASS_BYTES. */
+int64_t accel_nchwc_pass_blocks(const nchwc_geom* g);
 
 /* Output rows per job of the dense kernel for output width `ow` and `ocb` output blocks: 1,
  * or the rows of one multi-row tile for narrow images (tiles hold 14 pixels of two output

@@ -36,6 +36,11 @@ static inline __attribute__((always_inline)) void finish(__m512 v, float* dst, c
     _mm512_store_ps(dst, v);
 }
 
+/* Floats between the weights of two neighbouring output blocks (nchwc_geom.wcb). */
+static inline int64_t w_stride(const nchwc_geom* g) {
+    return (g->wcb > 0 ? g->wcb : g->cb) * g->kh * g->kw * g->ib * B;
+}
+
 /* The tap rows [*ky0, *ky1) a one-row tile of output row oy runs (nchwc_geom.img_h). */
 static inline __attribute__((always_inline)) void tap_rows(const nchwc_geom* g, int64_t oy, int64_t* ky0,
                                                            int64_t* ky1) {
@@ -100,7 +105,7 @@ static inline __attribute__((always_inline)) void tile_xs(const nchwc_geom* g, c
     __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
     init_tile(acc, bias, ob, PW, NB);
     const int64_t ib = g->ib;                              /* input channels per block */
-    const int64_t wblock = g->cb * g->kh * g->kw * ib * B; /* floats per output block */
+    const int64_t wblock = w_stride(g); /* floats between two output blocks' weights */
     const int64_t xstep = XS > 0 ? XS : g->sw * ib;        /* between neighbouring pixels */
     const int64_t rstride = g->sh * x->cols * ib;          /* between the rows of two outputs */
     const float* wob = wb + ob * wblock;
@@ -164,7 +169,7 @@ static inline __attribute__((always_inline)) void tile_half(const nchwc_geom* g,
         acc1[p] = b1;
     }
     const int64_t ib = g->ib;
-    const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
+    const int64_t wblock = w_stride(g);
     const int64_t xstep = XS > 0 ? XS : g->sw * ib;
     const float* wob = wb + ob * wblock;
     int64_t ky0 = 0, ky1 = g->kh;
@@ -244,7 +249,7 @@ static inline __attribute__((always_inline)) void tile_rows(const nchwc_geom* g,
     __m512 acc[2][PW1_MAX]; /* NB * PW <= 28 */
     init_tile(acc, bias, ob, PW, NB);
     const int64_t ib = g->ib;
-    const int64_t wblock = g->cb * g->kh * g->kw * ib * B;
+    const int64_t wblock = w_stride(g);
     const float* wob = wb + ob * wblock;
     const int64_t kxa = g->tx1 > 0 ? g->tx0 : 0, kxb = g->tx1 > 0 ? g->tx1 : g->kw;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
@@ -453,6 +458,46 @@ void accel_nchwc_conv_rows_avx512(const nchwc_geom* g, const nchwc_view* x, cons
 }
 #undef ROWS_XS
 
+/* Bias of the passes after the first (accel_nchwc_conv_rows_passes_avx512): zeros for up to
+ * PASS_MAX_BLOCKS output blocks. */
+#define PASS_MAX_BLOCKS 256
+static const float pass_zeros[PASS_MAX_BLOCKS * B] __attribute__((aligned(64)));
+
+void accel_nchwc_conv_rows_passes_avx512(const nchwc_geom* g, const nchwc_view* x, const float* wb,
+                                         const float* bias, const nchwc_view* y, const nchwc_epilogue* epi,
+                                         int64_t ob, int nb, int64_t oy, int64_t rows, int64_t kb) {
+    if (kb <= 0 || kb >= g->cb || g->ocb > PASS_MAX_BLOCKS) {
+        accel_nchwc_conv_rows_avx512(g, x, wb, bias, y, epi, ob, nb, oy, rows);
+        return;
+    }
+    nchwc_geom part = *g;
+    part.wcb = g->wcb > 0 ? g->wcb : g->cb;
+    for (int64_t c0 = 0; c0 < g->cb; c0 += kb) {
+        part.cb = g->cb - c0 < kb ? g->cb - c0 : kb;
+        part.ic_last = c0 + part.cb == g->cb ? g->ic_last : g->ib;
+        const nchwc_view xp = {x->data + c0 * x->rows * x->cols * g->ib, x->rows, x->cols};
+        nchwc_epilogue pe = *epi;
+        if (c0 > 0) {
+            pe.addend = *y; /* the sums of the passes before, added in place */
+        }
+        if (c0 + part.cb < g->cb) {
+            pe.lo = -INFINITY;
+            pe.hi = INFINITY;
+        }
+        accel_nchwc_conv_rows_avx512(&part, &xp, wb + c0 * g->kh * g->kw * g->ib * B, c0 == 0 ? bias : pass_zeros, y,
+                                     &pe, ob, nb, oy, rows);
+    }
+}
+
+int64_t accel_nchwc_pass_blocks(const nchwc_geom* g) {
+    const int64_t per_block = 2 * g->kh * g->kw * g->ib * B * (int64_t)sizeof(float); /* a pair's, per input block */
+    if (g->ib != B || g->ocb > PASS_MAX_BLOCKS || g->cb * per_block <= ACCEL_NCHWC_PASS_BYTES) {
+        return 0;
+    }
+    const int64_t kb = ACCEL_NCHWC_PASS_TARGET / per_block;
+    return kb > 0 ? kb : 1;
+}
+
 /* ---- 3-wide kernels on small maps: no products with the padding ------------------------
  *
  * A tile of whole rows of a 7- or 14-wide map, or a one-row tile of a map up to 28 wide, of a
@@ -513,7 +558,7 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
                                                              const int NB, const int W, const int XS) {
     __m512 acc[2][PW1_MAX];
     init_tile(acc, bias, ob, PW, NB);
-    const int64_t wblock = g->cb * g->kh * 3 * B * B;
+    const int64_t wblock = w_stride(g);
     const int64_t rstride = g->sh * x->cols * B;
     const float* wob = wb + ob * wblock;
     /* The instance each tap (ky, kx) runs: 1 + column case (0: every pixel; 1, 2, 3: SKIPL 1, 2,
@@ -538,7 +583,7 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
         for (int kx = 0; kx < 3; ++kx) code[ky][kx] = (unsigned char)(rm == 0 ? 0 : 1 + col[kx] + 7 * rc);
     }
     const int R0 = (int)all, R1 = (int)(all & ~1u), R2 = (int)(all >> 1);
-    const int64_t ahead = wblock * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
+    const int64_t ahead = g->cb * g->kh * g->kw * B * B * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
         for (int64_t ky = 0; ky < g->kh; ++ky) {
@@ -582,9 +627,9 @@ static inline __attribute__((always_inline)) void tile_pw1(const nchwc_geom* g, 
                                                            const int NB, const int W, const int XS) {
     __m512 acc[2][PW1_MAX];
     init_tile(acc, bias, ob, PW, NB);
-    const int64_t wblock = g->cb * B * B;
+    const int64_t wblock = w_stride(g);
     const int64_t rstride = g->sh * x->cols * B;
-    const int64_t ahead = wblock * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
+    const int64_t ahead = g->cb * g->kh * g->kw * B * B * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
     const int64_t plane = x->rows * x->cols * B; /* floats between input blocks */
     const float* wob = wb + ob * wblock;
     const float* xp = x->data + ((oy * g->sh) * x->cols + ox0 * g->sw) * B;
