@@ -353,6 +353,48 @@ static void compute_range(void* vctx, int64_t begin, int64_t end) {
     }
 }
 
+/* Column segments of a dense layer with fewer jobs than threads (a 1-D convolution has one
+ * output row: M5's 1 -> 32 on 16000 samples was one job, 30 us on one of two threads): job =
+ * (image, output block pair, row group, segment), segment k the columns from k * ow / segs
+ * rounded down to whole 14-pixel tiles. The rows are unpacked after every segment is done. */
+typedef struct segment_run {
+    const nchwc_run* r;
+    int64_t segs, groups, rpj;
+} segment_run;
+
+static void segment_range(void* vctx, int64_t begin, int64_t end) {
+    const segment_run* sr = (const segment_run*)vctx;
+    const nchwc_run* r = sr->r;
+    const nchwc_geom* g = &r->s->g;
+    const int64_t pairs = (g->ocb + 1) / 2;
+    for (int64_t job = begin; job < end; ++job) {
+        const int64_t seg = job % sr->segs, rest = job / sr->segs;
+        const int64_t oy = (rest % sr->groups) * sr->rpj, pair = (rest / sr->groups) % pairs;
+        const int64_t n = rest / (sr->groups * pairs), ob = pair * 2;
+        const int64_t c0 = seg * g->ow / sr->segs / 14 * 14;
+        const int64_t c1 = seg + 1 == sr->segs ? g->ow : (seg + 1) * g->ow / sr->segs / 14 * 14;
+        nchwc_geom part = *g;
+        part.ow = c1 - c0;
+        part.img_left = g->img_left - c0 * g->sw;
+        nchwc_view xv = {r->x.data + n * r->x.image_floats + c0 * g->sw * g->ib, r->x.rows, r->x.cols};
+        nchwc_view yv = {r->y.data + n * r->y.image_floats + c0 * B, r->y.rows, r->y.cols};
+        int64_t nb = g->ocb - ob >= 2 ? 2 : 1, rows = g->oh - oy < sr->rpj ? g->oh - oy : sr->rpj;
+        accel_nchwc_conv_rows_avx512(&part, &xv, r->s->wb, r->s->bias, &yv, &r->epi, ob, nb, oy, rows);
+    }
+}
+
+/* Segments per row for `jobs` whole-row jobs on `threads` threads: 1 when there are jobs
+ * enough, else as many as give every thread one, each at least 28 columns and
+ * ACCEL_NCHWC_MIN_PART_FLOPS of work (`per_job` for a whole row group). */
+static int64_t row_segments(const nchwc_geom* g, int64_t jobs, int64_t threads, int64_t per_job) {
+    if (jobs >= threads) {
+        return 1;
+    }
+    int64_t segs = (threads + jobs - 1) / jobs;
+    while (segs > 1 && (g->ow / segs < 28 || per_job / segs < ACCEL_NCHWC_MIN_PART_FLOPS)) --segs;
+    return segs;
+}
+
 static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
     const nchwc_state* s = (const nchwc_state*)vs;
     if (args == NULL || args->num_inputs != s->num_inputs || args->num_outputs != 1) {
@@ -385,10 +427,17 @@ static pn_status nchwc_execute(void* vs, const pn_execute_args* args, pn_string_
                                  block_range, &r);
         return PN_OK;
     }
-    int64_t rpj = accel_nchwc_rows_per_job(s->g.ow, s->g.ocb);
+    int64_t rpj = accel_nchwc_rows_per_job(s->g.ow, s->g.ocb), groups = (s->g.oh + rpj - 1) / rpj;
     int64_t per_job = 2 * s->g.kh * s->g.kw * s->g.cb * s->g.ib * (s->g.ocb >= 2 ? 2 : 1) * B * s->g.ow * rpj;
-    accel_parallel_for_grain(s->env.threads, s->x.n * ((s->g.ocb + 1) / 2) * ((s->g.oh + rpj - 1) / rpj),
-                             ACCEL_NCHWC_MIN_PART_FLOPS / per_job + 1, compute_range, &r);
+    int64_t jobs = s->x.n * ((s->g.ocb + 1) / 2) * groups;
+    segment_run sr = {&r, row_segments(&s->g, jobs, accel_threads_count(s->env.threads), per_job), groups, rpj};
+    if (sr.segs > 1) {
+        accel_parallel_for_grain(s->env.threads, jobs * sr.segs, 1, segment_range, &sr);
+        accel_parallel_for_grain(s->env.threads, r.y.n * r.y.cb * r.y.h, ACCEL_NCHWC_MIN_PART_FLOATS / (r.y.w * B) + 1,
+                                 unpack_range, &unpack);
+        return PN_OK;
+    }
+    accel_parallel_for_grain(s->env.threads, jobs, ACCEL_NCHWC_MIN_PART_FLOPS / per_job + 1, compute_range, &r);
     return PN_OK;
 }
 
