@@ -94,6 +94,13 @@ def conv_case(name: str, shape: ConvShape, seed: int) -> tuple[list[np.ndarray],
     return inputs, spec, np.maximum(expected + addend, 0.0)
 
 
+def check_conv_case(runtimes: dict[tuple[str, int], plugnn.Runtime], name: str, shape: ConvShape, seed: int,
+                    rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """conv_case(name, shape, seed) on every kernel set and thread count (check_every_config)."""
+    inputs, spec, expected = conv_case(name, shape, seed)
+    check_every_config(runtimes, spec, inputs, expected, rtol=rtol, atol=atol)
+
+
 def chained_and_reference(net: Network, inputs: Mapping[str, np.ndarray], threads: int,
                           output: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """`output` of `net` run on CpuAcc alone at `threads` threads, which must have made a

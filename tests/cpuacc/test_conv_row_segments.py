@@ -9,13 +9,11 @@ the segment)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import plugnn
-from plugnn.layers import LayerSpec
 
-from .common import HAVE_CPUACC, check_every_config, conv_case
+from .common import HAVE_CPUACC, check_conv_case
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -34,12 +32,7 @@ SHAPES = {
 }
 
 
-def make(name: str, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]:
-    return conv_case(name, SHAPES[name], seed)
-
-
 @pytest.mark.parametrize("name", SHAPES)
 def test_one_row_conv_on_every_kernel_set_and_thread_count(runtimes: dict[tuple[str, int], plugnn.Runtime],
                                                            name: str) -> None:
-    inputs, spec, expected = make(name, seed=23)
-    check_every_config(runtimes, spec, inputs, expected, rtol=RTOL, atol=ATOL)
+    check_conv_case(runtimes, name, SHAPES[name], seed=23, rtol=RTOL, atol=ATOL)

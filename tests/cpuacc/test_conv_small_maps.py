@@ -17,9 +17,8 @@ import pytest
 
 import plugnn
 from plugnn import Network
-from plugnn.layers import LayerSpec
 
-from .common import BEST_ISA, HAVE_CPUACC, chained_and_reference, check_every_config, conv_case
+from .common import BEST_ISA, HAVE_CPUACC, chained_and_reference, check_conv_case
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -61,15 +60,10 @@ SHAPES = {
 }
 
 
-def make(name: str, seed: int) -> tuple[list[np.ndarray], LayerSpec, np.ndarray]:
-    return conv_case(name, SHAPES[name], seed)
-
-
 @pytest.mark.parametrize("name", SHAPES)
 def test_small_map_conv_on_every_kernel_set_and_thread_count(runtimes: dict[tuple[str, int], plugnn.Runtime],
                                                              name: str) -> None:
-    inputs, spec, expected = make(name, seed=19)
-    check_every_config(runtimes, spec, inputs, expected, rtol=RTOL, atol=ATOL)
+    check_conv_case(runtimes, name, SHAPES[name], seed=19, rtol=RTOL, atol=ATOL)
 
 
 RNG = np.random.default_rng(50)
