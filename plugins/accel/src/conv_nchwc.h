@@ -27,12 +27,13 @@
  * about 4 microseconds): smaller layers run on the calling thread. */
 #define ACCEL_NCHWC_MIN_PART_FLOPS 400000
 /* The most bytes of weights a pair of output blocks multiplies with in one pass over a tile's
- * input blocks (accel_nchwc_pass_blocks): about the per-core L2 (1 MiB on Zen 4 and 5 and on
- * Xeons since Ice Lake) less room for the input rows. */
+ * input blocks (accel_nchwc_pass_blocks): the smallest per-core L2 of the CPUs this runs on
+ * (1 MiB on Zen 4 and 5; 1.25 to 2 MiB on Xeons since Ice Lake) less room for the input rows. */
 #define ACCEL_NCHWC_PASS_BYTES (768 * 1024)
 /* The bytes of a pair's weights per pass when it runs in passes: 288 KiB, 16 input blocks of
  * a 3x3 (FCN's 3x3 2048 -> 512 on 28 x 28, one Zen 5 core: 60.1 ms in one pass, 54.5-55.2 in
- * passes of 144 to 576 KiB; two cores: 31.1-31.5 -> 29.6-30.3 ms). */
+ * passes of 144 to 576 KiB, and 62.6-64.0 -> 59.1-61.6 alternated an hour later; two cores:
+ * 31.1-31.5 -> 29.6-30.3 ms). */
 #define ACCEL_NCHWC_PASS_TARGET (288 * 1024)
 /* Likewise for the layout conversions, in floats moved. */
 #define ACCEL_NCHWC_MIN_PART_FLOATS 32768
