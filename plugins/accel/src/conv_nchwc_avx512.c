@@ -20,10 +20,11 @@
  * lines ahead for that. Four 512-channel 3x3 layers on 7 x 7 in a chain (weights from memory),
  * one Zen 5 core: 3.98 -> 3.15 ms with the edge tiles; in the caches, no difference. */
 #define W_AHEAD 2048
-/* Only where a pair's weights fit in L2 (1 MiB a Zen 4/5 core) with room to spare: larger ones
- * (FCN's 3x3 2048 -> 512 on 28 x 28: 2.4 MB a pair) stream from L3 for every tile, which the
- * hardware prefetchers keep up with, and asking for them too made that layer 10 % slower. */
-#define W_AHEAD_MAX_BYTES (768 * 1024)
+/* Only where a pair's weights fit in L2 with room to spare, the budget passes are cut to
+ * (ACCEL_NCHWC_PASS_BYTES): larger ones (FCN's 3x3 2048 -> 512 on 28 x 28: 2.4 MB a pair, before
+ * it ran in passes) stream from L3 for every tile, which the hardware prefetchers keep up with,
+ * and asking for them too made that layer 10 % slower. */
+#define W_AHEAD_MAX_BYTES ACCEL_NCHWC_PASS_BYTES
 
 /* Adds the addend vector (if any), clamps (clamp: 0 none, 1 max with lo, 2 max and min) and
  * stores one output vector. The vector is the second operand of max/min, which return it
@@ -39,6 +40,12 @@ static inline __attribute__((always_inline)) void finish(__m512 v, float* dst, c
 /* Floats between the weights of two neighbouring output blocks (nchwc_geom.wcb). */
 static inline int64_t w_stride(const nchwc_geom* g) {
     return (g->wcb > 0 ? g->wcb : g->cb) * g->kh * g->kw * g->ib * B;
+}
+
+/* How far ahead (floats) a tile of `nb` output blocks asks for its weights: W_AHEAD where their
+ * weights over g's input blocks (one pass's, nchwc_geom.wcb) fit in W_AHEAD_MAX_BYTES, else 0. */
+static inline int64_t w_ahead(const nchwc_geom* g, int nb) {
+    return g->cb * g->kh * g->kw * g->ib * B * nb * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
 }
 
 /* The tap rows [*ky0, *ky1) a one-row tile of output row oy runs (nchwc_geom.img_h). */
@@ -583,7 +590,7 @@ static inline __attribute__((always_inline)) void tile_edge3(const nchwc_geom* g
         for (int kx = 0; kx < 3; ++kx) code[ky][kx] = (unsigned char)(rm == 0 ? 0 : 1 + col[kx] + 7 * rc);
     }
     const int R0 = (int)all, R1 = (int)(all & ~1u), R2 = (int)(all >> 1);
-    const int64_t ahead = g->cb * g->kh * g->kw * B * B * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
+    const int64_t ahead = w_ahead(g, NB);
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cb == g->cb - 1 ? g->ic_last : B;
         for (int64_t ky = 0; ky < g->kh; ++ky) {
@@ -629,7 +636,7 @@ static inline __attribute__((always_inline)) void tile_pw1(const nchwc_geom* g, 
     init_tile(acc, bias, ob, PW, NB);
     const int64_t wblock = w_stride(g);
     const int64_t rstride = g->sh * x->cols * B;
-    const int64_t ahead = g->cb * g->kh * g->kw * B * B * NB * (int64_t)sizeof(float) <= W_AHEAD_MAX_BYTES ? W_AHEAD : 0;
+    const int64_t ahead = w_ahead(g, NB);
     const int64_t plane = x->rows * x->cols * B; /* floats between input blocks */
     const float* wob = wb + ob * wblock;
     const float* xp = x->data + ((oy * g->sh) * x->cols + ox0 * g->sw) * B;
