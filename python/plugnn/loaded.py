@@ -74,7 +74,8 @@ class LoadedNetwork:
 
     def __init__(self, optimized: OptimizedNetwork, network_id: int, backends: Mapping[str, Backend],
                  contexts: Sequence[BackendContext], on_unload: Callable[[LoadedNetwork], None],
-                 reshape_from: Sequence[LoadedNetwork] = ()) -> None:
+                 reshape_from: Sequence[LoadedNetwork] = (),
+                 remake: Callable[[Node, Backend], Node | None] | None = None) -> None:
         self.network_id = network_id
         self.name = optimized.network_name
         self._backends = dict(backends)
@@ -92,6 +93,10 @@ class LoadedNetwork:
         self._loaded = False
         self.last_profile: list[dict[str, Any]] = []
         self._reshape_from = [n for n in reshape_from if n._loaded]
+        # A symbolic network's instance: a fused layer whose workload its backend refuses at these
+        # shapes is made again from the layers it fused (plugnn.loaded_symbolic).
+        self._remake = remake
+        self.refused_layers: list[str] = []
         # The layers whose workload was made by reshaping another loaded network's (pn_workload.reshape).
         self.reshaped_layers: list[str] = []
         self.elided_layers: list[str] = []  # Reshapes and Gathers planned as views: never called (movement_views)
@@ -137,7 +142,20 @@ class LoadedNetwork:
             spec = graph.spec(node)
             workload = self._reshaped(node, spec)
             if workload is None:
-                workload = self._factories[backend_id].create_workload(spec)
+                try:
+                    workload = self._factories[backend_id].create_workload(spec)
+                except BackendError:
+                    again = self._remake(node, self._backend(backend_id)) if self._remake and node.fused else None
+                    if again is None:
+                        raise
+                    graph.nodes[graph.nodes.index(node)] = node = again
+                    self.refused_layers.append(node.name)
+                    spec = graph.spec(node)
+                    workload = self._reshaped(node, spec)  # the new fusion re-sized from the old: weights shared
+                    if workload is None:
+                        workload = self._factories[backend_id].create_workload(spec)
+                    else:
+                        self.reshaped_layers.append(node.name)
             else:
                 self.reshaped_layers.append(node.name)
             self._workloads.append(workload)
@@ -151,7 +169,10 @@ class LoadedNetwork:
             workload = source._node_workloads.get(node.name)
             if old is None or workload is None or not _same_layer_but_shapes(source._graph, old, self._graph, node):
                 continue
-            reshaped = workload.reshape(spec)
+            try:
+                reshaped = workload.reshape(spec)
+            except BackendError:  # refused (e.g. a fused layer made for other shapes): create_workload judges
+                continue
             if reshaped is not None:
                 return reshaped
         return None
@@ -312,6 +333,11 @@ class LoadedNetwork:
         return _Step(node.name, "runtime", call, inputs, outputs)
 
     # -- running ---------------------------------------------------------------------------
+
+    @property
+    def optimized(self) -> OptimizedNetwork:
+        """The optimized network this was loaded from."""
+        return self._optimized
 
     @property
     def input_infos(self) -> dict[str, Any]:

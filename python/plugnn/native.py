@@ -237,6 +237,14 @@ class BoundExecution(PreparedWorkload):
         return shapes
 
 
+def _pruned(refs: list[weakref.ref[Any]]) -> list[weakref.ref[Any]]:
+    """`refs` without the dead ones, pruned only when the list has doubled since it last was
+    (each append costs O(1) amortized, not a pass over every object the backend made)."""
+    if len(refs) < 64 or (len(refs) & (len(refs) - 1)):
+        return refs
+    return [ref for ref in refs if ref() is not None]
+
+
 def _tensor_array(items: Sequence[Any], keep: list[Any]) -> Any:
     tensors = ffi.new("pn_tensor[]", max(len(items), 1))
     infos = ffi.new("pn_tensor_info[]", max(len(items), 1))
@@ -349,11 +357,11 @@ class NativeBackend(Backend):
         return not self._destroy.alive
 
     def _adopt(self, child: _NativeChild) -> None:
-        self._children = [ref for ref in self._children if ref() is not None]
+        self._children = _pruned(self._children)
         self._children.append(weakref.ref(child))
 
     def _adopt_payload(self, payload: Any) -> None:
-        self._payloads = [ref for ref in self._payloads if ref() is not None]
+        self._payloads = _pruned(self._payloads)
         self._payloads.append(weakref.ref(payload))
 
     def close(self) -> None:
