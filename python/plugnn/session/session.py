@@ -4,11 +4,11 @@
     session = ort.InferenceSession("model.onnx")
     outputs = session.run(None, {"image": batch})
 
-A session reads the model once (plugnn.onnx), keeps its symbolic input dims, and for each new
-combination of input shapes makes a specialization: the network imported at those shapes,
-optimized (plugnn.optimize) and loaded (Runtime.load_network), kept in a bounded LRU cache
-(specializations.py). Later runs with the same shapes are one lookup and one
-LoadedNetwork.run.
+A session reads the model once (plugnn.onnx), imports it with its symbolic input dims kept as
+symbols, optimizes (plugnn.optimize) and loads (Runtime.load_network) it once: one network for
+every shape (networks.py), each new combination of input shapes re-sizing the workloads of the
+last one instead of importing anything again. Later runs with the same shapes are one lookup
+and one run.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from plugnn.onnx.context import DynamicModelError
 from plugnn.runtime import Runtime
 from plugnn.session.feeds import check_feed, check_output_names
 from plugnn.session.model import NodeArg, SessionModel
-from plugnn.session.specializations import Specialization, SpecializationCache
+from plugnn.session.networks import Build, SessionNetworks
 
 DEFAULT_MAX_SPECIALIZATIONS = 8
 
@@ -45,11 +45,14 @@ class InferenceSession:
     `runtime`: None (the session creates its own Runtime, applying `backend_options`, and owns
     it: `close()` closes it) or a Runtime the caller owns, which the session borrows (it never
     closes it; give it options when creating it, not here).
-    `max_specializations`: how many input-shape combinations stay loaded (LRU; default 8).
+    `max_specializations`: how many networks built for different guards stay loaded (LRU;
+    default 8). A model with dynamic dims is built once for every shape; it is built again only
+    for shapes that break a decision its first build took (a guard, see docs/session.md), so
+    shape changes alone do not count against it.
 
     Raises ModelError for a model plugnn cannot import, UnknownBackendError for a backend the
     runtime does not have, SessionError for arguments that do not fit together. A model whose
-    inputs all have fixed shapes is specialized here, so its errors show at once.
+    inputs all have fixed shapes is built here, so its errors show at once.
     """
 
     def __init__(self, model: str | os.PathLike[str] | bytes | Any, backends: Sequence[str] | None = None,
@@ -71,7 +74,7 @@ class InferenceSession:
         self._finalizer = weakref.finalize(self, _close, None, self._runtime if self._owns_runtime else None)
         try:
             preferred = self._preference(backends, providers)
-            self._cache = SpecializationCache(self._model, self._runtime, preferred, max_specializations)
+            self._cache = SessionNetworks(self._model, self._runtime, preferred, max_specializations)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close, self._cache,
                                                self._runtime if self._owns_runtime else None)
@@ -149,7 +152,7 @@ class InferenceSession:
                 self._go_dynamic()
                 return self._run_dynamic(names, input_feed)
         try:
-            results = spec.loaded.run(feed)
+            results = self._cache.run(spec, feed)
         finally:
             self._cache.release(spec)
         return [results[n] for n in names]
@@ -219,25 +222,40 @@ class InferenceSession:
     def max_specializations(self) -> int:
         return self._cache.capacity
 
-    def specializations(self) -> list[dict[str, Any]]:
-        """The loaded specializations, least recently used first: `shapes` (input name ->
-        shape), `milliseconds` it took to make, `stages_ms` (import, optimize, load), `layers`,
-        `reshaped_layers` (how many workloads were re-sized from an earlier specialization)."""
-        return [s.describe(self._input_names) for s in self._cache.entries()]
+    def networks(self) -> list[dict[str, Any]]:
+        """The networks this session built and holds, least recently used first: `built_at`
+        (the input shapes of the run that built it), `milliseconds` and `stages_ms` (import,
+        optimize, load), `layers`, `symbols` (each symbol with its hint), `guards` (the
+        decisions the build took on the hints, which every binding it runs must keep),
+        `specialized` (symbols pinned to their hint, with why), and `instances`: each binding
+        it holds loaded with its arena size and how many workloads were re-sized."""
+        return [b.describe(self._input_names) for b in self._cache.builds()]
 
-    def specialization(self, shapes: Mapping[str, Sequence[int]]) -> Specialization | None:
-        """The loaded specialization for these input shapes, if there is one (its `loaded` is the
-        LoadedNetwork, its `optimized` the OptimizedNetwork, e.g. for `explain()`)."""
+    def loaded_for(self, shapes: Mapping[str, Sequence[int]]) -> Any:
+        """The LoadedNetwork that runs these input shapes, if it is loaded (an instance of a
+        network built for every shape, or a network built for those shapes only), else None."""
         key = tuple(tuple(shapes[n]) for n in self._input_names)
-        return next((s for s in self._cache.entries() if s.key == key), None)
+        for build in self._cache.builds():
+            network = build.network
+            if not build.symbolic:
+                if build.shapes == key:
+                    return network
+                continue
+            binding = network.program.bind(dict(zip(self._input_names, key)))
+            wanted = tuple(binding[s] for s in network.symbols)
+            for instance in network.instances():
+                if instance.binding == wanted:
+                    return instance.loaded
+        return None
 
     @property
-    def specializations_made(self) -> int:
-        """How many specializations this session made (evicted ones included)."""
-        return self._cache.made
+    def networks_built(self) -> int:
+        """How many times this session imported, optimized and loaded its model (evicted builds
+        included): once for a model whatever its shapes, more where shapes broke a guard."""
+        return self._cache.built
 
     def close(self) -> None:
-        """Unload every specialization; close the runtime if the session owns it."""
+        """Unload every network; close the runtime if the session owns it."""
         self._closed = True
         if self._dynamic is not None:
             self._dynamic.close()
@@ -250,11 +268,11 @@ class InferenceSession:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{len(self._cache.entries())} specialization(s)"
+        state = "closed" if self._closed else f"{len(self._cache.builds())} network(s)"
         return f"<plugnn.InferenceSession {self._model.name!r} {state}>"
 
 
-def _close(cache: SpecializationCache | None, runtime: Runtime | None) -> None:
+def _close(cache: SessionNetworks | None, runtime: Runtime | None) -> None:
     if cache is not None:
         cache.clear()
     if runtime is not None:
