@@ -30,7 +30,7 @@ def fill_tensor_info(c_info: Any, info: TensorInfo) -> None:
     for i, dim in enumerate(info.shape):
         # A symbolic dim is asked about at its hint (optimize time); the backend judges every
         # binding's shapes again when its workloads are made or re-sized.
-        c_info.dims[i] = hint_of(dim)
+        c_info.dims[i] = dim if type(dim) is int else hint_of(dim)
     c_info.quant_scale = info.quant_scale
     c_info.quant_zero_point = info.quant_zero_point
 

@@ -249,20 +249,39 @@ def _tensor_array(items: Sequence[Any], keep: list[Any]) -> Any:
     tensors = ffi.new("pn_tensor[]", max(len(items), 1))
     infos = ffi.new("pn_tensor_info[]", max(len(items), 1))
     keep.extend((tensors, infos))
+    tensor_size = ffi.sizeof("pn_tensor")
     for i, item in enumerate(items):
         if isinstance(item, DeviceBuffer):
-            info, data = item.info, item.handle
-        else:
-            from plugnn.tensor import DataType, TensorInfo
-
-            info = TensorInfo(item.shape, DataType.from_any(item.dtype))
+            _marshalling().fill_tensor_info(infos[i], item.info)
+            data = item.handle
+        else:  # a host array: its info straight from NumPy (the array was made for the layer's info)
+            c_info = infos[i]
+            c_info.struct_size = _TENSOR_INFO_SIZE
+            c_info.dtype = _dtype_code(item.dtype)
+            shape = item.shape
+            c_info.rank = len(shape)
+            for k, dim in enumerate(shape):
+                c_info.dims[k] = dim
             data = ffi.from_buffer(item, require_writable=False)
             keep.append(data)
-        _marshalling().fill_tensor_info(infos[i], info)
-        tensors[i].struct_size = ffi.sizeof("pn_tensor")
+        tensors[i].struct_size = tensor_size
         tensors[i].info = infos + i
         tensors[i].data = data
     return tensors
+
+
+_TENSOR_INFO_SIZE = ffi.sizeof("pn_tensor_info")
+_DTYPE_CODES: dict[Any, int] = {}
+
+
+def _dtype_code(dtype: Any) -> int:
+    """pn_data_type of a NumPy dtype (cached)."""
+    code = _DTYPE_CODES.get(dtype)
+    if code is None:
+        from plugnn.tensor import DataType
+
+        code = _DTYPE_CODES[dtype] = int(DataType.from_any(dtype))
+    return code
 
 
 class NativeWorkloadFactory(_NativeChild, WorkloadFactory):
