@@ -125,7 +125,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="ort_api_tests_"))
     try:
         test_file = lay_out(args.checkout.resolve(), workdir, args.runtime)
-        command = [sys.executable, "-m", "pytest", "-q", "-rA", "--tb=short", "-p", "no:cacheprovider", "-o", "addopts=",
+        command = [sys.executable, "-m", "pytest", "-v", "-rA", "--tb=short", "-p", "no:cacheprovider", "-o", "addopts=",
                    "--rootdir", str(workdir), str(test_file)] + (["-k", args.k] if args.k else [])
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn.errors import InputError
 from plugnn.session.model import NodeArg
 from plugnn.session.ort_errors import InvalidArgument
 from plugnn.session.ort_value import OrtValue, string_array
@@ -39,7 +40,9 @@ def check_feed(inputs: Sequence[NodeArg], feed: Any, model: str) -> list[np.ndar
             text.append(f"unknown input(s) {', '.join(map(repr, unknown))}")
         ort = f"Required inputs ({missing}) are missing from input feed ({list(feed)})" if missing else \
             f"Invalid input name(s): {unknown}"
-        raise InvalidArgument(f"{model}: {'; '.join(text)}; the model's inputs are {_listing(inputs)} ({ort})")
+        # onnxruntime: a missing input is a ValueError, an unknown one (alone) an InvalidArgument
+        error = InputError if missing else InvalidArgument
+        raise error(f"{model}: {'; '.join(text)}; the model's inputs are {_listing(inputs)} ({ort})")
     arrays = []
     symbols: dict[str, tuple[int, str]] = {}
     for arg in inputs:

@@ -133,8 +133,8 @@ class SessionOptions:
       and not ONNX; the session config entries
       "session.optimized_model_external_initializers_file_name" / "..._min_size_in_bytes"
       put its large initializers in an external file as onnxruntime does;
-    - `log_severity_level`, `log_verbosity_level`, `logid`: the session's own messages (the
-      level of the "plugnn" logger is process-wide: set_default_logger_severity);
+    - `log_severity_level`, `log_verbosity_level`, `logid`: accepted, no effect: plugnn logs
+      through the process-wide logger "plugnn" (set_default_logger_severity, or logging);
     - `enable_cpu_mem_arena`, `enable_mem_pattern`, `enable_mem_reuse`,
       `use_deterministic_compute`: accepted, no effect (plugnn plans each network's memory once
       at load; its backends compute deterministically);
@@ -291,10 +291,12 @@ def _initializer_array(name: str, value: Any) -> Any:
 
 class RunOptions:
     """onnxruntime's RunOptions: `terminate` (set from any thread, the run stops before its next
-    layer with a Fail error and the session stays usable), `logid`, `log_severity_level`,
-    `log_verbosity_level` (the run's own messages), run config entries (kept; plugnn reads
-    none: "memory.enable_memory_arena_shrinkage" has nothing to shrink, plugnn's memory is planned
-    per network), `only_execute_path_to_fetches` (accepted: plugnn runs the whole network)."""
+    layer with RunTerminated, onnxruntime's Fail, and the session stays usable; a run given
+    RunOptions calls its layers one by one to ask); `logid`, `log_severity_level`,
+    `log_verbosity_level` (accepted, no effect: plugnn logs through the logger "plugnn"); run
+    config entries (kept; plugnn reads none: "memory.enable_memory_arena_shrinkage" has nothing
+    to shrink, plugnn's memory is planned per network); `only_execute_path_to_fetches`
+    (accepted: plugnn runs the whole network)."""
 
     log_severity_level = _Field(-1, int, minimum=-1)
     log_verbosity_level = _Field(0, int, minimum=0)
@@ -336,7 +338,3 @@ class RunOptions:
     def __repr__(self) -> str:
         return f"<plugnn.RunOptions logid={self.logid!r} terminate={self.terminate}>"
 
-
-def provider_option_text(options: Mapping[Any, Any]) -> dict[str, str]:
-    """Provider options as onnxruntime keeps them: str keys and values."""
-    return {str(k): str(v) for k, v in options.items()}
