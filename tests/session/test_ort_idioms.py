@@ -201,6 +201,7 @@ typed_described = (typed.shape(), typed.element_type())
         close(a, b)
     close(ours["fed"], theirs["fed"])
     assert ours["x"].numpy() is IMAGE  # no copy of a C-contiguous array
+    np.testing.assert_array_equal(np.from_dlpack(ours["x"]), IMAGE)
     with pytest.raises(plugnn.capi.onnxruntime_pybind11_state.NotImplemented, match="only device is 'cpu'"):
         plugnn.OrtValue.ortvalue_from_numpy(IMAGE, "cuda", 0)
 

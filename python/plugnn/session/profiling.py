@@ -3,10 +3,12 @@
 With SessionOptions.enable_profiling a session records, as onnxruntime does, a "Session"
 event for loading the model and one for initializing the session, and per run a "model_run"
 event with one "Node" event per layer of the loaded network: name "<layer>_kernel_time", args
-`op_name` (the layer's kind), `provider` (the backend that ran it) and `node_index`. Times come
+`op_name` (the layer's kind), `provider` (the backend that ran it), `node_index`, and for a
+layer that fused several, `fused_nodes` (the layers it replaced). Times come
 from plugnn's profiler (LoadedNetwork.run(profile=True), which calls the layers one by one);
 `ts` and `dur` are microseconds from the start of profiling. A layer is what plugnn runs: a
-chain CpuAcc fused into one layer is one event (its name is the fused layer's). A run on the
+chain CpuAcc fused into one layer is one event (the time of each fused node is not measured
+apart: that would take the backend's own timers). A run on the
 dynamic path (control flow, sequences) is one "model_run" event without layers.
 
 The file, `<profile_file_prefix>_<YYYY-MM-DD_HH-MM-SS>.json` in the working directory, is a
@@ -57,7 +59,7 @@ class SessionProfiler:
                 self._events.append(self._event("Session", name, start_ns, end_ns - start_ns, {}))
 
     def run_event(self, start_ns: int, end_ns: int, layers: Iterable[Mapping[str, Any]],
-                  kinds: Mapping[str, str]) -> None:
+                  kinds: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
         """One run: its layers (LoadedNetwork.last_profile: layer, backend, seconds, start_ns)
         as "Node" events, then the "model_run" event."""
         if not self.enabled:
@@ -65,7 +67,10 @@ class SessionProfiler:
         events = []
         for index, layer in enumerate(layers):
             name = layer["layer"]
-            args = {"op_name": kinds.get(name, ""), "provider": layer["backend"], "node_index": str(index)}
+            kind, fused = kinds.get(name, ("", ()))
+            args: dict[str, Any] = {"op_name": kind, "provider": layer["backend"], "node_index": str(index)}
+            if len(fused) > 1:
+                args["fused_nodes"] = list(fused)
             events.append(self._event("Node", f"{name}_kernel_time", int(layer.get("start_ns", start_ns)),
                                       int(layer["seconds"] * 1e9), args))
         events.append(self._event("Session", "model_run", start_ns, end_ns - start_ns, {}))

@@ -504,15 +504,9 @@ def _into(results: list[Any], names: Sequence[str], preallocated: Mapping[str, n
     return out
 
 
-def _layer_kinds(spec: Specialization) -> dict[str, str]:
-    """Layer name -> its kind (and what it fused), for the profile's op_name."""
-    kinds = {}
-    for node in spec.optimized.graph.nodes:
-        kind = node.type_name
-        if len(node.replaces) > 1:
-            kind += f" (fused: {', '.join(node.replaces)})"
-        kinds[node.name] = kind
-    return kinds
+def _layer_kinds(spec: Specialization) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Layer name -> (its kind, the layers it fused), for the profile's op_name and fused_nodes."""
+    return {node.name: (node.type_name, tuple(node.replaces)) for node in spec.optimized.graph.nodes}
 
 
 def _merged_options(backend_options: Mapping[str, Mapping[str, Any]] | None,
