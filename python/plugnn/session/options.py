@@ -93,7 +93,7 @@ class _Field:
             try:
                 value = kind(value)
             except ValueError:
-                raise SessionError(f"{self.owner}.{self.name} takes a {kind.__name__} "
+                raise SessionError(f"{self.owner}.{self.name} takes one of {kind.__name__} "
                                    f"({', '.join(m.name for m in kind)}), got {value!r}") from None
         elif kind is bool:
             if not isinstance(value, (bool, int)):
