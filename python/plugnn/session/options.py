@@ -291,8 +291,8 @@ def _initializer_array(name: str, value: Any) -> Any:
 
 class RunOptions:
     """onnxruntime's RunOptions: `terminate` (set from any thread, the run stops before its next
-    layer with RunTerminated, onnxruntime's Fail, and the session stays usable; a run given
-    RunOptions calls its layers one by one to ask); `logid`, `log_severity_level`,
+    layer, segment or runtime node with RunTerminated, onnxruntime's Fail, and the session stays
+    usable; a run given RunOptions calls its layers one by one to ask); `logid`, `log_severity_level`,
     `log_verbosity_level` (accepted, no effect: plugnn logs through the logger "plugnn"); run
     config entries (kept; plugnn reads none: "memory.enable_memory_arena_shrinkage" has nothing
     to shrink, plugnn's memory is planned per network); `only_execute_path_to_fetches`

@@ -280,7 +280,10 @@ class InferenceSession:
             stop = run_options._terminate.is_set
         started = time.perf_counter_ns()
         if self._dynamic is not None:
-            results = self._run_dynamic(names, input_feed)
+            try:
+                results = self._run_dynamic(names, input_feed, stop)
+            except RunStoppedError as exc:
+                raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true ({exc})") from None
             self._profiler.run_event(started, time.perf_counter_ns(), (), {})
             return _into(results, names, preallocated)
         key = self._fast_key(input_feed)
@@ -294,7 +297,7 @@ class InferenceSession:
                 spec = self._cache.acquire(tuple(a.shape for a in arrays))
             except DynamicModelError:  # the model needs the dynamic path: from now on, every run
                 self._go_dynamic()
-                return _into(self._run_dynamic(names, feed), names, preallocated)
+                return self._run(output_names, feed, run_options, preallocated)
         profile = self._profiler.enabled
         try:
             if stop is None and not profile and not preallocated:
@@ -320,7 +323,7 @@ class InferenceSession:
                                      initializers=model.initializers)
         weakref.finalize(self, self._dynamic.close)
 
-    def _run_dynamic(self, names: Sequence[str], input_feed: Any) -> list[Any]:
+    def _run_dynamic(self, names: Sequence[str], input_feed: Any, stop: Callable[[], bool] | None = None) -> list[Any]:
         """A run on the dynamic path: tensor inputs checked as usual, a sequence input must be a
         list of arrays, an optional one an array, a list or None."""
         if not isinstance(input_feed, Mapping):
@@ -338,7 +341,7 @@ class InferenceSession:
                 raise InputError(f"{self._label}: input {name!r} is a sequence ({arg.type}): pass a list of "
                                  f"numpy.ndarray, not {type(value).__name__}")
             feed[name] = value
-        results = dict(zip(self._output_names, self._dynamic.run(feed)))
+        results = dict(zip(self._output_names, self._dynamic.run(feed, stop)))
         return [results[n] for n in names]
 
     @property
