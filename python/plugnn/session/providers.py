@@ -183,10 +183,3 @@ def _normalize_quietly(providers: Any, provider_options: Any, available: list[st
         warnings.filterwarnings("ignore", message="Specified provider .* is not in available provider names")
         return check_and_normalize_provider_args(providers, provider_options, available)
 
-
-def known_backends(runtime: Any) -> tuple[list[str], list[str]]:
-    """(every backend id, the preference) of `runtime`, or of a default runtime when None."""
-    if runtime is None:
-        preferred, _ = _discovered()
-        return list(preferred), list(preferred)
-    return list(runtime.backend_ids), list(runtime.preferred_backends)

@@ -34,7 +34,7 @@ from plugnn.session.options import RunOptions, SessionOptions
 from plugnn.session.ort_errors import Fail, InvalidArgument, RunTerminated
 from plugnn.session.ort_value import OrtValue, OrtValueVector
 from plugnn.session.profiling import SessionProfiler
-from plugnn.session.providers import CPU_PROVIDER, ProviderChoice, choose_providers, known_backends
+from plugnn.session.providers import CPU_PROVIDER, ProviderChoice, choose_providers
 from plugnn.session.specializations import Specialization, SpecializationCache
 
 log = logging.getLogger("plugnn")
@@ -105,25 +105,27 @@ class InferenceSession:
             self._profiler.start(loading_started)
         self._profiler.session_event("model_loading_uri", loading_started, time.perf_counter_ns())
         initialization_started = time.perf_counter_ns()
-        known, preferred_default = known_backends(runtime)
-        self._choice: ProviderChoice | None = None
-        if providers is not None:
-            self._choice = choose_providers(providers, provider_options, known, preferred_default)
-        own_options = _merged_options(backend_options, self._choice)
-        if runtime is not None and (self._choice is not None and self._choice.backend_options):
-            raise SessionError("provider options apply to a runtime the session creates; a borrowed runtime "
-                               "(runtime=) was configured when it was created")
-        if runtime is not None and options.intra_op_num_threads:
-            raise SessionError("SessionOptions.intra_op_num_threads applies to a runtime the session creates; set "
-                               "the backends' num_threads when creating the borrowed runtime")
         self._owns_runtime = runtime is None
-        self._runtime = Runtime(backend_options=own_options) if runtime is None else runtime
+        self._runtime = Runtime(backend_options=backend_options) if runtime is None else runtime
         self._finalizer = weakref.finalize(self, _close, None, self._runtime if self._owns_runtime else None)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._choice: ProviderChoice | None = None
         try:
-            if self._owns_runtime and options.intra_op_num_threads:
-                _set_threads(self._runtime, options.intra_op_num_threads, own_options)
+            if providers is not None:
+                self._choice = choose_providers(providers, provider_options, self._runtime.backend_ids,
+                                                self._runtime.preferred_backends)
+                if self._choice.backend_options:
+                    if not self._owns_runtime:
+                        raise SessionError("provider options apply to a runtime the session creates; a borrowed "
+                                           "runtime (runtime=) was configured when it was created")
+                    _apply_options(self._runtime, self._choice.backend_options)
+            if options.intra_op_num_threads:
+                if not self._owns_runtime:
+                    raise SessionError("SessionOptions.intra_op_num_threads applies to a runtime the session creates; "
+                                       "set the backends' num_threads when creating the borrowed runtime")
+                _set_threads(self._runtime, options.intra_op_num_threads,
+                             _merged_options(backend_options, self._choice))
             preferred = self._preference(backends, self._choice)
             self._cache = SpecializationCache(self._model, self._runtime, preferred, max_specializations)
             self._finalizer.detach()
@@ -231,9 +233,8 @@ class InferenceSession:
         backend cannot change here (the runtime's backends were configured at its creation)."""
         if self._closed:
             raise SessionError(f"{self._label}: the session is closed")
-        known, preferred_default = known_backends(self._runtime)
-        choice = choose_providers(providers if providers is not None else [CPU_PROVIDER], provider_options, known,
-                                  preferred_default, strict=True)
+        choice = choose_providers(providers if providers is not None else [CPU_PROVIDER], provider_options,
+                                  self._runtime.backend_ids, self._runtime.preferred_backends, strict=True)
         if choice.backend_options:
             raise SessionError(f"{self._label}: set_providers cannot change backend options ("
                                f"{', '.join(choice.backend_options)}); give them when creating the session")
@@ -510,6 +511,15 @@ def _into(results: list[Any], names: Sequence[str], preallocated: Mapping[str, n
 def _layer_kinds(spec: Specialization) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Layer name -> (its kind, the layers it fused), for the profile's op_name and fused_nodes."""
     return {node.name: (node.type_name, tuple(node.replaces)) for node in spec.optimized.graph.nodes}
+
+
+def _apply_options(runtime: Runtime, options: Mapping[str, Mapping[str, str]]) -> None:
+    """Providers' backend options, set on the session's own runtime before any network is loaded
+    (a backend applies them to the workload factories it makes later, as at Runtime creation)."""
+    for backend_id, values in options.items():
+        backend = runtime.backend(backend_id)
+        for key, value in values.items():
+            backend.set_option(key, value)
 
 
 def _merged_options(backend_options: Mapping[str, Mapping[str, Any]] | None,
