@@ -263,7 +263,21 @@ class InferenceSession:
         the result is the list of outputs named in `output_names`, in that order (None: all).
         InvalidArgument (an InputError) for a wrong name, type, rank, or a dim that contradicts a
         fixed one; RunTerminated (onnxruntime's Fail) when `run_options.terminate` is set."""
-        return self._run(output_names, input_feed, run_options)
+        if run_options is not None or self._profiler.enabled or self._dynamic is not None or self._closed:
+            return self._run(output_names, input_feed, run_options)
+        # The usual call, kept as short as it was before options existed: shapes seen before
+        # are one lookup and one LoadedNetwork.run.
+        names = self._output_names if output_names is None else \
+            check_output_names(self._outputs, output_names, self._label)
+        key = self._fast_key(input_feed)
+        spec = self._cache.lookup(key) if key is not None else None
+        if spec is None:
+            return self._run(names, input_feed, None)
+        try:
+            results = spec.loaded.run(input_feed)
+        finally:
+            self._cache.release(spec)
+        return [results[n] for n in names]
 
     def _run(self, output_names: Sequence[str] | None, input_feed: Any, run_options: RunOptions | None,
              preallocated: Mapping[str, np.ndarray] | None = None) -> list[Any]:
@@ -279,7 +293,7 @@ class InferenceSession:
                 raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true "
                                     f"(RunOptions.terminate was set before the run)")
             stop = run_options._terminate.is_set
-        started = time.perf_counter_ns()
+        started = time.perf_counter_ns() if self._profiler.enabled else 0
         if self._dynamic is not None:
             try:
                 results = self._run_dynamic(names, input_feed, stop)
