@@ -15,7 +15,7 @@ installed onnxruntime, as the baseline.
 It prints every test's outcome and a summary that sets apart the tests that cannot apply to
 plugnn (NOT_APPLICABLE below, each with its reason) and the tests whose every check sits behind
 a provider plugnn does not have (they pass on any CPU-only build and measure nothing: VACUOUS).
-Exit status 0 when it ran (whatever the count), 2 when the checkout is not usable.
+Exit status 0 when it ran (whatever the count), 1 when the checkout is not usable.
 """
 
 from __future__ import annotations
