@@ -74,6 +74,7 @@ _LAZY = {
     "get_all_providers": "plugnn.session",
     "get_device": "plugnn.session",
     "check_and_normalize_provider_args": "plugnn.session",
+    "set_default_logger_callback": "plugnn.session",
     "set_default_logger_severity": "plugnn.session",
     "set_default_logger_verbosity": "plugnn.session",
     "get_version_string": "plugnn.session",
@@ -154,6 +155,7 @@ if TYPE_CHECKING:
         get_build_info,
         get_device,
         get_version_string,
+        set_default_logger_callback,
         set_default_logger_severity,
         set_default_logger_verbosity,
     )

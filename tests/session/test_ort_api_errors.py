@@ -92,11 +92,15 @@ def test_run_options_check_their_arguments(session: Any) -> None:
     assert session.run(None, {"image": IMAGE}, ro)[0].shape == (1, 4)
 
 
-def test_set_default_logger_severity_checks_its_argument() -> None:
-    with pytest.raises(plugnn.SessionError, match=r"takes 0 \(verbose\) .. 4 \(fatal\), got 5"):
+def test_logger_settings_check_their_arguments() -> None:
+    with pytest.raises(Fail, match=r"takes a severity from 0 \(verbose\) to 4 \(fatal\), got 5"):
         plugnn.set_default_logger_severity(5)
-    with pytest.raises(plugnn.SessionError, match="integer >= 0"):
+    with pytest.raises(Fail, match="integer >= 0"):
         plugnn.set_default_logger_verbosity(-1)
+    with pytest.raises(Fail, match="takes a callable or None, got str"):
+        plugnn.set_default_logger_callback("not a callable")
+    with pytest.raises(Fail, match="got -1"):
+        plugnn.set_default_logger_callback(print, severity=-1)
 
 
 @pytest.mark.parametrize("providers, provider_options, message", [

@@ -499,3 +499,40 @@ def test_what_plugnn_does_not_do_is_a_clear_error(cnn_path: str) -> None:
         warnings.simplefilter("ignore")
         with plugnn.InferenceSession(cnn_path, providers=["CUDAExecutionProvider"]) as session:
             assert session.get_providers() == ["CpuAcc", "CpuRef", "CPUExecutionProvider"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # onnxruntime's report of the raising callback
+def test_logger_severity_and_callback(cnn_path: str, tmp_path: Path) -> None:
+    code = '''
+messages = []
+
+def callback(severity, category, logid, code_location, message):
+    messages.append((severity, category, logid, code_location, message))
+
+ort.set_default_logger_callback(callback, severity=0)
+try:
+    session = ort.InferenceSession(PATH)
+    session.run(None, {"image": IMAGE})
+finally:
+    ort.set_default_logger_callback(None)
+    ort.set_default_logger_severity(2)
+count = len(messages)
+typed = all(isinstance(s, int) and all(isinstance(t, str) for t in rest) for s, *rest in messages)
+refused = []
+for bad in (lambda: ort.set_default_logger_callback(callback, severity=5), lambda: ort.set_default_logger_callback(3)):
+    try:
+        bad()
+    except RuntimeError:
+        refused.append(True)
+ort.set_default_logger_callback(lambda *args: 1 / 0, severity=1)
+try:
+    ort.InferenceSession(PATH).run(None, {"image": IMAGE})   # a raising callback does not break the run
+finally:
+    ort.set_default_logger_callback(None)
+    ort.set_default_logger_severity(2)
+'''
+    theirs, ours = run_both(code, tmp_path, PATH=cnn_path, IMAGE=IMAGE)
+    assert ours["count"] > 0 and theirs["count"] > 0
+    assert ours["typed"] and theirs["typed"]
+    assert ours["refused"] == theirs["refused"] == [True, True]
+    assert any("specialized for image=[2, 3, 8, 8]" in m[4] for m in ours["messages"])

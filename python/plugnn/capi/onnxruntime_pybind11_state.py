@@ -11,6 +11,9 @@ from plugnn.session.options import (
     GraphOptimizationLevel,
     RunOptions,
     SessionOptions,
+)
+from plugnn.session.ort_logging import (
+    set_default_logger_callback,
     set_default_logger_severity,
     set_default_logger_verbosity,
 )
@@ -41,6 +44,7 @@ __all__ = [
     "ModelRequiresCompilation", "NoModel", "NoSuchFile", "NodeArg", "NotFound", "NotImplemented", "OrtAllocatorType",
     "OrtArenaCfg", "OrtDevice", "OrtMemType", "OrtMemoryInfo", "OrtValue", "OrtValueVector", "RunOptions",
     "RuntimeException", "SessionOptions", "disable_telemetry_events", "enable_telemetry_events", "get_all_providers",
-    "get_available_providers", "get_build_info", "get_device", "get_version_string", "set_default_logger_severity",
+    "get_available_providers", "get_build_info", "get_device", "get_version_string", "set_default_logger_callback",
+    "set_default_logger_severity",
     "set_default_logger_verbosity",
 ]

@@ -20,6 +20,9 @@ from plugnn.session.options import (
     GraphOptimizationLevel,
     RunOptions,
     SessionOptions,
+)
+from plugnn.session.ort_logging import (
+    set_default_logger_callback,
     set_default_logger_severity,
     set_default_logger_verbosity,
 )
@@ -60,6 +63,7 @@ __all__ = [
     "get_build_info",
     "get_device",
     "get_version_string",
+    "set_default_logger_callback",
     "set_default_logger_severity",
     "set_default_logger_verbosity",
 ]

@@ -51,25 +51,6 @@ class ExecutionOrder(enum.IntEnum):
     MEMORY_EFFICIENT = 2
 
 
-# ORT's log severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal.
-SEVERITY_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.CRITICAL}
-
-
-def set_default_logger_severity(severity: int) -> None:
-    """onnxruntime's process-wide log level, applied to the logger "plugnn" (0 verbose = DEBUG,
-    1 info, 2 warning, 3 error, 4 fatal = CRITICAL)."""
-    if isinstance(severity, bool) or not isinstance(severity, int) or severity not in SEVERITY_LEVELS:
-        raise SessionError(f"set_default_logger_severity takes 0 (verbose) .. 4 (fatal), got {severity!r}")
-    logging.getLogger("plugnn").setLevel(SEVERITY_LEVELS[severity])
-
-
-def set_default_logger_verbosity(verbosity: int) -> None:
-    """onnxruntime's VLOG level (verbose messages of a debug build); plugnn has no such level:
-    checked and accepted."""
-    if isinstance(verbosity, bool) or not isinstance(verbosity, int) or verbosity < 0:
-        raise SessionError(f"set_default_logger_verbosity takes an integer >= 0, got {verbosity!r}")
-
-
 class _Field:
     """A typed option attribute: `kind` checked on assignment (an IntEnum field takes its ints)."""
 
