@@ -4,7 +4,9 @@ and leave the session usable: options, providers, OrtValue, I/O binding, run_asy
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,17 @@ from plugnn.capi.onnxruntime_pybind11_state import Fail, InvalidArgument, NotImp
 from session import models
 
 IMAGE = np.random.default_rng(4).standard_normal((1, 3, 6, 6)).astype(np.float32)
+
+
+@pytest.fixture(autouse=True)
+def plugnn_logger_kept() -> Iterator[None]:
+    """The logger "plugnn" as it was before the test (the logger idioms change its level)."""
+    logger = logging.getLogger("plugnn")
+    level, handlers = logger.level, list(logger.handlers)
+    yield
+    logger.setLevel(level)
+    for handler in [h for h in logger.handlers if h not in handlers]:
+        logger.removeHandler(handler)
 
 
 @pytest.fixture(scope="module")

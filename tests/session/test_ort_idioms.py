@@ -14,6 +14,8 @@ import json
 import os
 import threading
 import warnings
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,17 @@ def close(ours: Any, theirs: Any) -> None:
     ours, theirs = np.asarray(ours), np.asarray(theirs)
     assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
     assert np.abs(ours - theirs).max() <= 1e-4 * max(np.abs(theirs).max(), 1.0)
+
+
+@pytest.fixture(autouse=True)
+def plugnn_logger_kept() -> Iterator[None]:
+    """The logger "plugnn" as it was before the test (the logger idioms change its level)."""
+    logger = logging.getLogger("plugnn")
+    level, handlers = logger.level, list(logger.handlers)
+    yield
+    logger.setLevel(level)
+    for handler in [h for h in logger.handlers if h not in handlers]:
+        logger.removeHandler(handler)
 
 
 @pytest.fixture()

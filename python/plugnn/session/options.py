@@ -14,7 +14,7 @@ import enum
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from plugnn.errors import SessionError

@@ -31,7 +31,7 @@ from plugnn.session.feeds import check_feed, check_output_names
 from plugnn.session.io_binding import IOBinding
 from plugnn.session.model import ModelMetadata, NodeArg, SessionModel
 from plugnn.session.options import RunOptions, SessionOptions
-from plugnn.session.ort_errors import Fail, InvalidArgument, RunTerminated
+from plugnn.session.ort_errors import InvalidArgument, RunTerminated
 from plugnn.session.ort_value import OrtValue, OrtValueVector
 from plugnn.session.profiling import SessionProfiler
 from plugnn.session.providers import CPU_PROVIDER, ProviderChoice, choose_providers
