@@ -549,3 +549,29 @@ finally:
     assert ours["typed"] and theirs["typed"]
     assert ours["refused"] == theirs["refused"] == [True, True]
     assert any("specialized for image=[2, 3, 8, 8]" in m[4] for m in ours["messages"])
+
+
+def test_io_binding_on_the_dynamic_path() -> None:
+    """A model on the dynamic path (a sequence inside) writes a bound output by a copy."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("SequenceConstruct", ["a", "a"], ["s"], name="construct"),
+             helper.make_node("ConcatFromSequence", ["s"], ["y"], name="concat", axis=0)]
+    graph = helper.make_graph(nodes, "seq", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    a = np.array([1.5, -2.0], np.float32)
+    target = plugnn.OrtValue.ortvalue_from_shape_and_type([4], np.float32)
+    with plugnn.InferenceSession(proto) as session:
+        assert session.dynamic is not None
+        binding = session.io_binding()
+        binding.bind_cpu_input("a", a)
+        binding.bind_ortvalue_output("y", target)
+        session.run_with_iobinding(binding)
+        assert binding.get_outputs()[0].numpy() is target.numpy()
+        np.testing.assert_array_equal(target.numpy(), [1.5, -2.0, 1.5, -2.0])
+        wrong = session.io_binding()
+        wrong.bind_cpu_input("a", a)
+        wrong.bind_ortvalue_output("y", plugnn.OrtValue.ortvalue_from_shape_and_type([3], np.float32))
+        with pytest.raises(plugnn.capi.onnxruntime_pybind11_state.InvalidArgument, match=r"the bound buffer is \[3\]"):
+            session.run_with_iobinding(wrong)
