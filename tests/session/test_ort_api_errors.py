@@ -235,6 +235,10 @@ def test_run_async_checks_its_arguments_and_reports_callback_errors(session: Any
 
 
 def test_profiling_a_model_on_the_dynamic_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layers of every segment a run ran are Node events; runtime steps (here the string
+    Identity, the sequence ops) are not layers and have none."""
+    from onnx import TensorProto, helper
+
     monkeypatch.chdir(tmp_path)
     so = plugnn.SessionOptions()
     so.enable_profiling = True
@@ -244,7 +248,20 @@ def test_profiling_a_model_on_the_dynamic_path(tmp_path: Path, monkeypatch: pyte
         events = json.loads(Path(session.end_profiling()).read_text())
     assert [e["name"] for e in events if e["cat"] == "Session"] == ["model_loading_uri", "session_initialization",
                                                                      "model_run"]
-    assert not [e for e in events if e["cat"] == "Node"]
+    nodes = [helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("SequenceConstruct", ["r", "a"], ["s"], name="construct"),
+             helper.make_node("ConcatFromSequence", ["s"], ["c"], name="concat", axis=0),
+             helper.make_node("Sigmoid", ["c"], ["y"], name="sigmoid")]
+    graph = helper.make_graph(nodes, "seq", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with plugnn.InferenceSession(proto, so) as session:
+        session.run(None, {"a": np.array([-1.0, 2.0], np.float32)})
+        assert session.dynamic is not None
+        events = json.loads(Path(session.end_profiling()).read_text())
+    layers = [e for e in events if e["cat"] == "Node"]
+    assert {e["name"] for e in layers} == {"relu_kernel_time", "sigmoid_kernel_time"}
+    assert {e["args"]["op_name"] for e in layers} == {"Activation"}
     with plugnn.InferenceSession(models.cnn()) as session:
         assert session.end_profiling() == "" and session.get_profiling_start_time_ns() == 0
 

@@ -54,6 +54,9 @@ class Engine:
         # The current run's stop request (DynamicModel.run(stop=...)), asked before each segment
         # and runtime node of every program, and passed to each segment's LoadedNetwork.run.
         self.stop: Callable[[], bool] | None = None
+        # The current run's profile (DynamicModel.run(profile=...)): (segment's OptimizedNetwork,
+        # its LoadedNetwork.last_profile) per segment run, in order; None: not profiling.
+        self.profile: list[tuple[OptimizedNetwork, list[dict[str, Any]]]] | None = None
 
     def check_stop(self, before: str) -> None:
         if self.stop is not None and self.stop():
@@ -189,7 +192,10 @@ class Program:
         if instance.loaded is not None:
             feed = {name: dense(values[name]) for name in instance.imported.feeds}
             try:
-                results = instance.loaded.run(feed, stop=self.engine.stop)
+                profiled = self.engine.profile is not None
+                results = instance.loaded.run(feed, stop=self.engine.stop, profile=profiled)
+                if profiled and instance.optimized is not None:
+                    self.engine.profile.append((instance.optimized, list(instance.loaded.last_profile)))
             except RunStoppedError:
                 raise
             except PlugnnError as exc:
@@ -326,9 +332,11 @@ class DynamicModel:
         self.program = Program(self.engine, graph, graph.node, opset_of(proto, source), self.input_names,
                                self.output_names, known, "")
 
-    def run(self, feed: Mapping[str, Any], stop: Callable[[], bool] | None = None) -> list[Any]:
+    def run(self, feed: Mapping[str, Any], stop: Callable[[], bool] | None = None,
+            profile: list[tuple[OptimizedNetwork, list[dict[str, Any]]]] | None = None) -> list[Any]:
         """`stop`: asked before each segment, runtime node and layer; when it returns True the
-        run ends with RunStoppedError (RunOptions.terminate)."""
+        run ends with RunStoppedError (RunOptions.terminate). `profile`: a list that receives,
+        per segment run, its OptimizedNetwork and LoadedNetwork.last_profile (layers timed)."""
         missing = [n for n in self.input_names if n not in feed]
         unknown = [n for n in feed if n not in self.input_names]
         if missing or unknown:
@@ -341,11 +349,11 @@ class DynamicModel:
         with self.engine.lock:
             if self.engine.closed:
                 raise PlugnnError(f"{self.engine.source}: the model was closed")
-            self.engine.stop = stop
+            self.engine.stop, self.engine.profile = stop, profile
             try:
                 return self.program.run(env)
             finally:
-                self.engine.stop = None
+                self.engine.stop = self.engine.profile = None
 
     def explain(self, verbose: bool | None = False) -> str:
         """Where every segment loaded so far runs (each one's OptimizedNetwork.explain)."""

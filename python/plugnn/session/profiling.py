@@ -8,8 +8,9 @@ layer that fused several, `fused_nodes` (the layers it replaced). Times come
 from plugnn's profiler (LoadedNetwork.run(profile=True), which calls the layers one by one);
 `ts` and `dur` are microseconds from the start of profiling. A layer is what plugnn runs: a
 chain CpuAcc fused into one layer is one event (the time of each fused node is not measured
-apart: that would take the backend's own timers). A run on the
-dynamic path (control flow, sequences) is one "model_run" event without layers.
+apart: that would take the backend's own timers). On the dynamic path
+(control flow, sequences) the layers are those of every segment the run ran (the runtime's
+steps between segments have no event).
 
 The file, `<profile_file_prefix>_<YYYY-MM-DD_HH-MM-SS>.json` in the working directory, is a
 JSON array, one event a line (chrome://tracing, Perfetto, and onnxruntime's own tools read it).

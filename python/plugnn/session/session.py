@@ -295,11 +295,15 @@ class InferenceSession:
             stop = run_options._terminate.is_set
         started = time.perf_counter_ns() if self._profiler.enabled else 0
         if self._dynamic is not None:
+            segments: list[Any] | None = [] if self._profiler.enabled else None
             try:
-                results = self._run_dynamic(names, input_feed, stop)
+                results = self._run_dynamic(names, input_feed, stop, segments)
             except RunStoppedError as exc:
                 raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true ({exc})") from None
-            self._profiler.run_event(started, time.perf_counter_ns(), (), {})
+            if segments is not None:
+                layers = [record for _, records in segments for record in records]
+                kinds = {k: v for optimized, _ in segments for k, v in _layer_kinds(optimized).items()}
+                self._profiler.run_event(started, time.perf_counter_ns(), layers, kinds)
             return _into(results, names, preallocated)
         key = self._fast_key(input_feed)
         # Shapes seen before were checked (ranks, fixed dims, symbols) when they were first seen.
@@ -322,7 +326,7 @@ class InferenceSession:
                 results = spec.loaded.run(feed, outputs or None, profile=profile, stop=stop)
                 if profile:
                     self._profiler.run_event(started, time.perf_counter_ns(), spec.loaded.last_profile,
-                                             _layer_kinds(spec))
+                                             _layer_kinds(spec.optimized))
         except RunStoppedError as exc:
             raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true ({exc})") from None
         finally:
@@ -338,7 +342,8 @@ class InferenceSession:
                                      initializers=model.initializers)
         weakref.finalize(self, self._dynamic.close)
 
-    def _run_dynamic(self, names: Sequence[str], input_feed: Any, stop: Callable[[], bool] | None = None) -> list[Any]:
+    def _run_dynamic(self, names: Sequence[str], input_feed: Any, stop: Callable[[], bool] | None = None,
+                     profile: list[Any] | None = None) -> list[Any]:
         """A run on the dynamic path: tensor inputs checked as usual, a sequence input must be a
         list of arrays, an optional one an array, a list or None."""
         if not isinstance(input_feed, Mapping):
@@ -356,7 +361,7 @@ class InferenceSession:
                 raise InputError(f"{self._label}: input {name!r} is a sequence ({arg.type}): pass a list of "
                                  f"numpy.ndarray, not {type(value).__name__}")
             feed[name] = value
-        results = dict(zip(self._output_names, self._dynamic.run(feed, stop)))
+        results = dict(zip(self._output_names, self._dynamic.run(feed, stop, profile)))
         return [results[n] for n in names]
 
     @property
@@ -522,9 +527,10 @@ def _into(results: list[Any], names: Sequence[str], preallocated: Mapping[str, n
     return out
 
 
-def _layer_kinds(spec: Specialization) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Layer name -> (its kind, the layers it fused), for the profile's op_name and fused_nodes."""
-    return {node.name: (node.type_name, tuple(node.replaces)) for node in spec.optimized.graph.nodes}
+def _layer_kinds(optimized: Any) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """An OptimizedNetwork's layer name -> (its kind, the layers it fused), for the profile's
+    op_name and fused_nodes."""
+    return {node.name: (node.type_name, tuple(node.replaces)) for node in optimized.graph.nodes}
 
 
 def _apply_options(runtime: Runtime, options: Mapping[str, Mapping[str, str]]) -> None:
