@@ -148,6 +148,8 @@ outs = [s.run(None, {"image": IMAGE})[0] for s in (a, b, c)]
 def test_run_options_and_terminate(cnn_path: str, tmp_path: Path) -> None:
     code = '''
 session = ort.InferenceSession(PATH)
+session.disable_fallback()
+session.enable_fallback()
 ro = ort.RunOptions()
 ro.logid = "batch-7"
 ro.log_severity_level = 2

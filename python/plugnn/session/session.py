@@ -438,6 +438,14 @@ class InferenceSession:
         preallocated = {n: a for n, a in bound.items() if a is not None}
         iobinding._set_results(self._run(names, iobinding.bound_inputs, run_options, preallocated))
 
+    def disable_fallback(self) -> None:
+        """onnxruntime re-creates a session on its CPU provider when another provider fails;
+        plugnn never retries that way (placement already falls back per layer, at optimize):
+        nothing to disable."""
+
+    def enable_fallback(self) -> None:
+        """See disable_fallback: nothing to enable."""
+
     def end_profiling(self) -> str:
         """Write the profile (onnxruntime's Chrome-trace JSON, profiling.py) and stop profiling:
         the file's name, or "" when profiling was not enabled."""
