@@ -41,8 +41,6 @@ NOT_APPLICABLE = {
                                          "session internals (C.InferenceSession.initialize_session)",
     "test_adater_export_read": "onnxruntime's LoRA adapter file format (AdapterFormat)",
     "test_run_with_adapter": "onnxruntime's LoRA adapters (LoraAdapter, RunOptions.add_active_adapter)",
-    "test_ort_value_dlpack": "onnxruntime's private C-level OrtValue DLPack helpers (C.OrtValue.from_dlpack, "
-                             "C.is_dlpack_uint8_tensor); plugnn's OrtValue has __dlpack__ for np.from_dlpack",
     "test_sparse_tensor_coo_format": "onnxruntime's SparseTensor container; plugnn has no sparse tensors",
     "test_sparse_tensor_csr_format": "onnxruntime's SparseTensor container; plugnn has no sparse tensors",
 }

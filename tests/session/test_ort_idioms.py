@@ -577,3 +577,47 @@ def test_io_binding_on_the_dynamic_path() -> None:
         wrong.bind_ortvalue_output("y", plugnn.OrtValue.ortvalue_from_shape_and_type([3], np.float32))
         with pytest.raises(plugnn.capi.onnxruntime_pybind11_state.InvalidArgument, match=r"the bound buffer is \[3\]"):
             session.run_with_iobinding(wrong)
+
+
+def test_dlpack_array_protocol_devices_and_memory_infos(cnn_path: str, tmp_path: Path) -> None:
+    code = '''
+C = ort.capi._pybind_state
+x = np.arange(6, dtype=np.float32).reshape(2, 3)
+v = ort.OrtValue.ortvalue_from_numpy(x)
+shared = np.asarray(v).ctypes.data == v.data_ptr()
+same_dtype_shared = np.asarray(v, dtype=np.float32).ctypes.data == v.data_ptr()
+as64 = np.asarray(v, dtype=np.float64)
+back = ort.OrtValue.from_dlpack(v)
+back_shared = back.data_ptr() == v.data_ptr()
+from_numpy = ort.OrtValue.from_dlpack(x).numpy()
+device = v.__dlpack_device__()
+from_capsule = C.OrtValue.from_dlpack(v._ortvalue.to_dlpack()).numpy()
+flags = ort.OrtValue.from_dlpack(ort.OrtValue.ortvalue_from_numpy(np.array([True, False]))).numpy()
+vendors = (ort.OrtDevice.make("cuda", 0).device_vendor_id() == ort.OrtDeviceVendorId.NVIDIA,
+           ort.OrtDevice.make("cpu", 0).device_vendor_id() == ort.OrtDeviceVendorId.NONE, int(ort.OrtDeviceVendorId.NVIDIA))
+info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+info_fields = (info.name, info.device_id, info.mem_type == ort.OrtMemType.DEFAULT,
+               info.allocator_type == ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR,
+               info.device_mem_type == ort.OrtDeviceMemoryType.DEFAULT, info.device_vendor_id)
+made = ort.OrtMemoryInfo.create_v2("Test", ort.OrtMemoryInfoDeviceType.CPU, 0, 0, ort.OrtDeviceMemoryType.DEFAULT, 128,
+                                   ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR)
+made_fields = (made.name, made.device_id, made.mem_type == ort.OrtMemType.DEFAULT, made.device_vendor_id)
+session = ort.InferenceSession(PATH)
+counts = (len(session.get_input_memory_infos()), len(session.get_output_memory_infos()), len(session.get_input_epdevices()))
+'''
+    theirs, ours = run_both(code, tmp_path, PATH=cnn_path)
+    for key in ("shared", "same_dtype_shared", "back_shared", "device", "vendors", "info_fields", "made_fields", "counts"):
+        assert ours[key] == theirs[key], key
+    assert ours["shared"] and ours["back_shared"]
+    # onnxruntime 1.23's C-level helper (gone in 1.32): reads a capsule's type without consuming it
+    from plugnn.capi import _pybind_state as C
+
+    capsule = plugnn.OrtValue.ortvalue_from_numpy(np.zeros(2, np.uint8)).to_dlpack()
+    assert C.is_dlpack_uint8_tensor(capsule)
+    assert C.OrtValue.from_dlpack(capsule, True).numpy().dtype == np.bool_
+    assert not C.is_dlpack_uint8_tensor(plugnn.OrtValue.ortvalue_from_numpy(IMAGE).to_dlpack())
+    with pytest.raises(plugnn.capi.onnxruntime_pybind11_state.InvalidArgument, match="unused DLPack capsule"):
+        C.is_dlpack_uint8_tensor(IMAGE)
+    for key in ("as64", "from_numpy", "from_capsule", "flags"):
+        np.testing.assert_array_equal(ours[key], theirs[key])
+        assert ours[key].dtype == theirs[key].dtype, key

@@ -3,7 +3,14 @@ classes a script catches and the option and value classes it takes from here (pl
 
 from __future__ import annotations
 
-from plugnn.session.memory import OrtAllocatorType, OrtArenaCfg, OrtMemoryInfo, OrtMemType
+from plugnn.session.memory import (
+    OrtAllocatorType,
+    OrtArenaCfg,
+    OrtDeviceMemoryType,
+    OrtMemoryInfo,
+    OrtMemoryInfoDeviceType,
+    OrtMemType,
+)
 from plugnn.session.model import ModelMetadata, NodeArg
 from plugnn.session.options import (
     ExecutionMode,
@@ -34,7 +41,7 @@ from plugnn.session.ort_errors import (
     NotImplemented,
     RuntimeException,
 )
-from plugnn.session.ort_value import OrtDevice, OrtValue, OrtValueVector
+from plugnn.session.ort_value import OrtDevice, OrtDeviceVendorId, OrtValue, OrtValueVector, is_dlpack_uint8_tensor
 from plugnn.session.providers import get_all_providers, get_available_providers, get_device
 from plugnn.session.version import disable_telemetry_events, enable_telemetry_events, get_build_info, get_version_string
 
@@ -42,9 +49,10 @@ __all__ = [
     "DeviceReset", "EPFail", "EngineError", "ExecutionMode", "ExecutionOrder", "Fail", "GraphOptimizationLevel",
     "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "ModelLoadCanceled", "ModelLoaded", "ModelMetadata",
     "ModelRequiresCompilation", "NoModel", "NoSuchFile", "NodeArg", "NotFound", "NotImplemented", "OrtAllocatorType",
-    "OrtArenaCfg", "OrtDevice", "OrtMemType", "OrtMemoryInfo", "OrtValue", "OrtValueVector", "RunOptions",
+    "OrtArenaCfg", "OrtDevice", "OrtDeviceMemoryType", "OrtDeviceVendorId", "OrtMemType", "OrtMemoryInfo",
+    "OrtMemoryInfoDeviceType", "OrtValue", "OrtValueVector", "RunOptions",
     "RuntimeException", "SessionOptions", "disable_telemetry_events", "enable_telemetry_events", "get_all_providers",
     "get_available_providers", "get_build_info", "get_device", "get_version_string", "set_default_logger_callback",
     "set_default_logger_severity",
-    "set_default_logger_verbosity",
+    "set_default_logger_verbosity", "is_dlpack_uint8_tensor",
 ]

@@ -8,7 +8,9 @@ from plugnn.session.io_binding import IOBinding
 from plugnn.session.memory import (
     OrtAllocatorType,
     OrtArenaCfg,
+    OrtDeviceMemoryType,
     OrtMemoryInfo,
+    OrtMemoryInfoDeviceType,
     OrtMemType,
     create_and_register_allocator,
     create_and_register_allocator_v2,
@@ -26,7 +28,7 @@ from plugnn.session.ort_logging import (
     set_default_logger_severity,
     set_default_logger_verbosity,
 )
-from plugnn.session.ort_value import OrtDevice, OrtValue, OrtValueVector
+from plugnn.session.ort_value import OrtDevice, OrtDeviceVendorId, OrtValue, OrtValueVector
 from plugnn.session.providers import (
     check_and_normalize_provider_args,
     get_all_providers,
@@ -47,8 +49,11 @@ __all__ = [
     "OrtAllocatorType",
     "OrtArenaCfg",
     "OrtDevice",
+    "OrtDeviceMemoryType",
+    "OrtDeviceVendorId",
     "OrtMemType",
     "OrtMemoryInfo",
+    "OrtMemoryInfoDeviceType",
     "OrtValue",
     "OrtValueVector",
     "RunOptions",

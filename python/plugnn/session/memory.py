@@ -32,8 +32,21 @@ class OrtMemType(enum.IntEnum):
     DEFAULT = 0
 
 
+class OrtDeviceMemoryType(enum.IntEnum):
+    DEFAULT = 0
+    HOST_ACCESSIBLE = 5
+
+
+class OrtMemoryInfoDeviceType(enum.IntEnum):
+    CPU = 0
+    GPU = 1
+    FPGA = 2
+    NPU = 3
+
+
 class OrtMemoryInfo:
-    """A memory description (name, allocator type, device id, memory type)."""
+    """A memory description: name, allocator type, device id, memory type (`mem_type`), the
+    device's memory type and vendor."""
 
     def __init__(self, name: str, alloc_type: Any, device_id: int, mem_type: Any) -> None:
         if not isinstance(name, str):
@@ -41,7 +54,31 @@ class OrtMemoryInfo:
         self.name = name
         self.allocator_type = OrtAllocatorType(alloc_type)
         self.device_id = int(device_id)
-        self.memory_type = OrtMemType(mem_type)
+        self.mem_type = OrtMemType(mem_type)
+        self.device_type = OrtMemoryInfoDeviceType.CPU if name.lower().startswith("cpu") else OrtMemoryInfoDeviceType.GPU
+        self.device_mem_type = OrtDeviceMemoryType.DEFAULT
+        self.device_vendor_id = 0
+        self.alignment = 0
+
+    @staticmethod
+    def create_v2(name: str, device_type: Any, vendor_id: int, device_id: int, device_mem_type: Any,
+                  alignment: int, alloc_type: Any) -> OrtMemoryInfo:
+        """onnxruntime's second constructor (device type, vendor, device memory type, alignment)."""
+        info = OrtMemoryInfo(name, alloc_type, device_id, OrtMemType.DEFAULT)
+        info.device_type = OrtMemoryInfoDeviceType(device_type)
+        info.device_vendor_id = int(vendor_id)
+        info.device_mem_type = OrtDeviceMemoryType(device_mem_type)
+        info.alignment = int(alignment)
+        return info
+
+    @property
+    def memory_type(self) -> OrtMemType:
+        return self.mem_type
+
+
+def host_memory_info() -> OrtMemoryInfo:
+    """Where every plugnn input and output lives: host memory of the CPU."""
+    return OrtMemoryInfo("Cpu", OrtAllocatorType.ORT_DEVICE_ALLOCATOR, 0, OrtMemType.DEFAULT)
 
     def __repr__(self) -> str:
         return f"<plugnn.OrtMemoryInfo {self.name} {self.allocator_type.name} {self.device_id}>"

@@ -9,6 +9,8 @@ array. Another device ("cuda", ...) is a NotImplemented error naming plugnn's on
 
 from __future__ import annotations
 
+import ctypes
+import enum
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +23,22 @@ from plugnn.session.ort_errors import InvalidArgument, NotImplemented
 CPU = "cpu"
 # onnxruntime's device names, for OrtDevice.make; only "cpu" has memory plugnn can use.
 _DEVICE_TYPES = {"cpu": 0, "cuda": 1, "gpu": 1, "fpga": 2, "npu": 3, "dml": 4, "cann": 5, "webgpu": 6}
+
+
+class OrtDeviceVendorId(enum.IntEnum):
+    """The PCI vendor ids onnxruntime names devices' vendors by (NONE for the CPU)."""
+
+    NONE = 0
+    AMD = 0x1002
+    NVIDIA = 0x10DE
+    ARM = 0x13B5
+    MICROSOFT = 0x1414
+    HUAWEI = 0x19E5
+    QUALCOMM = 0x5143
+    INTEL = 0x8086
+
+
+_VENDORS = {"cuda": OrtDeviceVendorId.NVIDIA, "cann": OrtDeviceVendorId.HUAWEI, "dml": OrtDeviceVendorId.MICROSOFT}
 
 
 def check_device(device_type: Any, device_id: Any = 0, what: str = "OrtValue") -> None:
@@ -83,7 +101,7 @@ class OrtDevice:
         if key not in _DEVICE_TYPES:
             raise InvalidArgument(f"unknown device {device_name!r}; onnxruntime's device names are "
                                   f"{', '.join(_DEVICE_TYPES)} (plugnn has 'cpu')")
-        return OrtDevice(_DEVICE_TYPES[key], 0, device_id)
+        return OrtDevice(_DEVICE_TYPES[key], 0, device_id, _VENDORS.get(key, 0))
 
     @staticmethod
     def cpu() -> int:
@@ -238,14 +256,37 @@ class OrtValue:
     # -- NumPy and DLPack ------------------------------------------------------------------
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The tensor's array for np.asarray / np.array: the same memory unless another dtype or
+        a copy is asked for."""
         array = self._tensor("__array__")
-        return array if dtype is None else array.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            return array.astype(dtype)
+        return array.copy() if copy else array
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._tensor("__dlpack__").__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._tensor("__dlpack_device__").__dlpack_device__()
+
+    @staticmethod
+    def from_dlpack(data: Any, is_bool_tensor: bool | None = None) -> OrtValue:
+        """An OrtValue over what a DLPack producer holds in host memory (an object with
+        `__dlpack__`, such as a NumPy array, a torch CPU tensor or an OrtValue, or a DLPack
+        capsule), without a copy. `is_bool_tensor` reads uint8 data as bool."""
+        if not hasattr(data, "__dlpack__"):
+            data = _Capsule(data)
+        try:
+            array = np.from_dlpack(data)
+        except (TypeError, ValueError, BufferError, RuntimeError) as exc:
+            raise InvalidArgument(f"OrtValue.from_dlpack: {exc} (plugnn takes host memory only)") from None
+        if is_bool_tensor and array.dtype == np.uint8:
+            array = array.view(np.bool_)
+        return OrtValue(array)
+
+    def to_dlpack(self) -> Any:
+        """A DLPack capsule of the tensor (its memory, no copy)."""
+        return self.__dlpack__()
 
     def _get_c_value(self) -> OrtValue:
         """onnxruntime's handle of the underlying value; in plugnn the OrtValue itself."""
@@ -260,6 +301,41 @@ class OrtValue:
         if isinstance(value, np.ndarray):
             return f"<plugnn.OrtValue {self.data_type()} {list(value.shape)} on cpu>"
         return f"<plugnn.OrtValue {'empty optional' if value is None else self.data_type()}>"
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):  # DLPack's DLTensor, as dlpack.h lays it out
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("dtype", _DLDataType)]
+
+
+def is_dlpack_uint8_tensor(capsule: Any) -> bool:
+    """Whether a DLPack capsule ("dltensor") holds uint8 data, read without consuming it."""
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    name = get_name(capsule) if type(capsule).__name__ == "PyCapsule" else None
+    if name != b"dltensor":
+        raise InvalidArgument(f"is_dlpack_uint8_tensor takes an unused DLPack capsule, got {capsule!r}")
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    tensor = _DLTensor.from_address(get_pointer(capsule, name))  # DLManagedTensor starts with its DLTensor
+    return tensor.dtype.code == 1 and tensor.dtype.bits == 8 and tensor.dtype.lanes == 1  # kDLUInt, 8 bits
+
+
+class _Capsule:
+    """A bare DLPack capsule as a producer NumPy takes (host memory: device (1, 0))."""
+
+    def __init__(self, capsule: Any) -> None:
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
 
 
 class OrtValueVector(list):  # type: ignore[type-arg]

@@ -29,6 +29,7 @@ from plugnn.onnx.context import DynamicModelError
 from plugnn.runtime import Runtime
 from plugnn.session.feeds import check_feed, check_output_names
 from plugnn.session.io_binding import IOBinding
+from plugnn.session.memory import OrtMemoryInfo, host_memory_info
 from plugnn.session.model import ModelMetadata, NodeArg, SessionModel
 from plugnn.session.options import RunOptions, SessionOptions
 from plugnn.session.ort_errors import InvalidArgument, RunTerminated
@@ -221,6 +222,18 @@ class InferenceSession:
     def get_modelmeta(self) -> ModelMetadata:
         """The model's producer, graph name, domain, descriptions, version and metadata_props."""
         return self._model.metadata
+
+    def get_input_memory_infos(self) -> list[OrtMemoryInfo]:
+        """Where each input is read from: host memory (every plugnn backend reads it there)."""
+        return [host_memory_info() for _ in self._inputs]
+
+    def get_output_memory_infos(self) -> list[OrtMemoryInfo]:
+        """Where each output is written: host memory."""
+        return [host_memory_info() for _ in self._outputs]
+
+    def get_input_epdevices(self) -> list[None]:
+        """onnxruntime's EP device per input; plugnn has no EP devices: None for each."""
+        return [None for _ in self._inputs]
 
     def get_overridable_initializers(self) -> list[NodeArg]:
         """Initializers the graph also lists as inputs (onnxruntime lets a feed replace them;
