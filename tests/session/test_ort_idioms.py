@@ -405,6 +405,34 @@ def test_external_initializers_given_by_the_caller(tmp_path: Path) -> None:
         plugnn.InferenceSession(str(path))
 
 
+def test_external_data_files_given_in_memory(tmp_path: Path) -> None:
+    model = models.scaled(denotation=False)
+    path = tmp_path / "external.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location="weights.bin", size_threshold=0)
+    contents = (tmp_path / "weights.bin").read_bytes()
+    x = np.random.default_rng(5).standard_normal((3, 6)).astype(np.float32)
+    import onnxruntime
+
+    expected = onnxruntime.InferenceSession(str(path)).run(None, {"x": x})[0]
+    (tmp_path / "weights.bin").unlink()
+    code = '''
+so = ort.SessionOptions()
+so.add_external_initializers_from_files_in_memory(["weights.bin"], [CONTENTS], [len(CONTENTS)])
+out = ort.InferenceSession(PATH, so).run(None, {"x": X})[0]
+'''
+    theirs, ours = run_both(code, tmp_path, PATH=str(path), CONTENTS=contents, X=x)
+    close(ours["out"], expected)
+    close(theirs["out"], expected)
+    so = plugnn.SessionOptions()
+    so.add_external_initializers_from_files_in_memory(["weights.bin"], [contents[:10]], [10])
+    with pytest.raises(plugnn.ModelError, match="which was given with 10 bytes"):
+        plugnn.InferenceSession(str(path), so)
+    with pytest.raises(plugnn.SessionError, match="length 99 is not within the buffer's 10 bytes"):
+        so.add_external_initializers_from_files_in_memory(["weights.bin"], [contents[:10]], [99])
+    with pytest.raises(plugnn.SessionError, match="1 file names, 2 buffers and 1 lengths"):
+        so.add_external_initializers_from_files_in_memory(["weights.bin"], [b"", b""], [0])
+
+
 def test_optimized_model_file_and_session_config_entries(cnn_path: str, tmp_path: Path) -> None:
     code = '''
 so = ort.SessionOptions()

@@ -100,6 +100,25 @@ class ModelMetadata:
     custom_metadata_map: dict[str, str]
 
 
+def _external_from_memory(tensor: Any, files: Mapping[str, memoryview], source: str) -> None:
+    """Fill `tensor`'s data from the in-memory file its external data names, if one was given."""
+    onnx = onnx_module()
+    if tensor.data_location != onnx.TensorProto.EXTERNAL:
+        return
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    data = files.get(info.get("location", ""))
+    if data is None:
+        return
+    offset = int(info.get("offset", 0))
+    length = int(info["length"]) if "length" in info else data.nbytes - offset
+    if offset < 0 or length < 0 or offset + length > data.nbytes:
+        raise ModelError(f"{source}: initializer {tensor.name!r} reads bytes {offset}..{offset + length} of external "
+                         f"file {info['location']!r}, which was given with {data.nbytes} bytes")
+    tensor.raw_data = bytes(data[offset:offset + length])
+    del tensor.external_data[:]
+    tensor.data_location = onnx.TensorProto.DEFAULT
+
+
 def _override_dims(proto: Any, by_name: Mapping[str, int], by_denotation: Mapping[str, int], skip: set[str]) -> None:
     """Fix the graph inputs' symbolic dims named in `by_name` or denoted in `by_denotation`."""
     if not by_name and not by_denotation:
@@ -129,14 +148,15 @@ class SessionModel:
 
     def __init__(self, model: Any, dims_by_name: Mapping[str, int] | None = None,
                  dims_by_denotation: Mapping[str, int] | None = None,
-                 initializers: Mapping[str, np.ndarray] | None = None) -> None:
+                 initializers: Mapping[str, np.ndarray] | None = None,
+                 external_files: Mapping[str, memoryview] | None = None) -> None:
         onnx = onnx_module()
         if isinstance(model, (str, os.PathLike)) and not Path(model).exists():
             raise NoSuchFile(f"{model}: no such file (Load model from {model} failed. File doesn't exist)")
         replaced = dict(initializers or {})
         try:
-            if replaced:
-                proto, self.source = self._read_replacing(model, replaced)
+            if replaced or external_files:
+                proto, self.source = self._read_replacing(model, replaced, external_files or {})
             else:
                 proto, self.source = read_model(model)
         except ModelError as exc:
@@ -167,9 +187,11 @@ class SessionModel:
         self.outputs = [_node_arg(v) for v in self.proto.graph.output]
         self._check_operators()
 
-    def _read_replacing(self, model: Any, replaced: dict[str, np.ndarray]) -> tuple[Any, str]:
+    def _read_replacing(self, model: Any, replaced: dict[str, np.ndarray],
+                        files: Mapping[str, memoryview]) -> tuple[Any, str]:
         """read_model, with the initializers in `replaced` removed first (their data, external
-        or not, is never read) after checking each replacement's type and shape."""
+        or not, is never read) after checking each replacement's type and shape, and the
+        external data of the files in `files` taken from memory."""
         onnx = onnx_module()
         base_dir = None
         if isinstance(model, (str, os.PathLike)):
@@ -194,6 +216,8 @@ class SessionModel:
         kept = [t for t in proto.graph.initializer if t.name not in replaced]
         del proto.graph.initializer[:]
         proto.graph.initializer.extend(kept)
+        for tensor in proto.graph.initializer:
+            _external_from_memory(tensor, files, source)
         proto, _ = read_model(proto, base_dir=base_dir)
         return proto, source
 

@@ -148,6 +148,7 @@ class SessionOptions:
         self._dims_by_name: dict[str, int] = {}
         self._dims_by_denotation: dict[str, int] = {}
         self._initializers: dict[str, Any] = {}
+        self._files: dict[str, memoryview] = {}
 
     # -- session config entries ------------------------------------------------------------
 
@@ -199,6 +200,32 @@ class SessionOptions:
             raise SessionError(f"add_external_initializers: {len(names)} names and {len(values)} values")
         for name, value in zip(names, values):
             self.add_initializer(name, value)
+
+    def add_external_initializers_from_files_in_memory(self, file_names: Sequence[str], buffers: Sequence[Any],
+                                                       lengths: Sequence[int]) -> None:
+        """The contents of external-data files the model names (its initializers' `location`),
+        given in memory instead of on disk: each buffer (bytes, bytearray, memoryview or a NumPy
+        array) up to its length."""
+        file_names, buffers, lengths = list(file_names), list(buffers), list(lengths)
+        if not len(file_names) == len(buffers) == len(lengths):
+            raise SessionError(f"add_external_initializers_from_files_in_memory: {len(file_names)} file names, "
+                               f"{len(buffers)} buffers and {len(lengths)} lengths")
+        for name, buffer, length in zip(file_names, buffers, lengths):
+            key = _dim_key(name, "file name")
+            try:
+                view = memoryview(buffer).cast("B")
+            except TypeError:
+                raise SessionError(f"external file {name!r}: the buffer must be bytes-like, got "
+                                   f"{type(buffer).__name__}") from None
+            if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= view.nbytes:
+                raise SessionError(f"external file {name!r}: length {length!r} is not within the buffer's "
+                                   f"{view.nbytes} bytes")
+            self._files[key] = view[:length]
+
+    @property
+    def external_files(self) -> dict[str, memoryview]:
+        """The external-data files given in memory, name -> bytes (plugnn's addition)."""
+        return dict(self._files)
 
     @property
     def initializers(self) -> dict[str, Any]:

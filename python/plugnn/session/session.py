@@ -97,7 +97,7 @@ class InferenceSession:
         self._options = (sess_options or SessionOptions()).copy()
         options = self._options
         by_name, by_denotation = options.free_dimension_overrides
-        self._model = SessionModel(model, by_name, by_denotation, options.initializers)
+        self._model = SessionModel(model, by_name, by_denotation, options.initializers, options.external_files)
         config = self._model.metadata.custom_metadata_map.get("ort_config")
         if config is not None and os.environ.get("ORT_LOAD_CONFIG_FROM_MODEL") == "1":
             options.apply_model_config(config, self._model.source)
