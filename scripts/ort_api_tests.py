@@ -125,7 +125,7 @@ def main() -> int:
         test_file = lay_out(args.checkout.resolve(), workdir, args.runtime)
         command = [sys.executable, "-m", "pytest", "-v", "-rA", "--tb=short", "-p", "no:cacheprovider", "-o", "addopts=",
                    "--rootdir", str(workdir), str(test_file)] + (["-k", args.k] if args.k else [])
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "400"}  # untruncated one-line reasons
         done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)
         outcomes: dict[str, str] = {}
         for line in done.stdout.splitlines():
