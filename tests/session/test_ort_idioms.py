@@ -649,3 +649,34 @@ counts = (len(session.get_input_memory_infos()), len(session.get_output_memory_i
     for key in ("as64", "from_numpy", "from_capsule", "flags"):
         np.testing.assert_array_equal(ours[key], theirs[key])
         assert ours[key].dtype == theirs[key].dtype, key
+
+
+def test_provider_graph_assignment_info(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Add", ["x", "x"], ["a"], name="add_0"),
+             helper.make_node("Mul", ["a", "x"], ["m"], name="mul_0"),
+             helper.make_node("Add", ["m", "x"], ["y"], name="add_1")]
+    graph = helper.make_graph(nodes, "add_mul_add", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    path = tmp_path / "add_mul_add.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    code = '''
+so = ort.SessionOptions()
+so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+session = ort.InferenceSession(PATH, sess_options=so)
+subgraphs = session.get_provider_graph_assignment_info()
+node_ids = sorted(f"{n.domain}:{n.op_type}/{n.name}" for s in subgraphs for n in s.get_nodes())
+eps = {s.ep_name for s in subgraphs}
+try:
+    ort.InferenceSession(PATH).get_provider_graph_assignment_info()
+    refused = None
+except Fail as exc:
+    refused = str(exc)
+'''
+    theirs, ours = run_both(code, tmp_path, PATH=str(path))
+    assert ours["node_ids"] == theirs["node_ids"] == [":Add/add_0", ":Add/add_1", ":Mul/mul_0"]
+    assert theirs["eps"] == {"CPUExecutionProvider"}
+    assert ours["eps"] <= set(ours["session"].runtime.backend_ids)  # plugnn names the backend that runs it
+    expected = "Session configuration entry 'session.record_ep_graph_assignment_info' must be set to \"1\""
+    assert expected in ours["refused"] and expected in theirs["refused"]

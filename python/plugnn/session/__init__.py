@@ -4,6 +4,7 @@ time. See docs/session.md."""
 
 from __future__ import annotations
 
+from plugnn.session.assignment import OrtEpAssignedNode, OrtEpAssignedSubgraph
 from plugnn.session.io_binding import IOBinding
 from plugnn.session.memory import (
     OrtAllocatorType,
@@ -49,6 +50,8 @@ __all__ = [
     "OrtAllocatorType",
     "OrtArenaCfg",
     "OrtDevice",
+    "OrtEpAssignedNode",
+    "OrtEpAssignedSubgraph",
     "OrtDeviceMemoryType",
     "OrtDeviceVendorId",
     "OrtMemType",

@@ -27,12 +27,13 @@ import numpy as np
 from plugnn.errors import BackendOptionError, InputError, RunStoppedError, SessionError
 from plugnn.onnx.context import DynamicModelError
 from plugnn.runtime import Runtime
+from plugnn.session.assignment import OrtEpAssignedSubgraph, assignment
 from plugnn.session.feeds import check_feed, check_output_names
 from plugnn.session.io_binding import IOBinding
 from plugnn.session.memory import OrtMemoryInfo, host_memory_info
 from plugnn.session.model import ModelMetadata, NodeArg, SessionModel
 from plugnn.session.options import RunOptions, SessionOptions
-from plugnn.session.ort_errors import InvalidArgument, RunTerminated
+from plugnn.session.ort_errors import Fail, InvalidArgument, RunTerminated
 from plugnn.session.ort_value import OrtValue, OrtValueVector
 from plugnn.session.profiling import SessionProfiler
 from plugnn.session.providers import CPU_PROVIDER, ProviderChoice, choose_providers
@@ -239,6 +240,26 @@ class InferenceSession:
         """Initializers the graph also lists as inputs (onnxruntime lets a feed replace them;
         plugnn runs them as the constants they are: feeding one is an unknown-input error)."""
         return list(self._model.overridable)
+
+    def get_provider_graph_assignment_info(self) -> list[OrtEpAssignedSubgraph]:
+        """Which backend runs each of the model's nodes (assignment.py), for the input shapes
+        run last; needs the session config entry "session.record_ep_graph_assignment_info" = "1",
+        as on onnxruntime."""
+        try:
+            recorded = self._options.get_session_config_entry("session.record_ep_graph_assignment_info") == "1"
+        except Fail:
+            recorded = False
+        if not recorded:
+            raise Fail(f"{self._label}: Session configuration entry 'session.record_ep_graph_assignment_info' "
+                       f"must be set to \"1\" to get the provider graph assignment info")
+        if self._dynamic is not None:
+            raise Fail(f"{self._label}: the model runs on the dynamic path, one network per segment: see "
+                       f"session.dynamic.explain()")
+        entries = self._cache.entries()
+        if not entries:
+            raise Fail(f"{self._label}: no network is loaded yet (the inputs have symbolic dims): run the model once, "
+                       f"or fix the dims with SessionOptions.add_free_dimension_override_by_name")
+        return assignment(entries[-1].optimized.graph.nodes, self._model.proto.graph.node)
 
     def set_providers(self, providers: Sequence[Any] | None = None,
                       provider_options: Sequence[Mapping[Any, Any]] | None = None) -> None:
