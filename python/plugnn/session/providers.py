@@ -90,9 +90,9 @@ def check_and_normalize_provider_args(providers: Any, provider_options: Any,
     def add(name: str, options: Mapping[Any, Any]) -> None:
         if name not in available_provider_names:
             warnings.warn(f"Specified provider '{name}' is not in available provider names. Available providers: "
-                          f"'{', '.join(available_provider_names)}'", stacklevel=4)
+                          f"'{', '.join(available_provider_names)}'", stacklevel=3)
         if name in normalized:
-            warnings.warn(f"Duplicate provider '{name}' encountered, ignoring.", stacklevel=4)
+            warnings.warn(f"Duplicate provider '{name}' encountered, ignoring.", stacklevel=3)
             return
         normalized[name] = {str(k): str(v) for k, v in options.items()}
 
@@ -159,7 +159,7 @@ def choose_providers(providers: Any, provider_options: Any, known: Sequence[str]
         elif name.endswith(ORT_SUFFIX) and not strict:
             message = (f"provider {name!r} is onnxruntime's; plugnn has no backend for it and skips it "
                        f"(available providers: {', '.join(available)})")
-            warnings.warn(message, UserWarning, stacklevel=4)
+            warnings.warn(message, UserWarning, stacklevel=3)
             log.warning("%s", message)
             chosen.skipped.append(name)
             continue
