@@ -22,7 +22,7 @@ import numpy as np
 
 from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
 from plugnn.descriptors import LayerKind
-from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
+from plugnn.errors import BackendError, InputError, PlugnnError, RunStoppedError, RuntimeClosedError
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import elided_layers, movement_views
@@ -348,9 +348,13 @@ class LoadedNetwork:
         return {name: self._graph.infos[key] for name, key in self._graph.outputs.items()}
 
     def run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None,
-            profile: bool = False) -> dict[str, np.ndarray]:
+            profile: bool = False, stop: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
         """Run once. `inputs` maps every input name to a C-contiguous array of its shape and
-        dtype; `outputs` may give preallocated arrays to write into. Returns every output."""
+        dtype; `outputs` may give preallocated arrays to write into. Returns every output.
+
+        `profile`: time every layer (`last_profile`). `stop`: called before each layer (the
+        layers are then called one by one, not batched); when it returns True the run ends
+        with RunStoppedError, the network stays loaded and usable."""
         with self._lock:
             if not self._loaded:
                 raise RuntimeClosedError(f"network {self.name!r} (id {self.network_id}) was unloaded")
@@ -359,8 +363,8 @@ class LoadedNetwork:
                 for manager in self._managers.values():
                     manager.acquire()
                 self._acquired = True
-            if profile:
-                self._run_profiled()
+            if profile or stop is not None:
+                self._run_one_by_one(profile, stop)
             else:
                 for call in self._calls:
                     call()
@@ -384,16 +388,24 @@ class LoadedNetwork:
         count = int(np.prod(shape, dtype=np.int64))
         return self._buffers[key].reshape(-1)[:count].reshape(shape).copy()
 
-    def _run_profiled(self) -> None:
-        profile = []
+    def _run_one_by_one(self, profile: bool, stop: Callable[[], bool] | None) -> None:
+        """Each step called on its own: timed (`last_profile`: layer, backend, seconds, and
+        `start_ns`, time.perf_counter_ns() at its start) and/or after asking `stop`."""
+        records = []
         clock = time.perf_counter_ns
         skipped = set(self.elided_layers)
         for step in self._steps:
+            if stop is not None and stop():
+                raise RunStoppedError(f"network {self.name!r}: the run was stopped before layer {step.name!r} "
+                                      f"(RunOptions.terminate)")
             start = clock()
             if step.name not in skipped:
                 step.call()
-            profile.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9})
-        self.last_profile = profile
+            if profile:
+                records.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9,
+                                "start_ns": start})
+        if profile:
+            self.last_profile = records
 
     def _bind_run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None
                   ) -> tuple[dict[str, np.ndarray], list[tuple[np.ndarray, Any]]]:

@@ -102,10 +102,11 @@ class SymbolicLoadedNetwork:
     # -- running ---------------------------------------------------------------------------
 
     def run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None,
-            profile: bool = False) -> dict[str, np.ndarray]:
-        """Run once at the inputs' shapes (any binding of the symbols the network holds at).
-        InputError for inputs that do not fit the declared ranks and fixed dims; BindingError
-        for shapes the network does not hold at."""
+            profile: bool = False, stop: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
+        """Run once at the inputs' shapes (any binding of the symbols the network holds at);
+        `outputs`, `profile` and `stop` as LoadedNetwork.run takes them. InputError for inputs
+        that do not fit the declared ranks and fixed dims; BindingError for shapes the network
+        does not hold at."""
         if not isinstance(inputs, Mapping):
             raise InputError(f"network {self.name!r}: inputs must be a dict of input name to numpy.ndarray, got "
                              f"{type(inputs).__name__}")
@@ -122,7 +123,7 @@ class SymbolicLoadedNetwork:
         try:
             feed = dict(inputs)
             feed.update(instance.shape_values)
-            results = instance.loaded.run(feed, outputs, profile)
+            results = instance.loaded.run(feed, outputs, profile, stop=stop)
             if profile:
                 self.last_profile = instance.loaded.last_profile
             return results

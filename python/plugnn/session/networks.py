@@ -74,8 +74,10 @@ class Build:
         self.evicted = False
         self.symbolic = isinstance(network, SymbolicLoadedNetwork)
 
-    def run(self, feed: Any) -> dict[str, np.ndarray]:
-        return self.network.run(feed)
+    def run(self, feed: Any, outputs: Any = None, profile: bool = False, stop: Any = None) -> dict[str, np.ndarray]:
+        if outputs is None and not profile and stop is None:
+            return self.network.run(feed)
+        return self.network.run(feed, outputs, profile=profile, stop=stop)
 
     def describe(self, input_names: Sequence[str]) -> dict[str, Any]:
         info: dict[str, Any] = {"built_at": dict(zip(input_names, self.shapes)), "milliseconds": self.milliseconds,
@@ -181,11 +183,13 @@ class SessionNetworks:
             with self._load_lock:
                 build.network.unload()
 
-    def run(self, build: Build, feed: Any) -> dict[str, np.ndarray]:
-        """Run `build`; a symbolic one that turns out not to hold at the feed's shapes (a backend
-        refused them) hands the run to a build made at those shapes."""
+    def run(self, build: Build, feed: Any, outputs: Any = None, profile: bool = False,
+            stop: Any = None) -> dict[str, np.ndarray]:
+        """Run `build` (`outputs`, `profile` and `stop` as LoadedNetwork.run takes them); a symbolic
+        one that turns out not to hold at the feed's shapes (a backend refused them) hands the run
+        to a build made at those shapes."""
         try:
-            return build.run(feed)
+            return build.run(feed, outputs, profile, stop)
         except BindingError:
             if not build.symbolic:
                 raise
@@ -200,7 +204,7 @@ class SessionNetworks:
                 self._builds[id(other)] = other
                 self._by_shapes[shapes] = other
         try:
-            return other.run(feed)
+            return other.run(feed, outputs, profile, stop)
         finally:
             self.release(other)
 
