@@ -58,7 +58,8 @@ def _plan_in_c(ordered: list[Block]) -> tuple[dict[str, int], int] | None:
     from plugnn.step_runner import runner_library
 
     library = runner_library()
-    if library is None:
+    planner = getattr(library, "pnr_plan_memory", None) if library is not None else None
+    if planner is None:  # no runner library (logged once by step_runner), or one built before the planner
         return None
     from plugnn._abi import ffi
 
@@ -67,7 +68,7 @@ def _plan_in_c(ordered: list[Block]) -> tuple[dict[str, int], int] | None:
     first = ffi.new("int64_t[]", [b.first for b in ordered])
     last = ffi.new("int64_t[]", [b.last for b in ordered])
     out = ffi.new("uint64_t[]", n)
-    peak = int(library.pnr_plan_memory(n, sizes, first, last, out))
+    peak = int(planner(n, sizes, first, last, out))
     if peak == 0xFFFFFFFFFFFFFFFF:
         return None
     return {b.key: int(out[i]) for i, b in enumerate(ordered)}, peak
