@@ -1078,16 +1078,18 @@ CHECK: dict[d.LayerKind, Callable[..., None]] = {
 }
 
 
-def slice_span(start: Any, end: Any, step: int, dim: Any) -> tuple[Any, Any]:
+def slice_span(start: Any, end: Any, step: int, dim: Any, onnx: bool = False) -> tuple[Any, Any]:
     """(first index, count) of x[start:end:step] along a dim of size `dim`, clamped as Python's
-    slice.indices and ONNX's Slice do (negative start and end count from the end); any of
-    start, end and dim may be a symbolic Dim."""
+    slice.indices does, or with `onnx` as ONNX's Slice does (which clamps a backward slice's
+    start to 0, not -1); negative start and end count from the end; any of start, end and dim
+    may be a symbolic Dim."""
     if step == 0:
         raise ValueError("a slice step is 0")
     low, high = (0, dim) if step > 0 else (-1, dim - 1)
     begin = start + dim if start < 0 else start
     stop = end + dim if end < 0 else end
-    begin = low if begin < low else high if begin > high else begin
+    first_low = 0 if onnx else low
+    begin = first_low if begin < first_low else high if begin > high else begin
     stop = low if stop < low else high if stop > high else stop
     span = stop - begin if step > 0 else begin - stop
     if span <= 0:

@@ -65,7 +65,7 @@ def _slice_spans(ctx: NodeContext, shape: tuple[Any, ...]) -> list[tuple[Any, An
     for start, end, axis, step in zip(starts, ends, _axes(ctx, axes, len(shape)), steps):
         if step == 0:
             raise ctx.error(f"steps {steps}: a step is 0")
-        first, count = shapes.slice_span(start, end, step, shape[axis])
+        first, count = shapes.slice_span(start, end, step, shape[axis], onnx=True)
         spans[axis] = (first, count, step)
     return spans
 
