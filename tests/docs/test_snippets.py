@@ -10,9 +10,10 @@ itself with its reason (`<!-- snippet: skip: ... -->`); `test_every_snippet_runs
 lists them. The transcripts show CpuAcc on a CPU with AVX-512: elsewhere their commands run and
 must end as shown, and what they print is not compared.
 
-Cost: about a minute of CPU for all pages, most of it docs/session.md (ResNet-50 at 224x224,
-four batch sizes), docs/onnx.md (ResNet-18 at 224x224 on CpuRef, the oracle, once) and
-docs/ray.md (a local Ray cluster of 2 CPUs); every model is built or materialized once.
+Cost: about 45 s of CPU for all pages (75 s of wall time on a loaded 2-vCPU machine), most of it
+docs/run.md (ResNet-18 at 224x224 run 11 times and in onnxruntime), docs/ray.md (a local Ray
+cluster of 2 CPUs), docs/session.md (ResNet-50 at 224x224, four batch sizes) and docs/onnx.md
+(ResNet-18 at 224x224 on CpuRef, the oracle, once); the mock plugins are the suite's own build.
 """
 
 from __future__ import annotations
