@@ -14,7 +14,8 @@ NAME computes now, or when NAME is unknown. The names:
   many a bundled backend (CpuRef, CpuAcc) claims in `is_layer_supported`, refuses, and in
   how many kinds it claims at least one (the layers' sweep as check-backend asks it; that
   every claimed layer matches CpuRef is what check-backend's tests assert);
-- `abi_version`: the backend API version of the header (`1.1`).
+- `abi_version`: the backend API version of the header (`1.1`);
+- `zoo_models`: the models of the test zoo (tests/zoo/manifest.json).
 """
 
 from __future__ import annotations
@@ -64,6 +65,12 @@ def _abi_version() -> str:
     return f"{PLUGNN_BACKEND_API_VERSION_MAJOR}.{PLUGNN_BACKEND_API_VERSION_MINOR}"
 
 
+def _zoo_models() -> int:
+    import json
+
+    return len(json.loads((ROOT / "tests" / "zoo" / "manifest.json").read_text())["models"])
+
+
 def value(name: str) -> str:
     """The value of `name` now, as the docs print it; KeyError for an unknown name."""
     base, _, arg = name.partition(".")
@@ -71,6 +78,7 @@ def value(name: str) -> str:
         "sweep_layers": lambda: sum(_sweep_cases().values()),
         "sweep_kinds": lambda: len(_sweep_cases()),
         "abi_version": _abi_version,
+        "zoo_models": _zoo_models,
     }
     if not arg and base in fixed:
         return str(fixed[base]())
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         for path, line, name, written, now in problems:
             print(f"{path.relative_to(ROOT)}:{line}: {name} is {now}, the text says {written}")
         return 1 if problems else 0
-    names = ["sweep_layers", "sweep_kinds", "abi_version"]
+    names = ["sweep_layers", "sweep_kinds", "abi_version", "zoo_models"]
     names += [f"{what}.{b}" for b in BUNDLED for what in ("claimed", "refused", "claimed_kinds")]
     names += [f"sweep_cases.{kind}" for kind in _sweep_cases()]
     for name in names:
