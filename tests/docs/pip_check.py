@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)(\[([A-Za-z0-9_,.-]*)\])?([<>=!~].*)?$")
 TAKES_VALUE = {"-w", "--wheel-dir", "-f", "--find-links", "-r", "--requirement", "-c", "--constraint",
                "-i", "--index-url", "--extra-index-url", "-t", "--target", "--prefix", "--root"}
+
+
+def extras() -> set[str]:
+    """The extras of plugnn's pyproject.toml (its [project.optional-dependencies] table; read
+    without tomllib, which Python 3.10 lacks)."""
+    text = (ROOT / "pyproject.toml").read_text()
+    table = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    return set(re.findall(r"^([A-Za-z0-9_-]+)\s*=", table, re.M))
 
 
 def problem(args: list[str]) -> str | None:
@@ -37,14 +44,14 @@ def problem(args: list[str]) -> str | None:
             next(words, None)
         elif not word.startswith("-"):
             requirements.append(word)
-    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    known = extras()
     for requirement in requirements:
         path, _, rest = requirement.partition("[")
         if path in (".", "./") or (path.startswith((".", "/")) and not path.endswith(".whl")):
             wanted = {e for e in rest.rstrip("]").split(",") if e} if rest else set()
-            if path in (".", "./") and wanted - extras:
-                return (f"{requirement}: plugnn has no extra {', '.join(sorted(wanted - extras))} "
-                        f"(its extras: {', '.join(sorted(extras))})")
+            if path in (".", "./") and wanted - known:
+                return (f"{requirement}: plugnn has no extra {', '.join(sorted(wanted - known))} "
+                        f"(its extras: {', '.join(sorted(known))})")
             continue
         match = REQUIREMENT.match(requirement)
         if match and match.group(1).lower() == "plugnn" and not find_links:
@@ -52,8 +59,8 @@ def problem(args: list[str]) -> str | None:
                     "(pip install .) or from a wheel built there (pip wheel . -w DIR, then --find-links DIR)")
         if match and match.group(1).lower() == "plugnn" and match.group(3):
             wanted = set(match.group(3).split(","))
-            if wanted - extras:
-                return f"{requirement}: plugnn has no extra {', '.join(sorted(wanted - extras))}"
+            if wanted - known:
+                return f"{requirement}: plugnn has no extra {', '.join(sorted(wanted - known))}"
     return None
 
 
