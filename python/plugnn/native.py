@@ -51,10 +51,6 @@ class SharedObject:
         self.version = version
         self._lib: Any = lib
 
-    @property
-    def is_open(self) -> bool:
-        return self._lib is not None
-
     def call_factory(self) -> Any:
         """Call BackendFactory; returns the raw pn_backend* (may be NULL)."""
         if self._lib is None:
