@@ -131,22 +131,26 @@ class SessionNetworks:
             build = self.lookup(shapes) or self._holding(shapes)  # another thread built it meanwhile
             if build is not None:
                 return build
-            build = self._build(shapes)
-            with self._lock:
-                build.users += 1
-                self._builds[id(build)] = build
-                self._by_shapes[shapes] = build
-                evicted = []
-                while len(self._builds) > self.capacity:
-                    _, old = self._builds.popitem(last=False)
-                    old.evicted = True
-                    self.evictions += 1
-                    self._by_shapes = {k: b for k, b in self._by_shapes.items() if b is not old}
-                    if old.users == 0:
-                        evicted.append(old)
-            for old in evicted:
-                old.network.unload()
-            return build
+            return self._admit(shapes, self._build(shapes))
+
+    def _admit(self, shapes: Shapes, build: Build) -> Build:
+        """Keep a new build (with a use counted) for `shapes`, evicting the least recently used
+        beyond the capacity (unloaded now, or when their last run ends). Under the load lock."""
+        with self._lock:
+            build.users += 1
+            self._builds[id(build)] = build
+            self._by_shapes[shapes] = build
+            evicted = []
+            while len(self._builds) > self.capacity:
+                _, old = self._builds.popitem(last=False)
+                old.evicted = True
+                self.evictions += 1
+                self._by_shapes = {k: b for k, b in self._by_shapes.items() if b is not old}
+                if old.users == 0:
+                    evicted.append(old)
+        for old in evicted:
+            old.network.unload()
+        return build
 
     def _holding(self, shapes: Shapes) -> Build | None:
         """The most recent build that holds at `shapes`, with a use counted, or None."""
@@ -198,11 +202,7 @@ class SessionNetworks:
             if self._by_shapes.get(shapes) is build:
                 del self._by_shapes[shapes]
         with self._load_lock:
-            other = self._build(shapes, symbolic=False)
-            with self._lock:
-                other.users += 1
-                self._builds[id(other)] = other
-                self._by_shapes[shapes] = other
+            other = self._admit(shapes, self._build(shapes, symbolic=False))
         try:
             return other.run(feed, outputs, profile, stop)
         finally:
