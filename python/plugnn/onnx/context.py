@@ -11,8 +11,8 @@ import numpy as np
 
 from plugnn.errors import ModelError
 from plugnn.network import Network, Tensor
-from plugnn.symbolic import Dim, ShapeEnv, pin
 from plugnn.onnx.registry import Converter
+from plugnn.symbolic import Dim, ShapeEnv, pin
 from plugnn.tensor import DataType
 
 
