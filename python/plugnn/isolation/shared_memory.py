@@ -1,0 +1,197 @@
+"""Shared-memory segments: memory the host and an isolated backend's worker both map.
+
+A `Segment` is an anonymous file (memfd) mapped in the host; its file descriptor travels to a
+worker over the worker's socket (SCM_RIGHTS) the first time a call refers to it, and the worker
+maps the same pages (`WorkerMapping`), so a tensor the worker writes is the one the host reads.
+The host finds the segment and offset of any array inside one with `locate`. A segment lives
+while its array (or any view of it) does; when it goes, every worker that mapped it is told to
+unmap it (with the next message it gets).
+
+In the worker, each segment is mapped between two inaccessible guard regions (`GUARD_BYTES` each
+side), so a kernel that writes far past its output (or before its input) faults in the worker
+instead of landing in another network's tensors.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import mmap
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+PAGE = mmap.PAGESIZE
+GUARD_BYTES = 1 << 30  # address space only (PROT_NONE, MAP_NORESERVE): no memory is committed
+
+
+def _page_rounded(n: int) -> int:
+    return max(PAGE, (n + PAGE - 1) // PAGE * PAGE)
+
+
+class Segment:
+    """One memfd of `size` bytes mapped in this process; `array` is a uint8 array over all of it."""
+
+    _ids = iter(range(1, 1 << 62))
+
+    def __init__(self, num_bytes: int, name: str = "plugnn") -> None:
+        self.size = _page_rounded(num_bytes)
+        self.id = next(Segment._ids)
+        self.fd = os.memfd_create(name, os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, self.size)
+            self._map = mmap.mmap(self.fd, self.size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.array = np.frombuffer(self._map, np.uint8)
+        self.address = int(self.array.ctypes.data)
+        _register(self)
+        weakref.finalize(self.array, _release, self.id, self.fd, self._map)
+
+
+# ---- the host's table of live segments (address -> segment) ----------------------------------
+
+_lock = threading.Lock()
+_starts: list[int] = []
+_by_start: dict[int, tuple[int, int, weakref.ref[Any], int]] = {}  # start -> (end, id, ref(array), fd)
+_listeners: weakref.WeakSet[Any] = weakref.WeakSet()  # workers told when a segment goes (.segment_gone)
+
+
+def _register(segment: Segment) -> None:
+    with _lock:
+        bisect.insort(_starts, segment.address)
+        _by_start[segment.address] = (segment.address + segment.size, segment.id, weakref.ref(segment.array),
+                                      segment.fd)
+
+
+def _release(segment_id: int, fd: int, mapping: mmap.mmap) -> None:
+    with _lock:
+        start = next((s for s, entry in _by_start.items() if entry[1] == segment_id), None)
+        if start is not None:
+            del _by_start[start]
+            _starts.remove(start)
+        listeners = list(_listeners)
+    for listener in listeners:
+        listener.segment_gone(segment_id)
+    try:
+        mapping.close()
+    except BufferError:  # still exported somewhere: the mapping goes with its last view
+        pass
+    os.close(fd)
+
+
+def add_listener(listener: Any) -> None:
+    """`listener.segment_gone(segment_id)` is called whenever a segment is released."""
+    _listeners.add(listener)
+
+
+class Location:
+    """Where an array lies in shared memory: segment id, byte offset, the segment's fd (to send
+    it to a worker that has not mapped it yet) and size."""
+
+    __slots__ = ("segment_id", "offset", "fd", "size")
+
+    def __init__(self, segment_id: int, offset: int, fd: int, size: int) -> None:
+        self.segment_id = segment_id
+        self.offset = offset
+        self.fd = fd
+        self.size = size
+
+
+def locate(array: Any) -> Location | None:
+    """The segment and offset holding all of `array`'s bytes, or None (not in shared memory)."""
+    if not isinstance(array, np.ndarray):
+        return None
+    address = int(array.ctypes.data)
+    end = address + array.nbytes
+    with _lock:
+        i = bisect.bisect_right(_starts, address) - 1
+        if i < 0:
+            return None
+        start = _starts[i]
+        seg_end, segment_id, _, fd = _by_start[start]
+    if end > seg_end:
+        return None
+    return Location(segment_id, address - start, fd, seg_end - start)
+
+
+def shared_array(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """A new zeroed array in its own shared-memory segment. Bound as a network input or output of
+    a layer on an isolated backend, it is passed to the worker in place (not copied per run)."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    segment = Segment(count * dtype.itemsize)
+    return segment.array[:count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def aligned_regions(sizes: list[int], alignment: int = 64) -> tuple[list[int], int]:
+    """Offsets for blocks of `sizes` packed at `alignment`, and the total."""
+    offsets, total = [], 0
+    for size in sizes:
+        offsets.append(total)
+        total += (size + alignment - 1) // alignment * alignment
+    return offsets, total
+
+
+# ---- the worker's side: segments mapped between guard regions ---------------------------------
+
+_libc: Any = None
+
+
+def _c() -> Any:
+    global _libc
+    if _libc is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_long]
+        libc.munmap.restype = ctypes.c_int
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        _libc = libc
+    return _libc
+
+
+_MAP_FAILED = ctypes.c_void_p(-1).value
+_MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
+_MAP_FIXED = 0x10
+_PROT_NONE = 0
+
+
+class WorkerMapping:
+    """A segment mapped in the worker between two PROT_NONE guards; `array` is uint8 over it.
+    `close()` unmaps it (nothing may use its memory afterwards)."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        libc = _c()
+        total = size + 2 * GUARD_BYTES
+        base = libc.mmap(None, total, _PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+        if base in (None, _MAP_FAILED):
+            raise OSError(ctypes.get_errno(), f"reserving {total} bytes of address space failed")
+        where = libc.mmap(base + GUARD_BYTES, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | _MAP_FIXED,
+                          fd, 0)
+        if where in (None, _MAP_FAILED):
+            err = ctypes.get_errno()
+            libc.munmap(base, total)
+            raise OSError(err, "mapping a shared segment failed")
+        self._base, self._total = base, total
+        self.size = size
+        self.address = int(where)
+        self.array = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(self.address))
+
+    def view(self, offset: int, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        return self.array[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+    def close(self) -> None:
+        if self._base:
+            _c().munmap(self._base, self._total)
+            self._base = 0
+
+
+Listener = Callable[[int], None]
