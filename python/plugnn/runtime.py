@@ -185,7 +185,7 @@ class Runtime:
     def restart_backend(self, backend_id: str) -> None:
         """Start a new worker process for isolated backend `backend_id` (ending the old one if it
         still runs), apply its backend options again and create its context again. Networks
-        loaded on the old worker stay failed: optimize and load them again."""
+        loaded on the old worker raise RuntimeClosedError: optimize and load them again."""
         backend = self.backend(backend_id)
         restart = getattr(backend, "restart", None)
         if restart is None:

@@ -51,6 +51,7 @@ class WorkerProcess:
         self.name = name  # the backend id, once known (for messages)
         self.failure: BackendCrashedError | None = None
         self.closed = False
+        self.failure_summary = ""  # one line for support queries and explain()
         self._lock = threading.Lock()
         self._pending: deque[tuple[Any, ...]] = deque()
         self._mapped: set[int] = set()
@@ -96,7 +97,9 @@ class WorkerProcess:
         call = call or op
         with self._lock:
             if self.closed:
-                raise RuntimeClosedError(f"the worker process of backend {self.name!r} was closed")
+                raise RuntimeClosedError(f"backend {self.name!r}: {call}: its worker process {self.pid} was closed "
+                                         f"(Runtime.restart_backend or close), and what it held with it: load "
+                                         f"the network again")
             if self.failure is not None:
                 raise self._failed_again(call)
             try:
@@ -157,6 +160,7 @@ class WorkerProcess:
                                     signal="SIGKILL" if timed_out or interrupted else sig, exit_status=status,
                                     timed_out=timed_out, interrupted=interrupted, pid=self.pid)
         self.failure = error
+        self.failure_summary = f"its worker process {self.pid} {how} in {call}"
         self.channel.close()
         log.warning("%s", error)
         return error

@@ -84,6 +84,7 @@ class IsolatedBackend(Backend):
         self.host_memory = True
         self.moves_in_place = bool(hello["moves_in_place"])
         self._constants = {}  # the new worker has mapped none of the old copies: map on use
+        self._fallback_logged = False
         return worker
 
     # -- failure and restart -------------------------------------------------------------------------
@@ -98,8 +99,8 @@ class IsolatedBackend(Backend):
 
     def restart(self) -> None:
         """End this backend's worker (if it still runs) and start a new one, with the options set
-        so far applied again. Objects made by the old worker (factories, workloads, networks loaded
-        on it) stay failed: load networks again."""
+        so far applied again. What the old worker held (factories, workloads, the networks loaded
+        on it) goes with it: their calls raise RuntimeClosedError; load the networks again."""
         old = self.worker
         old.close()
         self._expected_id = self.backend_id
@@ -146,9 +147,14 @@ class IsolatedBackend(Backend):
     # -- the backend protocol ---------------------------------------------------------------------------
 
     def is_layer_supported(self, layer: LayerSpec) -> SupportResult:
-        failure = self.failure
-        if failure is not None:
-            return SupportResult(False, f"backend failed: {failure.call}: {failure.message}")
+        if self.failure is not None:
+            reason = f"backend failed: {self.worker.failure_summary}"
+            if not self._fallback_logged:
+                self._fallback_logged = True
+                log.warning("backend %r failed earlier (%s): its layers go to the next backend of the preference; "
+                            "Runtime.restart_backend(%r) starts a new worker", self.backend_id,
+                            self.worker.failure_summary, self.backend_id)
+            return SupportResult(False, reason)
         maps: list[Location] = []
         keep: list[Any] = []
         ok, reason = self.worker.request("is_layer_supported", self._spec(layer, maps, keep), maps=maps,
