@@ -113,7 +113,8 @@ class IsolatedBackend(Backend):
 
     def _constant(self, array: Any, maps: list[Location], keep: list[Any]) -> ShmRef:
         """The shared copy of constant `array` (made on first use), as a reference."""
-        array = np.ascontiguousarray(array)
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            array = np.array(array, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
         loc = locate(array)
         if loc is None:
             entry = self._constants.get(id(array))
