@@ -176,3 +176,16 @@ def test_inference_session_specializations(runtimes: tuple[Runtime, Runtime]) ->
                  "token_type_ids": np.zeros((1, sequence), np.int64)}
         for a, b in zip(here.run(None, feeds), there.run(None, feeds)):
             np.testing.assert_array_equal(a, b)
+
+
+def test_arrays_in_shared_memory_are_passed_in_place(runtimes: tuple[Runtime, Runtime]) -> None:
+    from plugnn.isolation.proxy import shared_array
+
+    here, there = both(runtimes, mlp(), ["CpuRef"])
+    x = shared_array((4, 16), np.float32)
+    x[...] = RNG.standard_normal((4, 16))
+    y = shared_array((4, 32), np.float32)
+    there.run({"x": x}, {"y": y})
+    np.testing.assert_array_equal(y, here.run({"x": np.array(x)})["y"])
+    first = next(s.call for n, s in zip(there._graph.nodes, there._steps) if "x" in [k for k in n.inputs])
+    assert first._in[0].item is x and first._in[0].staging is None  # bound in place, not staged
