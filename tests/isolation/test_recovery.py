@@ -161,3 +161,30 @@ def test_probe_none_identifies_files_in_a_worker(fault_dir: Path) -> None:
         assert runtime.backend("CpuRef").isolation == ""  # identified in a worker, then loaded here
         with open("/proc/self/maps", encoding="utf-8") as f:
             assert "Mock_FaultByName_backend.so" not in f.read()
+
+
+def test_a_forked_child_does_not_talk_to_its_parents_worker(isolated: Callable[..., Runtime]) -> None:
+    runtime = isolated()
+    fine = runtime.load_network(optimize(relu_net("fine"), runtime, ["MockFault"]))
+    expected = fine.run({"x": RELU_IN})["y"]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its parent's worker refuses it, a new one of its own works
+        code = 1
+        try:
+            try:
+                fine.run({"x": RELU_IN})
+            except RuntimeClosedError as exc:
+                if "belongs to process" in str(exc):
+                    runtime.restart_backend("MockFault")
+                    child = runtime.load_network(optimize(relu_net("fine"), runtime, ["MockFault"]))
+                    if np.array_equal(child.run({"x": RELU_IN})["y"], expected):
+                        code = 0
+        finally:
+            os.write(write, bytes([code]))
+            os._exit(code)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    assert answer == b"\x00"
+    np.testing.assert_array_equal(fine.run({"x": RELU_IN})["y"], expected)  # the parent's still works

@@ -71,6 +71,7 @@ class WorkerProcess:
         finally:
             theirs.close()
         self.pid = self.process.pid
+        self.owner_pid = os.getpid()  # a forked child must not talk to its parent's worker
         shared_memory.add_listener(self)
         status = shared_memory.locate(self._status_word)
         assert status is not None
@@ -96,6 +97,10 @@ class WorkerProcess:
         BackendCrashedError (KeyboardInterrupt for Ctrl-C) and the worker failed for good."""
         call = call or op
         with self._lock:
+            if os.getpid() != self.owner_pid:
+                raise RuntimeClosedError(f"backend {self.name!r}: {call}: its worker process {self.pid} belongs to "
+                                         f"process {self.owner_pid}; in this forked child, "
+                                         f"Runtime.restart_backend({self.name!r}) starts one of its own")
             if self.closed:
                 raise RuntimeClosedError(f"backend {self.name!r}: {call}: its worker process {self.pid} was closed "
                                          f"(Runtime.restart_backend or close), and what it held with it: load "
@@ -194,6 +199,9 @@ class WorkerProcess:
     def close(self) -> None:
         """Destroy the backend's objects in the worker and end it (killed if it does not exit)."""
         if self.closed:
+            return
+        if os.getpid() != self.owner_pid:  # the parent's worker: leave it to the parent
+            self.closed = True
             return
         if self.failure is None and self.process.poll() is None:
             try:

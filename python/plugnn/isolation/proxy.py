@@ -52,6 +52,9 @@ class RemotePayload:
         self._release()
 
 
+_CONSTANTS = shared_memory.Pool("plugnn-constants")  # the shared copies of constant arrays
+
+
 class IsolatedBackend(Backend):
     """One plugin run in a worker process (see the module's doc)."""
 
@@ -120,8 +123,7 @@ class IsolatedBackend(Backend):
             entry = self._constants.get(id(array))
             copy = entry[1] if entry is not None and entry[0]() is array else None
             if copy is None:
-                segment = Segment(array.nbytes, "plugnn-constant")
-                copy = segment.array[:array.nbytes].view(array.dtype).reshape(array.shape)
+                copy = _CONSTANTS.take(array.nbytes).view(array.dtype).reshape(array.shape)
                 np.copyto(copy, array)
                 try:
                     self._constants[id(array)] = (weakref.ref(array), copy)
@@ -422,36 +424,38 @@ class RemotePrepared(_Remote, PreparedWorkload):
 
 
 def run_remote(steps: Sequence[RemotePrepared]) -> None:
-    """Run consecutive prepared workloads of one worker: stage their inputs, one request, copy their
-    staged outputs back. A step that reads (staged) what an earlier one of the same request writes
-    to the host starts a new request."""
-    start = 0
-    while start < len(steps):
-        end, written = start, set()
-        while end < len(steps):
-            step = steps[end]
-            if written and any(id(s.item) in written for s in step._staged_in):
-                break
-            written.update(id(s.item) for s in step._staged_out)
-            end += 1
-        _run_chunk(steps[start:end])
-        start = end
-
-
-def _run_chunk(steps: Sequence[RemotePrepared]) -> None:
-    for step in steps:
+    """Run consecutive prepared workloads of one worker with one request: stage their inputs,
+    run, copy their staged outputs back. A staged input that an earlier step of the request
+    writes (a network output a later layer reads) is copied in the worker, between the two."""
+    produced: dict[int, _Slot] = {}  # id(host array) -> the staged output slot that writes it
+    copies: dict[int, list[tuple[ShmRef, ShmRef]]] | None = None
+    for index, step in enumerate(steps):
         for slot in step._staged_in:
-            np.copyto(slot.staging, slot.item)
+            source = produced.get(id(slot.item)) if produced else None
+            if source is None:
+                np.copyto(slot.staging, slot.item)
+            else:
+                if copies is None:
+                    copies = {}
+                copies.setdefault(index, []).append((_staging_ref(source), _staging_ref(slot)))
+        for slot in step._staged_out:
+            produced[id(slot.item)] = slot
     first = steps[0]
     call = f"execute(layer {first.layer_name!r})" if len(steps) == 1 else \
         f"execute(layers {first.layer_name!r} to {steps[-1].layer_name!r})"
-    shapes = first.worker.request("run", [s.handle for s in steps], call=call,
+    shapes = first.worker.request("run", [s.handle for s in steps], copies, call=call,
                                   layer=first.layer_name if len(steps) == 1 else None)
     for i, step in enumerate(steps):
         for slot in step._staged_out:
             np.copyto(slot.item, slot.staging)
         if shapes is not None and shapes[i] is not None:
             step._shapes = [tuple(int(d) for d in s) for s in shapes[i]]
+
+
+def _staging_ref(slot: _Slot) -> ShmRef:
+    loc = slot.loc
+    assert loc is not None and slot.staging is not None
+    return ShmRef(loc.segment_id, loc.offset, slot.staging.dtype, tuple(slot.staging.shape))
 
 
 class RemoteRun:

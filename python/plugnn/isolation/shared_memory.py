@@ -129,6 +129,35 @@ def shared_array(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return segment.array[:count * dtype.itemsize].view(dtype).reshape(shape)
 
 
+class Pool:
+    """Small blocks carved from large segments, so that a model of a thousand constants holds a
+    few file descriptors, not a thousand. A segment's pages are committed only when written, so
+    a chunk's unused tail costs nothing; a chunk goes when the pool has moved on and every block
+    cut from it is gone (each block is a view of it). A block of more than a quarter of a chunk
+    gets a segment of its own."""
+
+    CHUNK_BYTES = 256 << 20
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._chunk: np.ndarray | None = None
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def take(self, num_bytes: int) -> np.ndarray:
+        """A uint8 array of `num_bytes` in shared memory, 64-byte aligned."""
+        size = (num_bytes + 63) // 64 * 64
+        if size > self.CHUNK_BYTES // 4:
+            return Segment(num_bytes, self._name).array[:num_bytes]
+        with self._lock:
+            if self._chunk is None or self._used + size > len(self._chunk):
+                self._chunk = Segment(self.CHUNK_BYTES, self._name).array
+                self._used = 0
+            block = self._chunk[self._used:self._used + num_bytes]
+            self._used += size
+        return block
+
+
 def aligned_regions(sizes: list[int], alignment: int = 64) -> tuple[list[int], int]:
     """Offsets for blocks of `sizes` packed at `alignment`, and the total."""
     offsets, total = [], 0

@@ -205,13 +205,17 @@ class Worker:
         bound = self.prepared[prepared][0]
         (bound.inputs if side == "in" else bound.outputs)[index] = self.array(ref)
 
-    def on_run(self, handles: list[int]) -> list[Any] | None:
-        """Execute prepared workloads in order; the output shapes of data-dependent ones."""
+    def on_run(self, handles: list[int], copies: dict[int, list[tuple[ShmRef, ShmRef]]] | None) -> list[Any] | None:
+        """Execute prepared workloads in order (before step i, copy each (source, target) pair of
+        copies[i]); the output shapes of data-dependent ones."""
         status = self.status
         shapes: list[Any] | None = None
         prepared = self.prepared
         try:
             for i, handle in enumerate(handles):
+                if copies and i in copies:
+                    for source, target in copies[i]:
+                        np.copyto(self.array(target), self.array(source))
                 bound, reports = prepared[handle]
                 status[0] = handle
                 bound()
