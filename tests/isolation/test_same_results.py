@@ -189,3 +189,17 @@ def test_arrays_in_shared_memory_are_passed_in_place(runtimes: tuple[Runtime, Ru
     np.testing.assert_array_equal(y, here.run({"x": np.array(x)})["y"])
     first = next(s.call for n, s in zip(there._graph.nodes, there._steps) if "x" in [k for k in n.inputs])
     assert first._in[0].item is x and first._in[0].staging is None  # bound in place, not staged
+
+
+def test_a_data_dependent_layer_reports_its_shapes_across(runtimes: tuple[Runtime, Runtime]) -> None:
+    net = Network("nonzero")
+    x = net.add_input("x", (3, 5))
+    relu = net.add_activation(x, "relu", name="relu")
+    (y,) = net.add_data_dependent("non_zero", [relu], name="nonzero")
+    net.add_output(y, "y")
+    here, there = both(runtimes, net, ["CpuRef"])
+    for _ in range(3):
+        feeds = {"x": RNG.standard_normal((3, 5)).astype(np.float32)}
+        a, b = here.run(feeds)["y"], there.run(feeds)["y"]
+        assert a.shape == b.shape and a.shape[1] == int((feeds["x"] > 0).sum())
+        np.testing.assert_array_equal(a, b)
