@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -188,3 +189,29 @@ def test_a_forked_child_does_not_talk_to_its_parents_worker(isolated: Callable[.
     os.waitpid(pid, 0)
     assert answer == b"\x00"
     np.testing.assert_array_equal(fine.run({"x": RELU_IN})["y"], expected)  # the parent's still works
+
+
+def test_a_hung_worker_does_not_outlive_its_host(fault_dir: Path) -> None:
+    script = textwrap.dedent("""
+        import os, sys, threading
+        import numpy as np
+        from plugnn import Network, Runtime, optimize
+        net = Network("n"); x = net.add_input("x", (8,))
+        net.add_output(net.add_activation(x, "relu", name="relu_fault_hang"), "y")
+        runtime = Runtime(isolate={"MockFault": "process"})
+        loaded = runtime.load_network(optimize(net, runtime, ["MockFault"]))
+        print(runtime.backend("MockFault").pid, flush=True)
+        threading.Timer(0.5, os._exit, (0,)).start()  # the host dies while the layer hangs
+        loaded.run({"x": np.ones(8, np.float32)})
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    pid = int(result.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, 9)
+    pytest.fail(f"worker {pid} outlived its host by 30 s")

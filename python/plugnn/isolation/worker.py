@@ -10,7 +10,8 @@ are views of shared-memory segments the host created (plugnn.isolation.shared_me
 Before each execute the worker writes the handle of the prepared workload it is about to call
 into the status segment the host gave it, so that if the plugin kills this process the host can
 name the layer. Ctrl-C is the host's to handle: this process ignores SIGINT, and it exits when
-the host closes the socket.
+the host closes the socket, or within a second of the host's death even while a plugin call
+hangs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -244,8 +247,18 @@ def main(argv: list[str]) -> int:
         print("usage: python -m plugnn.isolation.worker <socket fd>", file=sys.stderr)
         return 2
     sock = socket.socket(fileno=int(argv[1]))
+    threading.Thread(target=_orphan_watch, args=(os.getppid(),), name="plugnn-orphan-watch", daemon=True).start()
     Worker(Channel(sock)).serve()
     return 0
+
+
+def _orphan_watch(parent: int) -> None:
+    """End this process once the host is gone, even while a plugin call hangs (cffi releases the
+    GIL during C calls, so this thread runs): a closed socket is only seen between calls."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(3)
 
 
 if __name__ == "__main__":
