@@ -159,6 +159,11 @@ def test_zoo_models(runtimes: tuple[Runtime, Runtime], model: str, backends: lis
     here, there = both(runtimes, network, backends)
     feeds = weights.make_inputs(entry, "ci", 1, seed=0)
     assert_same(here.run(feeds), there.run(feeds))
+    if backends == ["CpuAcc"]:  # its PRECOMPILED chains: the payloads stayed in the worker
+        from plugnn.isolation.proxy import RemotePayload
+
+        payloads = [getattr(n.descriptor, "payload", None) for n in there._graph.nodes]
+        assert any(isinstance(p, RemotePayload) for p in payloads)
 
 
 def test_inference_session_specializations(runtimes: tuple[Runtime, Runtime]) -> None:
