@@ -90,3 +90,30 @@ def test_the_plugin_is_never_loaded_into_the_host(isolated: Callable[..., Runtim
     record = next(r for r in runtime.load_report if r.backend_id == "MockFault")
     assert record.status == "loaded" and record.reason == f"isolated: runs in worker process {backend.pid}"
     assert {d["backend_id"]: d["isolation"] for d in runtime.describe()}["MockFault"] == "process"
+
+
+def test_a_plugin_that_writes_into_its_inputs_harms_neither_weights_nor_the_callers_arrays(
+        isolated: Callable[..., Runtime]) -> None:
+    """Constants are mapped read-only in the worker (writing one faults); a network input is the
+    worker's copy, so the caller's array stays as it was."""
+    from plugnn import Network
+
+    runtime = isolated()
+    weights = np.arange(8, dtype=np.float32)
+    net = Network("scribble")
+    x = net.add_input("x", (8,))
+    net.add_output(net.add_add(x, weights, name="add_fault_write_input"), "y")
+    constant = runtime.load_network(optimize(net, runtime, ["MockFault"]))
+    with pytest.raises(BackendCrashedError, match="killed by SIGSEGV") as caught:
+        constant.run({"x": RELU_IN})
+    assert caught.value.layer == "add_fault_write_input"
+    np.testing.assert_array_equal(weights, np.arange(8, dtype=np.float32))
+    runtime.restart_backend("MockFault")
+    net = Network("scribble_input")
+    a, b = net.add_input("a", (8,)), net.add_input("b", (8,))
+    net.add_output(net.add_add(a, b, name="add_fault_write_input"), "y")
+    computed = runtime.load_network(optimize(net, runtime, ["MockFault"]))
+    b_in = np.ones(8, np.float32)
+    y = computed.run({"a": RELU_IN, "b": b_in})["y"]
+    np.testing.assert_array_equal(b_in, np.ones(8, np.float32))  # the caller's array: untouched
+    np.testing.assert_array_equal(y, RELU_IN + np.array([42] + [1] * 7, np.float32))  # (what the bug computes)

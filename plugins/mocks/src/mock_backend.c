@@ -37,7 +37,8 @@
  *                                "fault_exit" exit(7), "fault_overrun" writes 256 MiB past the
  *                                end of its output, "fault_hang" spins forever (no syscall, so no
  *                                signal but SIGKILL ends it), "fault_status" fails with
- *                                PN_ERR_INTERNAL (a failure the backend reports)
+ *                                PN_ERR_INTERNAL (a failure the backend reports); an ADD
+ *                                named "fault_write_input" writes into its second input
  *   MOCK_WRONG_KERNEL            the RELU kernel forgets the last element of a tensor of
  *                                more than 8 elements (it copies x): a tail-loop bug that
  *                                only comparing with CpuRef finds
@@ -456,6 +457,11 @@ static pn_status workload_execute(void* state, const pn_execute_args* args,
     case PN_LAYER_ELEMENTWISE_BINARY: {
         const float* a = (const float*)args->inputs[0].data;
         const float* b = (const float*)args->inputs[1].data;
+#ifdef MOCK_FAULT_BY_NAME
+        if (strstr(s->name, "fault_write_input") != NULL) {
+            ((float*)args->inputs[1].data)[0] = 42.0f; /* the bug: it writes into its input b */
+        }
+#endif
         for (int64_t i = 0; i < s->count; ++i) {
             y[i] = a[i] + b[i];
         }

@@ -132,7 +132,7 @@ class WorkerProcess:
             self.channel.send(notice)
         for loc in maps:
             if loc.segment_id not in self._mapped:
-                self.channel.send(("map", loc.segment_id, loc.size), [loc.fd])
+                self.channel.send(("map", loc.segment_id, loc.size, loc.read_only), [loc.fd])
                 self._mapped.add(loc.segment_id)
 
     # -- failures -------------------------------------------------------------------------------

@@ -52,9 +52,6 @@ class RemotePayload:
         self._release()
 
 
-_CONSTANTS = shared_memory.Pool("plugnn-constants")  # the shared copies of constant arrays
-
-
 class IsolatedBackend(Backend):
     """One plugin run in a worker process (see the module's doc)."""
 
@@ -68,6 +65,9 @@ class IsolatedBackend(Backend):
         self._expected_id = expected_id
         self._constants: dict[int, tuple[weakref.ref[Any], np.ndarray]] = {}
         self._options: list[tuple[str, str]] = []
+        # The shared copies of constant arrays: this backend's own (no other worker maps them),
+        # mapped read-only in the worker.
+        self._pool = shared_memory.Pool("plugnn-constants", read_only=True)
         self.worker = self._start()
 
     def _start(self) -> WorkerProcess:
@@ -123,7 +123,7 @@ class IsolatedBackend(Backend):
             entry = self._constants.get(id(array))
             copy = entry[1] if entry is not None and entry[0]() is array else None
             if copy is None:
-                copy = _CONSTANTS.take(array.nbytes).view(array.dtype).reshape(array.shape)
+                copy = self._pool.take(array.nbytes).view(array.dtype).reshape(array.shape)
                 np.copyto(copy, array)
                 try:
                     self._constants[id(array)] = (weakref.ref(array), copy)

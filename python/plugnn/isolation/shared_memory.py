@@ -38,7 +38,8 @@ class Segment:
 
     _ids = iter(range(1, 1 << 62))
 
-    def __init__(self, num_bytes: int, name: str = "plugnn") -> None:
+    def __init__(self, num_bytes: int, name: str = "plugnn", read_only: bool = False) -> None:
+        self.read_only = read_only  # mapped read-only in workers (constants)
         self.size = _page_rounded(num_bytes)
         self.id = next(Segment._ids)
         self.fd = os.memfd_create(name, os.MFD_CLOEXEC)
@@ -58,15 +59,14 @@ class Segment:
 
 _lock = threading.Lock()
 _starts: list[int] = []
-_by_start: dict[int, tuple[int, int, weakref.ref[Any], int]] = {}  # start -> (end, id, ref(array), fd)
+_by_start: dict[int, tuple[int, int, int, bool]] = {}  # start -> (end, id, fd, read-only in workers)
 _listeners: weakref.WeakSet[Any] = weakref.WeakSet()  # workers told when a segment goes (.segment_gone)
 
 
 def _register(segment: Segment) -> None:
     with _lock:
         bisect.insort(_starts, segment.address)
-        _by_start[segment.address] = (segment.address + segment.size, segment.id, weakref.ref(segment.array),
-                                      segment.fd)
+        _by_start[segment.address] = (segment.address + segment.size, segment.id, segment.fd, segment.read_only)
 
 
 def _release(segment_id: int, fd: int, mapping: mmap.mmap) -> None:
@@ -92,15 +92,16 @@ def add_listener(listener: Any) -> None:
 
 class Location:
     """Where an array lies in shared memory: segment id, byte offset, the segment's fd (to send
-    it to a worker that has not mapped it yet) and size."""
+    it to a worker that has not mapped it yet), size, and whether workers map it read-only."""
 
-    __slots__ = ("segment_id", "offset", "fd", "size")
+    __slots__ = ("segment_id", "offset", "fd", "size", "read_only")
 
-    def __init__(self, segment_id: int, offset: int, fd: int, size: int) -> None:
+    def __init__(self, segment_id: int, offset: int, fd: int, size: int, read_only: bool) -> None:
         self.segment_id = segment_id
         self.offset = offset
         self.fd = fd
         self.size = size
+        self.read_only = read_only
 
 
 def locate(array: Any) -> Location | None:
@@ -114,10 +115,10 @@ def locate(array: Any) -> Location | None:
         if i < 0:
             return None
         start = _starts[i]
-        seg_end, segment_id, _, fd = _by_start[start]
+        seg_end, segment_id, fd, read_only = _by_start[start]
     if end > seg_end:
         return None
-    return Location(segment_id, address - start, fd, seg_end - start)
+    return Location(segment_id, address - start, fd, seg_end - start, read_only)
 
 
 def shared_array(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -138,8 +139,9 @@ class Pool:
 
     CHUNK_BYTES = 256 << 20
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, read_only: bool = False) -> None:
         self._name = name
+        self._read_only = read_only
         self._chunk: np.ndarray | None = None
         self._used = 0
         self._lock = threading.Lock()
@@ -148,10 +150,10 @@ class Pool:
         """A uint8 array of `num_bytes` in shared memory, 64-byte aligned."""
         size = (num_bytes + 63) // 64 * 64
         if size > self.CHUNK_BYTES // 4:
-            return Segment(num_bytes, self._name).array[:num_bytes]
+            return Segment(num_bytes, self._name, self._read_only).array[:num_bytes]
         with self._lock:
             if self._chunk is None or self._used + size > len(self._chunk):
-                self._chunk = Segment(self.CHUNK_BYTES, self._name).array
+                self._chunk = Segment(self.CHUNK_BYTES, self._name, self._read_only).array
                 self._used = 0
             block = self._chunk[self._used:self._used + num_bytes]
             self._used += size
@@ -192,17 +194,18 @@ _PROT_NONE = 0
 
 
 class WorkerMapping:
-    """A segment mapped in the worker between two PROT_NONE guards; `array` is uint8 over it.
-    `close()` unmaps it (nothing may use its memory afterwards)."""
+    """A segment mapped in the worker between two PROT_NONE guards (read-only when asked: a
+    plugin that writes into a constant then faults); `array` is uint8 over it. `close()` unmaps
+    it (nothing may use its memory afterwards)."""
 
-    def __init__(self, fd: int, size: int) -> None:
+    def __init__(self, fd: int, size: int, read_only: bool = False) -> None:
         libc = _c()
         total = size + 2 * GUARD_BYTES
         base = libc.mmap(None, total, _PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
         if base in (None, _MAP_FAILED):
             raise OSError(ctypes.get_errno(), f"reserving {total} bytes of address space failed")
-        where = libc.mmap(base + GUARD_BYTES, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | _MAP_FIXED,
-                          fd, 0)
+        protection = mmap.PROT_READ if read_only else mmap.PROT_READ | mmap.PROT_WRITE
+        where = libc.mmap(base + GUARD_BYTES, size, protection, mmap.MAP_SHARED | _MAP_FIXED, fd, 0)
         if where in (None, _MAP_FAILED):
             err = ctypes.get_errno()
             libc.munmap(base, total)

@@ -99,9 +99,9 @@ class Worker:
 
     # -- notices -------------------------------------------------------------------------------
 
-    def on_map(self, segment_id: int, size: int, fds: list[int]) -> None:
+    def on_map(self, segment_id: int, size: int, read_only: bool, fds: list[int]) -> None:
         try:
-            self.mappings[segment_id] = WorkerMapping(fds[0], size)
+            self.mappings[segment_id] = WorkerMapping(fds[0], size, read_only)
         finally:
             for fd in fds:
                 os.close(fd)
