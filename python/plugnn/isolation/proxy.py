@@ -34,7 +34,7 @@ from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager,
 from plugnn.errors import BackendError, BackendLoadError
 from plugnn.isolation import shared_memory
 from plugnn.isolation.process import WorkerProcess
-from plugnn.isolation.shared_memory import Location, Segment, aligned_regions, locate
+from plugnn.isolation.shared_memory import Location, Segment, locate
 from plugnn.isolation.wire import PayloadRef, ShmRef
 from plugnn.layers import LayerSpec, OptimizationResult, Subgraph, SupportResult
 
@@ -68,6 +68,9 @@ class IsolatedBackend(Backend):
         # The shared copies of constant arrays: this backend's own (no other worker maps them),
         # mapped read-only in the worker.
         self._pool = shared_memory.Pool("plugnn-constants", read_only=True)
+        # Staging buffers of network inputs and outputs: small, so a smaller chunk (a chunk's
+        # pages stay until every block of it is gone).
+        self._staging = shared_memory.Pool("plugnn-staging", chunk_bytes=16 << 20)
         self.worker = self._start()
 
     def _start(self) -> WorkerProcess:
@@ -348,7 +351,7 @@ class RemotePrepared(_Remote, PreparedWorkload):
         keep: list[Any] = []
         self._in = [self._slot(x, maps, keep, backend) for x in inputs]
         self._out = [self._slot(x, maps, keep, backend) for x in outputs]
-        self._stage([s for s in self._in + self._out if s.loc is None])
+        self._stage([s for s in self._in + self._out if s.loc is None], backend)
         refs_in = [self._ref(s, maps) for s in self._in]
         refs_out = [self._ref(s, maps) for s in self._out]
         space = None
@@ -381,15 +384,11 @@ class RemotePrepared(_Remote, PreparedWorkload):
         return _Slot(item, None, loc)
 
     @staticmethod
-    def _stage(slots: list[_Slot]) -> None:
-        """One shared segment holding a staging copy of each of `slots`."""
-        if not slots:
-            return
-        offsets, total = aligned_regions([s.item.nbytes for s in slots])
-        segment = Segment(total, "plugnn-staging")
-        for slot, offset in zip(slots, offsets):
+    def _stage(slots: list[_Slot], backend: IsolatedBackend) -> None:
+        """A shared staging buffer for each of `slots`."""
+        for slot in slots:
             item = slot.item
-            slot.staging = segment.array[offset:offset + item.nbytes].view(item.dtype).reshape(item.shape)
+            slot.staging = backend._staging.take(item.nbytes).view(item.dtype).reshape(item.shape)
             slot.loc = locate(slot.staging)
 
     @staticmethod
@@ -408,7 +407,7 @@ class RemotePrepared(_Remote, PreparedWorkload):
             return
         new = _Slot(item, None, loc)
         if loc is None:
-            self._stage([new])
+            self._stage([new], self.backend)
         maps: list[Location] = []
         self.worker.request("rebind", self.handle, side, index, self._ref(new, maps), maps=maps,
                             call=f"prepare(layer {self.layer_name!r})", layer=self.layer_name)

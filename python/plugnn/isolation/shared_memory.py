@@ -131,17 +131,16 @@ def shared_array(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
 
 
 class Pool:
-    """Small blocks carved from large segments, so that a model of a thousand constants holds a
-    few file descriptors, not a thousand. A segment's pages are committed only when written, so
+    """Small blocks carved from large segments (`chunk_bytes`), so that a model of a thousand
+    constants holds a few file descriptors, not a thousand. A segment's pages are committed only when written, so
     a chunk's unused tail costs nothing; a chunk goes when the pool has moved on and every block
     cut from it is gone (each block is a view of it). A block of more than a quarter of a chunk
     gets a segment of its own."""
 
-    CHUNK_BYTES = 256 << 20
-
-    def __init__(self, name: str, read_only: bool = False) -> None:
+    def __init__(self, name: str, read_only: bool = False, chunk_bytes: int = 256 << 20) -> None:
         self._name = name
         self._read_only = read_only
+        self._chunk_bytes = chunk_bytes
         self._chunk: np.ndarray | None = None
         self._used = 0
         self._lock = threading.Lock()
@@ -149,24 +148,15 @@ class Pool:
     def take(self, num_bytes: int) -> np.ndarray:
         """A uint8 array of `num_bytes` in shared memory, 64-byte aligned."""
         size = (num_bytes + 63) // 64 * 64
-        if size > self.CHUNK_BYTES // 4:
+        if size > self._chunk_bytes // 4:
             return Segment(num_bytes, self._name, self._read_only).array[:num_bytes]
         with self._lock:
             if self._chunk is None or self._used + size > len(self._chunk):
-                self._chunk = Segment(self.CHUNK_BYTES, self._name, self._read_only).array
+                self._chunk = Segment(self._chunk_bytes, self._name, self._read_only).array
                 self._used = 0
             block = self._chunk[self._used:self._used + num_bytes]
             self._used += size
         return block
-
-
-def aligned_regions(sizes: list[int], alignment: int = 64) -> tuple[list[int], int]:
-    """Offsets for blocks of `sizes` packed at `alignment`, and the total."""
-    offsets, total = [], 0
-    for size in sizes:
-        offsets.append(total)
-        total += (size + alignment - 1) // alignment * alignment
-    return offsets, total
 
 
 # ---- the worker's side: segments mapped between guard regions ---------------------------------
