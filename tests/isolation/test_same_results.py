@@ -5,6 +5,7 @@ copied, and weights cross once."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -156,7 +157,11 @@ def test_zoo_models(runtimes: tuple[Runtime, Runtime], model: str, backends: lis
     entry = next(e for e in weights.load_manifest()["models"] if e["name"] == model)
     filled = weights.materialize(weights.model_path(entry), seed=0)
     network = plugnn.onnx.load(filled, input_shapes=weights.input_shapes(entry, "ci", 1))
+    descriptors = len(os.listdir("/proc/self/fd"))
     here, there = both(runtimes, network, backends)
+    # a few shared segments per model (pooled constants and staging, the arena, the workspace),
+    # not one per weight array
+    assert len(os.listdir("/proc/self/fd")) - descriptors <= 8
     feeds = weights.make_inputs(entry, "ci", 1, seed=0)
     assert_same(here.run(feeds), there.run(feeds))
     if backends == ["CpuAcc"]:  # its PRECOMPILED chains: the payloads stayed in the worker
