@@ -89,8 +89,7 @@ class IsolatedBackend(Backend):
         self.version = tuple(hello["version"])  # type: ignore[assignment]
         self.host_memory = True
         self.moves_in_place = bool(hello["moves_in_place"])
-        self._constants = {}  # the new worker has mapped none of the old copies: map on use
-        self._fallback_logged = False
+        self._fallback_logged = False  # (the constant copies stay: a new worker maps them on use)
         return worker
 
     # -- failure and restart -------------------------------------------------------------------------
