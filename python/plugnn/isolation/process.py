@@ -26,6 +26,7 @@ from plugnn.errors import BackendCrashedError, BackendLoadError, RuntimeClosedEr
 from plugnn.isolation import shared_memory
 from plugnn.isolation.shared_memory import Location, Segment
 from plugnn.isolation.wire import Channel, TimedOut, WorkerGone, decode_error
+from plugnn.supervisor import child_environment, signal_name
 
 log = logging.getLogger("plugnn")
 
@@ -33,13 +34,6 @@ log = logging.getLogger("plugnn")
 EXIT_GRACE_SECONDS = 5.0
 # The watchdog of the first request (loading the plugin) is at least this long.
 START_SECONDS = 30.0
-
-
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 class WorkerProcess:
@@ -219,12 +213,9 @@ class WorkerProcess:
 
 
 def _environment() -> dict[str, str]:
-    """The probe's environment for plugin code (a preloaded sanitizer's handlers off), with this
-    process's plugnn first on the path."""
-    from plugnn import probe
-
-    env = probe._environment()
+    """The environment of a child that runs plugin code (plugnn.supervisor: a preloaded
+    sanitizer's signal handling off), with this process's plugnn first on the path."""
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    return env
+    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
+    return child_environment(PYTHONPATH=path)
 
