@@ -11,6 +11,7 @@ TYPE_CHECKING = False
 
 from plugnn._build_config import BACKEND_API_VERSION
 from plugnn.errors import (
+    BackendCrashedError,
     BackendError,
     BackendLoadError,
     BackendOptionError,
@@ -90,6 +91,7 @@ _LAZY = {
 
 __all__ = [
     "BACKEND_API_VERSION",
+    "BackendCrashedError",
     "BackendError",
     "BackendLoadError",
     "BackendOptionError",

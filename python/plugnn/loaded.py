@@ -241,7 +241,7 @@ class LoadedNetwork:
             self.memory_plan = MemoryPlan(offsets, self.memory_plan.peak_bytes, self.memory_plan.naive_bytes +
                                           sum(graph.infos[key].num_bytes for key in views))
         self.movement_views = views
-        raw = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
+        raw = self._host_memory(self.memory_plan.peak_bytes + ALIGNMENT)
         start = (-raw.ctypes.data) % ALIGNMENT
         self._arena = raw[start:start + self.memory_plan.peak_bytes]
         buffers: dict[str, Any] = {}
@@ -262,7 +262,7 @@ class LoadedNetwork:
             buffers.setdefault(key, np.zeros(info.shape, info.dtype.numpy_dtype))
         self._buffers = buffers
         sizes = [w.workspace_bytes for w in self._workloads]
-        self._workspace = np.empty(max(sizes, default=0), np.uint8) if any(sizes) else None
+        self._workspace = self._host_memory(max(sizes, default=0)) if any(sizes) else None
         slots: dict[str, list[tuple[MutableSequence[Any], int]]] = {k: [] for k in externals}
         for node in nodes:
             step = self._step(node)
@@ -308,6 +308,15 @@ class LoadedNetwork:
         self._bound: list[Any] = [None] * (len(self._input_plan) + len(self._output_plan))
         self._bounded_outputs = [(name, source[1]) for _, name, _, _, _, _, source in self._output_plan
                                  if source is not None and source[0] == "bounded"]
+
+    def _host_memory(self, num_bytes: int) -> np.ndarray:
+        """`num_bytes` of host memory for the arena or the workspace: where a backend wants it
+        (Backend.host_arena: an isolated backend's shared memory), else anywhere."""
+        for backend in self._backends.values():
+            memory = backend.host_arena(num_bytes)
+            if memory is not None:
+                return memory
+        return np.empty(num_bytes, np.uint8)
 
     def _step(self, node: Node) -> _Step:
         inputs = [self._buffers[k] for k in node.inputs]

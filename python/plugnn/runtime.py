@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn.backend import Backend, BackendContext
-from plugnn.errors import PlugnnError, RuntimeClosedError, UnknownBackendError
+from plugnn.errors import ConfigurationError, PlugnnError, RuntimeClosedError, UnknownBackendError
 from plugnn.loader import LoadRecord, backend_paths, load_dynamic_backends
 from plugnn.probe import probe_mode
 from plugnn.registry import BackendRegistry
@@ -36,15 +36,24 @@ class Runtime:
     default, or the environment variable PLUGNN_PROBE): a plugin file this process has
     not loaded yet is first run in a child process (plugnn-probe), and one that crashes,
     exits or hangs there is rejected without being loaded; "none" loads plugins
-    unprobed. Close the runtime (or use `with`) to destroy the backend instances and
-    unload their libraries.
+    unprobed. `isolate` maps a plugin backend's id to "process" (or the environment variable
+    PLUGNN_ISOLATE lists ids): that backend runs in a worker process of its own
+    (plugnn.isolation), so a fault in it is a BackendCrashedError and marks it failed instead
+    of ending the application; `watchdog` (or PLUGNN_ISOLATE_WATCHDOG) is the seconds one of its
+    calls may take before the worker is killed (default: no limit). Close the runtime (or use
+    `with`) to destroy the backend instances and unload their libraries.
     """
 
     def __init__(self, dynamic_backends_path: str | os.PathLike[str] | None = None,
                  dynamic_backends: bool = True,
                  backend_options: Mapping[str, Mapping[str, Any]] | None = None,
-                 probe: str | None = None) -> None:
+                 probe: str | None = None, isolate: Mapping[str, str] | None = None,
+                 watchdog: float | None = None) -> None:
+        from plugnn.isolation import isolation_modes, watchdog_seconds
+
         mode = probe_mode(probe)
+        isolated = isolation_modes(isolate)
+        limit = watchdog_seconds(watchdog)
         self._records: list[LoadRecord] = []
         self._backends: dict[str, Backend] = {}
         self._contexts: dict[str, BackendContext] = {}
@@ -56,8 +65,10 @@ class Runtime:
             self._create_static_backends()
             if dynamic_backends:
                 self._paths = backend_paths(dynamic_backends_path, self._records)
-                for backend in load_dynamic_backends(self._paths, self._backends, self._records, probe_mode=mode):
+                for backend in load_dynamic_backends(self._paths, self._backends, self._records, probe_mode=mode,
+                                                     isolate=isolated, watchdog=limit):
                     self._backends[backend.backend_id] = backend
+            self._check_isolated(isolated)
             self._apply_options(backend_options or {})
             for backend_id, backend in self._backends.items():
                 context = backend.create_context()
@@ -86,6 +97,15 @@ class Runtime:
             self._backends[backend_id] = backend
             self._records.append(LoadRecord(f"<static:{backend_id}>", "static", "loaded", backend_id,
                                             "{}.{}".format(*backend.version)))
+
+    def _check_isolated(self, isolated: Mapping[str, str]) -> None:
+        for backend_id in isolated:
+            backend = self._backends.get(backend_id)
+            if backend is None:
+                log.warning("isolate names backend %r, which this runtime has not loaded", backend_id)
+            elif not backend.isolation:
+                raise ConfigurationError(f"isolate: backend {backend_id!r} is a Python backend ({backend.origin}); "
+                                         f"only plugin backends can run in a worker process")
 
     def _apply_options(self, backend_options: Mapping[str, Mapping[str, Any]]) -> None:
         for backend_id, options in backend_options.items():
@@ -149,7 +169,38 @@ class Runtime:
         """One row per usable backend: id, version, origin, source (the distribution), host memory."""
         self._check_open()
         return [{"backend_id": b.backend_id, "version": "{}.{}".format(*b.version), "origin": b.origin,
-                 "source": b.source, "host_memory": b.host_memory} for b in self._backends.values()]
+                 "source": b.source, "host_memory": b.host_memory, "isolation": b.isolation,
+                 "failed": str(b.failure) if b.failure is not None else ""} for b in self._backends.values()]
+
+    # -- isolated backends (plugnn.isolation) -------------------------------------------------------
+
+    @property
+    def failed_backends(self) -> dict[str, PlugnnError]:
+        """The backends that can run nothing more (an isolated backend whose worker died, hung or
+        was interrupted), with the error that ended each. Optimizing again places their layers on
+        the next preferred backend; `restart_backend` starts a new worker."""
+        self._check_open()
+        return {b: backend.failure for b, backend in self._backends.items() if backend.failure is not None}
+
+    def restart_backend(self, backend_id: str) -> None:
+        """Start a new worker process for isolated backend `backend_id` (ending the old one if it
+        still runs), apply its backend options again and create its context again. Networks
+        loaded on the old worker raise RuntimeClosedError: optimize and load them again."""
+        backend = self.backend(backend_id)
+        restart = getattr(backend, "restart", None)
+        if restart is None:
+            raise ConfigurationError(f"backend {backend_id!r} does not run in a worker process: nothing to restart "
+                                     f"(isolate it with Runtime(isolate={{{backend_id!r}: 'process'}}))")
+        old = self._contexts.pop(backend_id, None)
+        if old is not None:
+            try:
+                old.close()
+            except PlugnnError as exc:  # the old worker's context went with it
+                log.debug("closing the old context of %r: %s", backend_id, exc)
+        restart()
+        context = backend.create_context()
+        if context is not None:
+            self._contexts[backend_id] = context
 
     # -- networks --------------------------------------------------------------------
 
