@@ -67,6 +67,7 @@ class SymbolicLoadedNetwork:
         self._load = load
         self._symbols = list(env.hints)
         self._instances: OrderedDict[tuple[int, ...], Instance] = OrderedDict()
+        self._by_shapes: dict[tuple[tuple[int, ...], ...], Instance] = {}  # input shapes run -> instance
         self._refused: set[tuple[int, ...]] = set()
         self._lock = threading.Lock()      # the instance table
         self._make_lock = threading.Lock()  # one instance made at a time (reshape's rule)
@@ -101,12 +102,48 @@ class SymbolicLoadedNetwork:
 
     # -- running ---------------------------------------------------------------------------
 
+    @property
+    def input_names(self) -> list[str]:
+        """The inputs, in the order `run(shapes=)` takes their shapes."""
+        return list(self._input_names)
+
     def run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None,
-            profile: bool = False, stop: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
+            profile: bool = False, stop: Callable[[], bool] | None = None, *,
+            shapes: tuple[tuple[int, ...], ...] | None = None) -> dict[str, np.ndarray]:
         """Run once at the inputs' shapes (any binding of the symbols the network holds at);
-        `outputs`, `profile` and `stop` as LoadedNetwork.run takes them. InputError for inputs
+        `outputs`, `profile` and `stop` as LoadedNetwork.run takes them; `shapes`, the inputs'
+        shapes in `input_names`' order when the caller has them at hand. InputError for inputs
         that do not fit the declared ranks and fixed dims; BindingError for shapes the network
         does not hold at."""
+        instance = self._by_shapes_hit(inputs, shapes)  # the usual run: shapes seen before, one lookup
+        if instance is None:
+            instance = self._bound(inputs)
+        try:
+            feed = inputs if not instance.shape_values else {**inputs, **instance.shape_values}
+            results = instance.loaded.run(feed, outputs, profile, stop=stop)
+            if profile:
+                self.last_profile = instance.loaded.last_profile
+            return results
+        finally:
+            self.release(instance)
+
+    def _by_shapes_hit(self, inputs: Any, key: tuple[tuple[int, ...], ...] | None) -> Instance | None:
+        """The instance a run with these inputs' shapes used before (use counted), or None."""
+        if key is None:
+            try:
+                key = tuple([inputs[name].shape for name in self._input_names])
+            except (KeyError, AttributeError, TypeError):
+                return None
+        with self._lock:
+            instance = self._by_shapes.get(key)
+            if instance is None or instance.evicted:
+                return None
+            self._instances.move_to_end(instance.binding)
+            instance.users += 1
+            return instance
+
+    def _bound(self, inputs: Any) -> Instance:
+        """The instance of the inputs' binding (checked, made if new), remembered by their shapes."""
         if not isinstance(inputs, Mapping):
             raise InputError(f"network {self.name!r}: inputs must be a dict of input name to numpy.ndarray, got "
                              f"{type(inputs).__name__}")
@@ -118,17 +155,13 @@ class SymbolicLoadedNetwork:
             shape = getattr(array, "shape", None)
             if shape is None:
                 raise InputError(f"input {name!r} must be a numpy.ndarray, got {type(array).__name__}")
-            shapes[name] = shape
+            shapes[name] = tuple(shape)
         instance = self.acquire(self.program.bind(shapes))
-        try:
-            feed = dict(inputs)
-            feed.update(instance.shape_values)
-            results = instance.loaded.run(feed, outputs, profile, stop=stop)
-            if profile:
-                self.last_profile = instance.loaded.last_profile
-            return results
-        finally:
-            self.release(instance)
+        with self._lock:
+            if len(self._by_shapes) >= 4 * self.capacity:  # forget shapes of evicted instances
+                self._by_shapes = {k: i for k, i in self._by_shapes.items() if not i.evicted}
+            self._by_shapes[tuple(shapes[n] for n in self._input_names)] = instance
+        return instance
 
     def acquire(self, binding: Mapping[str, int]) -> Instance:
         """The instance for `binding` (made if new), with a use counted: release() ends it."""
@@ -235,6 +268,7 @@ class SymbolicLoadedNetwork:
                 self._loaded = False
                 entries = list(self._instances.values())
                 self._instances.clear()
+                self._by_shapes.clear()
                 for instance in entries:
                     instance.evicted = True
             for instance in entries:

@@ -61,7 +61,8 @@ class Build:
     """One network a session built: imported (symbolically where the model has dynamic dims) at
     the shapes of the run that asked for it, optimized and loaded, with what that cost."""
 
-    __slots__ = ("shapes", "network", "optimized", "milliseconds", "stages", "users", "evicted", "symbolic")
+    __slots__ = ("shapes", "network", "optimized", "milliseconds", "stages", "users", "evicted", "symbolic",
+                 "keyed")
 
     def __init__(self, shapes: Shapes, network: LoadedNetwork | SymbolicLoadedNetwork, optimized: OptimizedNetwork,
                  milliseconds: float, stages: dict[str, float]) -> None:
@@ -73,6 +74,13 @@ class Build:
         self.users = 0
         self.evicted = False
         self.symbolic = isinstance(network, SymbolicLoadedNetwork)
+        self.keyed = False  # set by the session: its inputs are the network's, in its order
+
+    def run_shapes(self, feed: Any, shapes: tuple[tuple[int, ...], ...]) -> dict[str, np.ndarray]:
+        """A plain run whose inputs' shapes, in the session's input order, are `shapes`."""
+        if self.keyed:
+            return self.network.run(feed, shapes=shapes)  # type: ignore[call-arg]
+        return self.network.run(feed)
 
     def run(self, feed: Any, outputs: Any = None, profile: bool = False, stop: Any = None) -> dict[str, np.ndarray]:
         if outputs is None and not profile and stop is None:
@@ -240,6 +248,7 @@ class SessionNetworks:
         stages = {"import": (imported - start) * 1e3, "optimize": (optimized_at - imported) * 1e3,
                   "load": (done - optimized_at) * 1e3}
         build = Build(shapes, loaded, optimized, (done - start) * 1e3, stages)
+        build.keyed = isinstance(loaded, SymbolicLoadedNetwork) and loaded.input_names == self.input_names
         self.built += 1
         text = ", ".join(f"{n}={list(s)}" for n, s in feed_shapes.items())
         if isinstance(loaded, SymbolicLoadedNetwork):

@@ -38,6 +38,7 @@ from plugnn.session.ort_value import OrtValue, OrtValueVector
 from plugnn.session.profiling import SessionProfiler
 from plugnn.session.providers import CPU_PROVIDER, ProviderChoice, choose_providers
 from plugnn.session.networks import Build, SessionNetworks
+from plugnn.shape_program import BindingError
 
 log = logging.getLogger("plugnn")
 
@@ -311,7 +312,10 @@ class InferenceSession:
         if spec is None:
             return self._run(names, input_feed, None)
         try:
-            results = self._cache.run(spec, input_feed)
+            try:
+                results = spec.run_shapes(input_feed, key)
+            except BindingError:  # the instance went, and its backend refuses to make it again
+                results = self._cache.run(spec, input_feed)
         finally:
             self._cache.release(spec)
         return [results[n] for n in names]
