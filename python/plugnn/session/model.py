@@ -14,6 +14,7 @@ from plugnn.errors import ModelError
 from plugnn.onnx.context import np_dtype, onnx_module
 from plugnn.onnx.functions import has_body
 from plugnn.onnx.importer import read_initializers, read_model, supported_operators, unsupported_hint
+from plugnn.onnx.registry import domain_converter
 
 Dim = int | str | None
 
@@ -116,7 +117,8 @@ class SessionModel:
         opset = next((o.version for o in self.proto.opset_import if o.domain in ("", "ai.onnx")), 1)
         missing = sorted({n.op_type for n in self.proto.graph.node if n.domain in ("", "ai.onnx")
                           and n.op_type not in supported and not has_body(n.op_type, opset)})
-        foreign = sorted({f"{n.domain}.{n.op_type}" for n in self.proto.graph.node if n.domain not in ("", "ai.onnx")})
+        foreign = sorted({f"{n.domain}.{n.op_type}" for n in self.proto.graph.node if n.domain not in ("", "ai.onnx")
+                          and domain_converter(n.domain, n.op_type) is None})
         if missing or foreign:
             parts = []
             if missing:
