@@ -181,6 +181,8 @@ def opset_of(proto: Any, source: str) -> int:
     onnx = onnx_module()
     versions = {o.domain: o.version for o in proto.opset_import}
     if "" not in versions and "ai.onnx" not in versions:
+        if proto.opset_import and all(n.domain not in ("", "ai.onnx") for n in proto.graph.node):
+            return onnx.defs.onnx_opset_version()  # no default-domain node (an XGBoost model's one ai.onnx.ml node)
         if proto.ir_version >= 3 or proto.opset_import:
             raise ModelError(f"{source}: the model imports no default-domain (ai.onnx) opset")
         return 1

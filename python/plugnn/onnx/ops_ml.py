@@ -408,12 +408,12 @@ def svm_classifier(ctx: NodeContext) -> list[Any]:
     decisions = net.add_fully_connected(k, _const(ctx, weights, "pair_weights"), _const(ctx, rho, "rho"),
                                         name=ctx.name("decisions"))
     if classes == 2:
-        # onnxruntime: label = class 0 when the decision is > 0; Z = [-d, d]... written as [d, -d]
+        # onnxruntime: label = class 0 when the decision d is > 0, Z = [-d, d]
         negative = _binary(ctx, BinaryOp.LESS_EQUAL, decisions, _const(ctx, 0.0, "zero"), "second")
         index = net.add_cast(net.add_reshape(negative, (-1,), name=ctx.name("flat")), DataType.INT64,
                              name=ctx.name("index"))
         negated = net.add_unary(UnaryOp.NEG, decisions, name=ctx.name("negated"))
-        return [labels_output(ctx, labels, index), net.add_concat([decisions, negated], 1, name=ctx.name("z"))]
+        return [labels_output(ctx, labels, index), net.add_concat([negated, decisions], 1, name=ctx.name("z"))]
     # votes: class i wins pair (i, j) when the decision is > 0, else j
     wins = net.add_cast(_binary(ctx, BinaryOp.GREATER, decisions, _const(ctx, 0.0, "zero"), "wins"),
                         DataType.FLOAT32, name=ctx.name("wins_float"))
