@@ -47,7 +47,10 @@ def _labels(step: Step, ints: str, strings: str) -> list[Any]:
 
 
 def _zip_map(step: Step) -> None:
-    labels = _labels(step, "classlabels_int64s", "classlabels_strings")
+    cache = step.program.__dict__.setdefault("ml_zip_labels", {})
+    labels = cache.get(step.index)
+    if labels is None:
+        labels = cache[step.index] = _labels(step, "classlabels_int64s", "classlabels_strings")
     x = step.tensor(0, "X")
     if x.dtype.kind != "f":
         raise step.error(f"input 0 (X) is {x.dtype} {list(x.shape)}; ZipMap takes float scores")
