@@ -1,7 +1,7 @@
 """The ai.onnx.ml operators on strings and maps, as runtime steps of the dynamic path:
 
 - ZipMap: scores [N, C] -> a sequence (Python list) of N maps (dicts) from class label (int or
-  str) to float, as onnxruntime's InferenceSession returns it;
+  str) to float, as onnxruntime's InferenceSession returns it (keys in ascending order);
 - LabelEncoder (ML opsets 1, 2 and 4), CategoryMapper: a lookup table from keys to values
   (strings, int64, floats; a missing key gives the default);
 - OneHotEncoder on string categories;
@@ -58,8 +58,10 @@ def _zip_map(step: Step) -> None:
     if rows.ndim != 2 or rows.shape[1] != len(labels):
         raise step.error(f"input 0 (X) has shape {list(x.shape)}; ZipMap with {len(labels)} labels takes "
                          f"[N, {len(labels)}]")
-    values = rows.astype(np.float64).tolist()
-    step.set(0, [dict(zip(labels, row)) for row in values])
+    order = sorted(range(len(labels)), key=lambda k: labels[k])  # onnxruntime's maps are ordered by key
+    keys = [labels[k] for k in order]
+    values = rows[:, order].astype(np.float64).tolist()
+    step.set(0, [dict(zip(keys, row)) for row in values])
 
 
 # ---- lookup tables -----------------------------------------------------------------------------

@@ -90,8 +90,7 @@ def normalizer(ctx: NodeContext) -> list[Any]:
     x = _float_rows(ctx)
     norm = str(ctx.attr("norm", "MAX"))
     net = ctx.network
-    if norm == "MAX":
-        # onnxruntime divides by the largest value of the row (not of its magnitude).
+    if norm == "MAX":  # onnxruntime divides by the largest value of the row (not magnitude)
         size = net.add_reduce(ReduceOp.MAX, x, [1], True, name=ctx.name("max"))
     elif norm == "L1":
         size = net.add_reduce(ReduceOp.L1, x, [1], True, name=ctx.name("l1"))

@@ -64,6 +64,7 @@ class Forest:
     """Trees as nodes keyed by any hashable id, each tree a root key; laid out by `arrays`."""
 
     trees: list[tuple[Any, dict[Any, _Node]]] = field(default_factory=list)
+    strict: bool = True  # every node of a tree must be reachable from its root (not for opset 5's shared node list)
 
     def arrays(self, ctx: NodeContext, targets: int) -> dict[str, np.ndarray]:
         offsets = [0]
@@ -76,6 +77,10 @@ class Forest:
         leaf_weights: list[float] = []
         for number, (root, nodes) in enumerate(self.trees):
             order = _topological(ctx, number, root, nodes)
+            if self.strict and len(order) != len(nodes):
+                lost = sorted(set(nodes) - set(order), key=str)[:5]
+                raise ctx.error(f"tree {number}: node(s) {', '.join(map(str, lost))} are not reachable from its "
+                                f"root {root} (a cycle, or a broken child link)")
             at = {key: offsets[-1] + i for i, key in enumerate(order)}
             for key in order:
                 node = nodes[key]
@@ -306,7 +311,7 @@ def _v5_forest(ctx: NodeContext) -> tuple[Forest, int]:
         if mode not in _MODES_V5:
             raise ctx.error(f"node {i} has mode {mode}; modes are 0..6 (BRANCH_LEQ .. BRANCH_MEMBER)")
         nodes[("node", i)] = _Node(int(_MODES_V5[mode]), features[i], float(splits[i]), bool(missing[i]), yes, no)
-    forest = Forest()
+    forest = Forest(strict=False)
     for t, root in enumerate(roots):
         if not 0 <= root < count:
             raise ctx.error(f"tree_roots[{t}] = {root} is not a node")
