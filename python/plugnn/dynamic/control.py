@@ -10,6 +10,7 @@ runs the same loaded networks each time, only the bound arrays changing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -39,8 +40,14 @@ class Step:
         self.index = index
         self.node = node
         self.values = values
-        self.label = node_label(index, node)
-        self.attrs = {a.name: a for a in node.attribute}
+
+    @functools.cached_property
+    def label(self) -> str:
+        return node_label(self.index, self.node)
+
+    @functools.cached_property
+    def attrs(self) -> dict[str, Any]:
+        return {a.name: a for a in self.node.attribute}
 
     def error(self, message: str) -> RunError:
         return RunError(f"{self.program.source}: {self.label}: {message}")

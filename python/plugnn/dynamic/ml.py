@@ -48,19 +48,20 @@ def _labels(step: Step, ints: str, strings: str) -> list[Any]:
 
 def _zip_map(step: Step) -> None:
     cache = step.program.__dict__.setdefault("ml_zip_labels", {})
-    labels = cache.get(step.index)
-    if labels is None:
-        labels = cache[step.index] = _labels(step, "classlabels_int64s", "classlabels_strings")
+    plan = cache.get(step.index)
+    if plan is None:  # (labels in ascending order: onnxruntime's maps are ordered by key, their columns)
+        labels = _labels(step, "classlabels_int64s", "classlabels_strings")
+        order = sorted(range(len(labels)), key=lambda k: labels[k])
+        plan = cache[step.index] = ([labels[k] for k in order], None if order == list(range(len(labels))) else order)
+    keys, order = plan
     x = step.tensor(0, "X")
     if x.dtype.kind != "f":
         raise step.error(f"input 0 (X) is {x.dtype} {list(x.shape)}; ZipMap takes float scores")
     rows = x.reshape(1, -1) if x.ndim == 1 else x
-    if rows.ndim != 2 or rows.shape[1] != len(labels):
-        raise step.error(f"input 0 (X) has shape {list(x.shape)}; ZipMap with {len(labels)} labels takes "
-                         f"[N, {len(labels)}]")
-    order = sorted(range(len(labels)), key=lambda k: labels[k])  # onnxruntime's maps are ordered by key
-    keys = [labels[k] for k in order]
-    values = rows[:, order].astype(np.float64).tolist()
+    if rows.ndim != 2 or rows.shape[1] != len(keys):
+        raise step.error(f"input 0 (X) has shape {list(x.shape)}; ZipMap with {len(keys)} labels takes "
+                         f"[N, {len(keys)}]")
+    values = (rows if order is None else rows[:, order]).tolist()
     step.set(0, [dict(zip(keys, row)) for row in values])
 
 
