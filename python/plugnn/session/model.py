@@ -65,6 +65,9 @@ def _type_text(ttype: Any) -> str:
         return f"seq({_type_text(ttype.sequence_type.elem_type)})"
     if kind == "optional_type":
         return f"optional({_type_text(ttype.optional_type.elem_type)})"
+    if kind == "map_type":  # ZipMap's maps: "map(int64,tensor(float))"
+        key = onnx_type(ttype.map_type.key_type)
+        return f"map({key[len('tensor('):-1]},{_type_text(ttype.map_type.value_type)})"
     return kind or "undefined"
 
 
