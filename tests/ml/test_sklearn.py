@@ -108,3 +108,18 @@ def test_missing_values_follow_the_trees_routing() -> None:
     x[1::5, 2] = np.nan
     assert_outputs_match(converted("random_forest_regressor"), {"X": x})
     assert_outputs_match(converted("gradient_boosting_4_classes"), {"X": x})
+
+
+@pytest.mark.parametrize("name", ["random_forest_2_classes", "gradient_boosting_regressor", "svc_rbf_3_classes"])
+def test_an_empty_batch_gives_empty_outputs(name: str) -> None:
+    assert_outputs_match(converted(name), {"X": np.zeros((0, FEATURES), np.float32)})
+
+
+def test_a_row_of_the_wrong_width_is_an_input_error() -> None:
+    import plugnn
+    from plugnn.errors import InputError
+
+    session = plugnn.InferenceSession(converted("random_forest_regressor").SerializeToString())
+    with pytest.raises(InputError, match="dim 1 is 5"):
+        session.run(None, {"X": np.zeros((2, 5), np.float32)})
+    assert session.run(None, {"X": np.zeros((2, FEATURES), np.float32)})[0].shape == (2, 1)  # still usable
