@@ -77,6 +77,8 @@ static const pn_kind_info kinds[] = {
     [PN_LAYER_RANDOM] = {"Random", PNV_END(pn_random_desc, b), pn_validate_random},
     [PN_LAYER_DATA_DEPENDENT] = {"DataDependent", PNV_END(pn_data_dependent_desc, center_point_box),
                                  pn_validate_data_dependent},
+    [PN_LAYER_TREE_ENSEMBLE] = {"TreeEnsemble", PNV_END(pn_tree_ensemble_desc, post_transform),
+                                pn_validate_tree_ensemble},
 };
 
 const pn_kind_info* pn_kind_info_of(pn_layer_kind kind) {

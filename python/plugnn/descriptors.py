@@ -28,6 +28,7 @@ from plugnn._abi_defs import (
     PN_DEFORMABLE_HAS_MASK,
     PN_RANDOM_ADVANCE,
     PN_SPECTRAL_HAS_WINDOW,
+    PN_TREE_MISSING_TRUE,
     ActivationKind,
     BinaryOp,
     ConvolutionOp,
@@ -55,6 +56,10 @@ from plugnn._abi_defs import (
     ScatterOp,
     ScatterReduction,
     SpectralOp,
+    TreeAggregate,
+    TreeEnsembleOp,
+    TreeNodeMode,
+    TreePostTransform,
     UnaryOp,
     VariadicOp,
 )
@@ -73,7 +78,8 @@ __all__ = [
     "ResizeDescriptor", "CastDescriptor", "ConvolutionDescriptor", "PoolingDescriptor", "RecurrentDescriptor",
     "TopKDescriptor", "CumulativeDescriptor", "OneHotDescriptor", "TriangularDescriptor",
     "QuantizationOp", "QuantizedOp", "QuantizationDescriptor", "QuantizedConvolutionDescriptor",
-    "QuantizedMatMulDescriptor",
+    "QuantizedMatMulDescriptor", "TreeAggregate", "TreeEnsembleOp", "TreeNodeMode", "TreePostTransform",
+    "TreeEnsembleDescriptor", "PN_TREE_MISSING_TRUE",
     "Descriptor", "DESCRIPTOR_TYPES",
     "GridPadding", "LinearAlgebraOp", "RandomOp", "SpectralOp", "GridSampleDescriptor", "RoiAlignDescriptor",
     "DeformableConvolutionDescriptor", "SpectralDescriptor", "LinearAlgebraDescriptor", "RandomDescriptor",
@@ -819,6 +825,26 @@ class DataDependentDescriptor:
         object.__setattr__(self, "op", _enum(DataDependentOp, self.op, "data-dependent operation"))
 
 
+@c_struct("pn_tree_ensemble_desc")
+@dataclass(frozen=True)
+class TreeEnsembleDescriptor:
+    """A forest of decision trees (backend_api.h, "Tree ensembles"): REGRESSOR gives the scores,
+    CLASSIFIER the scores and the index of the largest (aggregate SUM); the node arrays are the
+    layer's constant inputs."""
+
+    op: TreeEnsembleOp = TreeEnsembleOp.REGRESSOR
+    aggregate: TreeAggregate = TreeAggregate.SUM
+    post_transform: TreePostTransform = TreePostTransform.NONE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _enum(TreeEnsembleOp, self.op, "tree ensemble operation"))
+        object.__setattr__(self, "aggregate", _enum(TreeAggregate, self.aggregate, "tree aggregate"))
+        object.__setattr__(self, "post_transform", _enum(TreePostTransform, self.post_transform,
+                                                         "tree post transform"))
+        if self.op is TreeEnsembleOp.CLASSIFIER and self.aggregate is not TreeAggregate.SUM:
+            raise ValueError(f"a tree ensemble CLASSIFIER aggregates with SUM, got {self.aggregate.name}")
+
+
 Descriptor = Union[
     ActivationDescriptor,
     Convolution2dDescriptor,
@@ -859,6 +885,7 @@ Descriptor = Union[
     LinearAlgebraDescriptor,
     RandomDescriptor,
     DataDependentDescriptor,
+    TreeEnsembleDescriptor,
     None,
 ]
 
@@ -909,4 +936,5 @@ DESCRIPTOR_TYPES: dict[LayerKind, type | None] = {
     LayerKind.BITCAST: None,
     LayerKind.RANDOM: RandomDescriptor,
     LayerKind.DATA_DEPENDENT: DataDependentDescriptor,
+    LayerKind.TREE_ENSEMBLE: TreeEnsembleDescriptor,
 }

@@ -722,6 +722,28 @@ class Network:
         return self._build_layer(d.LayerKind.RANDOM, lambda: descriptor, inputs, ("logits",), name,
                                  lambda infos: [TensorInfo(tuple(int(v) for v in shape), dtype)])[0]
 
+    def add_tree_ensemble(self, x: TensorLike, *, tree_offsets: Any, node_modes: Any, node_features: Any,
+                          node_thresholds: Any, node_true: Any, node_false: Any, leaf_targets: Any,
+                          leaf_weights: Any, base_values: Any, op: Any = "regressor", aggregate: Any = "sum",
+                          post_transform: Any = "none", name: str | None = None) -> tuple[Tensor, ...]:
+        """A forest of decision trees on the rows of x [N, F] (backend_api.h, "Tree ensembles"):
+        the arrays (NumPy, checked here as every backend checks them) become constant inputs;
+        returns (scores [N, K],) for op "regressor", (scores, label int64 [N]) for "classifier"."""
+        layer_name = self._name(name, d.LayerKind.TREE_ENSEMBLE)
+        try:
+            arrays = _tree_arrays(tree_offsets, node_modes, node_features, node_thresholds, node_true, node_false,
+                                  leaf_targets, leaf_weights, base_values)
+            features = x.info.shape[-1] if isinstance(x, Tensor) and x.info.rank == 2 else None
+            _check_tree_arrays(arrays, features)
+        except (TypeError, ValueError) as exc:
+            raise NetworkError(f"layer {layer_name!r} (TreeEnsemble): {exc}") from None
+        with self._transaction():
+            constants = [self.add_constant(array, name=self._name(f"{layer_name}/{role}", GraphKind.CONSTANT),
+                                           dtype=array.dtype) for role, array in arrays.items()]
+            return self._build_layer(d.LayerKind.TREE_ENSEMBLE,
+                                     lambda: d.TreeEnsembleDescriptor(op, aggregate, post_transform),
+                                     [x, *constants], ("x", *arrays), layer_name)
+
     def add_data_dependent(self, op: Any, inputs: Sequence[TensorLike], *, axis: int | None = None,
                            sorted: bool = False, center_point_box: bool = False,
                            name: str | None = None) -> tuple[Tensor, ...]:
@@ -754,3 +776,66 @@ def _zeros_like(scale: TensorLike, dtype: Any) -> np.ndarray:
     """A zero point of zeros shaped like `scale`, of element type `dtype`."""
     shape = scale.shape if isinstance(scale, Tensor) else np.shape(scale)
     return np.zeros(shape, DataType.from_any(dtype).numpy_dtype)
+
+
+# ---- tree ensembles ---------------------------------------------------------------------------
+
+_TREE_TYPES = {"tree_offsets": np.int64, "node_modes": np.uint8, "node_features": np.int64,
+               "node_thresholds": np.float64, "node_true": np.int64, "node_false": np.int64,
+               "leaf_targets": np.int64, "leaf_weights": np.float64, "base_values": np.float64}
+
+
+def _tree_arrays(*values: Any) -> dict[str, np.ndarray]:
+    arrays = {}
+    for (role, dtype), value in zip(_TREE_TYPES.items(), values):
+        array = np.asarray(value)
+        if array.ndim != 1:
+            raise ValueError(f"{role} must be one-dimensional, got shape {list(array.shape)}")
+        if array.size and np.dtype(dtype).kind in "iu" and array.dtype.kind not in "iub":
+            raise ValueError(f"{role} must hold integers, got {array.dtype}")
+        arrays[role] = np.ascontiguousarray(array.astype(dtype))
+    return arrays
+
+
+def _check_tree_arrays(a: dict[str, np.ndarray], features: int | None) -> None:
+    """The rules of backend_api.h ("Tree ensembles") on the arrays, with NumPy."""
+    offsets, modes = a["tree_offsets"], a["node_modes"]
+    nodes, weights, targets = modes.size, a["leaf_targets"].size, a["base_values"].size
+    for role in ("node_features", "node_thresholds", "node_true", "node_false"):
+        if a[role].size != nodes:
+            raise ValueError(f"{role} has {a[role].size} entries, node_modes {nodes}")
+    if a["leaf_weights"].size != weights:
+        raise ValueError(f"leaf_weights has {a['leaf_weights'].size} entries, leaf_targets {weights}")
+    if targets < 1:
+        raise ValueError("base_values must have one entry per target (at least one)")
+    if offsets.size < 2 or offsets[0] != 0 or offsets[-1] != nodes or np.any(np.diff(offsets) < 1):
+        raise ValueError(f"tree_offsets must rise from 0 to the node count {nodes} by at least 1 per tree, got "
+                         f"{offsets.tolist()[:8]}{' ...' if offsets.size > 8 else ''}")
+    mode = modes & ~np.uint8(d.PN_TREE_MISSING_TRUE)
+    bad = np.flatnonzero((mode < d.TreeNodeMode.LEQ) | (mode > d.TreeNodeMode.LEAF))
+    if bad.size:
+        raise ValueError(f"node {bad[0]} has unknown mode {modes[bad[0]]}")
+    leaf = mode == d.TreeNodeMode.LEAF
+    first, count = a["node_true"][leaf], a["node_false"][leaf]
+    if np.any((first < 0) | (count < 0) | (first > weights) | (count > weights - first)):
+        raise ValueError(f"a leaf names weights outside the {weights} leaf weights")
+    index = np.arange(nodes)
+    end = np.repeat(offsets[1:], np.diff(offsets))
+    branch = ~leaf
+    yes, no = a["node_true"][branch], a["node_false"][branch]
+    at, stop = index[branch], end[branch]
+    wrong = np.flatnonzero((yes <= at) | (yes >= stop) | (no <= at) | (no >= stop))
+    if wrong.size:
+        i = at[wrong[0]]
+        raise ValueError(f"node {i} has children {a['node_true'][i]} and {a['node_false'][i]}; children lie after "
+                         f"their node, inside its tree (which ends before node {end[i]})")
+    feature = a["node_features"][branch]
+    if features is not None and np.any((feature < 0) | (feature >= features)):
+        raise ValueError(f"a branch reads feature {int(feature[(feature < 0) | (feature >= features)][0])}, "
+                         f"x has {features}")
+    if np.any(np.isnan(a["node_thresholds"][branch])):
+        raise ValueError("a branch has a NaN threshold")
+    targets_of = a["leaf_targets"]
+    if np.any((targets_of < 0) | (targets_of >= targets)):
+        raise ValueError(f"a leaf weight names a target outside [0, {targets})")
+

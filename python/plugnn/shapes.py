@@ -1023,6 +1023,34 @@ def check_random(desc: d.RandomDescriptor, infos: Infos, outputs: Infos) -> None
         raise ValueError(f"the multinomial output must be [{x.shape[0]}, samples], got {y.shape}")
 
 
+def tree_ensemble(desc: d.TreeEnsembleDescriptor, infos: Infos) -> list[TensorInfo]:
+    """x [N, F] float32/float64 and the ensemble's arrays (backend_api.h, "Tree ensembles") ->
+    scores [N, K] of x's type (K: base_values' length), and for CLASSIFIER label int64 [N]."""
+    _count(infos, 10)
+    x = infos[0]
+    if x.rank != 2 or x.dtype not in (DataType.FLOAT32, DataType.FLOAT64):
+        raise ValueError(f"x must be float32 or float64 [rows, features], got {x}")
+    wanted = (DataType.INT64, DataType.UINT8, DataType.INT64, DataType.FLOAT64, DataType.INT64, DataType.INT64,
+              DataType.INT64, DataType.FLOAT64, DataType.FLOAT64)
+    names = ("tree_offsets", "node_modes", "node_features", "node_thresholds", "node_true", "node_false",
+             "leaf_targets", "leaf_weights", "base_values")
+    for i, (info, dtype, name) in enumerate(zip(infos[1:], wanted, names), start=1):
+        if info.rank != 1 or info.dtype is not dtype:
+            raise ValueError(f"input {i} ({name}) must be {dtype.numpy_name} of rank 1, got {info}")
+    nodes = infos[2].shape[0]
+    for i in range(3, 7):
+        if infos[i].shape[0] != nodes:
+            raise ValueError(f"input {i} ({names[i - 1]}) has {infos[i].shape[0]} entries, node_modes {nodes}")
+    if infos[7].shape != infos[8].shape:
+        raise ValueError(f"leaf_targets has {infos[7].shape[0]} entries, leaf_weights {infos[8].shape[0]}")
+    if infos[1].shape[0] < 2 or infos[9].shape[0] < 1:
+        raise ValueError("a tree ensemble needs at least one tree (2 tree_offsets) and one target (base_values)")
+    scores = TensorInfo((x.shape[0], infos[9].shape[0]), x.dtype)
+    if desc.op is d.TreeEnsembleOp.CLASSIFIER:
+        return [scores, TensorInfo((x.shape[0],), DataType.INT64)]
+    return [scores]
+
+
 INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.CONVOLUTION_2D: convolution_2d,
     d.LayerKind.POOLING_2D: pooling_2d,
@@ -1057,6 +1085,7 @@ INFER: dict[d.LayerKind, Callable[..., list[TensorInfo]]] = {
     d.LayerKind.SPECTRAL: spectral,
     d.LayerKind.LINEAR_ALGEBRA: linear_algebra,
     d.LayerKind.DATA_DEPENDENT: data_dependent,
+    d.LayerKind.TREE_ENSEMBLE: tree_ensemble,
 }
 
 # The kinds whose outputs' shapes depend on the data (backend_api.h: PN_LAYER_DATA_DEPENDENT): the

@@ -551,6 +551,80 @@ def random(rng: np.random.Generator) -> Iterator[Case | None]:
                         outputs=[TensorInfo((4, 7), dtype)])
 
 
+def random_forest(rng: np.random.Generator, features: int, trees: int, depth: int, targets: int,
+                  modes: Sequence[d.TreeNodeMode] = (d.TreeNodeMode.LEQ,), weights_per_leaf: int = 1,
+                  missing: float = 0.3) -> dict[str, np.ndarray]:
+    """The arrays of a TREE_ENSEMBLE layer (backend_api.h, "Tree ensembles"): `trees` random trees
+    of depth up to `depth` (a branch ends early with probability 0.2) in preorder, branches of
+    the given modes (thresholds on a 0.25 grid, so EQ / NEQ hit), a fraction `missing` sending NaN
+    to the true child, each leaf naming `weights_per_leaf` random targets; base values in
+    "base_values"."""
+    arrays: dict[str, list[Any]] = {k: [] for k in ("node_modes", "node_features", "node_thresholds", "node_true",
+                                                    "node_false", "leaf_targets", "leaf_weights")}
+    offsets = [0]
+
+    def node(level: int) -> int:
+        index = len(arrays["node_modes"])
+        for key in ("node_modes", "node_features", "node_thresholds", "node_true", "node_false"):
+            arrays[key].append(0)
+        if level >= depth or (level > 0 and rng.random() < 0.2):
+            arrays["node_modes"][index] = int(d.TreeNodeMode.LEAF)
+            arrays["node_true"][index] = len(arrays["leaf_targets"])
+            arrays["node_false"][index] = weights_per_leaf
+            for _ in range(weights_per_leaf):
+                arrays["leaf_targets"].append(int(rng.integers(0, targets)))
+                arrays["leaf_weights"].append(float(np.round(rng.standard_normal(), 3)))
+            return index
+        mode = int(modes[int(rng.integers(0, len(modes)))])
+        arrays["node_modes"][index] = mode | (d.PN_TREE_MISSING_TRUE if rng.random() < missing else 0)
+        arrays["node_features"][index] = int(rng.integers(0, features))
+        arrays["node_thresholds"][index] = float(np.round(rng.standard_normal() * 4) / 4)
+        arrays["node_true"][index] = node(level + 1)
+        arrays["node_false"][index] = node(level + 1)
+        return index
+
+    for _ in range(trees):
+        node(0)
+        offsets.append(len(arrays["node_modes"]))
+    types = {"node_modes": np.uint8, "node_thresholds": np.float64, "leaf_weights": np.float64}
+    out = {"tree_offsets": np.asarray(offsets, np.int64)}
+    out.update({k: np.asarray(v, types.get(k, np.int64)) for k, v in arrays.items()})
+    out["base_values"] = np.round(rng.standard_normal(targets), 2)
+    return out
+
+
+TREE_INPUTS = ("tree_offsets", "node_modes", "node_features", "node_thresholds", "node_true", "node_false",
+               "leaf_targets", "leaf_weights", "base_values")
+
+
+def tree_case(name: str, descriptor: d.TreeEnsembleDescriptor, x: np.ndarray, forest: dict[str, np.ndarray]
+              ) -> Case | None:
+    """A TREE_ENSEMBLE case: x and the forest's arrays (constants)."""
+    inputs = [x] + [forest[k] for k in TREE_INPUTS]
+    return _case(d.LayerKind.TREE_ENSEMBLE, name, descriptor, inputs, constants=range(1, 10))
+
+
+def tree_ensemble(rng: np.random.Generator) -> Iterator[Case | None]:
+    """Regressors and classifiers of every aggregate, post transform and node mode, float32 and
+    float64 rows with NaNs, one and several weights per leaf."""
+    kind = d.TreeEnsembleDescriptor
+    all_modes = tuple(m for m in d.TreeNodeMode if m not in (d.TreeNodeMode.LEAF,))
+    for dtype in (np.float32, np.float64):
+        x = np.round(rng.standard_normal((13, 5)) * 4) / 4
+        x[rng.random(x.shape) < 0.1] = np.nan
+        x = x.astype(dtype)
+        for aggregate in d.TreeAggregate:
+            forest = random_forest(rng, 5, 4, 4, 3, all_modes, weights_per_leaf=2)
+            yield tree_case(f"regressor {aggregate.name.lower()} {np.dtype(dtype).name}", kind("regressor", aggregate),
+                            x, forest)
+        for post in d.TreePostTransform:
+            forest = random_forest(rng, 5, 3, 3, 4, (d.TreeNodeMode.LEQ,))
+            yield tree_case(f"classifier {post.name.lower()} {np.dtype(dtype).name}",
+                            kind("classifier", "sum", post), x, forest)
+    x = rng.standard_normal((70, 6)).astype(np.float32)  # more rows than a lockstep group, fewer trees
+    yield tree_case("regressor lt 70 rows", kind("regressor"), x, random_forest(rng, 6, 11, 5, 1, (d.TreeNodeMode.LT,)))
+
+
 def data_dependent(rng: np.random.Generator) -> Iterator[Case | None]:
     """NonZero, Unique (sorted or not, flat or along an axis), NonMaxSuppression (corners or
     centers, with and without thresholds) and Compress: few distinct values, so there are zeros,
@@ -1264,6 +1338,7 @@ GENERATORS: dict[d.LayerKind, Generator] = {
     d.LayerKind.CUMULATIVE: cumulative,
     d.LayerKind.ONE_HOT: one_hot,
     d.LayerKind.TRIANGULAR: triangular,
+    d.LayerKind.TREE_ENSEMBLE: tree_ensemble,
 }
 
 # Kinds whose first output's last axis may have any length (RANDOM's sample count): their

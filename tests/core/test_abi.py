@@ -23,7 +23,7 @@ def test_version_is_read_from_the_header() -> None:
     text = REPO_HEADER.read_text()
     major = int(re.search(r"#define PLUGNN_BACKEND_API_VERSION_MAJOR (\d+)", text).group(1))
     minor = int(re.search(r"#define PLUGNN_BACKEND_API_VERSION_MINOR (\d+)", text).group(1))
-    assert plugnn.BACKEND_API_VERSION == (major, minor) == (1, 1)
+    assert plugnn.BACKEND_API_VERSION == (major, minor) == (1, 2)
 
 
 @pytest.mark.parametrize("py_enum, c_enum, prefix", [
@@ -182,6 +182,8 @@ SAMPLES = [
     descriptors.LinearAlgebraDescriptor("determinant"),
     descriptors.RandomDescriptor("normal", 2 ** 64 - 3, -1.5, 0.25, True),
     descriptors.RandomDescriptor("multinomial", 7, 0.0, 0.0, False),
+    descriptors.TreeEnsembleDescriptor("classifier", "sum", "softmax_zero"),
+    descriptors.TreeEnsembleDescriptor("regressor", "max", "probit"),
 ]
 
 

@@ -1,5 +1,5 @@
-"""A plugin built against the 1.0 header keeps loading and running under the 1.1 runtime, and
-refuses, with its own reason, what 1.1 added (the work falls back to the next backend)."""
+"""A plugin built against the 1.0 header keeps loading and running under the 1.2 runtime, and
+refuses, with its own reason, what 1.1 and 1.2 added (the work falls back to the next backend)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def _runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> Runtime:
     return Runtime()
 
 
-def test_a_1_0_plugin_loads_under_the_1_1_runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert plugnn.BACKEND_API_VERSION == (1, 1)
+def test_a_1_0_plugin_loads_under_the_1_2_runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert plugnn.BACKEND_API_VERSION == (1, 2)
     with _runtime(plugin_dir, monkeypatch) as runtime:
         backend = runtime.backend("MockAbi10")
         assert backend.version == (1, 0)
@@ -65,6 +65,25 @@ def test_what_1_1_added_is_refused_by_the_1_0_plugin(plugin_dir: PluginDir, monk
             assert (first["backend"], first["accepted"]) == ("MockAbi10", False)
             assert reason in first["reason"]
             assert records[layer]["backend"] == "CpuRef"
+
+
+def test_a_1_2_kind_is_refused_by_the_1_0_plugin(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TREE_ENSEMBLE (1.2) reaches a 1.0 plugin as a kind it does not know: refused, run by CpuRef."""
+    net = Network("trees")
+    x = net.add_input("x", (2, 1))
+    (scores,) = net.add_tree_ensemble(x, tree_offsets=[0, 3], node_modes=[1, 7, 7], node_features=[0, 0, 0],
+                                      node_thresholds=[0.5, 0, 0], node_true=[1, 0, 1], node_false=[2, 1, 1],
+                                      leaf_targets=[0, 0], leaf_weights=[1.0, 2.0], base_values=[0.0], name="trees")
+    net.add_output(scores, "y")
+    with _runtime(plugin_dir, monkeypatch) as runtime:
+        optimized = optimize(net, runtime, ["MockAbi10", "CpuRef"])
+        record = {r["layer"]: r for r in optimized.assignments()}["trees"]
+        assert (record["attempts"][0]["backend"], record["attempts"][0]["accepted"]) == ("MockAbi10", False)
+        assert "kind 46" in record["attempts"][0]["reason"]
+        assert record["backend"] == "CpuRef"
+        with runtime.load_network(optimized) as loaded:
+            out = loaded.run({"x": np.array([[0.0], [1.0]], np.float32)})["y"]
+        np.testing.assert_array_equal(out, [[1.0], [2.0]])
 
 
 def test_a_1_0_plugin_gets_new_workloads_where_a_1_1_one_re_sizes(plugin_dir: PluginDir,

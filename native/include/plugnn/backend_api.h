@@ -37,7 +37,8 @@
  * "since 1.x" below; the runtime never sends a layer whose appended fields are
  * not zero to a plugin built against an older minor version (it answers for
  * that plugin that the layer is not supported). Everything marked "since 1.1"
- * arrived in 1.1; everything unmarked is 1.0.
+ * arrived in 1.1, "since 1.2" in 1.2; everything unmarked is 1.0. The
+ * additions of each version are listed in CHANGELOG.md beside this header.
  *
  * Reading appended fields: every ABI struct begins with uint32_t struct_size,
  * written by whoever fills the struct, as sizeof() of the struct in the header
@@ -91,7 +92,7 @@ extern "C" {
  * ======================================================================== */
 
 #define PLUGNN_BACKEND_API_VERSION_MAJOR 1
-#define PLUGNN_BACKEND_API_VERSION_MINOR 1
+#define PLUGNN_BACKEND_API_VERSION_MINOR 2
 
 /* Fixed limits. Changing one is a MAJOR change. */
 #define PN_MAX_DIMS 8
@@ -247,7 +248,9 @@ typedef enum pn_layer_kind {
     PN_LAYER_LINEAR_ALGEBRA = 42,     /* pn_linear_algebra_desc; inputs x */
     PN_LAYER_BITCAST = 43,            /* no descriptor; inputs x; output type from its info */
     PN_LAYER_RANDOM = 44,             /* pn_random_desc; inputs none or logits */
-    PN_LAYER_DATA_DEPENDENT = 45      /* pn_data_dependent_desc; output shapes depend on the data */
+    PN_LAYER_DATA_DEPENDENT = 45,     /* pn_data_dependent_desc; output shapes depend on the data */
+    /* since 1.2 */
+    PN_LAYER_TREE_ENSEMBLE = 46       /* pn_tree_ensemble_desc; inputs x and the ensemble's arrays */
 } pn_layer_kind;
 
 typedef enum pn_data_layout {
@@ -1414,6 +1417,100 @@ typedef struct pn_data_dependent_desc {
     pn_bool sorted;          /* UNIQUE: 1 ascending, 0 in order of first occurrence */
     pn_bool center_point_box;/* NON_MAX_SUPPRESSION: 1 [x_c, y_c, w, h], 0 two corners */
 } pn_data_dependent_desc;
+
+/* ---------------------------------------------------------------------------
+ * Tree ensembles (since 1.2)
+ * ---------------------------------------------------------------------------
+ * PN_LAYER_TREE_ENSEMBLE evaluates a forest of decision trees on the rows of x
+ * (ONNX-ML TreeEnsembleRegressor, TreeEnsembleClassifier and TreeEnsemble:
+ * random forests, gradient-boosted trees of scikit-learn, XGBoost, LightGBM).
+ * A 1.0 or 1.1 plugin never receives this kind (it refuses kinds it does not
+ * know).
+ *
+ * Inputs, in this order (every input but x is a CONSTANT: pn_layer.constant_data
+ * holds its data, so a backend lays the nodes out once in create_workload;
+ * the shared validation refuses a layer where one is not, and checks every
+ * value below):
+ *   0  x           [N, F]  FLOAT32 or FLOAT64: N rows of F features
+ *   1  tree_offsets INT64 [T + 1]: tree t's nodes are [tree_offsets[t],
+ *                  tree_offsets[t + 1]); tree_offsets[0] = 0, each tree has at
+ *                  least one node, tree_offsets[T] = M; its root is its first node
+ *   2  node_modes  UINT8 [M]: pn_tree_node_mode, optionally ORed with
+ *                  PN_TREE_MISSING_TRUE
+ *   3  node_features INT64 [M]: a branch's feature, in [0, F); 0 for a leaf
+ *   4  node_thresholds FLOAT64 [M]: a branch's threshold; 0 for a leaf
+ *   5  node_true   INT64 [M]: a branch's child when its test holds; a leaf's
+ *                  first weight (an index into inputs 7 and 8)
+ *   6  node_false  INT64 [M]: a branch's child when it does not; a leaf's
+ *                  number of weights (>= 0, its weights are node_true[i] ..
+ *                  node_true[i] + node_false[i] - 1, within [0, W])
+ *                  A branch's children lie after it and inside its tree
+ *                  (i < child < tree_offsets[t + 1]), so every walk ends at a
+ *                  leaf; a node may be the child of several (shared subtrees).
+ *   7  leaf_targets INT64 [W]: each weight's target (class), in [0, K)
+ *   8  leaf_weights FLOAT64 [W]
+ *   9  base_values FLOAT64 [K]: added to each target's aggregate
+ * Outputs: scores [N, K] of x's type; CLASSIFIER also label INT64 [N].
+ *
+ * Each row walks every tree from its root: at a branch with feature f and
+ * threshold v, the test is x[f] <= v (LEQ), x[f] < v (LT), x[f] >= v (GTE),
+ * x[f] > v (GT), x[f] == v (EQ), x[f] != v (NEQ), compared in double (a FLOAT32
+ * x widened exactly); a NaN x[f] takes the true child when the node has
+ * PN_TREE_MISSING_TRUE, else the comparison decides (false but for NEQ). At
+ * the leaf reached, each weight (target k, value w) is aggregated into target
+ * k: SUM and AVERAGE add w (AVERAGE divides the sum by T at the end), MIN and
+ * MAX keep the smallest / largest w seen; a target no reached leaf names is 0
+ * (all four). Then base_values[k] is added, then post_transform over the row's
+ * K scores: NONE; LOGISTIC 1 / (1 + exp(-s)) per score; SOFTMAX
+ * exp(s - max) / sum; SOFTMAX_ZERO as SOFTMAX but a score with |s| <= 1e-7
+ * gives 0 and is left out of the sum; PROBIT sqrt(2) * erfinv(2 s - 1) per
+ * score. Accumulation is in double at least (the result is rounded once to
+ * x's type). CLASSIFIER: aggregate SUM; label[n] is the index of the largest
+ * score after base_values and before post_transform (the first on ties).
+ * execute() cannot fail on the data (every index was checked). */
+typedef enum pn_tree_ensemble_op {
+    PN_TREE_ENSEMBLE_INVALID = 0,
+    PN_TREE_ENSEMBLE_REGRESSOR = 1,  /* outputs scores */
+    PN_TREE_ENSEMBLE_CLASSIFIER = 2  /* outputs scores, label */
+} pn_tree_ensemble_op;
+
+typedef enum pn_tree_node_mode {
+    PN_TREE_NODE_INVALID = 0,
+    PN_TREE_NODE_LEQ = 1,
+    PN_TREE_NODE_LT = 2,
+    PN_TREE_NODE_GTE = 3,
+    PN_TREE_NODE_GT = 4,
+    PN_TREE_NODE_EQ = 5,
+    PN_TREE_NODE_NEQ = 6,
+    PN_TREE_NODE_LEAF = 7
+} pn_tree_node_mode;
+
+/* A bit ORed into a node_modes byte: a NaN feature takes the true child. */
+#define PN_TREE_MISSING_TRUE 0x80
+
+typedef enum pn_tree_aggregate {
+    PN_TREE_AGGREGATE_INVALID = 0,
+    PN_TREE_AGGREGATE_SUM = 1,
+    PN_TREE_AGGREGATE_AVERAGE = 2,
+    PN_TREE_AGGREGATE_MIN = 3,
+    PN_TREE_AGGREGATE_MAX = 4
+} pn_tree_aggregate;
+
+typedef enum pn_tree_post_transform {
+    PN_TREE_POST_INVALID = 0,
+    PN_TREE_POST_NONE = 1,
+    PN_TREE_POST_LOGISTIC = 2,
+    PN_TREE_POST_SOFTMAX = 3,
+    PN_TREE_POST_SOFTMAX_ZERO = 4,
+    PN_TREE_POST_PROBIT = 5
+} pn_tree_post_transform;
+
+typedef struct pn_tree_ensemble_desc {
+    uint32_t struct_size;
+    pn_tree_ensemble_op op;
+    pn_tree_aggregate aggregate;           /* CLASSIFIER: SUM */
+    pn_tree_post_transform post_transform;
+} pn_tree_ensemble_desc;
 
 /* PN_LAYER_PRECOMPILED: a layer a backend made in optimize_subgraph (fused
  * chains, blocked layouts, anything private to it). Only the backend that made

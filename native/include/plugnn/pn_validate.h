@@ -69,6 +69,7 @@ pn_status pn_validate_elementwise_unary(const pn_layer* layer, pn_string_out* re
 pn_status pn_validate_select(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_cast(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_data_dependent(const pn_layer* layer, pn_string_out* reason);
+pn_status pn_validate_tree_ensemble(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_quantization(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_quantized_convolution(const pn_layer* layer, pn_string_out* reason);
 pn_status pn_validate_quantized_matmul(const pn_layer* layer, pn_string_out* reason);

@@ -47,6 +47,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_LINEAR_ALGEBRA, cpuref_any_type, cpuref_linear_algebra_create},
     {PN_LAYER_BITCAST, cpuref_any_type, cpuref_bitcast_create},
     {PN_LAYER_RANDOM, cpuref_any_type, cpuref_random_create},
+    {PN_LAYER_TREE_ENSEMBLE, cpuref_any_type, cpuref_tree_ensemble_create},
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};

@@ -100,6 +100,7 @@ struct cpuref_op {
         pn_linear_algebra_desc linalg;
         pn_random_desc random;
         pn_data_dependent_desc data_dependent;
+        pn_tree_ensemble_desc tree_ensemble;
     } desc;
 };
 
@@ -188,6 +189,7 @@ pn_status cpuref_spectral_create(void*, const pn_layer*, pn_workload**, pn_strin
 pn_status cpuref_linear_algebra_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_bitcast_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_random_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status cpuref_tree_ensemble_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_quantization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status cpuref_quantized_convolution_create(void*, const pn_layer*, pn_workload**,
                                               pn_string_out*);

@@ -1,6 +1,6 @@
 """The nodes a program's runtime runs: If, Loop, Scan, SequenceMap and function calls (running
 sub-programs), the sequence and optional operators (sequences.py), the operators on string
-tensors (strings.py), Identity of a sequence, optional or string tensor. Each handler reads its
+tensors (strings.py), the ai.onnx.ml operators on strings and maps (ml.py), Identity of a sequence, optional or string tensor. Each handler reads its
 inputs from the environment and writes its outputs there.
 
 Sub-programs (programs of a branch, a body, a function body) are made once per node and keep
@@ -10,12 +10,13 @@ runs the same loaded networks each time, only the bound arrays changing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from plugnn.dynamic import sequences, strings
+from plugnn.dynamic import ml, sequences, strings
 from plugnn.dynamic.segments import function_body, outer_reads
 from plugnn.dynamic.values import check_declared, dense, describe
 from plugnn.errors import ModelError, RunError
@@ -39,8 +40,14 @@ class Step:
         self.index = index
         self.node = node
         self.values = values
-        self.label = node_label(index, node)
-        self.attrs = {a.name: a for a in node.attribute}
+
+    @functools.cached_property
+    def label(self) -> str:
+        return node_label(self.index, self.node)
+
+    @functools.cached_property
+    def attrs(self) -> dict[str, Any]:
+        return {a.name: a for a in self.node.attribute}
 
     def error(self, message: str) -> RunError:
         return RunError(f"{self.program.source}: {self.label}: {message}")
@@ -387,6 +394,7 @@ HANDLERS: dict[str, Callable[[Step], None]] = {
     "Identity": _identity,
     **sequences.HANDLERS,
     **strings.HANDLERS,
+    **ml.HANDLERS,
 }
 
 

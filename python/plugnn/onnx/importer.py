@@ -37,7 +37,7 @@ from plugnn.onnx.context import (
     type_name,
 )
 from plugnn.onnx import expansion, functions, legacy, symbolic_folds
-from plugnn.onnx.registry import OPS
+from plugnn.onnx.registry import DOMAIN_OPS, OPS, domain_converter
 from plugnn.symbolic import ShapeEnv
 from plugnn.tensor import DataType
 
@@ -73,6 +73,7 @@ def _register_all() -> None:
     from plugnn.onnx import ops_bitcast, ops_determinant, ops_einsum, ops_random  # noqa: F401
     from plugnn.onnx import ops_rearrange, ops_sampling, ops_spectral, ops_tfidf  # noqa: F401
     from plugnn.onnx import ops_string  # noqa: F401
+    from plugnn.onnx import ops_ml, ops_ml_trees  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -181,6 +182,8 @@ def opset_of(proto: Any, source: str) -> int:
     onnx = onnx_module()
     versions = {o.domain: o.version for o in proto.opset_import}
     if "" not in versions and "ai.onnx" not in versions:
+        if proto.opset_import and all(n.domain not in ("", "ai.onnx") for n in proto.graph.node):
+            return onnx.defs.onnx_opset_version()  # no default-domain node (an XGBoost model's one ai.onnx.ml node)
         if proto.ir_version >= 3 or proto.opset_import:
             raise ModelError(f"{source}: the model imports no default-domain (ai.onnx) opset")
         return 1
@@ -368,14 +371,21 @@ class _Importer(ImportState):
 
     def _convert(self, ctx: NodeContext) -> None:
         node = ctx.node
-        if node.domain not in ("", "ai.onnx"):
+        foreign = node.domain not in ("", "ai.onnx")
+        converter = domain_converter(node.domain, node.op_type) if foreign else OPS.get(node.op_type)
+        if foreign and converter is None:
             preview = functions.body(ctx, node.domain) if node.domain == functions.PREVIEW_DOMAIN else None
             if preview is None:
-                raise ctx.error(f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain, "
-                                f"and {functions.PREVIEW_DOMAIN}'s operators with an ONNX function body)")
+                domains = sorted({d for d, _ in DOMAIN_OPS})
+                known = [op for d, op in DOMAIN_OPS if d == node.domain]
+                what = (f"operator {node.op_type!r} of domain {node.domain!r} is not supported (plugnn imports "
+                        f"{len(known)} of its operators: {', '.join(sorted(known))})" if known else
+                        f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain, "
+                        f"{', '.join(domains)}, and {functions.PREVIEW_DOMAIN}'s operators with an ONNX function "
+                        f"body)")
+                raise ctx.error(what)
             expansion.walk(ctx, preview, self._convert)
             return
-        converter = OPS.get(node.op_type)
         inputs = [self.values.get(n) if n else None for n in node.input]
         for i, (n, v) in enumerate(zip(node.input, inputs)):
             if n and v is None:
@@ -385,7 +395,7 @@ class _Importer(ImportState):
                     f"{self.source}: {ctx.label}: input {i} {n!r} is the output of data-dependent layer "
                     f"{v.producer!r}, whose shape is known only at run time; a node reading it needs plugnn's dynamic "
                     f"path (plugnn.InferenceSession or plugnn.onnx.backend run the network in segments)")
-        if ctx.opset < legacy.NATIVE_OPSET:  # opsets 1 to 6: the node in its opset-7 form
+        if not foreign and ctx.opset < legacy.NATIVE_OPSET:  # opsets 1 to 6: the node in its opset-7 form
             expansion.walk(ctx, legacy.upgrade(ctx), self._convert)
             return
         if converter is None:

@@ -15,6 +15,7 @@ from plugnn.errors import ModelError, SessionError
 from plugnn.onnx.context import np_dtype, onnx_module
 from plugnn.onnx.functions import has_body
 from plugnn.onnx.importer import read_initializers, read_model, supported_operators, unsupported_hint
+from plugnn.onnx.registry import domain_converter
 from plugnn.session.ort_errors import InvalidProtobuf, NoSuchFile, OperatorNotImplemented
 
 Dim = int | str | None
@@ -66,6 +67,9 @@ def _type_text(ttype: Any) -> str:
         return f"seq({_type_text(ttype.sequence_type.elem_type)})"
     if kind == "optional_type":
         return f"optional({_type_text(ttype.optional_type.elem_type)})"
+    if kind == "map_type":  # ZipMap's maps: "map(int64,tensor(float))"
+        key = onnx_type(ttype.map_type.key_type)
+        return f"map({key[len('tensor('):-1]},{_type_text(ttype.map_type.value_type)})"
     return kind or "undefined"
 
 
@@ -247,7 +251,8 @@ class SessionModel:
         opset = next((o.version for o in self.proto.opset_import if o.domain in ("", "ai.onnx")), 1)
         missing = sorted({n.op_type for n in self.proto.graph.node if n.domain in ("", "ai.onnx")
                           and n.op_type not in supported and not has_body(n.op_type, opset)})
-        foreign = sorted({f"{n.domain}.{n.op_type}" for n in self.proto.graph.node if n.domain not in ("", "ai.onnx")})
+        foreign = sorted({f"{n.domain}.{n.op_type}" for n in self.proto.graph.node if n.domain not in ("", "ai.onnx")
+                          and domain_converter(n.domain, n.op_type) is None})
         if missing or foreign:
             parts = []
             if missing:
