@@ -238,13 +238,48 @@ def test_path_bytes_and_proto_give_the_same_network(tmp_path: Path, runtime: Any
 
 def test_input_shapes_fix_dynamic_dims(runtime: Any) -> None:
     model = make_model([N("Relu", ["x"], ["y"])], {"x": ["batch", 3]}, ["y"])
-    with pytest.raises(ModelError) as info:
-        plugnn.onnx.load(model)
-    assert "input 'x' has dynamic dimension(s) 0 ('batch') in shape [batch, 3]" in str(info.value)
-    assert "input_shapes={'x': (...)}" in str(info.value)
     x = w(5, 3)
     np.testing.assert_array_equal(run_plugnn(runtime, model, {"x": x}, input_shapes={"x": (5, 3)})["y"],
                                   np.maximum(x, 0))
+    assert plugnn.onnx.load(model, input_shapes={"x": (5, 3)}).inputs[0].outputs[0].shape == (5, 3)
+
+
+def test_dynamic_dims_stay_symbols_and_one_network_runs_every_shape(runtime: Any) -> None:
+    """x [batch, 3] -> Reshape to [batch * 3] via Shape/Gather/Mul -> y: the target is an
+    expression of the symbol, and the loaded network runs every batch."""
+    model = make_model([N("Shape", ["x"], ["s"]), N("Gather", ["s", "zero"], ["b"], axis=0),
+                        N("Mul", ["b", "three"], ["n"]), N("Unsqueeze", ["n", "axes"], ["t"]),
+                        N("Reshape", ["x", "t"], ["y"])], {"x": ["batch", 3]}, ["y"],
+                       initializers={"zero": np.array(0, np.int64), "three": np.array(3, np.int64),
+                                     "axes": np.array([0], np.int64)})
+    network = plugnn.onnx.load(model)
+    shape = network.inputs[0].outputs[0].shape
+    assert str(shape[0]) == "batch" and shape[0].hint == 1 and shape[1] == 3
+    assert str(network.outputs[0].outputs[0].shape[0]) == "3*batch"
+    loaded = runtime.load_network(plugnn.optimize(network, runtime, ["CpuRef"]))
+    try:
+        for batch in (1, 4, 2):
+            x = w(batch, 3)
+            np.testing.assert_array_equal(loaded.run({"x": x})["y"], x.reshape(-1))
+        assert len(loaded.instances()) == 3
+    finally:
+        loaded.unload()
+    hinted = plugnn.onnx.load(model, hints={"batch": 8})
+    assert hinted.inputs[0].outputs[0].shape[0].hint == 8
+    with pytest.raises(ModelError, match="hints name 'height', which are no dynamic dims"):
+        plugnn.onnx.load(model, hints={"height": 8})
+    with pytest.raises(ModelError, match="hints must be integers >= 1"):
+        plugnn.onnx.load(model, hints={"batch": 0})
+
+
+def test_an_input_without_a_declared_shape_needs_input_shapes() -> None:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(ModelError, match="input 'x' has no shape in the model; pass input_shapes="):
+        plugnn.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
 
 
 @pytest.mark.parametrize("shapes, message", [

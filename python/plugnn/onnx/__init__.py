@@ -12,16 +12,20 @@ from typing import TYPE_CHECKING, Any
 __all__ = ["load", "OPERATORS"]
 
 
-def load(model: Any, *, name: str | None = None, input_shapes: Any = None, base_dir: Any = None) -> Any:
+def load(model: Any, *, name: str | None = None, input_shapes: Any = None, base_dir: Any = None,
+         hints: Any = None) -> Any:
     """Import an ONNX model (a path, the serialized bytes or an `onnx.ModelProto`) as a Network.
 
-    `input_shapes` maps input names to shapes that fix their dynamic (symbolic) dims;
-    `base_dir` is where external tensor data lives when `model` is bytes or a ModelProto.
+    `input_shapes` maps input names to shapes that fix their dynamic (symbolic) dims; the dims it
+    does not fix stay symbols (plugnn.symbolic), and the loaded network runs at any of their
+    values. `hints` maps a symbol (a dim's dim_param, or `<input>:<axis>`) to its typical value,
+    at which backends are asked at optimize time (default 1). `base_dir` is where external tensor
+    data lives when `model` is bytes or a ModelProto.
     Raises `plugnn.errors.ModelError` naming the file, node, operator and attribute at fault.
     """
     from plugnn.onnx.importer import load as _load
 
-    return _load(model, name=name, input_shapes=input_shapes, base_dir=base_dir)
+    return _load(model, name=name, input_shapes=input_shapes, base_dir=base_dir, hints=hints)
 
 
 def __getattr__(name: str) -> Any:

@@ -171,11 +171,67 @@ def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool) -> A
 
 
 def load(model: Any, *, name: str | None = None, input_shapes: Mapping[str, Sequence[int]] | None = None,
-         base_dir: Any = None) -> Network:
+         base_dir: Any = None, hints: Mapping[str, int] | None = None) -> Network:
+    """The model as a Network. Dims the model leaves dynamic and `input_shapes` does not fix stay
+    symbols (plugnn.symbolic): the network runs at every binding of them that keeps the guards its
+    import recorded. A symbol's hint (its value when backends are asked, at optimize) is
+    `hints[name]` (name: the dim's dim_param, or `<input>:<axis>` for an unnamed dim), else 1."""
     proto, source = read_model(model, base_dir)
     if name is None and isinstance(model, (str, os.PathLike)):
         name = proto.graph.name or Path(model).stem
-    return import_model(proto, source=source, name=name, input_shapes=input_shapes)
+    hint_shapes = _symbolic_hints(proto, input_shapes or {}, hints or {}, source)
+    if hint_shapes is None:
+        return import_model(proto, source=source, name=name, input_shapes=input_shapes)
+    env = ShapeEnv()
+    try:
+        return import_model(proto, source=source, name=name, input_shapes=hint_shapes, shape_env=env,
+                            fixed_inputs=set(input_shapes or {}))
+    except DynamicModelError:
+        raise
+    except ModelError as exc:
+        at = ", ".join(f"{k}={v}" for k, v in env.hints.items())
+        raise ModelError(f"{exc} (imported with its symbolic dims at the hints {at}: pass hints={{...}} to "
+                         f"plugnn.onnx.load for typical sizes, or input_shapes= to fix them)") from None
+
+
+def _symbolic_hints(proto: Any, input_shapes: Mapping[str, Sequence[int]], hints: Mapping[str, int],
+                    source: str) -> dict[str, tuple[int, ...]] | None:
+    """Every input's shape at the hints when some input keeps a dynamic dim (`input_shapes`
+    fixes the inputs it names), else None (a static import)."""
+    initializers = {t.name for t in proto.graph.initializer}
+    if set(input_shapes) - {v.name for v in proto.graph.input}:
+        return None  # the static import names what does not exist
+    shapes: dict[str, tuple[int, ...]] = {}
+    dynamic = False
+    used: set[str] = set()
+    for value_info in proto.graph.input:
+        name = value_info.name
+        if name in initializers or not value_info.type.HasField("tensor_type"):
+            continue
+        if name in input_shapes:
+            shapes[name] = tuple(int(d) for d in input_shapes[name])
+            continue
+        tensor_type = value_info.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            return None  # no declared shape: the static import says what to pass
+        shape = []
+        for axis, dim in enumerate(tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value >= 0:
+                shape.append(int(dim.dim_value))
+                continue
+            dynamic = True
+            symbol = dim.dim_param or f"{name}:{axis}"
+            used.add(symbol)
+            shape.append(int(hints.get(symbol, 1)))
+        shapes[name] = tuple(shape)
+    unknown = sorted(set(hints) - used)
+    if unknown:
+        raise ModelError(f"{source}: hints name {', '.join(map(repr, unknown))}, which are no dynamic dims of the "
+                         f"model's inputs; its symbols: {', '.join(sorted(used)) or 'none'}")
+    bad = sorted(k for k, v in hints.items() if isinstance(v, bool) or not isinstance(v, int) or v < 1)
+    if bad:
+        raise ModelError(f"{source}: hints must be integers >= 1, got {', '.join(f'{k}={hints[k]!r}' for k in bad)}")
+    return shapes if dynamic else None
 
 
 def opset_of(proto: Any, source: str) -> int:
@@ -201,14 +257,15 @@ def import_model(proto: Any, *, source: str = "<model>", name: str | None = None
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  constants: Mapping[str, np.ndarray] | None = None,
                  initializers: Mapping[str, np.ndarray] | None = None,
-                 shape_env: ShapeEnv | None = None) -> Network:
+                 shape_env: ShapeEnv | None = None, fixed_inputs: Any = ()) -> Network:
     """Convert a read ModelProto. `constants` binds graph inputs to fixed values (the ONNX
     backend uses it for shape-like inputs); they are then not network inputs.
 
     With `shape_env` the import is symbolic: every dim the model leaves dynamic is a symbol of
     `shape_env` (plugnn.symbolic) whose hint is its dim in `input_shapes` (which must give every
     input's shape), and the network holds for every binding of the symbols that keeps the
-    guards the import recorded in `shape_env`.
+    guards the import recorded in `shape_env`; the inputs named in `fixed_inputs` keep their
+    `input_shapes` as fixed dims.
 
     `initializers` (see `read_initializers`) replaces the initializers of `proto`, which are then
     not read: the network's constants reference these arrays instead of copies, so networks
@@ -216,6 +273,7 @@ def import_model(proto: Any, *, source: str = "<model>", name: str | None = None
     _register_all()
     opset = opset_of(proto, source)
     importer = _Importer(proto, source, opset, name, input_shapes or {}, constants or {}, shape_env)
+    importer.fixed_inputs = set(fixed_inputs)
     importer.shared_initializers = dict(initializers) if initializers is not None else None
     return importer.run()
 
@@ -244,6 +302,7 @@ class _Importer(ImportState):
     # -- inputs and initializers --------------------------------------------------------
 
     shared_initializers: dict[str, np.ndarray] | None = None
+    fixed_inputs: set[str] = set()  # a symbolic import's inputs whose input_shapes fix their dims
 
     def _initializers(self) -> None:
         from onnx import numpy_helper
@@ -296,7 +355,8 @@ class _Importer(ImportState):
         name = value_info.name
         tensor_type = value_info.type.tensor_type
         given = self.input_shapes.get(name)
-        if not tensor_type.HasField("shape") and self.shape_env is not None and given is not None:
+        if not tensor_type.HasField("shape") and self.shape_env is not None and given is not None \
+                and name not in self.fixed_inputs:
             return tuple(self.shape_env.symbol(f"{name}:{i}", d) for i, d in enumerate(given))
         if not tensor_type.HasField("shape"):
             if given is None:
@@ -304,7 +364,7 @@ class _Importer(ImportState):
                                         f"input_shapes={{{name!r}: (...)}} to plugnn.onnx.load", name)
             return given
         dims = list(tensor_type.shape.dim)
-        if given is not None and self.shape_env is None:
+        if given is not None and (self.shape_env is None or name in self.fixed_inputs):
             if len(given) != len(dims):
                 raise ModelError(f"{self.source}: input_shapes gives {name!r} rank {len(given)} {given}, the model "
                                  f"declares rank {len(dims)}")
