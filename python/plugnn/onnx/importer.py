@@ -218,7 +218,8 @@ def read_initializers(proto: Any, source: str = "<model>") -> dict[str, np.ndarr
     arrays: dict[str, np.ndarray] = {}
     for tensor in proto.graph.initializer:
         try:
-            array = np.ascontiguousarray(numpy_helper.to_array(tensor))
+            # np.asarray(order="C"), not np.ascontiguousarray: that one makes a rank-0 tensor 1-D
+            array = np.asarray(numpy_helper.to_array(tensor), order="C")
         except Exception as exc:  # noqa: BLE001 - malformed tensor data
             raise ModelError(f"{source}: initializer {tensor.name!r} cannot be read: {exc}") from None
         array.setflags(write=False)
