@@ -160,7 +160,8 @@ def _fold_layer_normalization(ctx: NodeContext) -> list[Any]:
     return [y.astype(x.dtype), mean.astype(stash), inv.astype(stash)]
 
 
-@op("LayerNormalization", ("axis", "epsilon", "stash_type"), fold=_fold_layer_normalization)
+@op("LayerNormalization", ("axis", "epsilon", "stash_type"), fold=_fold_layer_normalization,
+    unchecked_attributes_below=1 << 30)  # onnxruntime's LayerNormalization schema allows unchecked attributes
 def layer_normalization(ctx: NodeContext) -> list[Any]:
     _float_input(ctx, 0, "X")
     x = ctx.tensor(0, "X")

@@ -85,7 +85,7 @@ class InferenceSession:
             self._dynamic: Any = None
             if self._model.needs_program:
                 self._go_dynamic()
-            elif not self._model.dynamic:
+            elif not self._model.dynamic and self._model.computed_outputs:
                 key = tuple(tuple(d for d in a.shape or () if isinstance(d, int)) for a in self._inputs)
                 try:
                     self._cache.release(self._cache.acquire(key))
@@ -136,6 +136,11 @@ class InferenceSession:
             check_output_names(self._outputs, output_names, self._label)
         if self._dynamic is not None:
             return self._run_dynamic(names, input_feed)
+        if not self._model.computed_outputs:  # every output is an input passed through
+            results: dict[str, Any] = {}
+            self._pass_through(results, dict(zip(self._input_names, check_feed(self._inputs, input_feed,
+                                                                                  self._label))))
+            return [results[n] for n in names]
         key = self._fast_key(input_feed)
         # Shapes seen before were checked (ranks, fixed dims, symbols) when they were first seen.
         spec = self._cache.lookup(key) if key is not None else None
@@ -152,7 +157,14 @@ class InferenceSession:
             results = spec.loaded.run(feed)
         finally:
             self._cache.release(spec)
+        self._pass_through(results, feed)
         return [results[n] for n in names]
+
+    def _pass_through(self, results: dict[str, Any], feed: Mapping[str, Any]) -> None:
+        """The outputs that are graph inputs: copies of what was fed (as onnxruntime returns)."""
+        for name in self._model.passthrough:
+            value = feed[name]
+            results[name] = np.array(value) if isinstance(value, np.ndarray) else value
 
     def _go_dynamic(self) -> None:
         """Run the model on plugnn's dynamic path from now on (plugnn.dynamic.DynamicModel)."""
@@ -181,7 +193,8 @@ class InferenceSession:
                 raise InputError(f"{self._label}: input {name!r} is a sequence ({arg.type}): pass a list of "
                                  f"numpy.ndarray, not {type(value).__name__}")
             feed[name] = value
-        results = dict(zip(self._output_names, self._dynamic.run(feed)))
+        results = dict(zip(self._model.computed_outputs, self._dynamic.run(feed)))
+        self._pass_through(results, feed)
         return [results[n] for n in names]
 
     @property
