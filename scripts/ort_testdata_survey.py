@@ -17,7 +17,7 @@ limit (60 s by default):
    (every output of the same shape, of the same dtype and within rtol 1e-3 / atol 1e-4, NaN equal
    to NaN; sequences element-wise), `load` (the session could not be made), `run` (run() raised),
    `mismatch` (split by a second opinion: `mismatch-random` when onnxruntime's own two runs
-   differ, `mismatch-ort-optimized` when plugnn matches onnxruntime with its graph optimizations
+   differ or the model draws at random (a random generator, a training-mode Dropout), `mismatch-ort-optimized` when plugnn matches onnxruntime with its graph optimizations
    off and the optimized graph computes something else, `mismatch-reference-agrees` when plugnn
    matches ONNX's reference evaluator), `crash` (the child died) and `timeout`.
 
@@ -155,15 +155,37 @@ def _differs(sess: Any, expected: list, got: list) -> str | None:
     return None
 
 
+RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+def _draws_at_random(model: Any, feeds: dict) -> bool:
+    """Whether the model holds a random generator or a Dropout whose `training_mode` is true (a
+    constant, or an input fed true) with a ratio > 0."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    known = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    known.update(feeds)
+    for node in model.graph.node:
+        if node.op_type in RANDOM_OPS:
+            return True
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2] in known:
+            ratio = known.get(node.input[1], 0.5) if node.input[1] else 0.5
+            if bool(np.asarray(known[node.input[2]]).reshape(-1)[0]) and float(np.asarray(ratio).reshape(-1)[0]):
+                return True
+    return False
+
+
 def _mismatch_kind(path: str, sess: Any, feeds: dict, expected: list, got: list) -> str:
     """Which kind of mismatch: `mismatch-random` (onnxruntime's own two runs differ),
     `mismatch-ort-optimized` (plugnn matches onnxruntime with graph optimizations off, or ONNX's
     reference evaluator, and onnxruntime's optimized graph computes something else), else
     `mismatch`."""
+    import onnx
     import onnxruntime as ort
 
     try:
-        if _differs(sess, expected, sess.run(None, feeds)) is not None:
+        if _differs(sess, expected, sess.run(None, feeds)) is not None or _draws_at_random(onnx.load(path), feeds):
             return "mismatch-random"
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -172,7 +194,9 @@ def _mismatch_kind(path: str, sess: Any, feeds: dict, expected: list, got: list)
             return "mismatch-ort-optimized"
         from onnx.reference import ReferenceEvaluator
 
-        reference = ReferenceEvaluator(path).run(None, feeds)
+        from plugnn.onnx.tidy import tidy  # ONNX's evaluator takes nodes in topological order only
+
+        reference = ReferenceEvaluator(tidy(onnx.load(path), path, owned=True)).run(None, feeds)
         if _differs(sess, list(reference), got) is None:
             return "mismatch-reference-agrees"
     except Exception:  # noqa: BLE001 - a second opinion that cannot be had leaves a plain mismatch

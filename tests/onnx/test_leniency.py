@@ -328,3 +328,33 @@ def test_a_tensor_of_rank_above_8_is_a_model_error() -> None:
         plugnn.onnx.load(computed)
     with pytest.raises(ModelError, match=message):
         session_run(computed, {"x": rand(2, 2)})
+
+
+# ---- sparse initializers -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("coordinates", [False, True])
+def test_sparse_initializers_are_made_dense(coordinates: bool) -> None:
+    dense = np.zeros((3, 4), np.float32)
+    dense[0, 1], dense[2, 3] = 1.5, -2.0
+    if coordinates:
+        indices = numpy_helper.from_array(np.array([[0, 1], [2, 3]], np.int64), "w_indices")
+    else:
+        indices = numpy_helper.from_array(np.array([1, 11], np.int64), "w_indices")
+    sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "w"), indices, [3, 4])
+    graph = helper.make_graph([N("Add", ["x", "w"], ["y"])], "sparse", [helper.make_tensor_value_info("x", F32, [3, 4])],
+                              [helper.make_tensor_value_info("y", F32, [3, 4])], sparse_initializer=[sparse])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rand(3, 4)
+    np.testing.assert_array_equal(session_run(model, {"x": x})[0], x + dense)
+    np.testing.assert_array_equal(session_run(model, {"x": x})[0], ort_run(model, {"x": x})[0])
+
+
+def test_an_output_declared_twice() -> None:
+    model = make_model([N("Relu", ["x"], ["y"])], {"x": [2, 3]}, {"y": [2, 3]})
+    model.graph.output.append(model.graph.output[0])
+    x = rand(2, 3)
+    got, want = session_run(model, {"x": x}), ort_run(model, {"x": x})
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

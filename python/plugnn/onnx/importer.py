@@ -419,8 +419,12 @@ class _Importer(ImportState):
     def _outputs(self) -> None:
         from onnx import TensorProto
 
+        added: set[str] = set()
         for value_info in self.graph.output:
             name = value_info.name
+            if name in added:  # declared twice (onnxruntime accepts it): one output layer
+                continue
+            added.add(name)
             if name not in self.values:
                 raise ModelError(f"{self.source}: graph output {name!r} is produced by no node, initializer or input")
             if name in self.graph_inputs:

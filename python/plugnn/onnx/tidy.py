@@ -16,6 +16,7 @@
   the nodes on it;
 - **negative declared dims read as unknown** (a `dim_value` of -1 in a graph input, output or
   value_info: onnxruntime treats it as a free dim), with a warning;
+- **sparse initializers made dense** (onnxruntime densifies them at load);
 - **a Loop body's condition output declared [1]** is not checked against its computed shape
   (onnxruntime takes [] or [1]; the runtime feeds the iteration number and condition in the rank
   the body declares them, plugnn.dynamic.control).
@@ -48,7 +49,8 @@ def tidy(proto: Any, source: str, *, owned: bool) -> Any:
     negative = any(_negative_dims(graph) for graph in _graphs(proto.graph))
     unsorted = any(_order(graph, outer, source) is not None for graph, outer in _scoped_graphs(proto.graph))
     conditions = any(_loop_conditions(graph) for graph in _graphs(proto.graph))
-    if not (called or negative or unsorted or conditions):
+    sparse = any(graph.sparse_initializer for graph in _graphs(proto.graph))
+    if not (called or negative or unsorted or conditions or sparse):
         return proto
     if not owned:
         onnx = onnx_module()
@@ -63,6 +65,9 @@ def tidy(proto: Any, source: str, *, owned: bool) -> Any:
                 LOG.warning("%s: %s declares dim %d as %d; read as an unknown dim (as onnxruntime does)",
                             source, repr(value_info.name), axis, dim.dim_value)
                 dim.ClearField("dim_value")
+    if sparse:
+        for graph in _graphs(proto.graph):
+            _densify(graph, source)
     if conditions:
         for graph in _graphs(proto.graph):
             for value_info in _loop_conditions(graph):
@@ -216,6 +221,31 @@ def _negative_dims(graph: Any) -> list[tuple[Any, int, Any]]:
                 if dim.HasField("dim_value") and dim.dim_value < 0:
                     found.append((value_info, axis, dim))
     return found
+
+
+# ---- sparse initializers ----------------------------------------------------------------------------
+
+
+def _densify(graph: Any, source: str) -> None:
+    """Every sparse initializer of `graph` as a dense one (onnxruntime densifies them too)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    for sparse in graph.sparse_initializer:
+        name = sparse.values.name
+        try:
+            values = numpy_helper.to_array(sparse.values).reshape(-1)
+            indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+            shape = tuple(int(d) for d in sparse.dims)
+            dense = np.zeros(shape, values.dtype)
+            if indices.ndim == 2:  # [NNZ, rank] coordinates
+                dense[tuple(indices.T)] = values
+            else:  # [NNZ] positions in the flattened tensor
+                dense.reshape(-1)[indices.reshape(-1)] = values
+        except Exception as exc:  # noqa: BLE001 - malformed sparse data: say which tensor
+            raise ModelError(f"{source}: sparse initializer {name!r} cannot be read: {exc}") from None
+        graph.initializer.append(numpy_helper.from_array(dense, name))
+    del graph.sparse_initializer[:]
 
 
 # ---- Loop conditions ------------------------------------------------------------------------------
