@@ -358,3 +358,14 @@ def test_an_output_declared_twice() -> None:
     assert len(got) == len(want) == 2
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_onnxruntime_s_layer_normalization_takes_a_scale_of_another_type() -> None:
+    """Below opset 17 (onnxruntime's own operator) X and Scale may differ; Y has Scale's type."""
+    nodes = [N("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)]
+    model = make_model(nodes, {"x": ([2, 8], TensorProto.FLOAT16)}, ["y"], {"g": rand(8, seed=1), "b": rand(8, seed=2)},
+                       opset=12)
+    x = rand(2, 8).astype(np.float16)
+    got, want = session_run(model, {"x": x})[0], ort_run(model, {"x": x})[0]
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
