@@ -135,3 +135,21 @@ def test_the_scalar_initializers_read_by_a_session_keep_rank_0() -> None:
     arrays = read_initializers(model)
     assert arrays["a"].shape == () and arrays["b"].shape == (2, 1)
     assert all(a.flags.c_contiguous and not a.flags.writeable for a in arrays.values())
+
+
+def test_an_out_of_range_float_to_integer_cast_saturates_folded_or_run() -> None:
+    """ONNX leaves it undefined; plugnn saturates (NaN gives 0) whether the Cast is folded at
+    import or run by a backend (onnxruntime and NumPy wrap instead)."""
+    x = np.array([-3.7, 300.2, 255.9, -0.5, 1e10, np.nan], np.float32)
+    want = np.array([0, 255, 255, 0, 255, 0], np.uint8)
+    run = _model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.UINT8)],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])], [_undeclared("y", TensorProto.UINT8)])
+    folded = _model([helper.make_node("Cast", ["c"], ["k"], to=TensorProto.UINT8),
+                     helper.make_node("Add", ["k", "z"], ["y"])],
+                    [helper.make_tensor_value_info("z", TensorProto.UINT8, [6])], [_undeclared("y", TensorProto.UINT8)],
+                    [numpy_helper.from_array(x, "c")])
+    for backends in (["CpuRef"], None):
+        got = plugnn.InferenceSession(run.SerializeToString(), backends=backends).run(None, {"x": x})[0]
+        np.testing.assert_array_equal(got, want)
+    got = plugnn.InferenceSession(folded.SerializeToString()).run(None, {"z": np.zeros(6, np.uint8)})[0]
+    np.testing.assert_array_equal(got, want)
