@@ -45,11 +45,12 @@ def tidy(proto: Any, source: str, *, owned: bool) -> Any:
     """`proto` inlined, sorted and with negative dims unknown (see the module's doc); a copy
     unless `owned` (the proto is the importer's own), and `proto` itself when nothing changes."""
     functions = _local_functions(proto)
-    called = bool(functions) and any(_calls(graph, functions) for graph in _graphs(proto.graph))
-    negative = any(_negative_dims(graph) for graph in _graphs(proto.graph))
+    graphs = list(_graphs(proto.graph))
+    called = bool(functions) and any(_calls(graph, functions) for graph in graphs)
+    negative = any(_negative_dims(graph) for graph in graphs)
+    conditions = any(_loop_conditions(graph) for graph in graphs)
+    sparse = any(graph.sparse_initializer for graph in graphs)
     unsorted = any(_order(graph, outer, source) is not None for graph, outer in _scoped_graphs(proto.graph))
-    conditions = any(_loop_conditions(graph) for graph in _graphs(proto.graph))
-    sparse = any(graph.sparse_initializer for graph in _graphs(proto.graph))
     if not (called or negative or unsorted or conditions or sparse):
         return proto
     if not owned:
@@ -91,12 +92,16 @@ def tidy(proto: Any, source: str, *, owned: bool) -> Any:
 # ---- graphs and their scopes --------------------------------------------------------------------
 
 
+_GRAPH, _GRAPHS = 5, 10  # AttributeProto.GRAPH, AttributeProto.GRAPHS
+
+
 def _subgraphs(node: Any) -> list[Any]:
     graphs = []
     for attr in node.attribute:
-        if attr.HasField("g"):
+        if attr.type == _GRAPH:
             graphs.append(attr.g)
-        graphs.extend(attr.graphs)
+        elif attr.type == _GRAPHS:
+            graphs.extend(attr.graphs)
     return graphs
 
 
