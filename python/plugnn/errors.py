@@ -87,6 +87,11 @@ class MissingDependencyError(PlugnnError, RuntimeError):
     """An optional package or program a feature needs is not installed: names what to install."""
 
 
+class RunStoppedError(PlugnnError, RuntimeError):
+    """A run was stopped on request (RunOptions.terminate) before its next layer; what it was
+    running stays loaded and usable."""
+
+
 class RunError(PlugnnError, ValueError):
     """A run failed for what the data decided outside any backend (plugnn.dynamic's runtime
     steps): a sequence position out of range, a branch output of another type than declared, a

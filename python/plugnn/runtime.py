@@ -153,7 +153,8 @@ class Runtime:
 
     # -- networks --------------------------------------------------------------------
 
-    def load_network(self, optimized: OptimizedNetwork, reshape_from: Sequence[LoadedNetwork] = ()) -> LoadedNetwork:
+    def load_network(self, optimized: OptimizedNetwork, reshape_from: Sequence[LoadedNetwork] = (),
+                     remake: Any = None) -> LoadedNetwork:
         """Create the workloads of an OptimizedNetwork and plan its memory: a LoadedNetwork.
 
         `reshape_from`: networks of this runtime loaded from the same model at other input
@@ -161,9 +162,15 @@ class Runtime:
         the very same constant arrays; only computed shapes differ) gets that layer's workload
         re-sized (`Workload.reshape`, pn_workload.reshape), sharing its immutable state; other
         layers, and backends that cannot re-size, get new workloads. Those networks must stay
-        loaded during the call."""
+        loaded during the call. `remake(node, backend)` (a symbolic network's instances use it)
+        gives a fused layer again when its backend refuses to create its workload.
+
+        An optimized network with symbolic shapes (plugnn.symbolic) gives a
+        SymbolicLoadedNetwork: one network for every binding of its symbols, each run at its
+        inputs' shapes (plugnn.loaded_symbolic)."""
         from plugnn.loaded import LoadedNetwork
         from plugnn.optimized import OptimizedNetwork
+        from plugnn.shape_program import graph_env
 
         self._check_open()
         if not isinstance(optimized, OptimizedNetwork):
@@ -171,6 +178,11 @@ class Runtime:
                             f"got {type(optimized).__name__}")
         if optimized.runtime is not self:
             raise PlugnnError(f"network {optimized.network_name!r} was optimized for another runtime")
+        env = graph_env(optimized.graph)
+        if env is not None:  # shapes that are expressions of symbols: one instance per binding
+            from plugnn.loaded_symbolic import SymbolicLoadedNetwork
+
+            return SymbolicLoadedNetwork(optimized, env, self.load_network)  # type: ignore[return-value]
         network_id = self._next_network_id
         self._next_network_id += 1
         used = {n.backend_id for n in optimized.graph.nodes if n.backend_id is not None}
@@ -178,7 +190,7 @@ class Runtime:
             if self._networks.get(source.network_id) is not source:
                 raise PlugnnError(f"reshape_from: network {source.name!r} is not loaded on this runtime")
         loaded = LoadedNetwork(optimized, network_id, {b: self.backend(b) for b in used},
-                               list(self._contexts.values()), self._forget, reshape_from)
+                               list(self._contexts.values()), self._forget, reshape_from, remake)
         self._networks[network_id] = loaded
         return loaded
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from plugnn._abi_defs import PN_MAX_DIMS, DataType
 from plugnn.errors import NetworkError
+from plugnn.symbolic import Dim
 
 __all__ = ["MAX_DIMS", "DataType", "TensorInfo"]
 
@@ -17,7 +18,8 @@ MAX_DIMS = PN_MAX_DIMS
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """Shape and element type of a dense, row-major tensor."""
+    """Shape and element type of a dense, row-major tensor. A dim is an int, or a `Dim` (an
+    expression of symbols, plugnn.symbolic) in a network built for every binding of them."""
 
     shape: tuple[int, ...]
     dtype: DataType = DataType.FLOAT32
@@ -25,7 +27,7 @@ class TensorInfo:
     quant_zero_point: int = 0
 
     def __post_init__(self) -> None:
-        shape = tuple(int(d) for d in self.shape)
+        shape = tuple(d if isinstance(d, Dim) else int(d) for d in self.shape)
         if len(shape) > MAX_DIMS:  # PN_MAX_DIMS: fixed for the 1.x ABI (backend_api.h says why)
             raise NetworkError(f"rank {len(shape)} exceeds the maximum of {MAX_DIMS} dimensions (PN_MAX_DIMS)")
         if any(d < 0 for d in shape):
@@ -50,3 +52,8 @@ class TensorInfo:
 
     def __str__(self) -> str:
         return f"{self.dtype.numpy_name}[{', '.join(map(str, self.shape))}]"
+
+    @property
+    def symbolic(self) -> bool:
+        """True when a dim is an expression of symbols (plugnn.symbolic.Dim)."""
+        return any(isinstance(d, Dim) for d in self.shape)
