@@ -58,5 +58,5 @@ def test_the_optimized_transformer_matches_onnxruntime(name: str, tmp_path: Path
         assert g.shape == w.shape, spec["name"]
         assert float(np.abs(g - w).max()) <= tolerance * float(np.abs(w).max()), spec["name"]
     if "Attention" in fused and "CpuAcc" in session.get_providers():
-        spec = session.specialization({k: v.shape for k, v in feeds.items()})
-        assert "Precompiled(attention" in spec.optimized.explain()
+        loaded = session.loaded_for({k: v.shape for k, v in feeds.items()})
+        assert "Precompiled(attention" in loaded.optimized.explain()
