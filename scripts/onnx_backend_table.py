@@ -165,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="a Markdown file whose backend-table markers to fill")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    text = render(survey(backends, args.only), backends)
+    try:
+        backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+        text = render(survey(backends, args.only), backends)
+    finally:  # the tests call main() in their process: logging as it was for the tests after them
+        logging.disable(logging.NOTSET)
     if args.write is None:
         print(text)
         return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plugnn._abi_defs import PN_MAX_DIMS, DataType
+from plugnn.errors import NetworkError
 from plugnn.symbolic import Dim
 
 __all__ = ["MAX_DIMS", "DataType", "TensorInfo"]
@@ -27,8 +28,8 @@ class TensorInfo:
 
     def __post_init__(self) -> None:
         shape = tuple(d if isinstance(d, Dim) else int(d) for d in self.shape)
-        if len(shape) > MAX_DIMS:
-            raise ValueError(f"rank {len(shape)} exceeds the maximum of {MAX_DIMS} dimensions")
+        if len(shape) > MAX_DIMS:  # PN_MAX_DIMS: fixed for the 1.x ABI (backend_api.h says why)
+            raise NetworkError(f"rank {len(shape)} exceeds the maximum of {MAX_DIMS} dimensions (PN_MAX_DIMS)")
         if any(d < 0 for d in shape):
             raise ValueError(f"negative dimension in shape {shape}")
         object.__setattr__(self, "shape", shape)

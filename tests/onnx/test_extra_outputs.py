@@ -90,14 +90,6 @@ def test_dropout_mask(runtime: Any, opset: int, training: bool | None, ratio: fl
     np.testing.assert_array_equal(got["mask"], want["mask"])
 
 
-def test_training_dropout_with_a_ratio_is_refused(runtime: Any) -> None:
-    model = make_model([N("Dropout", ["x", "r", "t"], ["y"], name="drop")], {"x": [2, 3]}, ["y"],
-                       {"r": np.array(0.5, np.float32), "t": np.array(True)}, opset=13)
-    with pytest.raises(ModelError, match=r"node 'drop' \(#0, Dropout\): training_mode is true with ratio 0.5: "
-                                         r"training dropout zeroes elements at random"):
-        plugnn.onnx.load(model)
-
-
 @pytest.mark.parametrize("shape,momentum", [([4, 3, 5, 2], 0.9), ([3, 2], 0.5), ([2, 3, 2, 2, 3], None)])
 def test_batch_normalization_training_mode(runtime: Any, shape: list[int], momentum: float | None) -> None:
     c = shape[1]

@@ -63,9 +63,10 @@ EXCLUDED = [
      "(its function body over RandomUniformLike, Philox) is deterministic when seeded and is checked in "
      "tests/onnx/test_random_ops.py; onnxruntime fails them too"),
     (r"^test_training_dropout(?!_zero_ratio)", "Dropout with training_mode true and a ratio > 0 zeroes elements at "
-     "random (the expected values are one draw of NumPy's RandomState); plugnn runs Dropout in inference form and in "
-     "training form with ratio 0 (the test_training_dropout_zero_ratio cases pass) and refuses ratio > 0 with that "
-     "reason; onnxruntime fails them too"),
+     "random (the expected values are one draw of NumPy's RandomState); plugnn drops them at random too, as "
+     "onnxruntime does (RandomUniformLike, Philox: the same distribution, not NumPy's draws; "
+     "tests/onnx/test_leniency.py checks it), and the test_training_dropout_zero_ratio cases pass; onnxruntime fails "
+     "them too"),
     (r"^test_image_decoder_", "ImageDecoder decodes JPEG, PNG, BMP, TIFF, WebP, JPEG 2000 and PNM files: a codec, "
      "not a neural-network computation, and bit-exact only against the decoder that made the expected outputs "
      "(Pillow); by decision plugnn takes decoded pixels from the application and refuses the operator; "

@@ -94,7 +94,17 @@ extern "C" {
 #define PLUGNN_BACKEND_API_VERSION_MAJOR 1
 #define PLUGNN_BACKEND_API_VERSION_MINOR 2
 
-/* Fixed limits. Changing one is a MAJOR change. */
+/* Fixed limits. Changing one is a MAJOR change.
+ *
+ * PN_MAX_DIMS stays 8 in every 1.x version: it sizes the fixed arrays inside
+ * pn_tensor_info (dims), pn_transpose_desc (perm), pn_reduce_desc (axes),
+ * pn_slice_desc (starts, steps) and the other descriptors that hold one entry per
+ * dim. pn_tensor_info is passed in arrays and indexed with sizeof, and a built
+ * plugin has its size and the offsets of the fields after dims compiled in, so a
+ * larger maximum would make every 1.x plugin misread every tensor and descriptor
+ * it is given: a MAJOR change by the rules above. ONNX allows any rank; plugnn
+ * refuses a model with a tensor of rank > PN_MAX_DIMS at import (ModelError naming
+ * the tensor). A larger maximum waits for a 2.0 header. */
 #define PN_MAX_DIMS 8
 #define PN_MAX_BACKEND_ID_LENGTH 64
 

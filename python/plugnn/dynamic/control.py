@@ -177,9 +177,11 @@ def _loop(step: Step) -> None:
     carried = [step.input(2 + k) for k in range(carried_count)]
     scans: list[list[np.ndarray]] = [[] for _ in range(scan_count)]
     names = body.inputs
+    shapes = [_declared_one_element_shape(body.graph, k) for k in (0, 1)]
     iteration = 0
     while (trip is None or iteration < trip) and condition:
-        formals = {names[0]: np.array(iteration, np.int64), names[1]: np.array(condition)}
+        formals = {names[0]: np.array(iteration, np.int64).reshape(shapes[0]),
+                   names[1]: np.array(condition).reshape(shapes[1])}
         formals.update(zip(names[2:], carried))
         outputs = step.run_sub(body, formals, f"body (iteration {iteration})")
         if use_condition:
@@ -202,6 +204,18 @@ def _loop(step: Step) -> None:
     for k in range(scan_count):
         step.set(carried_count + k, _stack(scans[k], body.declared[1 + carried_count + k]
                                            if len(body.declared) > 1 + carried_count + k else None, 0))
+
+
+def _declared_one_element_shape(body: Any, k: int) -> tuple[int, ...]:
+    """The shape a Loop body's input k (iteration number, condition) is fed in: (1,) when the
+    body declares it [1] (as onnxruntime feeds it), else a scalar."""
+    if k < len(body.input):
+        ttype = body.input[k].type
+        if ttype.HasField("tensor_type") and ttype.tensor_type.HasField("shape"):
+            dims = ttype.tensor_type.shape.dim
+            if len(dims) == 1 and dims[0].HasField("dim_value") and dims[0].dim_value == 1:
+                return (1,)
+    return ()
 
 
 def _stack(items: list[np.ndarray], declared: Any, axis: int) -> np.ndarray:

@@ -4,6 +4,7 @@ helpers that name the node in every error."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -226,6 +227,11 @@ class NodeContext:
         for attr_name, attr in self._attrs.items():
             if attr.ref_attr_name:
                 raise self.error(f"attribute {attr_name!r} refers to a function attribute; not supported")
+            if attr_name not in converter.attributes and self.opset < converter.unchecked_attributes_below:
+                logging.getLogger("plugnn").warning(
+                    "%s: %s: attribute %r is not one of the operator's (%s); ignored, as onnxruntime does",
+                    self.importer.source, self.label, attr_name, ", ".join(converter.attributes) or "none")
+                continue
             if attr_name not in converter.attributes:
                 listed = ", ".join(converter.attributes) or "none"
                 raise self.error(f"attribute {attr_name!r} is not supported by plugnn's {self.op_type} import; "

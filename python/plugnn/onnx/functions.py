@@ -35,9 +35,9 @@ NOTE = "imported through its ONNX function body"
 PREVIEW_DOMAIN = "ai.onnx.preview"  # ONNX's preview operators: imported through their bodies only
 
 
-def has_body(op_type: str, opset: int) -> bool:
-    """Whether the default-domain operator has a (context-dependent) function body at `opset`."""
-    schema = _schema(op_type, opset)
+def has_body(op_type: str, opset: int, domain: str = "") -> bool:
+    """Whether the operator (default domain, or `domain`) has a (context-dependent) function body at `opset`."""
+    schema = _schema(op_type, opset, domain)
     return schema is not None and bool(schema.has_function or schema.has_context_dependent_function)
 
 
@@ -183,6 +183,9 @@ def _bind(node: Any, rename: Callable[[str], str], attributes: dict[str, Any]) -
         copies.append(copy)
     del node.attribute[:]
     node.attribute.extend(copies)
+
+
+bind_node = _bind  # tidy.py inlines model-local functions with it
 
 
 def _bind_graph(graph: Any, rename: Callable[[str], str], attributes: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ Some nodes import as several (expansion.py): a node of opsets 1 to 6 in its opse
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,20 +37,36 @@ from plugnn.onnx.context import (
     onnx_module,
     type_name,
 )
-from plugnn.onnx import expansion, functions, legacy, symbolic_folds
-from plugnn.onnx.registry import DOMAIN_OPS, OPS, domain_converter
+from plugnn.onnx import expansion, functions, legacy, symbolic_folds, tidy
+from plugnn.onnx.registry import DOMAINS, MICROSOFT_DOMAIN, OPS, ORT_DEFAULT_DOMAIN, converter_for
 from plugnn.symbolic import ShapeEnv
-from plugnn.tensor import DataType
+from plugnn.tensor import MAX_DIMS, DataType
 
-__all__ = ["DynamicModelError", "DynamicShapeError", "NeedsConstantError", "RunTimeValueError", "import_model", "load",
-           "read_initializers", "read_model", "supported_operators", "unsupported_hint"]
+__all__ = ["DynamicModelError", "DynamicShapeError", "NeedsConstantError", "RunTimeValueError", "foreign_operator_message",
+           "import_model", "load", "read_initializers", "read_model", "supported_operators", "unsupported_hint"]
 
 MIN_OPSET = 1
 
 
-def supported_operators() -> list[str]:
+def supported_operators(domain: str = "") -> list[str]:
+    """The operators plugnn imports in `domain` ("": ONNX's default domain; the names onnxruntime
+    adds to the default domain are under registry.ORT_DEFAULT_DOMAIN)."""
     _register_all()
-    return sorted(OPS)
+    return sorted(OPS if domain in ("", "ai.onnx") else DOMAINS.get(domain, {}))
+
+
+def foreign_operator_message(domain: str, op_types: Sequence[str]) -> str:
+    """What an error about operators of a domain other than the default one says."""
+    names = ", ".join(sorted(set(op_types)))
+    if domain in DOMAINS and domain != ORT_DEFAULT_DOMAIN:
+        return (f"operator(s) {names} of domain {domain!r} are not supported; plugnn imports "
+                f"{len(supported_operators(domain))} operators of {domain} ({', '.join(supported_operators(domain))}; "
+                f"docs/onnx.md)")
+    others = sorted(d for d in DOMAINS if d not in ("", ORT_DEFAULT_DOMAIN, MICROSOFT_DOMAIN))
+    return (f"operator domain {domain!r} is not supported (operator(s) {names}): plugnn imports the default ai.onnx "
+            f"domain, onnxruntime's {MICROSOFT_DOMAIN} operators listed in docs/onnx.md, "
+            + "".join(f"{d}, " for d in others)
+            + f"{functions.PREVIEW_DOMAIN}'s operators with an ONNX function body, and the model's own local functions")
 
 
 def unsupported_hint(op_types: Sequence[str]) -> str:
@@ -74,6 +91,8 @@ def _register_all() -> None:
     from plugnn.onnx import ops_rearrange, ops_sampling, ops_spectral, ops_tfidf  # noqa: F401
     from plugnn.onnx import ops_string  # noqa: F401
     from plugnn.onnx import ops_ml, ops_ml_trees  # noqa: F401
+    from plugnn.onnx import ops_contrib_activation, ops_contrib_attention, ops_contrib_linear  # noqa: F401
+    from plugnn.onnx import ops_contrib_normalization  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -111,8 +130,22 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None) -> tu
         raise ModelError(f"plugnn.onnx.load takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}")
     if proto.ir_version == 0 or not proto.HasField("graph"):
         raise ModelError(f"{source}: not an ONNX model (no ir_version or no graph)")
-    proto = _load_external_data(proto, base_dir, source, copy=proto is model)
-    return proto, source
+    loaded = _load_external_data(proto, base_dir, source, copy=proto is model)
+    _refuse_high_ranks(loaded, source)
+    return tidy.tidy(loaded, source, owned=loaded is not model), source
+
+
+def _refuse_high_ranks(proto: Any, source: str) -> None:
+    """A ModelError for a graph input or initializer of rank above plugnn's maximum (the C ABI's
+    PN_MAX_DIMS; why it stays 8 is written beside it in backend_api.h)."""
+    graph = proto.graph
+    ranked = [("initializer", t.name, len(t.dims)) for t in graph.initializer]
+    ranked += [("input", v.name, len(v.type.tensor_type.shape.dim)) for v in graph.input
+               if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")]
+    for what, name, rank in ranked:
+        if rank > MAX_DIMS:
+            raise ModelError(f"{source}: {what} {name!r} has rank {rank}; plugnn tensors have at most {MAX_DIMS} dims "
+                             f"(PN_MAX_DIMS, fixed for the 1.x backend ABI: native/include/plugnn/backend_api.h)")
 
 
 def _all_tensors(proto: Any) -> list[Any]:
@@ -286,7 +319,8 @@ def read_initializers(proto: Any, source: str = "<model>") -> dict[str, np.ndarr
     arrays: dict[str, np.ndarray] = {}
     for tensor in proto.graph.initializer:
         try:
-            array = np.ascontiguousarray(numpy_helper.to_array(tensor))
+            # np.asarray(order="C"), not np.ascontiguousarray: that one makes a rank-0 tensor 1-D
+            array = np.asarray(numpy_helper.to_array(tensor), order="C")
         except Exception as exc:  # noqa: BLE001 - malformed tensor data
             raise ModelError(f"{source}: initializer {tensor.name!r} cannot be read: {exc}") from None
         array.setflags(write=False)
@@ -431,19 +465,12 @@ class _Importer(ImportState):
 
     def _convert(self, ctx: NodeContext) -> None:
         node = ctx.node
-        foreign = node.domain not in ("", "ai.onnx")
-        converter = domain_converter(node.domain, node.op_type) if foreign else OPS.get(node.op_type)
-        if foreign and converter is None:
+        default_domain = node.domain in ("", "ai.onnx")
+        converter = converter_for(node.domain, node.op_type)
+        if not default_domain and converter is None:
             preview = functions.body(ctx, node.domain) if node.domain == functions.PREVIEW_DOMAIN else None
             if preview is None:
-                domains = sorted({d for d, _ in DOMAIN_OPS})
-                known = [op for d, op in DOMAIN_OPS if d == node.domain]
-                what = (f"operator {node.op_type!r} of domain {node.domain!r} is not supported (plugnn imports "
-                        f"{len(known)} of its operators: {', '.join(sorted(known))})" if known else
-                        f"operator domain {node.domain!r} is not supported (only the default ai.onnx domain, "
-                        f"{', '.join(domains)}, and {functions.PREVIEW_DOMAIN}'s operators with an ONNX function "
-                        f"body)")
-                raise ctx.error(what)
+                raise ctx.error(foreign_operator_message(node.domain, [node.op_type]))
             expansion.walk(ctx, preview, self._convert)
             return
         inputs = [self.values.get(n) if n else None for n in node.input]
@@ -455,15 +482,17 @@ class _Importer(ImportState):
                     f"{self.source}: {ctx.label}: input {i} {n!r} is the output of data-dependent layer "
                     f"{v.producer!r}, whose shape is known only at run time; a node reading it needs plugnn's dynamic "
                     f"path (plugnn.InferenceSession or plugnn.onnx.backend run the network in segments)")
-        if not foreign and ctx.opset < legacy.NATIVE_OPSET:  # opsets 1 to 6: the node in its opset-7 form
+        if default_domain and ctx.opset < legacy.NATIVE_OPSET:  # opsets 1 to 6: the node in its opset-7 form
             expansion.walk(ctx, legacy.upgrade(ctx), self._convert)
             return
         if converter is None:
             body = functions.body(ctx)
-            if body is None:
+            if body is not None:
+                expansion.walk(ctx, body, self._convert)
+                return
+            converter = DOMAINS[ORT_DEFAULT_DOMAIN].get(node.op_type)  # onnxruntime's additions
+            if converter is None:
                 raise ctx.error(f"operator {node.op_type!r} is not supported; {unsupported_hint([node.op_type])}")
-            expansion.walk(ctx, body, self._convert)
-            return
         ctx.check_attributes(converter)
         outputs: Sequence[Value] | None = None
         symbolic = bool(self.sym) and any(n in self.sym for n in node.input if n)
@@ -477,6 +506,9 @@ class _Importer(ImportState):
                     ctx.pin_symbolic_inputs(f"{node.op_type} read it at its hints", skip=ctx.symbolic_reads)
         except NetworkError as exc:
             raise ctx.error(str(exc)) from None
+        if isinstance(outputs, expansion.Expansion):  # a converter that imports the node as others
+            expansion.walk(ctx, outputs, self._convert)
+            return
         for i, out_name in enumerate(node.output):
             if not out_name:
                 continue
@@ -492,8 +524,12 @@ class _Importer(ImportState):
     def _outputs(self) -> None:
         from onnx import TensorProto
 
+        added: set[str] = set()
         for value_info in self.graph.output:
             name = value_info.name
+            if name in added:  # declared twice (onnxruntime accepts it): one output layer
+                continue
+            added.add(name)
             if name not in self.values:
                 raise ModelError(f"{self.source}: graph output {name!r} is produced by no node, initializer or input")
             if name in self.graph_inputs:
@@ -516,10 +552,11 @@ class _Importer(ImportState):
                 dims = declared.shape.dim
                 bad = len(dims) != len(shape) or any(
                     d.HasField("dim_value") and d.dim_value != s for d, s in zip(dims, shape))
-                if bad:
+                if bad:  # onnxruntime warns and keeps the computed shape; so does plugnn
                     text = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
-                    raise ModelError(f"{self.source}: graph output {name!r} is declared with shape {text}, "
-                                     f"plugnn computes {list(shape)}")
+                    logging.getLogger("plugnn").warning(
+                        "%s: graph output %r is declared with shape %s, plugnn computes %s; the computed shape is "
+                        "kept", self.source, name, text, list(shape))
             if isinstance(value, np.ndarray):
                 if value.dtype == np.dtype(object):
                     raise DynamicModelError(f"{self.source}: graph output {name!r} is a string tensor, a run-time "

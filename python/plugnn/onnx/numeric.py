@@ -162,7 +162,9 @@ def same_dtype(result: Any, like: np.ndarray) -> np.ndarray:
 
 def cast(values: np.ndarray, to: np.dtype) -> np.ndarray:
     """ONNX Cast of an array (numeric and bool types): float to integer truncates toward zero,
-    integer to integer wraps, anything to bool is `!= 0`, to a float type rounds once."""
+    saturating at the type's bounds with NaN giving 0 (ONNX leaves those undefined; this is what
+    the backends compute, pn_elements.h), integer to integer wraps, anything to bool is `!= 0`,
+    to a float type rounds once."""
     values = np.asarray(values)
     to = np.dtype(to)
     if to == values.dtype:
@@ -173,7 +175,9 @@ def cast(values: np.ndarray, to: np.dtype) -> np.ndarray:
     with np.errstate(all="ignore"):
         if to.kind in "iu":
             if source_float:
-                return np.trunc(values.astype(np.float64)).astype(to)
+                info = np.iinfo(to)
+                wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
+                return np.clip(wide, float(info.min), float(info.max)).astype(to)
             return values.astype(to)
         target = DataType.from_any(to)
         if target is DataType.BFLOAT16 and values.dtype.itemsize > 2 and values.dtype.kind != "b":

@@ -149,9 +149,20 @@ def _affine_trailing(ctx: NodeContext, kind: str, x: Tensor, axis: int, eps: flo
 # ---- LayerNormalization --------------------------------------------------------------------------------
 
 
+def _onnxruntime_output_type(ctx: NodeContext) -> np.dtype | None:
+    """Below opset 17 LayerNormalization is onnxruntime's own operator, whose X and Scale may differ
+    in type and whose Y has Scale's: that type when it differs from X's, else None."""
+    if ctx.opset >= 17:
+        return None
+    scale = _float_input(ctx, 1, "Scale")
+    return scale if scale != _float_input(ctx, 0, "X") else None
+
+
 def _fold_layer_normalization(ctx: NodeContext) -> list[Any]:
     x = np.asarray(ctx.value(0))
     _float_input(ctx, 0, "X")
+    wanted = _onnxruntime_output_type(ctx)
+    x = x if wanted is None else x.astype(wanted)
     axis, eps, stash = _axis(ctx, x.ndim), _epsilon(ctx), _stash_type(ctx)
     normalized, mean, inv = _numpy_trailing(x, axis, eps, True)
     y = normalized * np.asarray(ctx.value(1), np.float64)
@@ -160,10 +171,14 @@ def _fold_layer_normalization(ctx: NodeContext) -> list[Any]:
     return [y.astype(x.dtype), mean.astype(stash), inv.astype(stash)]
 
 
-@op("LayerNormalization", ("axis", "epsilon", "stash_type"), fold=_fold_layer_normalization)
+@op("LayerNormalization", ("axis", "epsilon", "stash_type"), fold=_fold_layer_normalization,
+    unchecked_attributes_below=1 << 30)  # onnxruntime's LayerNormalization schema allows unchecked attributes
 def layer_normalization(ctx: NodeContext) -> list[Any]:
     _float_input(ctx, 0, "X")
     x = ctx.tensor(0, "X")
+    wanted = _onnxruntime_output_type(ctx)
+    if wanted is not None:  # onnxruntime's operator: Y in Scale's type
+        x = ctx.network.add_cast(x, DataType.from_any(wanted), name=ctx.aux("as_scale_type"))
     rank = len(x.shape)
     axis, eps, stash = _axis(ctx, rank), _epsilon(ctx), _stash_type(ctx)
     y = _affine_trailing(ctx, "layer", x, axis, eps, 1, 2 if ctx.has_input(2) else None)

@@ -16,6 +16,7 @@ import numpy as np
 from plugnn.network import Tensor
 from plugnn.onnx import folding, numeric
 from plugnn.onnx.context import NodeContext, PendingInput, np_dtype, type_name
+from plugnn.onnx.dropout_training import training_dropout, training_ratio
 from plugnn.onnx.ops_control import needs_runtime
 from plugnn.onnx.registry import op
 from plugnn.symbolic import any_symbolic, hints_of
@@ -154,13 +155,18 @@ def _dropout_mask(ctx: NodeContext, x: Any) -> np.ndarray | None:
     return np.ones(tuple(x.shape), dtype)
 
 
-def _fold_dropout(ctx: NodeContext) -> list[Any]:
+def _fold_dropout(ctx: NodeContext) -> list[Any] | None:
+    if training_ratio(ctx) is not None:
+        return None  # random: imported as layers (dropout_training.py)
     _dropout_checks(ctx)
     return [ctx.value(0), _dropout_mask(ctx, ctx.value(0))]
 
 
 @op("Dropout", ("ratio", "seed"), fold=_fold_dropout)
-def dropout(ctx: NodeContext) -> list[Any]:
+def dropout(ctx: NodeContext) -> Any:
+    ratio = training_ratio(ctx)
+    if ratio is not None:  # training form, ratio > 0: elements dropped at random, as onnxruntime does
+        return training_dropout(ctx, ratio)
     _dropout_checks(ctx)
     x = ctx.tensor(0, "data")
     return [ctx.network.add_dropout(x, name=ctx.name()), _dropout_mask(ctx, x)]

@@ -13,9 +13,10 @@ import numpy as np
 
 from plugnn.errors import ModelError, SessionError
 from plugnn.onnx.context import np_dtype, onnx_module
-from plugnn.onnx.functions import has_body
-from plugnn.onnx.importer import read_initializers, read_model, supported_operators, unsupported_hint
-from plugnn.onnx.registry import domain_converter
+from plugnn.onnx.functions import PREVIEW_DOMAIN, has_body
+from plugnn.onnx.importer import (foreign_operator_message, read_initializers, read_model, supported_operators,
+                                  unsupported_hint)
+from plugnn.onnx.registry import ORT_DEFAULT_DOMAIN, converter_for
 from plugnn.session.ort_errors import InvalidProtobuf, NoSuchFile, OperatorNotImplemented
 
 Dim = int | str | None
@@ -189,6 +190,16 @@ class SessionModel:
         _override_dims(self.proto, dims_by_name or {}, dims_by_denotation or {}, known)
         self.inputs = [_node_arg(v) for v in self.proto.graph.input if v.name not in known]
         self.outputs = [_node_arg(v) for v in self.proto.graph.output]
+        # Graph outputs that are graph inputs (a valid model; a Network names its inputs and
+        # outputs in one namespace): the session returns the fed value, as onnxruntime does, and
+        # the graph it imports leaves them out.
+        fed = {a.name for a in self.inputs}
+        self.passthrough = [o.name for o in self.outputs if o.name in fed]
+        if self.passthrough:
+            kept = [o for o in self.proto.graph.output if o.name not in fed]
+            del self.proto.graph.output[:]
+            self.proto.graph.output.extend(kept)
+        self.computed_outputs = [o.name for o in self.proto.graph.output]
         self._check_operators()
 
     def _read_replacing(self, model: Any, replaced: dict[str, np.ndarray],
@@ -247,19 +258,21 @@ class SessionModel:
             onnx.save_model(out, str(path))
 
     def _check_operators(self) -> None:
-        supported = set(supported_operators())
+        supported = set(supported_operators()) | set(supported_operators(ORT_DEFAULT_DOMAIN))
         opset = next((o.version for o in self.proto.opset_import if o.domain in ("", "ai.onnx")), 1)
         missing = sorted({n.op_type for n in self.proto.graph.node if n.domain in ("", "ai.onnx")
                           and n.op_type not in supported and not has_body(n.op_type, opset)})
-        foreign = sorted({f"{n.domain}.{n.op_type}" for n in self.proto.graph.node if n.domain not in ("", "ai.onnx")
-                          and domain_converter(n.domain, n.op_type) is None})
+        foreign: dict[str, set[str]] = {}
+        for n in self.proto.graph.node:
+            if n.domain not in ("", "ai.onnx") and converter_for(n.domain, n.op_type) is None \
+                    and not (n.domain == PREVIEW_DOMAIN and has_body(n.op_type, 1, n.domain)):
+                foreign.setdefault(n.domain, set()).add(n.op_type)
         if missing or foreign:
             parts = []
             if missing:
-                parts.append(f"operator(s) {', '.join(missing)} are not supported")
-            if foreign:
-                parts.append(f"operator(s) {', '.join(foreign)} are outside the default ai.onnx domain")
-            raise OperatorNotImplemented(f"{self.source}: {'; '.join(parts)}; {unsupported_hint(missing)}")
+                parts.append(f"operator(s) {', '.join(missing)} are not supported; {unsupported_hint(missing)}")
+            parts.extend(foreign_operator_message(domain, sorted(ops)) for domain, ops in sorted(foreign.items()))
+            raise OperatorNotImplemented(f"{self.source}: {'; '.join(parts)}")
 
     @property
     def needs_program(self) -> bool:

@@ -147,7 +147,7 @@ class InferenceSession:
             self._dynamic: Any = None
             if self._model.needs_program:
                 self._go_dynamic()
-            elif not self._model.dynamic:
+            elif not self._model.dynamic and self._model.computed_outputs:
                 key = tuple(tuple(d for d in a.shape or () if isinstance(d, int)) for a in self._inputs)
                 try:
                     self._cache.release(self._cache.acquire(key))
@@ -287,7 +287,7 @@ class InferenceSession:
             self._dynamic.close()
             self._dynamic = None
             self._go_dynamic()
-        elif not self._model.dynamic:
+        elif not self._model.dynamic and self._model.computed_outputs:
             key = tuple(tuple(d for d in a.shape or () if isinstance(d, int)) for a in self._inputs)
             try:
                 self._cache.release(self._cache.acquire(key))
@@ -318,7 +318,8 @@ class InferenceSession:
                 results = self._cache.run(spec, input_feed)
         finally:
             self._cache.release(spec)
-        return [results[n] for n in names]
+        return [results[n] for n in names] if not self._model.passthrough else \
+            [self._with_passthrough(results, input_feed)[n] for n in names]
 
     def _run(self, output_names: Sequence[str] | None, input_feed: Any, run_options: RunOptions | None,
              preallocated: Mapping[str, np.ndarray] | None = None) -> list[Any]:
@@ -346,6 +347,10 @@ class InferenceSession:
                 kinds = {k: v for optimized, _ in segments for k, v in _layer_kinds(optimized).items()}
                 self._profiler.run_event(started, time.perf_counter_ns(), layers, kinds)
             return _into(results, names, preallocated)
+        if not self._model.computed_outputs:  # every output is an input passed through
+            results = self._with_passthrough({}, dict(zip(self._input_names, check_feed(self._inputs, input_feed,
+                                                                                        self._label))))
+            return _into([results[n] for n in names], names, preallocated)
         key = self._fast_key(input_feed)
         # Shapes seen before were checked (ranks, fixed dims, symbols) when they were first seen.
         spec = self._cache.lookup(key) if key is not None else None
@@ -372,7 +377,19 @@ class InferenceSession:
             raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true ({exc})") from None
         finally:
             self._cache.release(spec)
+        results = self._with_passthrough(results, feed)
         return _into([results[n] for n in names], names, preallocated)
+
+    def _with_passthrough(self, results: Mapping[str, Any], feed: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`results` with the outputs that are graph inputs: copies of what was fed (as
+        onnxruntime returns them)."""
+        if not self._model.passthrough:
+            return results
+        merged = dict(results)
+        for name in self._model.passthrough:
+            value = feed[name]
+            merged[name] = np.array(value) if isinstance(value, np.ndarray) else value
+        return merged
 
     def _go_dynamic(self) -> None:
         """Run the model on plugnn's dynamic path from now on (plugnn.dynamic.DynamicModel)."""
@@ -402,7 +419,8 @@ class InferenceSession:
                 raise InputError(f"{self._label}: input {name!r} is a sequence ({arg.type}): pass a list of "
                                  f"numpy.ndarray, not {type(value).__name__}")
             feed[name] = value
-        results = dict(zip(self._output_names, self._dynamic.run(feed, stop, profile)))
+        results = self._with_passthrough(dict(zip(self._model.computed_outputs, self._dynamic.run(feed, stop, profile))),
+                                         feed)
         return [results[n] for n in names]
 
     @property
