@@ -8,7 +8,8 @@ first run acquires the memory managers; unload releases them, destroys everythin
 and notifies the contexts around it.
 
 Runs on one loaded network are serialized by a lock (several threads may call run(); each
-call executes alone); C kernels run with the GIL released.
+call executes alone); C kernels run with the GIL released. In a child forked while another
+thread ran, the lock is new and every input and output is bound anew (plugnn.fork_safety).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
 from plugnn.descriptors import LayerKind
+from plugnn import fork_safety
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
@@ -97,6 +99,13 @@ class LoadedNetwork:
         self.elided_layers: list[str] = []  # Reshapes and Gathers planned as views: never called (movement_views)
         self._load()
         self._reshape_from = []
+        fork_safety.fresh_locks_in_child(self, "_lock")
+        fork_safety.call_in_child(self, "_after_fork_in_child")
+
+    def _after_fork_in_child(self) -> None:
+        # A run in flight in another thread of the parent may have bound some of its arrays and
+        # not yet recorded them: the child's first run binds every input and output again.
+        self._bound = [None] * len(self._bound)
 
     # -- loading ------------------------------------------------------------------------
 

@@ -24,12 +24,13 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from plugnn import _build_config
+from plugnn import _build_config, fork_safety
 from plugnn.errors import ConfigurationError, ProbeUnavailableError
 
 log = logging.getLogger("plugnn")
@@ -111,6 +112,7 @@ def cache_dir() -> str:
 
 _seen: dict[_Key, ProbeResult] = {}
 _seen_lock = threading.Lock()
+fork_safety.fresh_locks_in_child(sys.modules[__name__], "_seen_lock")
 
 
 def _key(path: str) -> _Key | None:

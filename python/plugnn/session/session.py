@@ -20,17 +20,23 @@ from typing import Any
 
 import numpy as np
 
+from plugnn import fork_safety
 from plugnn.errors import InputError, SessionError
 from plugnn.onnx.context import DynamicModelError
 from plugnn.runtime import Runtime
 from plugnn.session.feeds import check_feed, check_output_names
 from plugnn.session.model import NodeArg, SessionModel
+from plugnn.session import specializations
 from plugnn.session.specializations import Specialization, SpecializationCache
 
 DEFAULT_MAX_SPECIALIZATIONS = 8
 
 # onnxruntime's CPU provider names: a session given them runs on the runtime's own preference.
 _ORT_CPU_PROVIDERS = frozenset({"CPUExecutionProvider"})
+
+# specializations.py's module locks (the runtime lock of each runtime, and their guard).
+fork_safety.fresh_locks_in_child(specializations, "_RUNTIME_LOCKS_GUARD")
+fork_safety.fresh_lock_values_in_child(specializations._RUNTIME_LOCKS)
 
 
 class InferenceSession:
@@ -72,6 +78,9 @@ class InferenceSession:
         try:
             preferred = self._preference(backends, providers)
             self._cache = SpecializationCache(self._model, self._runtime, preferred, max_specializations)
+            # The cache's own lock and the runtime's (shared with every session on it): new ones
+            # in a child forked while another thread held them (plugnn.fork_safety).
+            fork_safety.fresh_locks_in_child(self._cache, "_lock", "_load_lock")
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close, self._cache,
                                                self._runtime if self._owns_runtime else None)
