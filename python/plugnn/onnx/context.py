@@ -11,6 +11,7 @@ import numpy as np
 
 from plugnn.errors import ModelError
 from plugnn.network import Network, Tensor
+from plugnn.onnx import validation
 from plugnn.onnx.registry import Converter
 from plugnn.tensor import DataType
 
@@ -214,6 +215,9 @@ class NodeContext:
     # -- attributes ----------------------------------------------------------------------
 
     def check_attributes(self, converter: Converter) -> None:
+        """No attribute given twice or without a value (validation.check_attribute_names),
+        and each one supported by the converter."""
+        validation.check_attribute_names(self.node, f"{self.importer.source}: {self.label}")
         for attr_name, attr in self._attrs.items():
             if attr.ref_attr_name:
                 raise self.error(f"attribute {attr_name!r} refers to a function attribute; not supported")
@@ -232,8 +236,15 @@ class NodeContext:
         from onnx import helper, numpy_helper
 
         if attr.type == attr.TENSOR:
-            return numpy_helper.to_array(attr.t)
-        value = helper.get_attribute_value(attr)
+            validation.check_size(attr.t.dims, 1, f"{self.importer.source}: {self.label}: attribute {name!r}")
+            try:
+                return numpy_helper.to_array(attr.t)
+            except Exception as exc:  # noqa: BLE001 - data disagreeing with its dims or type
+                raise self.error(f"attribute {name!r}: tensor cannot be read: {exc}") from None
+        try:
+            value = helper.get_attribute_value(attr)
+        except Exception as exc:  # noqa: BLE001 - an attribute without a value of its type
+            raise self.error(f"attribute {name!r} cannot be read: {exc}") from None
         if isinstance(value, bytes):
             return value.decode("utf-8", "replace")
         if isinstance(value, list):

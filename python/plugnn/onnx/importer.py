@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from plugnn.errors import ModelError, NetworkError
+from plugnn.errors import ModelError, NetworkError, PlugnnError
 from plugnn.network import Network, Tensor
 from plugnn.onnx.context import (
     DynamicModelError,
@@ -36,7 +36,7 @@ from plugnn.onnx.context import (
     onnx_module,
     type_name,
 )
-from plugnn.onnx import expansion, functions, legacy
+from plugnn.onnx import expansion, functions, legacy, validation
 from plugnn.onnx.registry import OPS
 from plugnn.tensor import DataType
 
@@ -109,6 +109,7 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None) -> tu
         raise ModelError(f"plugnn.onnx.load takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}")
     if proto.ir_version == 0 or not proto.HasField("graph"):
         raise ModelError(f"{source}: not an ONNX model (no ir_version or no graph)")
+    validation.check_model(proto, source)
     proto = _load_external_data(proto, base_dir, source, copy=proto is model)
     return proto, source
 
@@ -331,6 +332,27 @@ class _Importer(ImportState):
         self._convert(NodeContext(self, index, node))
 
     def _convert(self, ctx: NodeContext) -> None:
+        """Convert one node; then check it against its schema (validation.check_node: extra
+        inputs a converter ignored, attributes of the wrong type), which also explains a
+        converter's failure on what it could not foresee (a missing input, an attribute of
+        another type)."""
+        # The model's own nodes, not those plugnn made (an old opset's form, a function body).
+        own = ctx.note is None and ctx.depth == 0
+        label = f"{self.source}: {ctx.label}"
+        try:
+            self._convert_node(ctx)
+        except PlugnnError:
+            raise
+        except MemoryError as exc:
+            raise ctx.error(f"computing it at import needs more memory than there is ({exc})") from None
+        except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+            if own:
+                validation.check_node(ctx.node, ctx.opset, label)
+            raise ctx.error(f"cannot be imported: {type(exc).__name__}: {exc}") from exc
+        if own:
+            validation.check_node(ctx.node, ctx.opset, label)
+
+    def _convert_node(self, ctx: NodeContext) -> None:
         node = ctx.node
         if node.domain not in ("", "ai.onnx"):
             preview = functions.body(ctx, node.domain) if node.domain == functions.PREVIEW_DOMAIN else None
