@@ -24,7 +24,8 @@ import numpy as np
 from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
 from plugnn.descriptors import LayerKind
 from plugnn import fork_safety
-from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
+from plugnn.errors import BackendError, InputError, NetworkError, PlugnnError, RuntimeClosedError
+from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import elided_layers, movement_views
@@ -229,6 +230,7 @@ class LoadedNetwork:
             self.memory_plan = MemoryPlan(offsets, self.memory_plan.peak_bytes, self.memory_plan.naive_bytes +
                                           sum(graph.infos[key].num_bytes for key in views))
         self.movement_views = views
+        _check_arena(self.name, self.memory_plan.peak_bytes, host_blocks)
         raw = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
         start = (-raw.ctypes.data) % ALIGNMENT
         self._arena = raw[start:start + self.memory_plan.peak_bytes]
@@ -524,6 +526,16 @@ def _same_layer_but_shapes(old_graph: Any, old: Node, new_graph: Any, new: Node)
         if ca is not cb or old_graph.infos[a].dtype is not new_graph.infos[b].dtype:
             return False
     return all(old_graph.infos[a].dtype is new_graph.infos[b].dtype for a, b in zip(old.outputs, new.outputs))
+
+
+def _check_arena(network: str, peak: int, blocks: Sequence[Block]) -> None:
+    """A NetworkError (before allocating) when the arena exceeds plugnn.limits.max_tensor_bytes."""
+    limit = max_tensor_bytes()
+    if peak > limit:
+        largest = max(blocks, key=lambda b: b.size)
+        raise NetworkError(f"network {network!r}: its intermediate tensors need {human_bytes(peak)} ({peak} bytes), "
+                           f"more than the limit of {human_bytes(limit)} ({MAX_TENSOR_BYTES_ENV}); the largest is "
+                           f"{largest.key!r} of {human_bytes(largest.size)}")
 
 
 def _checked(array: Any, info: Any, what: str, writable: bool) -> np.ndarray:

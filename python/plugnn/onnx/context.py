@@ -209,6 +209,11 @@ class NodeContext:
     def error(self, message: str) -> ModelError:
         return ModelError(f"{self.importer.source}: {self.label}: {message}")
 
+    def check_result_size(self, shape: Sequence[int], dtype: Any, what: str = "output 0") -> None:
+        """A ModelError naming the node and the size when a result of `shape` and `dtype` would
+        exceed the limit (validation.max_tensor_bytes): checked before it is computed."""
+        validation.check_size(shape, np.dtype(dtype).itemsize, f"{self.importer.source}: {self.label}: {what}")
+
     def unsupported_value(self, attribute: str, value: Any, supported: str) -> ModelError:
         return self.error(f"attribute {attribute!r} = {value!r} is not supported; supported: {supported}")
 

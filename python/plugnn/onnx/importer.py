@@ -399,6 +399,8 @@ class _Importer(ImportState):
                                     f"({converter.outputs_note or 'only the first output is supported'})")
                 continue
             value = outputs[i]
+            if isinstance(value, Tensor):  # a layer's output: refused at import when it cannot fit
+                ctx.check_result_size(value.shape, value.dtype.numpy_dtype, f"output {i} ({out_name!r})")
             self.values[out_name] = np.asarray(value) if isinstance(value, (np.generic, int, float)) else value
 
     def _outputs(self) -> None:

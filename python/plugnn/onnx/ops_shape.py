@@ -202,6 +202,7 @@ def constant_of_shape(ctx: NodeContext) -> list[Any]:
     fill = np.zeros(1, np.float32) if fill is None else np.asarray(fill)
     if fill.size != 1:
         raise ctx.unsupported_value("value", fill.tolist(), "a one-element tensor")
+    ctx.check_result_size(shape, fill.dtype)
     return [np.full(shape, fill.reshape(-1)[0], fill.dtype)]
 
 

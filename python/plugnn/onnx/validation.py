@@ -5,48 +5,21 @@ attribute, tensor or value at fault, so a malformed model never reaches a conver
 IndexError, KeyError or TypeError, and the models onnx.checker rejects for duplicate names or
 wrong arity are rejected here too (onnxruntime rejects them as well).
 
-Sizes: a tensor the model declares (an initializer's dims), or that folding at import would
-compute, may hold at most `max_tensor_bytes()` bytes: the environment variable
-PLUGNN_MAX_TENSOR_BYTES (bytes; suffixes K, M, G, T), by default half the machine's physical
-memory. A larger one is refused before anything is allocated, with its size in the message.
+Sizes: a tensor the model declares (an initializer's dims), that folding at import would
+compute, or that a layer would compute at run time, may hold at most plugnn.limits.
+max_tensor_bytes() bytes (PLUGNN_MAX_TENSOR_BYTES, by default half the physical memory). A
+larger one is refused before anything is allocated, with its size in the message.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from plugnn.errors import ConfigurationError, ModelError
-
-MAX_TENSOR_BYTES_ENV = "PLUGNN_MAX_TENSOR_BYTES"
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def max_tensor_bytes() -> int:
-    """The largest tensor plugnn reads or computes at import (bytes)."""
-    text = os.environ.get(MAX_TENSOR_BYTES_ENV, "").strip()
-    if text:
-        match = re.fullmatch(r"(\d+)\s*([KMGT]?)(?:i?B)?", text, re.IGNORECASE)
-        if match is None:
-            raise ConfigurationError(f"{MAX_TENSOR_BYTES_ENV}={text!r}: expected a number of bytes, e.g. 4G")
-        return int(match.group(1)) * _UNITS[match.group(2).upper()]
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (AttributeError, OSError, ValueError):
-        return 8 << 30
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if abs(n) < 1024 or unit == "EiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} bytes"
-
+from plugnn.errors import ModelError
+from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
 
 def check_size(shape: Sequence[int], itemsize: int, what: str) -> None:
     """ModelError when a tensor of `shape` (`itemsize` bytes per element) exceeds the limit;
