@@ -199,3 +199,22 @@ def test_a_400gb_tensor_fails_with_peak_rss_under_1gb() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.split()[-1]) < 1 << 30
+
+
+def test_a_loop_whose_scan_outputs_outgrow_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trip count of 2^40 from the model, each iteration scanning 4 KiB: refused once the scan
+    outputs pass the limit (here 1 MiB: 257 iterations), naming the node."""
+    monkeypatch.setenv("PLUGNN_MAX_TENSOR_BYTES", "1M")
+    body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
+                              helper.make_node("Identity", ["big"], ["slice"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("c_in", TensorProto.BOOL, [])],
+                             [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("slice", F32, [1024])],
+                             [w("big", np.ones(1024, np.float32))])
+    graph = helper.make_graph([helper.make_node("Loop", ["m", ""], ["scan"], name="loop", body=body)], "looped", [],
+                              [helper.make_tensor_value_info("scan", F32, None)], [w("m", np.array(2**40, np.int64))])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = plugnn.InferenceSession(m.SerializeToString(), backends=["CpuRef"])
+    with pytest.raises(plugnn.errors.RunError, match=r"node 'loop'.*scan outputs hold 1\.0 MiB after 257 iterations"):
+        session.run(None, {})

@@ -19,6 +19,7 @@ from plugnn.dynamic import sequences, strings
 from plugnn.dynamic.segments import function_body, outer_reads
 from plugnn.dynamic.values import check_declared, dense, describe
 from plugnn.errors import ModelError, RunError
+from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
 
 Program = Any  # plugnn.dynamic.program.Program (which imports this module)
 
@@ -171,6 +172,10 @@ def _loop(step: Step) -> None:
     scans: list[list[np.ndarray]] = [[] for _ in range(scan_count)]
     names = body.inputs
     iteration = 0
+    # The scan outputs grow by one slice per iteration: their total is held to the tensor limit
+    # (plugnn.limits), so a trip count from the data cannot grow memory until the process is
+    # killed. Each iteration is Python code: Ctrl-C interrupts the loop between iterations.
+    limit, scanned = max_tensor_bytes(), 0
     while (trip is None or iteration < trip) and condition:
         formals = {names[0]: np.array(iteration, np.int64), names[1]: np.array(condition)}
         formals.update(zip(names[2:], carried))
@@ -189,6 +194,10 @@ def _loop(step: Step) -> None:
                 raise step.error(f"scan output {k} of the body has shape {list(value.shape)} at iteration "
                                  f"{iteration}, {list(scans[k][0].shape)} before: iterations must agree")
             scans[k].append(value)
+            scanned += value.nbytes
+        if scanned > limit:
+            raise step.error(f"its scan outputs hold {human_bytes(scanned)} after {iteration + 1} iterations (trip "
+                             f"count {trip}), more than the limit of {human_bytes(limit)} ({MAX_TENSOR_BYTES_ENV})")
         iteration += 1
     for k, value in enumerate(carried):
         step.set(k, value)
