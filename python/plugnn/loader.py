@@ -401,11 +401,43 @@ def load_dynamic_backends(paths: Iterable[str], taken_ids: Iterable[str] = (),
                 _report(records, LoadRecord(candidate.path, "file", "rejected", verdict.backend_id, None,
                                             verdict.reason, candidate.source, state))
                 continue
+            refusal = _refusal(verdict, taken, api_version) if verdict is not None else None
+            if refusal is not None:  # judged on what the probe saw: never loaded here
+                reason, version = refusal
+                _report(records, LoadRecord(candidate.path, "file", "rejected", verdict.backend_id, version,
+                                            reason + " (seen by the probe; not loaded)", candidate.source, state))
+                continue
             backend = _native_backend(candidate, taken, records, api_version, state)
         if backend is not None:
             taken.add(backend.backend_id)
             backends.append(backend)
     return backends
+
+
+def _refusal(verdict: probe.ProbeResult, taken: set[str], api_version: tuple[int, int]
+             ) -> tuple[str, str | None] | None:
+    """(reason, version) when what the probe saw of a plugin is a reason to refuse it (the
+    checks load_shared_object and create_backend make, in their words), else None."""
+    version = "{}.{}".format(*verdict.version) if verdict.version else None
+    if verdict.dlopen_error is not None:
+        return f"dlopen failed: {verdict.dlopen_error}", None
+    missing = [symbol for symbol in ENTRY_POINTS if symbol in verdict.missing]
+    if missing:
+        return (f"missing entry point{'s' if len(missing) > 1 else ''} {', '.join(missing)} (each must be "
+                "exported with C linkage: extern \"C\" and PLUGNN_BACKEND_EXPORT)"), version
+    if verdict.id_null:
+        return "GetBackendId returned NULL", version
+    problem = backend_id_problem(verdict.backend_id or "")
+    if problem:
+        return problem, version
+    if verdict.version is not None and not is_backend_version_compatible(verdict.version, api_version):
+        return (f"backend API version {version} is not compatible with the runtime's {api_version[0]}."
+                f"{api_version[1]} (needs the same major version and a minor version <= {api_version[1]})"), version
+    if verdict.backend_id in taken:
+        return f"a backend with id {verdict.backend_id!r} is already loaded", version
+    if verdict.backend_null:
+        return "BackendFactory returned NULL", version
+    return None
 
 
 def _probe(candidates: list[Candidate], mode: str) -> tuple[dict[str, probe.ProbeResult], str]:

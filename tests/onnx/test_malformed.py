@@ -218,3 +218,30 @@ def test_a_loop_whose_scan_outputs_outgrow_the_limit(monkeypatch: pytest.MonkeyP
     session = plugnn.InferenceSession(m.SerializeToString(), backends=["CpuRef"])
     with pytest.raises(plugnn.errors.RunError, match=r"node 'loop'.*scan outputs hold 1\.0 MiB after 257 iterations"):
         session.run(None, {})
+
+
+@pytest.mark.parametrize("location", ["/etc/passwd", "/no/such/file", "../outside.bin", "sub/../../outside.bin",
+                                      "link_out", ""])
+def test_external_data_outside_the_model_directory_is_refused_alike(tmp_path, location: str) -> None:
+    """One message for every refused location, whether or not a file is there (nothing about it
+    is told: not its existence, not its size)."""
+    import os
+
+    import plugnn.onnx
+
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 12)
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    os.symlink(tmp_path / "outside.bin", model_dir / "link_out")
+    m = model([helper.make_node("Add", ["x", "W"], ["y"], name="add")], [w("W", np.ones(3, np.float32))])
+    tensor = m.graph.initializer[0]
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", location
+    path = model_dir / "m.onnx"
+    onnx.save(m, str(path))
+    with pytest.raises(ModelError) as caught:
+        plugnn.onnx.load(str(path))
+    assert str(caught.value) == (f"{path}: tensor 'W': external data location {location!r} is refused: it must be a "
+                                 f"relative path to a file in the model's directory")

@@ -145,7 +145,7 @@ def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool) -> A
     base = Path(base_dir)
     for tensor in external:
         info = ExternalDataInfo(tensor)
-        location = base / info.location
+        location = Path(validation.external_location(str(base), str(info.location), tensor.name, source))
         if not location.is_file():
             raise ModelError(f"{source}: tensor {tensor.name!r} keeps its data in external file "
                              f"{str(location)!r}, which does not exist")

@@ -13,6 +13,7 @@ larger one is refused before anything is allocated, with its size in the message
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -171,3 +172,25 @@ def _arity(low: int, high: int) -> str:
     if high >= 2**31 - 1:
         return f"at least {low}"
     return f"{low}" if low == high else f"{low} to {high}"
+
+
+# ---- external data -------------------------------------------------------------------------------
+
+
+def external_location(base: str, location: str, tensor: str, source: str) -> str:
+    """The path of an external data file, refused unless it is a relative path that stays in
+    the model's directory `base` (after symlinks). Checked before the file is looked at, and
+    every refused path gets the same message: it tells nothing of whether a file exists there
+    or what it holds."""
+    refused = ModelError(f"{source}: tensor {tensor!r}: external data location {location!r} is refused: it must be "
+                         f"a relative path to a file in the model's directory")
+    if not location or "\0" in location or os.path.isabs(location) or location.startswith(("\\", "~")):
+        raise refused
+    parts = location.replace("\\", "/").split("/")
+    if any(part in ("..", "") for part in parts) and location not in (".",):
+        raise refused
+    root = os.path.realpath(base)
+    target = os.path.realpath(os.path.join(root, location))
+    if os.path.commonpath([root, target]) != root or target == root:
+        raise refused
+    return target
