@@ -86,6 +86,16 @@ def default_backend_paths() -> list[str]:
     return [p.replace(BUNDLED_TOKEN, BUNDLED_DIR) for p in raw.split(":") if p]
 
 
+def is_bundled(backend: Backend) -> bool:
+    """Whether `backend` is one plugnn ships (loaded from its own backends directory): trusted
+    not to write into its inputs (check-backend and the conformance suite hold them to it)."""
+    origin = getattr(backend, "origin", "static")
+    if origin == "static":
+        return False
+    bundled = os.path.realpath(BUNDLED_DIR)
+    return os.path.commonpath([bundled, os.path.realpath(origin)]) == bundled
+
+
 def is_path_valid(path: str) -> str:
     """'' when `path` can be searched, else the reason it cannot."""
     if not os.path.isabs(path):

@@ -151,6 +151,13 @@ def test_a_session_owns_its_runtime_or_borrows_one() -> None:
             plugnn.InferenceSession(MODEL, runtime=borrowed, backend_options={"CpuRef": {}})
 
 
+def test_a_session_cannot_borrow_a_closed_runtime() -> None:
+    runtime = plugnn.Runtime()
+    runtime.close()
+    with pytest.raises(plugnn.errors.RuntimeClosedError, match="cannot create a session on .*: the runtime is closed"):
+        plugnn.InferenceSession(MODEL, runtime=runtime, backends=["CpuRef"])
+
+
 def test_backend_options_reach_the_runtime_the_session_creates() -> None:
     with plugnn.InferenceSession(MODEL, backend_options={"CpuAcc": {"num_threads": "1"}}) as session:
         assert session.runtime.backend("CpuAcc").get_option("num_threads") == "1"

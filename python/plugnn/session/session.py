@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from plugnn import fork_safety
-from plugnn.errors import InputError, SessionError
+from plugnn.errors import InputError, RuntimeClosedError, SessionError
 from plugnn.onnx.context import DynamicModelError
 from plugnn.runtime import Runtime
 from plugnn.session.feeds import check_feed, check_output_names
@@ -71,6 +71,8 @@ class InferenceSession:
         if runtime is not None and backend_options is not None:
             raise SessionError("backend_options apply to a runtime the session creates; a borrowed runtime "
                                "(runtime=) was configured when it was created")
+        if runtime is not None and runtime.closed:
+            raise RuntimeClosedError(f"cannot create a session on {runtime!r}: the runtime is closed")
         self._model = SessionModel(model)
         self._owns_runtime = runtime is None
         self._runtime = Runtime(backend_options=backend_options) if runtime is None else runtime
