@@ -18,8 +18,9 @@ import numpy as np
 from plugnn.dynamic import sequences, strings
 from plugnn.dynamic.segments import function_body, outer_reads
 from plugnn.dynamic.values import check_declared, dense, describe
-from plugnn.errors import ModelError, RunError
+from plugnn.errors import ModelError, PlugnnError, RunError
 from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
+from plugnn.onnx import validation
 
 Program = Any  # plugnn.dynamic.program.Program (which imports this module)
 
@@ -404,9 +405,18 @@ def run_node(program: Program, index: int, cause: ModelError, values: dict[str, 
     node = program.nodes[index]
     step = Step(program, index, node, values)
     handler = HANDLERS.get(node.op_type)
-    if handler is not None:
-        handler(step)
-    elif any(strings.is_string_array(step.input(i)) for i in range(len(node.input)) if step.has(i)):
-        raise strings.not_for_strings(step)
-    else:
-        _function_call(step, cause)
+    try:
+        if handler is not None:
+            handler(step)
+        elif any(strings.is_string_array(step.input(i)) for i in range(len(node.input)) if step.has(i)):
+            raise strings.not_for_strings(step)
+        else:
+            _function_call(step, cause)
+    except PlugnnError:
+        raise
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+        # What the handler did not foresee: the schema's reason when the node breaks it (an
+        # attribute of another type, a missing input), else the exception, naming the node.
+        label = f"{program.source}: {step.label}"
+        validation.check_node(node, program.opset, label)
+        raise ModelError(f"{label}: cannot be run: {type(exc).__name__}: {exc}") from exc
