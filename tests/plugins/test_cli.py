@@ -48,7 +48,7 @@ def test_backends_json(plugin_dir: Callable[..., Path]) -> None:
     assert data["search_paths"] == [str(directory)]
     assert [b["backend_id"] for b in data["backends"]] == ["MockValid"]
     statuses = {Path(r["path"]).name: (r["status"], r["reason"]) for r in data["load_report"]}
-    assert statuses["Mock_NullId_backend.so"] == ("rejected", "GetBackendId returned NULL")
+    assert statuses["Mock_NullId_backend.so"] == ("rejected", "GetBackendId returned NULL (seen by the probe; not loaded)")
     assert statuses[directory.name] == ("loaded", "searched")
 
 
