@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -81,7 +82,7 @@ class NativeRun:
         first = self.steps[0]._workload
         if first.closed:
             raise RuntimeClosedError(f"workload of layer {first.layer_name!r} is closed")
-        check = threading.get_ident() == _MAIN_THREAD and self._watch() == 0
+        check = threading.get_ident() == _MAIN_THREAD and _watching(self._watch)
         done = self._run(self._array, self._count, self._status, check)
         while done != self._count and self._status[0] == INTERRUPTED:
             _let_python_handle_signals()  # a KeyboardInterrupt leaves here, between two layers
@@ -89,6 +90,18 @@ class NativeRun:
         if done != self._count:
             workload = self.steps[done]._workload
             workload._check(int(self._status[0]), f"execute(layer {workload.layer_name!r})")
+
+
+_watched: list[Any] = [None, False]  # Python's SIGINT handler when the runner's was chained to it, chained
+
+
+def _watching(watch: Callable[[], int]) -> bool:
+    """Whether the runner's SIGINT handler is chained before Python's: pnr_watch_interrupts (a
+    system call, about 1 us) only when Python's handler changed since the last time (0.1 us)."""
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is not _watched[0]:
+        _watched[0], _watched[1] = handler, watch() == 0
+    return bool(_watched[1])
 
 
 def _let_python_handle_signals() -> None:

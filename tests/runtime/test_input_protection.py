@@ -68,13 +68,13 @@ def test_inputs_of_bundled_backends_stay_zero_copy(runtime: Any) -> None:
 
 
 class LeakingWorkload(SoftmaxWorkload):
-    """Softmax that keeps 1 MiB (written, so resident) on every call."""
+    """Softmax that keeps 256 KiB (written, so resident) on every call."""
 
     kept: list[bytes] = []
 
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
         super().execute(inputs, outputs, workspace)
-        self.kept.append(bytes(range(256)) * 4096)
+        self.kept.append(bytes(range(256)) * 1024)
 
 
 class LeakingFactory(SoftmaxFactory):
@@ -89,15 +89,16 @@ class PyLeaker(PySoftmax):
 
 def test_a_backend_leaking_per_call_gets_one_warning(no_static_backends: None, caplog: pytest.LogCaptureFixture,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """1 MiB kept per call, a threshold of 24 MiB: warned once, past the 16 + 24 runs it takes."""
-    monkeypatch.setenv("PLUGNN_LEAK_WARNING_BYTES", str(24 << 20))
+    """256 KiB kept per call, a threshold of 8 MiB: the resident size read at runs 64, 128, ...
+    grows by 16 MiB between two readings: warned once."""
+    monkeypatch.setenv("PLUGNN_LEAK_WARNING_BYTES", str(8 << 20))
     BackendRegistry.register("PyLeaker", PyLeaker)
     try:
         with plugnn.Runtime() as runtime:
             loaded = runtime.load_network(plugnn.optimize(softmax_network(), runtime, ["PyLeaker"]))
             x = np.ones((2, 5), np.float32)
             with caplog.at_level("WARNING", logger="plugnn"):
-                for _ in range(96):
+                for _ in range(200):
                     loaded.run({"x": x})
     finally:
         LeakingWorkload.kept.clear()
