@@ -89,9 +89,27 @@ def child_runs(session: Any, expected: dict[int, np.ndarray], threads: int, pool
     return 6 if tasks - 1 < pool_workers else 0
 
 
-@pytest.mark.parametrize("backend", list(BACKENDS))
-def test_fork_while_two_threads_run_the_session(backend: str) -> None:
-    session = plugnn.InferenceSession(conv_model(), backends=[backend], backend_options=BACKENDS[backend])
+def dynamic_model() -> bytes:
+    """Conv, then NonZero of its positive part (a data-dependent shape: plugnn.dynamic's program,
+    with its engine lock, runs it in segments), then Cast."""
+    from onnx import TensorProto, helper
+
+    proto = __import__("onnx").load_from_string(conv_model())
+    proto.graph.node.extend([helper.make_node("Greater", ["y", "zero"], ["pos"], name="positive"),
+                             helper.make_node("NonZero", ["pos"], ["where"], name="nonzero"),
+                             helper.make_node("Cast", ["where"], ["z"], to=TensorProto.FLOAT, name="cast")])
+    proto.graph.initializer.append(__import__("onnx").numpy_helper.from_array(np.zeros((), np.float32), "zero"))
+    del proto.graph.output[:]
+    proto.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    return proto.SerializeToString()
+
+
+@pytest.mark.parametrize("backend, model", [("CpuAcc", "static"), ("CpuRef", "static"), ("CpuAcc", "dynamic")])
+def test_fork_while_two_threads_run_the_session(backend: str, model: str) -> None:
+    raw = conv_model() if model == "static" else dynamic_model()
+    session = plugnn.InferenceSession(raw, backends=[backend, "CpuRef"] if model == "dynamic" else [backend],
+                                      backend_options=BACKENDS[backend])
+    assert (session._dynamic is not None) == (model == "dynamic")
     expected = {seed: session.run(None, feeds(seed))[0] for seed in range(2)}
     stop = threading.Event()
     errors: list[BaseException] = []
