@@ -25,6 +25,14 @@ typedef struct pnr_step {
  * nothing and returns n. */
 int64_t pnr_run_steps(const pnr_step* steps, int64_t n, int32_t* status_out);
 
+/* The arena plan of plugnn.memory_plan: blocks[0..n) in the order they are placed (the caller
+ * sorts them: largest first), block i of `sizes[i]` bytes (already aligned, > 0) alive from step
+ * first[i] to step last[i] (inclusive); each takes the lowest offset at which it overlaps, in
+ * address, no placed block whose lifetime overlaps its own. Writes offsets_out[i] and returns the
+ * peak (the end of the highest block), or UINT64_MAX when it cannot allocate its scratch (n
+ * entries). Offsets are sums of the sizes, so they keep the sizes' alignment. */
+uint64_t pnr_plan_memory(int64_t n, const uint64_t* sizes, const int64_t* first, const int64_t* last,
+                         uint64_t* offsets_out);
 /* Ctrl-C between layers. The runtime runs a network's steps with the GIL released, so Python's
  * SIGINT handler could only run once every step of a batch was done. pnr_watch_interrupts()
  * makes the process's SIGINT handler (the C handler Python installed) be called through one of

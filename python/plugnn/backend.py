@@ -15,7 +15,7 @@ from collections.abc import MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from plugnn._abi_defs import PN_MAX_BACKEND_ID_LENGTH
-from plugnn.errors import BackendOptionError
+from plugnn.errors import BackendOptionError, PlugnnError
 
 if TYPE_CHECKING:  # kept out of the start-up path: a runtime needs none of these to start
     from plugnn.layers import LayerSpec, OptimizationResult, Subgraph, SupportResult
@@ -199,6 +199,11 @@ class Backend(ABC):
     version: tuple[int, int] = (0, 0)
     host_memory: bool = True
     moves_in_place: bool = False
+    # Set when the backend can run nothing more (an isolated backend whose worker process died):
+    # the error that ended it. Its support queries then answer no, giving the reason.
+    failure: PlugnnError | None = None
+    # "process" for a backend run in a worker process (plugnn.isolation), else "".
+    isolation: str = ""
 
     @abstractmethod
     def is_layer_supported(self, layer: LayerSpec) -> SupportResult:
@@ -227,6 +232,12 @@ class Backend(ABC):
     def get_option(self, key: str) -> str:
         """The effective value of an option."""
         raise BackendOptionError(self.backend_id, f"get_option({key!r})", f"unknown option {key!r}")
+
+    def host_arena(self, num_bytes: int) -> Any:
+        """Where a loaded network that uses this backend keeps its planned tensors and workspace:
+        a writable uint8 array of `num_bytes`, or None (the default) for any host memory. An
+        isolated backend (plugnn.isolation) returns shared memory its worker process maps."""
+        return None
 
     def close(self) -> None:
         """Destroy the backend instance (after everything it created)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,17 +39,24 @@ def recorded_interrupts() -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def native_run(session: plugnn.InferenceSession) -> NativeRun:
-    spec = session._cache.acquire(((64,),))
-    session._cache.release(spec)
-    runs = [c for c in spec.loaded._calls if isinstance(c, NativeRun)]
+def native_run(loaded: Any) -> NativeRun:
+    runs = [c for c in loaded._calls if isinstance(c, NativeRun)]
     assert runs and len(runs[0].steps) >= 2
     return runs[0]
 
 
-def test_a_batch_stops_before_the_next_layer_once_interrupted(recorded_interrupts: list[int]) -> None:
-    session = plugnn.InferenceSession(chain(), backends=["CpuRef"])
-    run = native_run(session)
+@pytest.fixture
+def loaded() -> Iterator[Any]:
+    """The chain loaded on CpuRef: one batch of native layers (a NativeRun)."""
+    import plugnn.onnx
+
+    with plugnn.Runtime() as runtime:
+        network = plugnn.onnx.load(chain())
+        yield runtime.load_network(plugnn.optimize(network, runtime, ["CpuRef"]))
+
+
+def test_a_batch_stops_before_the_next_layer_once_interrupted(recorded_interrupts: list[int], loaded: Any) -> None:
+    run = native_run(loaded)
     library = runner_library()
     assert library.pnr_watch_interrupts() == 0
     status = run._status
@@ -77,15 +85,14 @@ def test_keyboard_interrupt_leaves_the_session_usable() -> None:
     assert session.run(None, {"x": x})[0].tobytes() == expected.tobytes()
 
 
-def test_python_replacing_its_handler_is_followed(recorded_interrupts: list[int]) -> None:
+def test_python_replacing_its_handler_is_followed(recorded_interrupts: list[int], loaded: Any) -> None:
     """signal.signal after a run replaces the runner's C handler; the next run chains again."""
-    session = plugnn.InferenceSession(chain(), backends=["CpuRef"])
     x = np.ones(64, np.float32)
-    session.run(None, {"x": x})
+    loaded.run({"x": x})
     again: list[int] = []
     signal.signal(signal.SIGINT, lambda signum, frame: again.append(signum))
-    session.run(None, {"x": x})
-    run = native_run(session)
+    loaded.run({"x": x})
+    run = native_run(loaded)
     signal.raise_signal(signal.SIGINT)
     assert again == [signal.SIGINT]
     assert runner_library().pnr_run_steps_checked(run._array, run._count, run._status, 1) == 0
