@@ -11,7 +11,8 @@ Inputs: a graph input read only by backends plugnn ships (CpuRef, CpuAcc) is bou
 the caller's array. One that another backend reads (a plugin of another vendor, a Python backend)
 is copied per run into a buffer of the network's own, bound once, so a backend writing into its
 input can never change the caller's array (NumPy's read-only flag would not stop C code): one
-memcpy of that input per run.
+memcpy of that input per run. An isolated backend (plugnn.isolation) already runs on its
+worker's copy: its inputs are not staged again.
 
 Memory growth: every 64th run reads the process's resident size (/proc/self/statm, 17 us on
 the shared test machine: 0.3 us a run); when it has grown by more than PLUGNN_LEAK_WARNING_BYTES
@@ -267,7 +268,9 @@ class LoadedNetwork:
                 last[key] = i
         location = self._locations()
         # Graph inputs a backend plugnn does not ship reads: copied into a staging buffer per run.
-        untrusted = {b for b in {n.backend_id for n in nodes} if b is not None and not is_bundled(self._backend(b))}
+        # (An isolated backend's worker reads its own copy of the inputs: nothing to stage.)
+        untrusted = {b for b in {n.backend_id for n in nodes} if b is not None and not is_bundled(self._backend(b))
+                     and not self._backend(b).isolation}
         staged = {key for node in nodes if node.backend_id in untrusted for key in node.inputs
                   if key in externals and key in set(graph.inputs.values())}
         for key, (i, _) in bounded.items():

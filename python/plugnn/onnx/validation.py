@@ -25,6 +25,8 @@ from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
 def check_size(shape: Sequence[int], itemsize: int, what: str) -> None:
     """ModelError when a tensor of `shape` (`itemsize` bytes per element) exceeds the limit;
     `what` names it ("<source>: node 'x' (Expand): output 0")."""
+    if not all(isinstance(d, (int, np.integer)) for d in shape):
+        return  # a symbolic dim (a network for every shape, plugnn.symbolic): checked when bound
     count = 1
     for d in shape:
         count *= max(int(d), 0)
