@@ -1,15 +1,69 @@
 /* libplugnn_runner: the runtime's C helpers on the hot path (plugnn_runner.h). pnr_run_steps
  * only calls pn_workload.execute as the runtime would: the same workload, arguments and message
  * buffer, in the same order, stopping at the first failure; pnr_plan_memory plans an arena (a
- * symbolic network plans one per binding). They hold no state. Loaded with dlopen (cffi) from the
- * package's lib/ directory; only the pnr_ functions are exported. */
+ * symbolic network plans one per binding). Loaded with dlopen (cffi) from the package's lib/
+ * directory; only the pnr_ functions are exported. Its one piece of state is the interrupt flag
+ * (pnr_watch_interrupts) and the handler it chains to. */
+#if !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* sigaction */
+#endif
 #include "plugnn_runner.h"
 
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 __attribute__((visibility("default"))) int64_t pnr_run_steps(const pnr_step* steps, int64_t n,
                                                              int32_t* status_out) {
     for (int64_t i = 0; i < n; ++i) {
+        pn_workload* w = steps[i].workload;
+        pn_status status = w->execute(w, steps[i].args, steps[i].message);
+        if (status != PN_OK) {
+            *status_out = (int32_t)status;
+            return i;
+        }
+    }
+    return n;
+}
+
+static volatile sig_atomic_t interrupted;
+static struct sigaction chained; /* the handler in place when the runner's was installed */
+
+static void on_interrupt(int sig, siginfo_t* info, void* context) {
+    interrupted = 1;
+    if (chained.sa_flags & SA_SIGINFO) {
+        chained.sa_sigaction(sig, info, context);
+    } else if (chained.sa_handler != SIG_DFL && chained.sa_handler != SIG_IGN) {
+        chained.sa_handler(sig);
+    }
+}
+
+__attribute__((visibility("default"))) int32_t pnr_watch_interrupts(void) {
+    struct sigaction current;
+    if (sigaction(SIGINT, NULL, &current) != 0) {
+        return -1;
+    }
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_interrupt) {
+        return 0;
+    }
+    if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
+        return -1;
+    }
+    struct sigaction mine = current;
+    mine.sa_flags |= SA_SIGINFO;
+    mine.sa_sigaction = on_interrupt;
+    chained = current; /* set before ours can run */
+    return sigaction(SIGINT, &mine, NULL) == 0 ? 0 : -1;
+}
+
+__attribute__((visibility("default"))) int64_t pnr_run_steps_checked(const pnr_step* steps, int64_t n,
+                                                                     int32_t* status_out, int32_t check) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (check && interrupted) {
+            interrupted = 0;
+            *status_out = PNR_INTERRUPTED;
+            return i;
+        }
         pn_workload* w = steps[i].workload;
         pn_status status = w->execute(w, steps[i].args, steps[i].message);
         if (status != PN_OK) {

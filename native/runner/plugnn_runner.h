@@ -33,6 +33,21 @@ int64_t pnr_run_steps(const pnr_step* steps, int64_t n, int32_t* status_out);
  * entries). Offsets are sums of the sizes, so they keep the sizes' alignment. */
 uint64_t pnr_plan_memory(int64_t n, const uint64_t* sizes, const int64_t* first, const int64_t* last,
                          uint64_t* offsets_out);
+/* Ctrl-C between layers. The runtime runs a network's steps with the GIL released, so Python's
+ * SIGINT handler could only run once every step of a batch was done. pnr_watch_interrupts()
+ * makes the process's SIGINT handler (the C handler Python installed) be called through one of
+ * the runner's, which sets a flag and calls it: checked is then the handler in place (0), or
+ * SIGINT is ignored or at its default (-1: nothing installed). Called again (each run), it
+ * installs itself again after Python replaced it (signal.signal). pnr_run_steps_checked is
+ * pnr_run_steps that, when `check` is non-zero, stops before a step once the flag is set: it
+ * clears the flag and returns that step's index with *status_out PNR_INTERRUPTED; the caller
+ * lets Python run its handler (KeyboardInterrupt), then calls again for the steps left. */
+int32_t pnr_watch_interrupts(void);
+int64_t pnr_run_steps_checked(const pnr_step* steps, int64_t n, int32_t* status_out, int32_t check);
 /* PLUGNN_RUNNER_CDEF_END */
+
+/* *status_out of pnr_run_steps_checked when it stopped for an interrupt (step_runner.py's
+ * INTERRUPTED): no pn_status is negative. */
+#define PNR_INTERRUPTED (-1)
 
 #endif /* PLUGNN_RUNNER_H */

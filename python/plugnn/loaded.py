@@ -7,12 +7,27 @@ every native workload is bound to its buffers once; contexts hear after_load_net
 first run acquires the memory managers; unload releases them, destroys everything in reverse
 and notifies the contexts around it.
 
+Inputs: a graph input read only by backends plugnn ships (CpuRef, CpuAcc) is bound zero-copy to
+the caller's array. One that another backend reads (a plugin of another vendor, a Python backend)
+is copied per run into a buffer of the network's own, bound once, so a backend writing into its
+input can never change the caller's array (NumPy's read-only flag would not stop C code): one
+memcpy of that input per run. An isolated backend (plugnn.isolation) already runs on its
+worker's copy: its inputs are not staged again.
+
+Memory growth: every 64th run reads the process's resident size (/proc/self/statm, 17 us on
+the shared test machine: 0.3 us a run); when it has grown by more than PLUGNN_LEAK_WARNING_BYTES
+(default 256 MiB) since the 64th run, a warning (logger "plugnn") names the network and its backends, once: a backend
+leaking memory per call is the usual cause (the process's other work may be too).
+
 Runs on one loaded network are serialized by a lock (several threads may call run(); each
-call executes alone); C kernels run with the GIL released.
+call executes alone); C kernels run with the GIL released. In a child forked while another
+thread ran, the lock is new and every input and output is bound anew (plugnn.fork_safety).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, MutableSequence, Sequence
@@ -22,13 +37,44 @@ import numpy as np
 
 from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
 from plugnn.descriptors import LayerKind
-from plugnn.errors import BackendError, InputError, PlugnnError, RunStoppedError, RuntimeClosedError
+from plugnn import fork_safety
+from plugnn.errors import BackendError, InputError, NetworkError, PlugnnError, RunStoppedError, RuntimeClosedError
+from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
+from plugnn.loader import is_bundled
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import elided_layers, movement_views
 from plugnn.step_runner import batched
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
+
+
+log = logging.getLogger("plugnn")
+
+LEAK_WARNING_ENV = "PLUGNN_LEAK_WARNING_BYTES"
+DEFAULT_LEAK_WARNING_BYTES = 256 << 20
+_WATCH_EVERY = 64  # runs between two readings of the resident size (17 us each here)
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _resident_bytes() -> int | None:
+    """The process's resident set size now (Linux: /proc/self/statm), or None."""
+    try:
+        fd = os.open("/proc/self/statm", os.O_RDONLY)
+        try:
+            return int(os.read(fd, 128).split()[1]) * _PAGE
+        finally:
+            os.close(fd)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _leak_warning_bytes() -> int:
+    raw = os.environ.get(LEAK_WARNING_ENV, "")
+    try:
+        return int(raw) if raw else DEFAULT_LEAK_WARNING_BYTES
+    except ValueError:
+        return DEFAULT_LEAK_WARNING_BYTES
 
 
 class _Step:
@@ -91,6 +137,9 @@ class LoadedNetwork:
         self._steps: list[_Step] = []
         self._acquired = False
         self._loaded = False
+        self._runs = 0
+        self._resident_at_start: int | None = None  # at the 64th run (after warm-up)
+        self._growth_warned = False
         self.last_profile: list[dict[str, Any]] = []
         self._reshape_from = [n for n in reshape_from if n._loaded]
         # A symbolic network's instance: a fused layer whose workload its backend refuses at these
@@ -102,6 +151,13 @@ class LoadedNetwork:
         self.elided_layers: list[str] = []  # Reshapes and Gathers planned as views: never called (movement_views)
         self._load()
         self._reshape_from = []
+        fork_safety.fresh_locks_in_child(self, "_lock")
+        fork_safety.call_in_child(self, "_after_fork_in_child")
+
+    def _after_fork_in_child(self) -> None:
+        # A run in flight in another thread of the parent may have bound some of its arrays and
+        # not yet recorded them: the child's first run binds every input and output again.
+        self._bound = [None] * len(self._bound)
 
     # -- loading ------------------------------------------------------------------------
 
@@ -211,6 +267,12 @@ class LoadedNetwork:
             for key in node.inputs:
                 last[key] = i
         location = self._locations()
+        # Graph inputs a backend plugnn does not ship reads: copied into a staging buffer per run.
+        # (An isolated backend's worker reads its own copy of the inputs: nothing to stage.)
+        untrusted = {b for b in {n.backend_id for n in nodes} if b is not None and not is_bundled(self._backend(b))
+                     and not self._backend(b).isolation}
+        staged = {key for node in nodes if node.backend_id in untrusted for key in node.inputs
+                  if key in externals and key in set(graph.inputs.values())}
         for key, (i, _) in bounded.items():
             if location[key] != "host":
                 raise PlugnnError(f"network {self.name!r}: data-dependent layer {nodes[i].name!r} runs on "
@@ -241,6 +303,7 @@ class LoadedNetwork:
             self.memory_plan = MemoryPlan(offsets, self.memory_plan.peak_bytes, self.memory_plan.naive_bytes +
                                           sum(graph.infos[key].num_bytes for key in views))
         self.movement_views = views
+        _check_arena(self.name, self.memory_plan.peak_bytes, host_blocks)
         raw = self._host_memory(self.memory_plan.peak_bytes + ALIGNMENT)
         start = (-raw.ctypes.data) % ALIGNMENT
         self._arena = raw[start:start + self.memory_plan.peak_bytes]
@@ -257,13 +320,14 @@ class LoadedNetwork:
                 buffers[key] = device
         for key, value in graph.constants.items():
             buffers[key] = value
-        for key in externals:  # bound per run; a placeholder until then
+        for key in externals:  # bound per run; a placeholder until then (a staged input's buffer)
             info = graph.infos[key]
             buffers.setdefault(key, np.zeros(info.shape, info.dtype.numpy_dtype))
+        self._staging = {key: buffers[key] for key in staged}
         self._buffers = buffers
         sizes = [w.workspace_bytes for w in self._workloads]
         self._workspace = self._host_memory(max(sizes, default=0)) if any(sizes) else None
-        slots: dict[str, list[tuple[MutableSequence[Any], int]]] = {k: [] for k in externals}
+        slots: dict[str, list[tuple[MutableSequence[Any], int]]] = {k: [] for k in externals - staged}
         for node in nodes:
             step = self._step(node)
             for bound, keys in ((step.inputs, node.inputs), (step.outputs, node.outputs)):
@@ -381,7 +445,26 @@ class LoadedNetwork:
                 np.copyto(destination, source)
             for name, (step, index, key) in self._bounded_outputs:
                 results[name] = self._actual(step, index, key)
+            self._runs += 1
+            if self._runs % _WATCH_EVERY == 0 and not self._growth_warned:
+                self._watch_growth()
             return results
+
+    def _watch_growth(self) -> None:
+        resident = _resident_bytes()
+        if resident is None:
+            return
+        if self._resident_at_start is None:
+            self._resident_at_start = resident
+            return
+        grown = resident - self._resident_at_start
+        if grown > _leak_warning_bytes():
+            self._growth_warned = True
+            backends = sorted({n.backend_id for n in self._graph.nodes if n.backend_id is not None})
+            log.warning("plugnn: the process grew by %s over %d runs of network %r (backends %s); a backend that "
+                        "leaks memory on every call is the usual cause (%s sets the threshold)",
+                        human_bytes(grown), self._runs - _WATCH_EVERY, self.name, ", ".join(backends),
+                        LEAK_WARNING_ENV)
 
     def _actual(self, step: _Step, index: int, key: str) -> np.ndarray:
         """A copy of the part of data-dependent output `index` of `step` its last run reported."""
@@ -436,6 +519,10 @@ class LoadedNetwork:
             if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
                     or array.shape != shape or not array.flags.c_contiguous:
                 _checked(array, self._graph.infos[key], f"input {name!r}", writable=False)
+            staging = self._staging.get(key)
+            if staging is not None:
+                np.copyto(staging, array)
+                continue
             if bound[slot] is array:
                 continue
             for target, index in targets:
@@ -562,6 +649,16 @@ def _same_layer_but_shapes(old_graph: Any, old: Node, new_graph: Any, new: Node)
         if ca is not cb or old_graph.infos[a].dtype is not new_graph.infos[b].dtype:
             return False
     return all(old_graph.infos[a].dtype is new_graph.infos[b].dtype for a, b in zip(old.outputs, new.outputs))
+
+
+def _check_arena(network: str, peak: int, blocks: Sequence[Block]) -> None:
+    """A NetworkError (before allocating) when the arena exceeds plugnn.limits.max_tensor_bytes."""
+    limit = max_tensor_bytes()
+    if peak > limit:
+        largest = max(blocks, key=lambda b: b.size)
+        raise NetworkError(f"network {network!r}: its intermediate tensors need {human_bytes(peak)} ({peak} bytes), "
+                           f"more than the limit of {human_bytes(limit)} ({MAX_TENSOR_BYTES_ENV}); the largest is "
+                           f"{largest.key!r} of {human_bytes(largest.size)}")
 
 
 def _checked(array: Any, info: Any, what: str, writable: bool) -> np.ndarray:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn import fork_safety
 from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
 from plugnn.optimized import OptimizedNetwork
 from plugnn.placement import fuse_again
@@ -71,6 +72,7 @@ class SymbolicLoadedNetwork:
         self._refused: set[tuple[int, ...]] = set()
         self._lock = threading.Lock()      # the instance table
         self._make_lock = threading.Lock()  # one instance made at a time (reshape's rule)
+        fork_safety.fresh_locks_in_child(self, "_lock", "_make_lock")
         self._loaded = True
         self.instances_made = 0
         self.last_profile: list[dict[str, Any]] = []

@@ -86,6 +86,16 @@ def default_backend_paths() -> list[str]:
     return [p.replace(BUNDLED_TOKEN, BUNDLED_DIR) for p in raw.split(":") if p]
 
 
+def is_bundled(backend: Backend) -> bool:
+    """Whether `backend` is one plugnn ships (loaded from its own backends directory): trusted
+    not to write into its inputs (check-backend and the conformance suite hold them to it)."""
+    origin = getattr(backend, "origin", "static")
+    if origin == "static":
+        return False
+    bundled = os.path.realpath(BUNDLED_DIR)
+    return os.path.commonpath([bundled, os.path.realpath(origin)]) == bundled
+
+
 def is_path_valid(path: str) -> str:
     """'' when `path` can be searched, else the reason it cannot."""
     if not os.path.isabs(path):
@@ -408,6 +418,12 @@ def load_dynamic_backends(paths: Iterable[str], taken_ids: Iterable[str] = (),
                 _report(records, LoadRecord(candidate.path, "file", "rejected", verdict.backend_id, None,
                                             verdict.reason, candidate.source, state))
                 continue
+            refusal = _refusal(verdict, taken, api_version) if verdict is not None else None
+            if refusal is not None:  # judged on what the probe saw: never loaded here
+                reason, version = refusal
+                _report(records, LoadRecord(candidate.path, "file", "rejected", verdict.backend_id, version,
+                                            reason + " (seen by the probe; not loaded)", candidate.source, state))
+                continue
             backend = None
             if isolate and (verdict is None or verdict.backend_id is None or verdict.backend_id in isolate):
                 backend = _isolated_backend(candidate, taken, records, api_version, state, isolate, watchdog,
@@ -420,6 +436,32 @@ def load_dynamic_backends(paths: Iterable[str], taken_ids: Iterable[str] = (),
             taken.add(backend.backend_id)
             backends.append(backend)
     return backends
+
+
+def _refusal(verdict: probe.ProbeResult, taken: set[str], api_version: tuple[int, int]
+             ) -> tuple[str, str | None] | None:
+    """(reason, version) when what the probe saw of a plugin is a reason to refuse it (the
+    checks load_shared_object and create_backend make, in their words), else None."""
+    version = "{}.{}".format(*verdict.version) if verdict.version else None
+    if verdict.dlopen_error is not None:
+        return f"dlopen failed: {verdict.dlopen_error}", None
+    missing = [symbol for symbol in ENTRY_POINTS if symbol in verdict.missing]
+    if missing:
+        return (f"missing entry point{'s' if len(missing) > 1 else ''} {', '.join(missing)} (each must be "
+                "exported with C linkage: extern \"C\" and PLUGNN_BACKEND_EXPORT)"), version
+    if verdict.id_null:
+        return "GetBackendId returned NULL", version
+    problem = backend_id_problem(verdict.backend_id or "")
+    if problem:
+        return problem, version
+    if verdict.version is not None and not is_backend_version_compatible(verdict.version, api_version):
+        return (f"backend API version {version} is not compatible with the runtime's {api_version[0]}."
+                f"{api_version[1]} (needs the same major version and a minor version <= {api_version[1]})"), version
+    if verdict.backend_id in taken:
+        return f"a backend with id {verdict.backend_id!r} is already loaded", version
+    if verdict.backend_null:
+        return "BackendFactory returned NULL", version
+    return None
 
 
 def _probe(candidates: list[Candidate], mode: str) -> tuple[dict[str, probe.ProbeResult], str]:

@@ -23,12 +23,13 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from plugnn import _build_config, supervisor
+from plugnn import _build_config, fork_safety, supervisor
 from plugnn.errors import ConfigurationError, ProbeUnavailableError
 
 log = logging.getLogger("plugnn")
@@ -39,6 +40,7 @@ TIMEOUT_ENV = "PLUGNN_PROBE_TIMEOUT"  # seconds per plugin
 MODES = ("process", "none")
 DEFAULT_TIMEOUT = 5.0
 PROTOCOL = 1
+CACHE_FORMAT = 2  # 2: verdicts hold what the probe saw (ProbeResult.missing, version, ...)
 HELPER = os.path.join(_build_config.INSTALL_DIR, "libexec", "plugnn-probe")
 
 # How the report names the probe's steps.
@@ -50,13 +52,22 @@ _STEPS = {
 
 
 class ProbeResult(NamedTuple):
-    """One plugin's verdict: `ok` when the probe process survived every step."""
+    """One plugin's verdict: `ok` when the probe process survived every step. What the probe saw
+    of a plugin that survived, for the loader to judge before it loads the file itself (a file
+    it would refuse is never loaded into the application: its constructors never run there):
+    `missing` entry points, `dlopen_error`, `id_null` (GetBackendId returned NULL), `version`
+    (GetVersion's), `backend_null` (BackendFactory returned NULL)."""
 
     path: str
     ok: bool
     reason: str = ""
     backend_id: str | None = None
     cached: bool = False
+    missing: tuple[str, ...] = ()
+    dlopen_error: str | None = None
+    id_null: bool = False
+    version: tuple[int, int] | None = None
+    backend_null: bool = False
 
 
 class _Key(NamedTuple):
@@ -105,6 +116,7 @@ def cache_dir() -> str:
 
 _seen: dict[_Key, ProbeResult] = {}
 _seen_lock = threading.Lock()
+fork_safety.fresh_locks_in_child(sys.modules[__name__], "_seen_lock")
 
 
 def _key(path: str) -> _Key | None:
@@ -118,7 +130,7 @@ def _key(path: str) -> _Key | None:
 def _cache_file(key: _Key) -> str:
     from plugnn import __version__
 
-    text = json.dumps([PROTOCOL, __version__, *key])
+    text = json.dumps([PROTOCOL, CACHE_FORMAT, __version__, *key])
     return os.path.join(cache_dir(), hashlib.sha256(text.encode()).hexdigest()[:32] + ".json")
 
 
@@ -128,7 +140,11 @@ def _read_cache(key: _Key, path: str) -> ProbeResult | None:
             data = json.load(f)
         if data.get("key") != list(key):
             return None
-        return ProbeResult(path, bool(data["ok"]), str(data.get("reason", "")), data.get("backend_id"), cached=True)
+        version = data.get("version")
+        return ProbeResult(path, bool(data["ok"]), str(data.get("reason", "")), data.get("backend_id"), cached=True,
+                           missing=tuple(data.get("missing", ())), dlopen_error=data.get("dlopen_error"),
+                           id_null=bool(data.get("id_null")), version=tuple(version) if version else None,
+                           backend_null=bool(data.get("backend_null")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -140,7 +156,10 @@ def _write_cache(key: _Key, result: ProbeResult) -> None:
         temporary = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(temporary, "w", encoding="utf-8") as f:
             json.dump({"key": list(key), "ok": result.ok, "reason": result.reason,
-                       "backend_id": result.backend_id}, f)
+                       "backend_id": result.backend_id, "missing": list(result.missing),
+                       "dlopen_error": result.dlopen_error, "id_null": result.id_null,
+                       "version": list(result.version) if result.version else None,
+                       "backend_null": result.backend_null}, f)
         os.replace(temporary, target)
     except OSError as exc:  # a read-only home is no reason to fail: the probe runs again next time
         log.debug("cannot write the probe cache %s: %s", target, exc)
@@ -194,18 +213,32 @@ def _verdict(child: supervisor.Child, helper: str) -> ProbeResult:
     entered: list[str] = []
     backend_id = None
     done = False
+    seen: dict[str, Any] = {"missing": (), "dlopen_error": None, "id_null": False, "version": None,
+                            "backend_null": False}
     for line in lines[1:]:
         word, _, rest = line.partition(" ")
         if word == "enter":
             entered.append(rest)
         elif word == "leave" and entered and entered[-1] == rest:
             entered.pop()
-        elif word == "id" and rest:
+        elif line == "id":
+            seen["id_null"] = True
+        elif word == "id":
             backend_id = rest
+        elif word == "missing":
+            seen["missing"] += (rest,)
+        elif word == "dlopen-error":
+            seen["dlopen_error"] = rest
+        elif word == "version":
+            numbers = rest.split()
+            if len(numbers) == 2 and all(n.isdigit() for n in numbers):
+                seen["version"] = (int(numbers[0]), int(numbers[1]))
+        elif line == "backend null":
+            seen["backend_null"] = True
         elif word == "done":
             done = True
     if done and status == 0 and not child.timed_out:
-        return ProbeResult(path, True, backend_id=backend_id)
+        return ProbeResult(path, True, backend_id=backend_id or None, **seen)
     if entered:
         where = f"in {_STEPS.get(entered[-1], entered[-1])}"
     elif done:

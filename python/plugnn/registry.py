@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from plugnn.backend import Backend, backend_id_problem
+from plugnn import fork_safety
 from plugnn.errors import RegistryError, UnknownBackendError
 
 BackendFactoryFn = Callable[[], Backend]
@@ -57,3 +58,6 @@ class BackendRegistry:
         """A snapshot of the registered factories, in registration order."""
         with cls._lock:
             return dict(cls._factories)
+
+
+fork_safety.fresh_locks_in_child(BackendRegistry, "_lock")

@@ -9,6 +9,13 @@ calls the same `execute` functions with the same arguments in the same order and
 first failure; that step's error is raised as the step itself would raise it. Other steps
 (Python backends, runtime copies) stay calls of their own.
 
+Ctrl-C: a batch runs with the GIL released, so Python could run its SIGINT handler only once
+the whole batch was done. On the main thread (where Python runs signal handlers), a run first
+calls `pnr_watch_interrupts` (the runner's C handler is chained before Python's: it sets a flag)
+and the batch is called through `pnr_run_steps_checked`, which stops before the next layer once
+the flag is set; Python then runs its handler (KeyboardInterrupt leaves run(); a handler that
+returns lets the run go on with the layers left). A layer's own kernel is not interrupted.
+
 The environment variable PLUGNN_STEP_RUNNER names another copy of the library (scripts/
 sanitize.sh points it at the sanitizer build's). If the library cannot be loaded, a warning is
 logged once and every step is called on its own, as before.
@@ -18,7 +25,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +41,9 @@ log = logging.getLogger("plugnn")
 LIBRARY_ENV = "PLUGNN_STEP_RUNNER"  # another libplugnn_runner (the sanitizer build's)
 LIBRARY = os.environ.get(LIBRARY_ENV) or os.path.join(
     _build_config.INSTALL_DIR, "lib", "libplugnn_runner.dylib" if sys.platform == "darwin" else "libplugnn_runner.so")
+
+INTERRUPTED = -1  # pnr_run_steps_checked's status when it stopped for an interrupt (PNR_INTERRUPTED)
+_MAIN_THREAD = threading.main_thread().ident
 
 _library: Any = None
 _loaded = False
@@ -52,7 +64,7 @@ def runner_library() -> Any:
 class NativeRun:
     """Consecutive native steps as one callable: one call into the runner."""
 
-    __slots__ = ("steps", "_array", "_count", "_status", "_run")
+    __slots__ = ("steps", "_array", "_count", "_status", "_run", "_watch")
 
     def __init__(self, steps: Sequence[BoundExecution], library: Any) -> None:
         self.steps = list(steps)
@@ -63,16 +75,37 @@ class NativeRun:
             entry.message = step._message.out
         self._count = len(self.steps)
         self._status = ffi.new("int32_t*")
-        self._run = library.pnr_run_steps
+        self._run = library.pnr_run_steps_checked
+        self._watch = library.pnr_watch_interrupts
 
     def __call__(self) -> None:
         first = self.steps[0]._workload
         if first.closed:
             raise RuntimeClosedError(f"workload of layer {first.layer_name!r} is closed")
-        done = self._run(self._array, self._count, self._status)
+        check = threading.get_ident() == _MAIN_THREAD and _watching(self._watch)
+        done = self._run(self._array, self._count, self._status, check)
+        while done != self._count and self._status[0] == INTERRUPTED:
+            _let_python_handle_signals()  # a KeyboardInterrupt leaves here, between two layers
+            done += self._run(self._array + done, self._count - done, self._status, check)
         if done != self._count:
             workload = self.steps[done]._workload
             workload._check(int(self._status[0]), f"execute(layer {workload.layer_name!r})")
+
+
+_watched: list[Any] = [None, False]  # Python's SIGINT handler when the runner's was chained to it, chained
+
+
+def _watching(watch: Callable[[], int]) -> bool:
+    """Whether the runner's SIGINT handler is chained before Python's: pnr_watch_interrupts (a
+    system call, about 1 us) only when Python's handler changed since the last time (0.1 us)."""
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is not _watched[0]:
+        _watched[0], _watched[1] = handler, watch() == 0
+    return bool(_watched[1])
+
+
+def _let_python_handle_signals() -> None:
+    """A call: Python runs pending signal handlers on entering it (eval breaker)."""
 
 
 def batched(calls: Sequence[Callable[[], None]]) -> list[Callable[[], None]]:

@@ -202,3 +202,48 @@ def test_malformed_descriptor_refused(backend, field, value, reason) -> None:
     object.__setattr__(desc, field, value)
     out = (3, 2, max(int(desc.output_height), 1), 2)
     assert_refused(backend, _spec((1, 2, 4, 4), 3, desc, out_shape=out), reason)
+
+
+@pytest.mark.parametrize("mode", ["average", "max"])
+def test_large_regions_are_exact(backend, mode) -> None:
+    """Regions far larger than the image (adaptive grids of ~100 samples per axis, most of them
+    outside): the kernel computes only the samples that can fall inside, with the result of
+    computing them all (the oracle does)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
+    rois = np.array([[-100, -80, 300, 250], [3, 2, 400, 5]], np.float32)
+    batch = np.zeros(2, np.int64)
+    desc = RoiAlignDescriptor(mode, 3, 2, 0, 1.0, True)
+    spec = _spec(x.shape, 2, desc)
+    (y,) = run_layer(backend, spec, [x, rois, batch])
+    assert_close(y, roi_align_reference(x, rois, batch, desc), RTOL, ATOL, spec)
+
+
+@pytest.mark.parametrize("mode", ["average", "max"])
+@pytest.mark.parametrize("corner", [1e9, 1e30])
+def test_huge_region_coordinates_return(backend, mode, corner) -> None:
+    """ROI coordinates of 1e9 and 1e30 with sampling_ratio 0 (a run-time input): adaptive grids
+    of up to 1e9 x 1e9 samples per bin looped for 20-30 s in C and could not be interrupted. The
+    work is now bounded by the image (the samples that can fall inside): each bin is computed
+    from the samples inside, the others counting as 0."""
+    rng = np.random.default_rng(12)
+    h, w = 4, 5
+    x = rng.standard_normal((1, 1, h, w)).astype(np.float32)
+    rois = np.array([[0, 0, corner, corner]], np.float32)
+    desc = RoiAlignDescriptor(mode, 2, 2, 0, 1.0, False)
+    (y,) = run_layer(backend, _spec(x.shape, 1, desc), [x, rois, np.zeros(1, np.int64)])
+    size = float(np.float32(corner))
+    bin_size = size / 2
+    grid = min(math.ceil(bin_size), 10**9)
+    expected = np.zeros((1, 1, 2, 2))
+    # Only bin (0, 0) starts inside the image; its samples inside are the first few of its grid.
+    inside = [(i + 0.5) * bin_size / grid for i in range(grid if grid < 50 else 50)]
+    inside = [p for p in inside if -1.0 <= p <= max(h, w)]
+    values = [sum(wt * float(x[0, 0, a, b]) for a, b, wt in _corners(py, px, h, w)) if mode == "average"
+              else max((wt * float(x[0, 0, a, b]) for a, b, wt in _corners(py, px, h, w)), default=0.0)
+              for py in inside for px in inside]
+    if mode == "average":
+        expected[0, 0, 0, 0] = sum(values) / (float(grid) * float(grid))
+    else:
+        expected[0, 0, 0, 0] = max(values + [0.0])  # the samples outside are 0
+    np.testing.assert_allclose(y.astype(np.float64), expected, rtol=1e-5, atol=1e-30)

@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+# A hang detector, not a time limit: the work each subprocess does is bounded, and a loaded
+# machine (2 vCPUs at load 10) may take many times what it takes alone.
+HANG_GUARD_S = 1800
+
 REPO = Path(__file__).resolve().parent.parent.parent
 ACCEL_SRC = REPO / "plugins" / "accel" / "src"
 DRIVER = Path(__file__).resolve().parent / "thread_pool_stress.c"
@@ -53,12 +57,12 @@ def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @pytest.mark.parametrize("threads", [2, 3, 7])
 def test_every_part_runs_once_with_its_own_loop(driver: Path, threads: int) -> None:
     loops = 200_000
-    result = subprocess.run([str(driver), str(threads), str(loops)], capture_output=True, text=True, timeout=300,
+    result = subprocess.run([str(driver), str(threads), str(loops)], capture_output=True, text=True, timeout=HANG_GUARD_S,
                             env=PLAIN_ENV)
     assert result.returncode == 0, f"exit {result.returncode}: {result.stderr}"
     assert result.stdout.startswith(f"ok: {loops} loops on {threads} threads")
 
 
 def test_the_driver_rejects_bad_arguments(driver: Path) -> None:
-    result = subprocess.run([str(driver)], capture_output=True, text=True, timeout=30, env=PLAIN_ENV)
+    result = subprocess.run([str(driver)], capture_output=True, text=True, timeout=HANG_GUARD_S, env=PLAIN_ENV)
     assert result.returncode == 2 and "usage" in result.stderr

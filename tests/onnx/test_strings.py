@@ -151,6 +151,31 @@ def test_regex_full_match_against_onnxruntime() -> None:
     same(run(m, feeds)[0], onnxruntime(m, feeds)[0])
 
 
+def test_regex_full_match_is_linear_time_on_a_redos_pattern() -> None:
+    """(a+)+$ on 32 a's and a b: Python's re backtracks through 2^32 ways (past 30 s); RE2 does
+    not backtrack. The work is bounded by the input, so this test needs no clock."""
+    m = model([N("RegexFullMatch", ["x"], ["y"], pattern="(a+)+$")], [vi("x", STR, [3])], [vi("y", BOOL, [3])])
+    feeds = {"x": strings("a" * 32 + "b", "a" * 33, "a" * 5000 + "!")}
+    got = run(m, feeds)[0]
+    assert got.tolist() == [False, True, False]
+    same(got, onnxruntime(m, feeds)[0])
+
+
+def test_regex_full_match_follows_re2_like_onnxruntime() -> None:
+    """RE2's classes as onnxruntime reads them: \\w is ASCII, Unicode classes spelled \\pL."""
+    m = model([N("RegexFullMatch", ["x"], ["y"], pattern=r"\w+|\pL+")], [vi("x", STR, [4])], [vi("y", BOOL, [4])])
+    feeds = {"x": strings("abc_1", "héllo", "中文", "a b")}
+    same(run(m, feeds)[0], onnxruntime(m, feeds)[0])
+
+
+def test_regex_backreferences_are_refused_as_re2_does() -> None:
+    m = model([N("RegexFullMatch", ["x"], ["y"], name="match", pattern=r"(a)\1")], [vi("x", STR, [1])],
+              [vi("y", BOOL, [1])])
+    with pytest.raises(ModelError, match=r"node 'match' .*attribute 'pattern' = .* is not a regular expression RE2 can "
+                                         r"compile: invalid escape sequence"):
+        run(m, {"x": strings("aa")})
+
+
 def test_string_normalizer_case_insensitive_stopwords_two_dims() -> None:
     m = model([N("StringNormalizer", ["x"], ["y"], case_change_action="UPPER", stopwords=["MonDay"],
                  locale="en_US")], [vi("x", STR, [1, 4])], [vi("y", STR, None)], opset=17)

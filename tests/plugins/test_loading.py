@@ -97,6 +97,29 @@ def test_malformed_plugin_is_rejected_with_reason(plugin_dir: PluginDir, mock: s
     assert record.path in caplog.text and reason in caplog.text
 
 
+@pytest.mark.parametrize("mock", ["no_get_backend_id", "mangled", "null_id", "bad_chars_id", "major_2", "newer_minor",
+                                  "factory_null", "missing_dependency"])
+def test_a_plugin_the_probe_shows_unfit_is_never_loaded_here(plugin_dir: PluginDir, mock: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe is the only door: a file it shows the loader would refuse (no entry points, a
+    NULL or bad id, an incompatible version, a NULL backend, dlopen failing) is refused on what
+    the probe saw, and never dlopen'ed by this process (its constructors never run here)."""
+    import plugnn.loader
+
+    opened: list[str] = []
+    real = plugnn.loader.load_shared_object
+
+    def recording(path: str, *args: object) -> object:
+        opened.append(path)
+        return real(path, *args)
+
+    monkeypatch.setattr(plugnn.loader, "load_shared_object", recording)
+    ids, records = load(plugin_dir(mock))
+    (record,) = records.values()
+    assert ids == [] and record.status == "rejected" and "(seen by the probe; not loaded)" in record.reason
+    assert opened == []
+
+
 def test_missing_dependency_reason_names_the_library(plugin_dir: PluginDir) -> None:
     _, records = load(plugin_dir("missing_dependency"))
     (record,) = records.values()

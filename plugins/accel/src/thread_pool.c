@@ -9,7 +9,9 @@
  * the same thread (what it wrote is in its own caches) while a late thread still delays
  * nothing. Workers and the caller spin (bounded, ACCEL_SPIN_NS) before sleeping, so
  * back-to-back loops cost no system call; a worker woken from its sleep on the caller's CPU
- * moves off it (leave_cpu). */
+ * moves off it (leave_cpu). After fork() the child has none of the workers: the pthread_atfork
+ * handlers at the end of this file quiesce every pool around the fork and mark the child's
+ * pools as having no workers; the first parallel loop in the child starts them again. */
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, sched_getcpu, pthread_setaffinity_np, CPU_COUNT */
 #endif
@@ -70,7 +72,8 @@ static void preempt_point(void) {
 struct accel_threads {
     int num_threads;           /* total, caller included */
     pthread_t* threads;        /* num_threads - 1 workers */
-    int started;               /* workers actually started */
+    int started;               /* workers running in this process (0 in a forked child until restarted) */
+    struct accel_threads* next_pool; /* the list of live pools (fork handlers) */
     pthread_mutex_t submit;    /* one parallel_for at a time; others run inline */
     pthread_mutex_t lock;      /* guards the sleeps and wake-ups below */
     pthread_cond_t wake;       /* sleeping workers wait for a new generation */
@@ -286,6 +289,64 @@ int accel_available_cpus(void) {
     return 1;
 }
 
+/* Every live pool, for the fork handlers: pools_lock guards the list. */
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static accel_threads* pools = NULL;
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+/* Before fork: no pool is mid-loop (each one's submit is held, so a loop in flight on another
+ * thread finishes first and later ones run inline until the fork is done) and no thread holds
+ * a pool's lock. */
+static void before_fork(void) {
+    pthread_mutex_lock(&pools_lock);
+    for (accel_threads* p = pools; p != NULL; p = p->next_pool) {
+        pthread_mutex_lock(&p->submit);
+        pthread_mutex_lock(&p->lock);
+    }
+}
+
+static void after_fork_in_parent(void) {
+    for (accel_threads* p = pools; p != NULL; p = p->next_pool) {
+        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&p->submit);
+    }
+    pthread_mutex_unlock(&pools_lock);
+}
+
+/* In the child (whose one thread is the one that took the locks in before_fork): the workers
+ * are gone. Each pool gets new condition variables (the old ones may count waiters that do not
+ * exist here) and no started workers; parallel_run starts them again (start_workers) on its
+ * first loop. */
+static void after_fork_in_child(void) {
+    for (accel_threads* p = pools; p != NULL; p = p->next_pool) {
+        pthread_cond_init(&p->wake, NULL);
+        pthread_cond_init(&p->done, NULL);
+        p->started = 0;
+        atomic_store(&p->sleepers, 0);
+        atomic_store(&p->caller_sleeping, 0);
+        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&p->submit);
+    }
+    pthread_mutex_unlock(&pools_lock);
+}
+
+static void register_fork_handlers(void) {
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
+/* Starts the workers not running (all at creation; again in a forked child). Returns 0 when
+ * every worker runs; on failure the ones started keep running (started counts them). */
+static int start_workers(accel_threads* p) {
+    for (int i = p->started + 1; i < p->num_threads; ++i) {
+        p->workers[i - 1] = (accel_worker){p, i};
+        if (pthread_create(&p->threads[i - 1], NULL, worker_main, &p->workers[i - 1]) != 0) {
+            return -1;
+        }
+        p->started = i;
+    }
+    return 0;
+}
+
 accel_threads* accel_threads_create(int num_threads) {
     if (num_threads < 1) {
         num_threads = 1;
@@ -325,15 +386,16 @@ accel_threads* accel_threads_create(int num_threads) {
             accel_threads_destroy(p);
             return NULL;
         }
-        for (int i = 1; i < num_threads; ++i) {
-            p->workers[i - 1] = (accel_worker){p, i};
-            if (pthread_create(&p->threads[i - 1], NULL, worker_main, &p->workers[i - 1]) != 0) {
-                accel_threads_destroy(p);
-                return NULL;
-            }
-            p->started = i;
+        if (start_workers(p) != 0) {
+            accel_threads_destroy(p);
+            return NULL;
         }
     }
+    pthread_once(&fork_handlers_once, register_fork_handlers);
+    pthread_mutex_lock(&pools_lock);
+    p->next_pool = pools;
+    pools = p;
+    pthread_mutex_unlock(&pools_lock);
     return p;
 }
 
@@ -341,6 +403,14 @@ void accel_threads_destroy(accel_threads* p) {
     if (p == NULL) {
         return;
     }
+    pthread_mutex_lock(&pools_lock);
+    for (accel_threads** at = &pools; *at != NULL; at = &(*at)->next_pool) {
+        if (*at == p) {
+            *at = p->next_pool;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pools_lock);
     atomic_store(&p->stop, 1);
     pthread_mutex_lock(&p->lock);
     pthread_cond_broadcast(&p->wake);
@@ -376,6 +446,11 @@ static void parallel_run(accel_threads* p, int64_t n, int64_t grain, const int64
     }
     if (p == NULL || p->num_threads <= 1 || max_parts <= 1 || pthread_mutex_trylock(&p->submit) != 0) {
         fn(ctx, 0, n); /* one range, or the pool is busy (another caller or a nested call) */
+        return;
+    }
+    if (p->started < p->num_threads - 1 && start_workers(p) != 0 && p->started == 0) {
+        pthread_mutex_unlock(&p->submit); /* a forked child that cannot start threads runs inline */
+        fn(ctx, 0, n);
         return;
     }
     uint64_t gen = (atomic_load(&p->generation) + 1) & ((UINT64_C(1) << 48) - 1);

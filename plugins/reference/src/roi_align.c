@@ -69,9 +69,40 @@ static roi_axis axis_of(const pn_roi_align_desc* d, double begin, double end, ui
     return a;
 }
 
+/* The samples [*lo, *hi) of bin p on axis `a` that may fall inside [-1, size] (bilinear reads
+ * nothing outside: a sample there is 0). The sample positions start + p * bin + (i + 0.5) *
+ * bin / grid are monotonic in i, so the range is solved for, with a margin of 2 samples each
+ * side for rounding (the samples in the margin are computed and are 0 as before). So a huge
+ * region (coordinates of 1e9 or 1e30, whose adaptive grid is huge) costs the samples inside the
+ * image, not its grid: at most about size + 6 per bin and axis. */
+static void samples_inside(const roi_axis* a, uint32_t p, int64_t size, int64_t* lo, int64_t* hi) {
+    *lo = 0;
+    *hi = a->grid;
+    double base = a->start + (double)p * a->bin, step = a->bin / (double)a->grid;
+    if (!isfinite(base) || !isfinite(step) || step == 0.0) {
+        return;
+    }
+    double first = (-1.0 - base) / step - 0.5, last = ((double)size - base) / step - 0.5;
+    if (step < 0.0) {
+        double t = first;
+        first = last;
+        last = t;
+    }
+    first = floor(first) - 2.0;
+    last = ceil(last) + 2.0;
+    if (first > (double)*lo) {
+        *lo = first >= (double)a->grid ? a->grid : (int64_t)first;
+    }
+    if (last + 1.0 < (double)*hi) {
+        *hi = last + 1.0 <= (double)*lo ? *lo : (int64_t)(last + 1.0);
+    }
+}
+
 /* The value of output bin (ph, pw) of one region and channel plane: its samples' bilinear
  * values averaged, or the largest weighted corner (MAX); 0 without samples. The samples are
- * computed as they are used (a bin may hold many: nothing is stored). */
+ * computed as they are used (a bin may hold many: nothing is stored); those certainly outside
+ * the image (samples_inside) are not computed: each is 0, added to the average's sum (which it
+ * does not change) or taken as a candidate of the maximum (once). */
 static double bin_value(const pn_roi_align_desc* d, const roi_axis* ay, const roi_axis* ax,
                         uint32_t ph, uint32_t pw, int64_t h, int64_t w, pn_data_type t,
                         const void* x, int64_t plane) {
@@ -81,9 +112,15 @@ static double bin_value(const pn_roi_align_desc* d, const roi_axis* ay, const ro
     int average = d->mode == PN_POOLING_AVERAGE;
     double sum = 0.0, best = 0.0;
     int first = 1;
-    for (int64_t iy = 0; iy < ay->grid; ++iy) {
+    int64_t y_lo, y_hi, x_lo, x_hi;
+    samples_inside(ay, ph, h, &y_lo, &y_hi);
+    samples_inside(ax, pw, w, &x_lo, &x_hi);
+    if (!average && (y_hi - y_lo < ay->grid || x_hi - x_lo < ax->grid)) {
+        first = 0; /* a sample outside the image: 0 is one of the candidates */
+    }
+    for (int64_t iy = y_lo; iy < y_hi; ++iy) {
         double y = ay->start + ph * ay->bin + ((double)iy + 0.5) * ay->bin / (double)ay->grid;
-        for (int64_t ix = 0; ix < ax->grid; ++ix) {
+        for (int64_t ix = x_lo; ix < x_hi; ++ix) {
             double xx = ax->start + pw * ax->bin + ((double)ix + 0.5) * ax->bin / (double)ax->grid;
             sample s = bilinear(y, xx, h, w);
             double v = average ? 0.0 : -INFINITY;

@@ -19,7 +19,9 @@ import numpy as np
 from plugnn.dynamic import ml, sequences, strings
 from plugnn.dynamic.segments import function_body, outer_reads
 from plugnn.dynamic.values import check_declared, dense, describe
-from plugnn.errors import ModelError, RunError
+from plugnn.errors import ModelError, PlugnnError, RunError
+from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
+from plugnn.onnx import validation
 
 Program = Any  # plugnn.dynamic.program.Program (which imports this module)
 
@@ -179,6 +181,10 @@ def _loop(step: Step) -> None:
     names = body.inputs
     shapes = [_declared_one_element_shape(body.graph, k) for k in (0, 1)]
     iteration = 0
+    # The scan outputs grow by one slice per iteration: their total is held to the tensor limit
+    # (plugnn.limits), so a trip count from the data cannot grow memory until the process is
+    # killed. Each iteration is Python code: Ctrl-C interrupts the loop between iterations.
+    limit, scanned = max_tensor_bytes(), 0
     while (trip is None or iteration < trip) and condition:
         formals = {names[0]: np.array(iteration, np.int64).reshape(shapes[0]),
                    names[1]: np.array(condition).reshape(shapes[1])}
@@ -198,6 +204,10 @@ def _loop(step: Step) -> None:
                 raise step.error(f"scan output {k} of the body has shape {list(value.shape)} at iteration "
                                  f"{iteration}, {list(scans[k][0].shape)} before: iterations must agree")
             scans[k].append(value)
+            scanned += value.nbytes
+        if scanned > limit:
+            raise step.error(f"its scan outputs hold {human_bytes(scanned)} after {iteration + 1} iterations (trip "
+                             f"count {trip}), more than the limit of {human_bytes(limit)} ({MAX_TENSOR_BYTES_ENV})")
         iteration += 1
     for k, value in enumerate(carried):
         step.set(k, value)
@@ -417,9 +427,18 @@ def run_node(program: Program, index: int, cause: ModelError, values: dict[str, 
     node = program.nodes[index]
     step = Step(program, index, node, values)
     handler = HANDLERS.get(node.op_type)
-    if handler is not None:
-        handler(step)
-    elif any(strings.is_string_array(step.input(i)) for i in range(len(node.input)) if step.has(i)):
-        raise strings.not_for_strings(step)
-    else:
-        _function_call(step, cause)
+    try:
+        if handler is not None:
+            handler(step)
+        elif any(strings.is_string_array(step.input(i)) for i in range(len(node.input)) if step.has(i)):
+            raise strings.not_for_strings(step)
+        else:
+            _function_call(step, cause)
+    except PlugnnError:
+        raise
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+        # What the handler did not foresee: the schema's reason when the node breaks it (an
+        # attribute of another type, a missing input), else the exception, naming the node.
+        label = f"{program.source}: {step.label}"
+        validation.check_node(node, program.opset, label)
+        raise ModelError(f"{label}: cannot be run: {type(exc).__name__}: {exc}") from exc

@@ -24,6 +24,7 @@ from plugnn.dynamic.control import run_node
 from plugnn.dynamic.segments import Imported, Rebind, RuntimeNode, SegmentImporter, outer_reads
 from plugnn.dynamic.strings import as_string_input
 from plugnn.dynamic.values import dense, describe
+from plugnn import fork_safety
 from plugnn.errors import InputError, ModelError, PlugnnError, RunStoppedError
 from plugnn.loaded import LoadedNetwork
 from plugnn.network import Network
@@ -48,6 +49,7 @@ class Engine:
         self.name = name
         self.capacity = capacity
         self.lock = threading.RLock()
+        fork_safety.fresh_locks_in_child(self, "lock")
         self.loaded: dict[int, LoadedNetwork] = {}
         self.segments_made = 0
         self.closed = False

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from plugnn.errors import InputError, ModelError, RunError
+from plugnn.errors import InputError, MissingDependencyError, ModelError, RunError
 
 Step = Any  # plugnn.dynamic.control.Step (which imports this module)
 
@@ -127,18 +127,32 @@ def _equal(step: Step) -> None:
     step.set(0, _elementwise(lambda p, q: p == q, a, b, _broadcast(step, a, b), np.bool_))
 
 
+def _re2_compile(step: Step, pattern: str) -> Any:
+    """`pattern` compiled by RE2 (the google-re2 package), as onnxruntime does: RE2's syntax, and
+    matching in time linear in the input whatever the pattern (no backtracking: `(a+)+$` on a
+    long string of a's answers at once, where Python's re takes exponential time)."""
+    try:
+        import re2
+    except ImportError:
+        raise MissingDependencyError(f"{step.program.source}: {step.label}: RegexFullMatch needs the google-re2 package: "
+                                     f"pip install google-re2 (or pip install 'plugnn[onnx]')") from None
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        message = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise _attribute_error(step, "pattern", f"= {pattern!r} is not a regular expression RE2 can compile: "
+                                                f"{message}") from None
+
+
 def _regex_full_match(step: Step) -> None:
     x = _strings(step, 0, "X")
     pattern = step.attr("pattern")
     if pattern is None:
         raise _attribute_error(step, "pattern", "is required")
     pattern = pattern.decode() if isinstance(pattern, bytes) else str(pattern)
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise _attribute_error(step, "pattern", f"= {pattern!r} is not a regular expression plugnn can compile "
-                                                f"(Python's re, which reads RE2's syntax but for a few "
-                                                f"constructs): {exc}") from None
+    regex = _re2_compile(step, pattern)
     out = np.empty(x.shape, np.bool_)
     for index, element in np.ndenumerate(x):
         out[index] = regex.fullmatch(element) is not None

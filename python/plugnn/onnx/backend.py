@@ -25,6 +25,7 @@ further nodes: the importer's DynamicModelError) run on the dynamic path, a
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -33,11 +34,13 @@ from typing import Any
 import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
+from plugnn import fork_safety
 from plugnn.errors import ModelError
 from plugnn.onnx.importer import DynamicModelError, DynamicShapeError, NeedsConstantError, import_model, read_model
 
 _runtime_lock = threading.Lock()
 _runtime: Any = None
+fork_safety.fresh_locks_in_child(sys.modules[__name__], "_runtime_lock")
 
 
 def shared_runtime() -> Any:
@@ -95,6 +98,7 @@ class PlugnnBackendRep(BackendRep):
         self.constant_inputs: set[str] = set()
         self._loaded: dict[Any, Any] = {}
         self._lock = threading.Lock()
+        fork_safety.fresh_locks_in_child(self, "_lock")
         self.dynamic: Any = None  # a plugnn.dynamic.DynamicModel once the model needs the dynamic path
         self._finalizer = weakref.finalize(self, _unload_all, self._loaded)
         self._prepare_eagerly()

@@ -12,9 +12,13 @@ import numpy as np
 
 from plugnn.errors import ModelError
 from plugnn.network import Network, Tensor
+from plugnn.onnx import validation
 from plugnn.onnx.registry import Converter
 from plugnn.symbolic import Dim, ShapeEnv, pin
 from plugnn.tensor import DataType
+
+
+_HAND_OVER_BYTES = 1 << 20  # arrays this large the import hands to the network without a copy
 
 
 class DynamicModelError(ModelError):
@@ -218,12 +222,20 @@ class NodeContext:
     def error(self, message: str) -> ModelError:
         return ModelError(f"{self.importer.source}: {self.label}: {message}")
 
+    def check_result_size(self, shape: Sequence[int], dtype: Any, what: str = "output 0") -> None:
+        """A ModelError naming the node and the size when a result of `shape` and `dtype` would
+        exceed the limit (validation.max_tensor_bytes): checked before it is computed."""
+        validation.check_size(shape, np.dtype(dtype).itemsize, f"{self.importer.source}: {self.label}: {what}")
+
     def unsupported_value(self, attribute: str, value: Any, supported: str) -> ModelError:
         return self.error(f"attribute {attribute!r} = {value!r} is not supported; supported: {supported}")
 
     # -- attributes ----------------------------------------------------------------------
 
     def check_attributes(self, converter: Converter) -> None:
+        """No attribute given twice or without a value (validation.check_attribute_names),
+        and each one supported by the converter."""
+        validation.check_attribute_names(self.node, f"{self.importer.source}: {self.label}")
         for attr_name, attr in self._attrs.items():
             if attr.ref_attr_name:
                 raise self.error(f"attribute {attr_name!r} refers to a function attribute; not supported")
@@ -247,8 +259,15 @@ class NodeContext:
         from onnx import helper, numpy_helper
 
         if attr.type == attr.TENSOR:
-            return numpy_helper.to_array(attr.t)
-        value = helper.get_attribute_value(attr)
+            validation.check_size(attr.t.dims, 1, f"{self.importer.source}: {self.label}: attribute {name!r}")
+            try:
+                return numpy_helper.to_array(attr.t)
+            except Exception as exc:  # noqa: BLE001 - data disagreeing with its dims or type
+                raise self.error(f"attribute {name!r}: tensor cannot be read: {exc}") from None
+        try:
+            value = helper.get_attribute_value(attr)
+        except Exception as exc:  # noqa: BLE001 - an attribute without a value of its type
+            raise self.error(f"attribute {name!r} cannot be read: {exc}") from None
         if isinstance(value, bytes):
             return value.decode("utf-8", "replace")
         if isinstance(value, list):
@@ -375,6 +394,13 @@ class NodeContext:
         cached = importer.const_tensors.get(name)
         if cached is None and id(value) in importer.shared_ids:
             cached = self.network.add_shared_constant(value, name=importer.free_name(name))
+        if cached is None and value.nbytes >= _HAND_OVER_BYTES and value.base is None and value.flags.c_contiguous \
+                and value.dtype == dtype.numpy_dtype:
+            # A large array the import made (read or folded) and alone holds: the network takes
+            # it, made read-only, instead of a copy (a 1 GiB fold peaked at 2 GiB, now 1 GiB).
+            value.setflags(write=False)
+            cached = self.network.add_shared_constant(value, name=importer.free_name(name))
+            importer.const_tensors[name] = cached
         if cached is None:
             cached = self.network.add_constant(value, name=importer.free_name(name), dtype=dtype)
             importer.const_tensors[name] = cached

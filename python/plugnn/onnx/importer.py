@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from plugnn.errors import ModelError, NetworkError
+from plugnn.errors import ModelError, NetworkError, PlugnnError
 from plugnn.network import Network, Tensor
 from plugnn.onnx.context import (
     DynamicModelError,
@@ -37,7 +37,7 @@ from plugnn.onnx.context import (
     onnx_module,
     type_name,
 )
-from plugnn.onnx import expansion, functions, legacy, symbolic_folds, tidy
+from plugnn.onnx import expansion, functions, legacy, symbolic_folds, tidy, validation
 from plugnn.onnx.registry import DOMAINS, MICROSOFT_DOMAIN, OPS, ORT_DEFAULT_DOMAIN, converter_for
 from plugnn.symbolic import ShapeEnv
 from plugnn.tensor import MAX_DIMS, DataType
@@ -130,6 +130,7 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None) -> tu
         raise ModelError(f"plugnn.onnx.load takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}")
     if proto.ir_version == 0 or not proto.HasField("graph"):
         raise ModelError(f"{source}: not an ONNX model (no ir_version or no graph)")
+    validation.check_model(proto, source)
     loaded = _load_external_data(proto, base_dir, source, copy=proto is model)
     _refuse_high_ranks(loaded, source)
     return tidy.tidy(loaded, source, owned=loaded is not model), source
@@ -179,7 +180,7 @@ def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool) -> A
     base = Path(base_dir)
     for tensor in external:
         info = ExternalDataInfo(tensor)
-        location = base / info.location
+        location = Path(validation.external_location(str(base), str(info.location), tensor.name, source))
         if not location.is_file():
             raise ModelError(f"{source}: tensor {tensor.name!r} keeps its data in external file "
                              f"{str(location)!r}, which does not exist")
@@ -464,6 +465,27 @@ class _Importer(ImportState):
         self._convert(NodeContext(self, index, node))
 
     def _convert(self, ctx: NodeContext) -> None:
+        """Convert one node; then check it against its schema (validation.check_node: extra
+        inputs a converter ignored, attributes of the wrong type), which also explains a
+        converter's failure on what it could not foresee (a missing input, an attribute of
+        another type)."""
+        # The model's own nodes, not those plugnn made (an old opset's form, a function body).
+        own = ctx.note is None and ctx.depth == 0
+        label = f"{self.source}: {ctx.label}"
+        try:
+            self._convert_node(ctx)
+        except PlugnnError:
+            raise
+        except MemoryError as exc:
+            raise ctx.error(f"computing it at import needs more memory than there is ({exc})") from None
+        except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+            if own:
+                validation.check_node(ctx.node, ctx.opset, label)
+            raise ctx.error(f"cannot be imported: {type(exc).__name__}: {exc}") from exc
+        if own:
+            validation.check_node(ctx.node, ctx.opset, label)
+
+    def _convert_node(self, ctx: NodeContext) -> None:
         node = ctx.node
         default_domain = node.domain in ("", "ai.onnx")
         converter = converter_for(node.domain, node.op_type)
@@ -519,6 +541,8 @@ class _Importer(ImportState):
                                     f"({converter.outputs_note or 'only the first output is supported'})")
                 continue
             value = outputs[i]
+            if isinstance(value, Tensor):  # a layer's output: refused at import when it cannot fit
+                ctx.check_result_size(value.shape, value.dtype.numpy_dtype, f"output {i} ({out_name!r})")
             self.values[out_name] = np.asarray(value) if isinstance(value, (np.generic, int, float)) else value
 
     def _outputs(self) -> None:

@@ -307,6 +307,7 @@ def _one_hot_args(ctx: NodeContext) -> tuple[int, int]:
 def _fold_one_hot(ctx: NodeContext) -> list[Any]:
     depth, axis = _one_hot_args(ctx)
     indices, values = ctx.value(0), ctx.value(2)
+    ctx.check_result_size(list(indices.shape) + [depth], np.float64)  # the comparison's temporaries
     flat = np.trunc(indices.astype(np.float64)).reshape(-1)
     hot = np.where(flat < 0, flat + depth, flat)
     rows = np.where(np.arange(depth)[None, :] == hot[:, None], values[1], values[0]).astype(values.dtype)

@@ -208,6 +208,7 @@ def _pad_value(ctx: NodeContext, dtype: np.dtype) -> Any:
 def _fold_pad(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
     mode, begin, end = _pad_args(ctx, data.shape)
+    ctx.check_result_size([n + b + e for b, n, e in zip(begin, data.shape, end)], data.dtype)
     crop = tuple(slice(max(-b, 0), n - max(-e, 0)) for b, n, e in zip(begin, data.shape, end))
     widths = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end)]
     if mode is not PadMode.CONSTANT:
@@ -240,7 +241,9 @@ def _expanded_shape(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[int, ...]
 
 def _fold_expand(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
-    return [np.array(np.broadcast_to(data, _expanded_shape(ctx, data.shape)))]
+    shape = _expanded_shape(ctx, data.shape)
+    ctx.check_result_size(shape, data.dtype)
+    return [np.array(np.broadcast_to(data, shape))]
 
 
 @op("Expand", (), fold=_fold_expand)
@@ -258,7 +261,9 @@ def _repeats(ctx: NodeContext, rank: int) -> list[int]:
 
 def _fold_tile(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
-    return [np.tile(data, _repeats(ctx, data.ndim))]
+    repeats = _repeats(ctx, data.ndim)
+    ctx.check_result_size([n * r for n, r in zip(data.shape, repeats)], data.dtype)
+    return [np.tile(data, repeats)]
 
 
 @op("Tile", (), fold=_fold_tile)
@@ -419,9 +424,27 @@ def range_(ctx: NodeContext) -> list[Any]:
     if dtype.kind in "iu":
         s, l, d = int(start), int(limit), int(delta)
         count = max(-(-(l - s) // d), 0)
-        return [np.array([s + i * d for i in range(count)], dtype)]
-    count = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
-    return [(float(start) + np.arange(count, dtype=np.float64) * float(delta)).astype(dtype)]
+    else:
+        bounds = {"start": float(start), "limit": float(limit), "delta": float(delta)}
+        bad = [f"{k} = {v}" for k, v in bounds.items() if not math.isfinite(v)]
+        if bad:
+            raise ctx.error(f"{', '.join(bad)}: Range's bounds must be finite")
+        quotient = (bounds["limit"] - bounds["start"]) / bounds["delta"]
+        if not math.isfinite(quotient):
+            raise ctx.error(f"(limit - start) / delta = {quotient}: the output's length is not finite")
+        count = max(math.ceil(quotient), 0)
+    ctx.check_result_size([count], dtype)
+    # Computed in chunks into the output (values as start + i * delta in int64 or float64): the
+    # temporaries stay small whatever the length.
+    out = np.empty(count, dtype)
+    chunk = 1 << 20
+    for at in range(0, count, chunk):
+        index = np.arange(at, min(at + chunk, count), dtype=np.int64)
+        if dtype.kind in "iu":
+            out[at:at + chunk] = (s + index * d).astype(dtype)
+        else:
+            out[at:at + chunk] = (float(start) + index.astype(np.float64) * float(delta)).astype(dtype)
+    return [out]
 
 
 def _size(ctx: NodeContext) -> list[Any]:

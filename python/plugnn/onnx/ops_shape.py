@@ -212,6 +212,7 @@ def constant_of_shape(ctx: NodeContext) -> list[Any]:
     if any_symbolic(shape):  # a shape that follows the symbols: the fill value expanded at run time
         one = ctx.array_tensor(fill.reshape((1,) * len(shape)), "value")
         return [ctx.network.add_expand(one, shape, name=ctx.name())]
+    ctx.check_result_size(shape, fill.dtype)
     return [np.full(shape, fill.reshape(-1)[0], fill.dtype)]
 
 

@@ -20,6 +20,7 @@ Threads: lookups take the session's lock briefly; building takes the lock of the
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from plugnn import fork_safety
 from plugnn.errors import InputError
 from plugnn.loaded import LoadedNetwork
 from plugnn.loaded_symbolic import SymbolicLoadedNetwork
@@ -46,6 +48,9 @@ Shapes = tuple[tuple[int, ...], ...]
 
 _RUNTIME_LOCKS: weakref.WeakKeyDictionary[Runtime, threading.RLock] = weakref.WeakKeyDictionary()
 _RUNTIME_LOCKS_GUARD = threading.Lock()
+# New locks in a child forked while another thread held them (plugnn.fork_safety).
+fork_safety.fresh_locks_in_child(sys.modules[__name__], "_RUNTIME_LOCKS_GUARD")
+fork_safety.fresh_lock_values_in_child(_RUNTIME_LOCKS)
 
 
 def runtime_lock(runtime: Runtime) -> threading.RLock:
@@ -114,6 +119,7 @@ class SessionNetworks:
         self._by_shapes: dict[Shapes, Build] = {}  # shapes already run -> their build
         self._lock = threading.Lock()
         self._load_lock = runtime_lock(runtime)
+        fork_safety.fresh_locks_in_child(self, "_lock", "_load_lock")
         # Constants the optimizer computed, by key: an equal array from another build replaces a
         # new one (weakly held: gone with the last build using it).
         self._computed: weakref.WeakValueDictionary[str, np.ndarray] = weakref.WeakValueDictionary()

@@ -9,16 +9,19 @@ RuntimeError, as onnxruntime's is).
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from plugnn import fork_safety
 from plugnn.session.ort_errors import Fail
 
 LOGGER = "plugnn"
 SEVERITY_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.CRITICAL}
 
 _callback_lock = threading.Lock()
+fork_safety.fresh_locks_in_child(sys.modules[__name__], "_callback_lock")
 _callback_handler: logging.Handler | None = None
 
 

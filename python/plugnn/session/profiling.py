@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from plugnn import fork_safety
+
 
 class SessionProfiler:
     """The events of one session from `start()` to `end()`."""
@@ -37,6 +39,7 @@ class SessionProfiler:
         self._origin = 0  # time.perf_counter_ns() at start
         self._events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        fork_safety.fresh_locks_in_child(self, "_lock")
         self._pid = os.getpid()
 
     def start(self, origin_ns: int | None = None) -> None:

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from plugnn.errors import BackendOptionError, InputError, RunStoppedError, SessionError
+from plugnn import fork_safety
+from plugnn.errors import BackendOptionError, InputError, RunStoppedError, RuntimeClosedError, SessionError
 from plugnn.onnx.context import DynamicModelError
 from plugnn.runtime import Runtime
 from plugnn.session.assignment import OrtEpAssignedSubgraph, assignment
@@ -97,6 +98,8 @@ class InferenceSession:
         if runtime is not None and backend_options is not None:
             raise SessionError("backend_options apply to a runtime the session creates; a borrowed runtime "
                                "(runtime=) was configured when it was created")
+        if runtime is not None and runtime.closed:
+            raise RuntimeClosedError(f"cannot create a session on {runtime!r}: the runtime is closed")
         if sess_options is not None and not isinstance(sess_options, SessionOptions):
             raise SessionError(f"sess_options must be a plugnn.SessionOptions, got {type(sess_options).__name__}")
         self._options = (sess_options or SessionOptions()).copy()
@@ -116,6 +119,7 @@ class InferenceSession:
         self._finalizer = weakref.finalize(self, _close, None, self._runtime if self._owns_runtime else None)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        fork_safety.fresh_locks_in_child(self, "_executor_lock")
         self._choice: ProviderChoice | None = None
         try:
             if providers is not None:
