@@ -1,7 +1,11 @@
 /* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
-#include "chain_run.h"
-#include "families.h"
-#include "optimize.h"
+#include "chain/chain.h"
+#include "ops/attention.h"
+#include "ops/batch_norm.h"
+#include "ops/create.h"
+#include "ops/fused_linear.h"
+#include "ops/index_copy.h"
+#include "opt/optimize.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,9 +15,9 @@ typedef struct accel_backend {
     accel_env env;       /* env.threads: the pool of num_threads threads, made with the first
                             factory (so a runtime that only lists backends starts none) */
     int num_threads;
-    int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
+    int fuse;            /* option fuse: optimize_subgraph fuses layers (opt/layer_fusion.h) */
     int chains;          /* option blocked_chains: it runs runs of convolutions as blocked
-                            chains (chain_plan.h) */
+                            chains (opt/chain_plan.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
     int threads_shared;  /* env.threads was handed to a factory (workloads may hold it) */
     accel_threads** retired; /* pools replaced by a later num_threads, joined in destroy */
@@ -25,7 +29,7 @@ typedef struct accel_backend {
 /* The arithmetic binary operations (ADD .. PRELU) on float32. Every activation kind runs, as a
  * layer and fused (a CELU with alpha 0 is malformed: the shared validation refuses it). */
 static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
-    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: mask_ops.c */
+    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: ops/mask_ops.c */
         return PN_OK;
     }
     pn_status s = pn_plugin_float32_only(plugin, layer, reason);
@@ -38,7 +42,7 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
 }
 
 /* Every kind CpuAcc runs: float32, but for the kinds that move bytes (accel_move_check), CAST
- * and the mask kinds (mask_ops.c). */
+ * and the mask kinds (ops/mask_ops.c). */
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
     {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
@@ -69,11 +73,35 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CAST, accel_cast_check, accel_cast_create},
 };
 
+/* The PRECOMPILED layers optimize_subgraph makes, each payload starting with a magic number that
+ * names its workload. */
+static pn_status precompiled_create(void* context, const pn_layer* layer, pn_workload** workload_out,
+                                    pn_string_out* message_out) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
+    const uint32_t* magic = d != NULL ? (const uint32_t*)d->payload : NULL;
+    if (magic != NULL && *magic == ACCEL_ATTN_MAGIC) { /* a fused attention (ops/attention.h) */
+        return accel_attention_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_LINEAR_MAGIC) { /* a fused linear layer (ops/fused_linear.h) */
+        return accel_linear_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_LINEAR_GROUP_MAGIC) { /* sibling projections (ops/fused_linear.h) */
+        return accel_linear_group_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_INDEX_COPY_MAGIC) { /* a fused reshape-transpose (ops/index_copy.h) */
+        return accel_index_copy_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_BN_ACT_MAGIC) { /* a batch normalization with its activation */
+        return accel_bn_act_create(context, layer, workload_out, message_out);
+    }
+    return accel_chain_create(context, layer, workload_out, message_out); /* a blocked chain (chain/chain.h) */
+}
+
 /* PRECOMPILED layers are those optimize_subgraph made (blocked chains, fused attentions and
- * linear layers, ...), told apart by their payload (precompiled.c). The factory context of every
+ * linear layers, ...), told apart by their payload (precompiled_create). The factory context of every
  * create function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
-                                accel_precompiled_create};
+                                precompiled_create};
 
 /* ---- Backend and factory ------------------------------------------------- */
 
@@ -94,8 +122,8 @@ static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer*
     return pn_plugin_is_layer_supported(&accel, layer, supported_out, reason_out);
 }
 
-/* optimize_subgraph (optimize.h): the fusions of fusion.h (none with option fuse=0) and the
- * blocked chains of chain_plan.h (none with blocked_chains=0), judged by the same check as
+/* optimize_subgraph (opt/optimize.h): the fusions of opt/layer_fusion.h (none with option fuse=0) and the
+ * blocked chains of opt/chain_plan.h (none with blocked_chains=0), judged by the same check as
  * is_layer_supported. */
 static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgraph* subgraph,
                                            pn_optimization** optimization_out,
@@ -311,7 +339,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);
     b->base.flags = PN_BACKEND_HOST_MEMORY;
-    b->base.flags |= PN_BACKEND_MOVES_IN_PLACE; /* data_movement.c skips inputs already in place */
+    b->base.flags |= PN_BACKEND_MOVES_IN_PLACE; /* ops/data_movement.c skips inputs already in place */
     b->base.self = b;
     b->base.destroy = backend_destroy;
     b->base.is_layer_supported = backend_is_layer_supported;
