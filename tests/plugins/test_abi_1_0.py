@@ -1,4 +1,4 @@
-"""A plugin built against the 1.0 header keeps loading and running under the 1.1 runtime, and
+"""A plugin built against the 1.0 header keeps loading and running under a newer-minor runtime (1.2), and
 refuses, with its own reason, what 1.1 added (the work falls back to the next backend)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> Runtime:
 
 
 def test_a_1_0_plugin_loads_under_the_1_1_runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert plugnn.BACKEND_API_VERSION == (1, 1)
+    assert plugnn.BACKEND_API_VERSION == (1, 2)
     with _runtime(plugin_dir, monkeypatch) as runtime:
         backend = runtime.backend("MockAbi10")
         assert backend.version == (1, 0)
