@@ -1,4 +1,4 @@
-"""CpuAcc's elementwise math (plugins/accel/src/kern_math.h): exp, expm1, log, tanh, sigmoid, erf
+"""CpuAcc's elementwise math (plugins/accel/src/kernels/math_functions.h): exp, expm1, log, tanh, sigmoid, erf
 and the normal CDF Phi of GELU, and the activations built on them, measured against float64
 NumPy / math over the whole float32 range, for every kernel set this machine runs (portable,
 avx2, avx512: option isa).
