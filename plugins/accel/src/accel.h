@@ -1,5 +1,5 @@
 /*
- * CpuAcc private header: CPU feature detection, the vector kernel tables, what
+ * CpuAcc private header: CPU feature detection, the CPU's kernel set (accel_kernel_set), what
  * every create function receives (accel_env; the create functions are declared
  * in ops/create.h), and the workload state shared by the memory-bound kernel
  * families.
