@@ -17,6 +17,7 @@ from plugnn._abi import NULL, covers, ffi
 from plugnn._abi_defs import DESCRIPTOR_FIELDS
 from plugnn.errors import PlugnnError
 from plugnn.layers import LayerSpec
+from plugnn.symbolic import hint_of
 from plugnn.tensor import MAX_DIMS, TensorInfo
 
 # ---- tensors ----------------------------------------------------------------
@@ -27,7 +28,9 @@ def fill_tensor_info(c_info: Any, info: TensorInfo) -> None:
     c_info.dtype = int(info.dtype)
     c_info.rank = info.rank
     for i, dim in enumerate(info.shape):
-        c_info.dims[i] = dim
+        # A symbolic dim is asked about at its hint (optimize time); the backend judges every
+        # binding's shapes again when its workloads are made or re-sized.
+        c_info.dims[i] = dim if type(dim) is int else hint_of(dim)
     c_info.quant_scale = info.quant_scale
     c_info.quant_zero_point = info.quant_zero_point
 
@@ -76,7 +79,7 @@ def to_c_descriptor(desc: d.Descriptor, keep: list[Any]) -> Any:
         if mapping.codec == "value":
             values[mapping.names[0]] = _c_value(value, c_types[mapping.names[0]], keep)
         elif mapping.codec == "fields":
-            values.update(zip(mapping.names, (int(v) for v in value)))
+            values.update(zip(mapping.names, (hint_of(v) for v in value)))
         elif mapping.codec == "flag":
             values[mapping.names[0]] = values.get(mapping.names[0], 0) | (mapping.bit if value else 0)
         elif mapping.codec == "array":
@@ -97,7 +100,7 @@ def to_c_descriptor(desc: d.Descriptor, keep: list[Any]) -> Any:
 
 def _c_item(value: Any, c_array_type: str) -> Any:
     """An array element as its C type wants it ("float[8]": a float, else an integer)."""
-    return float(value) if c_array_type.startswith(("float", "double")) else int(value)
+    return float(value) if c_array_type.startswith(("float", "double")) else hint_of(value)
 
 
 def _c_value(value: Any, c_type: str, keep: list[Any]) -> Any:
@@ -111,7 +114,7 @@ def _c_value(value: Any, c_type: str, keep: list[Any]) -> Any:
         return float(value)
     if c_type == "double":
         return float(value)
-    return int(value)
+    return hint_of(value)
 
 
 # ---- layers to C ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from plugnn._abi_defs import PN_MAX_BACKEND_ID_LENGTH, PN_OPTION_NUM_THREADS
-from plugnn.errors import BackendOptionError
+from plugnn.errors import BackendOptionError, PlugnnError
 
 if TYPE_CHECKING:  # kept out of the start-up path: a runtime needs none of these to start
     from plugnn.layers import LayerSpec, OptimizationResult, Subgraph, SupportResult
@@ -222,6 +222,11 @@ class Backend(ABC):
     version: tuple[int, int] = (0, 0)
     host_memory: bool = True
     moves_in_place: bool = False
+    # Set when the backend can run nothing more (an isolated backend whose worker process died):
+    # the error that ended it. Its support queries then answer no, giving the reason.
+    failure: PlugnnError | None = None
+    # "process" for a backend run in a worker process (plugnn.isolation), else "".
+    isolation: str = ""
 
     @abstractmethod
     def is_layer_supported(self, layer: LayerSpec) -> SupportResult:
@@ -259,6 +264,12 @@ class Backend(ABC):
     def takes_option(self, key: str) -> bool:
         """Whether `key` is one of the options() this backend lists."""
         return any(option.name == key for option in self.options())
+
+    def host_arena(self, num_bytes: int) -> Any:
+        """Where a loaded network that uses this backend keeps its planned tensors and workspace:
+        a writable uint8 array of `num_bytes`, or None (the default) for any host memory. An
+        isolated backend (plugnn.isolation) returns shared memory its worker process maps."""
+        return None
 
     def close(self) -> None:
         """Destroy the backend instance (after everything it created)."""

@@ -13,17 +13,14 @@ CpuRef). `check_backend` returns a `Report`; the plugin is right when `report.pa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import selectors
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from plugnn import probe
+from plugnn import probe, supervisor
 from plugnn.elf import ElfError, exported_symbols
 from plugnn.loader import BUNDLED_DIR, ENTRY_POINTS, is_backend_filename
 
@@ -251,67 +248,36 @@ class _Outcome:
 
 def _run_worker(command: list[str], step_timeout: float) -> _Outcome:
     outcome = _Outcome([])
-    env = dict(probe._environment(), PYTHONUNBUFFERED="1")  # a sanitizer's signal handlers off, as in the probe
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=env, start_new_session=True)
-    assert process.stdout is not None and process.stderr is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ, "out")
-    selector.register(process.stderr, selectors.EVENT_READ, "err")
-    out, err = bytearray(), bytearray()
-    deadline = time.monotonic() + step_timeout + 30.0  # the first step waits for the interpreter too
-    timed_out = False
-    try:
-        while selector.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            for key, _ in selector.select(timeout=min(remaining, 1.0)):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    selector.unregister(key.fileobj)
-                    continue
-                if key.data == "err":
-                    err.extend(chunk)
-                    del err[:-4096]
-                    continue
-                out.extend(chunk)
-                while b"\n" in out:
-                    line, _, rest = bytes(out).partition(b"\n")
-                    out[:] = rest
-                    message = json.loads(line)
-                    if "begin" in message:
-                        outcome.current = (message["begin"], message["check"], message["step"])
-                        deadline = time.monotonic() + step_timeout
-                    elif "end" in message:
-                        outcome.messages.append(message)
-                        outcome.current = None
-                    elif "stop" in message:
-                        outcome.stopped = message["stop"]
-                        outcome.stopped_check = outcome.messages[-1]["check"] if outcome.messages else ""
-                    elif message.get("finished"):
-                        outcome.finished = True
-    finally:
-        if timed_out:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except OSError:
-                pass
-        status = process.wait()
-        selector.close()
-        process.stdout.close()
-        process.stderr.close()
+    pending = bytearray()
+
+    def on_stdout(child: supervisor.Child, chunk: bytes) -> None:
+        pending.extend(chunk)
+        while b"\n" in pending:
+            line, _, rest = bytes(pending).partition(b"\n")
+            pending[:] = rest
+            message = json.loads(line)
+            if "begin" in message:
+                outcome.current = (message["begin"], message["check"], message["step"])
+                child.extend(step_timeout)
+            elif "end" in message:
+                outcome.messages.append(message)
+                outcome.current = None
+            elif "stop" in message:
+                outcome.stopped = message["stop"]
+                outcome.stopped_check = outcome.messages[-1]["check"] if outcome.messages else ""
+            elif message.get("finished"):
+                outcome.finished = True
+
+    env = supervisor.child_environment(PYTHONUNBUFFERED="1")  # a sanitizer's signal handlers off, as in the probe
+    worker = supervisor.Child(command, env, step_timeout, on_stdout=on_stdout, err_limit=4096)
+    worker.deadline += 30.0  # the first step waits for the interpreter too
+    with contextlib.closing(supervisor.supervise([lambda: worker])) as ended:
+        for _ in ended:
+            pass
     if not outcome.finished:
-        stderr = bytes(err).decode("utf-8", errors="replace").strip().splitlines()
-        tail = f" (stderr: {stderr[-1][:200]})" if stderr and not timed_out else ""
-        if timed_out:
-            outcome.death = f"timed out after {step_timeout:g} s"
-        elif status < 0:
-            outcome.death = probe._signal_name(-status)
-        else:
-            outcome.death = f"exit({status})"
-        outcome.death += tail
+        stderr = bytes(worker.err).decode("utf-8", errors="replace").strip().splitlines()
+        tail = f" (stderr: {stderr[-1][:200]})" if stderr and not worker.timed_out else ""
+        outcome.death = supervisor.death(worker) + tail
         if outcome.stopped:
             outcome.finished = True
     return outcome

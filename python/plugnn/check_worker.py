@@ -294,7 +294,13 @@ class Worker:
                 results.append(("fail", f"list_options lists {len(listed)} options but there is no get_option"))
             return results or [("pass", "unknown keys are PN_ERR_NOT_FOUND (no get_option: nothing to read back)")]
         checked = self.listed_defaults(listed or (), results)
-        for key, value in dict(self.options).items():
+        pairs = dict(self.options)
+        if listed is None and NUM_THREADS not in pairs:  # no list: try the reserved key, as before 1.2
+            try:
+                pairs[NUM_THREADS] = backend.get_option(NUM_THREADS)
+            except BackendError:
+                pass
+        for key, value in pairs.items():
             try:
                 backend.set_option(key, value)
                 back = backend.get_option(key)

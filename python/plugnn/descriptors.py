@@ -58,6 +58,7 @@ from plugnn._abi_defs import (
     UnaryOp,
     VariadicOp,
 )
+from plugnn.symbolic import Dim, as_dim
 
 __all__ = [
     "ActivationKind", "BinaryOp", "ConvolutionOp", "CoordinateTransform", "CumulativeOp", "DataLayout", "GatherOp",
@@ -156,10 +157,11 @@ def _enum(enum_type: type[enum.IntEnum], value: Any, what: str) -> Any:
 
 
 def _pair(value: Any, what: str, minimum: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(int(v) for v in value)
+    # a Dim (plugnn.symbolic) is kept: a global pooling's kernel is its input's symbolic extent
+    pair = (value, value) if isinstance(value, (int, Dim)) else tuple(as_dim(v) for v in value)
     if len(pair) != 2 or min(pair) < minimum:
         raise ValueError(f"{what} must be one or two integers >= {minimum}, got {value!r}")
-    return (int(pair[0]), int(pair[1]))
+    return (as_dim(pair[0]), as_dim(pair[1]))
 
 
 def _padding(value: Any) -> tuple[int, int, int, int]:
@@ -332,7 +334,7 @@ class PrecompiledDescriptor:
 
 
 def _axes(value: Any, what: str = "axes") -> tuple[int, ...]:
-    axes = tuple(int(a) for a in value)
+    axes = tuple(as_dim(a) for a in value)  # a slice's starts may be symbolic (plugnn.symbolic)
     if len(axes) > MAX_DIMS:
         raise ValueError(f"{what} {axes} list more than {MAX_DIMS} dimensions")
     return axes

@@ -37,6 +37,25 @@ class BackendError(PlugnnError):
         super().__init__(f"backend {backend_id!r}: {call} failed{detail}: {message}")
 
 
+class BackendCrashedError(BackendError):
+    """An isolated backend's worker process died or hung during a call (plugnn.isolation): names
+    the backend, the call (and so the layer), and how it ended: `signal` ("SIGSEGV", or "SIGKILL"
+    when the runtime killed it), `exit_status` (a plugin that called exit()), `timed_out` (no
+    answer within the watchdog), `interrupted` (Ctrl-C while waiting). The host keeps running;
+    the backend is marked failed until `Runtime.restart_backend` starts a new worker."""
+
+    def __init__(self, backend_id: str, call: str, message: str, layer: str | None = None,
+                 signal: str | None = None, exit_status: int | None = None, timed_out: bool = False,
+                 interrupted: bool = False, pid: int | None = None) -> None:
+        self.layer = layer
+        self.signal = signal
+        self.exit_status = exit_status
+        self.timed_out = timed_out
+        self.interrupted = interrupted
+        self.pid = pid
+        super().__init__(backend_id, call, message)
+
+
 class BackendOptionError(BackendError):
     """A backend option was unknown or had a bad value."""
 
@@ -85,6 +104,11 @@ class SessionError(PlugnnError, ValueError):
 
 class MissingDependencyError(PlugnnError, RuntimeError):
     """An optional package or program a feature needs is not installed: names what to install."""
+
+
+class RunStoppedError(PlugnnError, RuntimeError):
+    """A run was stopped on request (RunOptions.terminate) before its next layer; what it was
+    running stays loaded and usable."""
 
 
 class RunError(PlugnnError, ValueError):

@@ -3,6 +3,7 @@ tensor infos and constants, built from a Network and rewritten by the optimizati
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from plugnn import descriptors as d
 from plugnn.errors import OptimizationError
 from plugnn.layers import LayerSpec
 from plugnn.network import GraphKind, Kind, Network, kind_name
+from plugnn.symbolic import Dim, hint_of, hints_of, symbolic_descriptor
 from plugnn.tensor import TensorInfo
 
 
@@ -40,6 +42,10 @@ class Node:
     replaces: tuple[str, ...] = ()
     note: str = ""
     pending: bool = True  # not yet seen by its backend's optimize_subgraph
+    # The layers its backend's optimize_subgraph replaced by this one, as they were: offered to the
+    # backend again at the shapes of a binding where this layer's workload cannot be made
+    # (a symbolic network, plugnn.symbolic: a fusion decided at the hints).
+    fused: tuple[Node, ...] = ()
 
     @property
     def type_name(self) -> str:
@@ -60,6 +66,9 @@ class Graph:
         self.removed: list[tuple[str, str]] = []  # (layer name, why it no longer exists)
         self.copies: dict[str, tuple[str, str]] = {}  # copy layer name -> (source, target) memory
         self.original_types: dict[str, str] = {}  # layer name in the network -> its type name
+        # tensor key -> the expressions (plugnn.symbolic) of a shape value: an input the runtime
+        # computes at each binding of a symbolic network's symbols
+        self.shape_values: dict[str, np.ndarray] = {}
 
     def consumers(self, key: str) -> list[Node]:
         return [n for n in self.nodes if key in n.inputs]
@@ -71,10 +80,13 @@ class Graph:
         return key in self.outputs.values()
 
     def spec(self, node: Node, ids: Mapping[str, int] | None = None, node_id: int = 0) -> LayerSpec:
+        """The layer as a backend sees it. In a symbolic graph (plugnn.symbolic) a backend is asked
+        at the hints, recording no guard: it is asked again at every binding, when the workloads
+        of that binding are created or re-sized."""
         return LayerSpec(
-            kind=node.kind, name=node.name, descriptor=node.descriptor,  # type: ignore[arg-type]
-            inputs=tuple(self.infos[k] for k in node.inputs),
-            outputs=tuple(self.infos[k] for k in node.outputs),
+            kind=node.kind, name=node.name, descriptor=_at_hints(node.descriptor),  # type: ignore[arg-type]
+            inputs=tuple(_info_at_hints(self.infos[k]) for k in node.inputs),
+            outputs=tuple(_info_at_hints(self.infos[k]) for k in node.outputs),
             constants=tuple(self.constants.get(k) for k in node.inputs),
             input_ids=tuple(ids[k] for k in node.inputs) if ids else (),
             output_ids=tuple(ids[k] for k in node.outputs) if ids else (),
@@ -137,6 +149,9 @@ def graph_from_network(network: Network) -> Graph:
         elif layer.kind is GraphKind.CONSTANT:
             graph.constants[out_keys[0]] = layer.value
             graph.infos[out_keys[0]] = layer.outputs[0]
+        elif layer.kind is GraphKind.SHAPE_VALUE:
+            graph.shape_values[out_keys[0]] = layer.value
+            graph.infos[out_keys[0]] = layer.outputs[0]
         elif layer.kind is GraphKind.OUTPUT:
             graph.outputs[layer.name] = key(layer.inputs[0])
         elif layer.kind is GraphKind.IDENTITY:
@@ -149,3 +164,22 @@ def graph_from_network(network: Network) -> Graph:
     if not graph.outputs:
         raise OptimizationError(f"network {network.name!r} has no outputs: mark results with add_output()")
     return graph
+
+
+def _info_at_hints(info: TensorInfo) -> TensorInfo:
+    if not info.symbolic:
+        return info
+    return TensorInfo(hints_of(info.shape), info.dtype, info.quant_scale, info.quant_zero_point)
+
+
+def _at_hints(descriptor: Any) -> Any:
+    if not symbolic_descriptor(descriptor):
+        return descriptor
+    changes = {}
+    for name in descriptor.__dataclass_fields__:
+        value = getattr(descriptor, name)
+        if isinstance(value, tuple):
+            changes[name] = tuple(hint_of(v) if isinstance(v, Dim) else v for v in value)
+        elif isinstance(value, Dim):
+            changes[name] = value.hint
+    return dataclasses.replace(descriptor, **changes)

@@ -22,7 +22,7 @@ import numpy as np
 
 from plugnn.backend import Backend, BackendContext, DeviceBuffer, MemoryManager, Workload, WorkloadFactory
 from plugnn.descriptors import LayerKind
-from plugnn.errors import BackendError, InputError, PlugnnError, RuntimeClosedError
+from plugnn.errors import BackendError, InputError, PlugnnError, RunStoppedError, RuntimeClosedError
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import elided_layers, movement_views
@@ -74,7 +74,8 @@ class LoadedNetwork:
 
     def __init__(self, optimized: OptimizedNetwork, network_id: int, backends: Mapping[str, Backend],
                  contexts: Sequence[BackendContext], on_unload: Callable[[LoadedNetwork], None],
-                 reshape_from: Sequence[LoadedNetwork] = ()) -> None:
+                 reshape_from: Sequence[LoadedNetwork] = (),
+                 remake: Callable[[Node, Backend], Node | None] | None = None) -> None:
         self.network_id = network_id
         self.name = optimized.network_name
         self._backends = dict(backends)
@@ -92,6 +93,10 @@ class LoadedNetwork:
         self._loaded = False
         self.last_profile: list[dict[str, Any]] = []
         self._reshape_from = [n for n in reshape_from if n._loaded]
+        # A symbolic network's instance: a fused layer whose workload its backend refuses at these
+        # shapes is made again from the layers it fused (plugnn.loaded_symbolic).
+        self._remake = remake
+        self.refused_layers: list[str] = []
         # The layers whose workload was made by reshaping another loaded network's (pn_workload.reshape).
         self.reshaped_layers: list[str] = []
         self.elided_layers: list[str] = []  # Reshapes and Gathers planned as views: never called (movement_views)
@@ -137,7 +142,20 @@ class LoadedNetwork:
             spec = graph.spec(node)
             workload = self._reshaped(node, spec)
             if workload is None:
-                workload = self._factories[backend_id].create_workload(spec)
+                try:
+                    workload = self._factories[backend_id].create_workload(spec)
+                except BackendError:
+                    again = self._remake(node, self._backend(backend_id)) if self._remake and node.fused else None
+                    if again is None:
+                        raise
+                    graph.nodes[graph.nodes.index(node)] = node = again
+                    self.refused_layers.append(node.name)
+                    spec = graph.spec(node)
+                    workload = self._reshaped(node, spec)  # the new fusion re-sized from the old: weights shared
+                    if workload is None:
+                        workload = self._factories[backend_id].create_workload(spec)
+                    else:
+                        self.reshaped_layers.append(node.name)
             else:
                 self.reshaped_layers.append(node.name)
             self._workloads.append(workload)
@@ -151,7 +169,10 @@ class LoadedNetwork:
             workload = source._node_workloads.get(node.name)
             if old is None or workload is None or not _same_layer_but_shapes(source._graph, old, self._graph, node):
                 continue
-            reshaped = workload.reshape(spec)
+            try:
+                reshaped = workload.reshape(spec)
+            except BackendError:  # refused (e.g. a fused layer made for other shapes): create_workload judges
+                continue
             if reshaped is not None:
                 return reshaped
         return None
@@ -220,7 +241,7 @@ class LoadedNetwork:
             self.memory_plan = MemoryPlan(offsets, self.memory_plan.peak_bytes, self.memory_plan.naive_bytes +
                                           sum(graph.infos[key].num_bytes for key in views))
         self.movement_views = views
-        raw = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
+        raw = self._host_memory(self.memory_plan.peak_bytes + ALIGNMENT)
         start = (-raw.ctypes.data) % ALIGNMENT
         self._arena = raw[start:start + self.memory_plan.peak_bytes]
         buffers: dict[str, Any] = {}
@@ -241,7 +262,7 @@ class LoadedNetwork:
             buffers.setdefault(key, np.zeros(info.shape, info.dtype.numpy_dtype))
         self._buffers = buffers
         sizes = [w.workspace_bytes for w in self._workloads]
-        self._workspace = np.empty(max(sizes, default=0), np.uint8) if any(sizes) else None
+        self._workspace = self._host_memory(max(sizes, default=0)) if any(sizes) else None
         slots: dict[str, list[tuple[MutableSequence[Any], int]]] = {k: [] for k in externals}
         for node in nodes:
             step = self._step(node)
@@ -288,6 +309,15 @@ class LoadedNetwork:
         self._bounded_outputs = [(name, source[1]) for _, name, _, _, _, _, source in self._output_plan
                                  if source is not None and source[0] == "bounded"]
 
+    def _host_memory(self, num_bytes: int) -> np.ndarray:
+        """`num_bytes` of host memory for the arena or the workspace: where a backend wants it
+        (Backend.host_arena: an isolated backend's shared memory), else anywhere."""
+        for backend in self._backends.values():
+            memory = backend.host_arena(num_bytes)
+            if memory is not None:
+                return memory
+        return np.empty(num_bytes, np.uint8)
+
     def _step(self, node: Node) -> _Step:
         inputs = [self._buffers[k] for k in node.inputs]
         outputs = [self._buffers[k] for k in node.outputs]
@@ -314,6 +344,11 @@ class LoadedNetwork:
     # -- running ---------------------------------------------------------------------------
 
     @property
+    def optimized(self) -> OptimizedNetwork:
+        """The optimized network this was loaded from."""
+        return self._optimized
+
+    @property
     def input_infos(self) -> dict[str, Any]:
         return {name: self._graph.infos[key] for name, key in self._graph.inputs.items()}
 
@@ -322,9 +357,13 @@ class LoadedNetwork:
         return {name: self._graph.infos[key] for name, key in self._graph.outputs.items()}
 
     def run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None,
-            profile: bool = False) -> dict[str, np.ndarray]:
+            profile: bool = False, stop: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
         """Run once. `inputs` maps every input name to a C-contiguous array of its shape and
-        dtype; `outputs` may give preallocated arrays to write into. Returns every output."""
+        dtype; `outputs` may give preallocated arrays to write into. Returns every output.
+
+        `profile`: time every layer (`last_profile`). `stop`: called before each layer (the
+        layers are then called one by one, not batched); when it returns True the run ends
+        with RunStoppedError, the network stays loaded and usable."""
         with self._lock:
             if not self._loaded:
                 raise RuntimeClosedError(f"network {self.name!r} (id {self.network_id}) was unloaded")
@@ -333,8 +372,8 @@ class LoadedNetwork:
                 for manager in self._managers.values():
                     manager.acquire()
                 self._acquired = True
-            if profile:
-                self._run_profiled()
+            if profile or stop is not None:
+                self._run_one_by_one(profile, stop)
             else:
                 for call in self._calls:
                     call()
@@ -358,16 +397,24 @@ class LoadedNetwork:
         count = int(np.prod(shape, dtype=np.int64))
         return self._buffers[key].reshape(-1)[:count].reshape(shape).copy()
 
-    def _run_profiled(self) -> None:
-        profile = []
+    def _run_one_by_one(self, profile: bool, stop: Callable[[], bool] | None) -> None:
+        """Each step called on its own: timed (`last_profile`: layer, backend, seconds, and
+        `start_ns`, time.perf_counter_ns() at its start) and/or after asking `stop`."""
+        records = []
         clock = time.perf_counter_ns
         skipped = set(self.elided_layers)
         for step in self._steps:
+            if stop is not None and stop():
+                raise RunStoppedError(f"network {self.name!r}: the run was stopped before layer {step.name!r} "
+                                      f"(RunOptions.terminate)")
             start = clock()
             if step.name not in skipped:
                 step.call()
-            profile.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9})
-        self.last_profile = profile
+            if profile:
+                records.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9,
+                                "start_ns": start})
+        if profile:
+            self.last_profile = records
 
     def _bind_run(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None
                   ) -> tuple[dict[str, np.ndarray], list[tuple[np.ndarray, Any]]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from plugnn import _build_config, probe
@@ -370,7 +370,8 @@ def _required_size() -> int:
 def load_dynamic_backends(paths: Iterable[str], taken_ids: Iterable[str] = (),
                           records: list[LoadRecord] | None = None,
                           api_version: tuple[int, int] = BACKEND_API_VERSION,
-                          probe_mode: str = "process") -> list[Backend]:
+                          probe_mode: str = "process", isolate: Mapping[str, str] | None = None,
+                          watchdog: float | None = None) -> list[Backend]:
     """Load every valid backend of the search list `paths` (directories and {installed}),
     skipping ids in `taken_ids` (first wins).
 
@@ -379,7 +380,13 @@ def load_dynamic_backends(paths: Iterable[str], taken_ids: Iterable[str] = (),
     rejected without being loaded; when the probe cannot run at all, the files are loaded
     unprobed after one warning. Never raises for a bad plugin: each failure is logged and
     recorded, and skipped.
+
+    `isolate` (backend id -> "process") names backends to run in a worker process of their own
+    (plugnn.isolation; `watchdog`: the seconds one of its calls may take): their files are never
+    opened in this process. The id comes from the probe's verdict; a file without one (probe
+    "none") is identified in a worker, and loaded here only if its id is not to be isolated.
     """
+    isolate = isolate or {}
     taken = set(taken_ids)
     seen: dict[str, str] = {}
     candidates: list[Candidate] = []
@@ -401,7 +408,14 @@ def load_dynamic_backends(paths: Iterable[str], taken_ids: Iterable[str] = (),
                 _report(records, LoadRecord(candidate.path, "file", "rejected", verdict.backend_id, None,
                                             verdict.reason, candidate.source, state))
                 continue
-            backend = _native_backend(candidate, taken, records, api_version, state)
+            backend = None
+            if isolate and (verdict is None or verdict.backend_id is None or verdict.backend_id in isolate):
+                backend = _isolated_backend(candidate, taken, records, api_version, state, isolate, watchdog,
+                                            verdict.backend_id if verdict is not None else None)
+                if backend is None:
+                    continue
+            if backend is None or backend is _IN_PROCESS:
+                backend = _native_backend(candidate, taken, records, api_version, state)
         if backend is not None:
             taken.add(backend.backend_id)
             backends.append(backend)
@@ -435,6 +449,47 @@ def _python_backend(candidate: Candidate, taken: set[str], records: list[LoadRec
     backend.backend_id, backend.origin, backend.source = backend_id, path, source
     _report(records, LoadRecord(path, "file", "loaded", backend_id, "{}.{}".format(*backend.version),
                                 source=source))
+    return backend
+
+
+_IN_PROCESS: Any = object()  # _isolated_backend's answer for a file whose backend is not to be isolated
+
+
+def _isolated_backend(candidate: Candidate, taken: set[str], records: list[LoadRecord] | None,
+                      api_version: tuple[int, int], probe_state: str, isolate: Mapping[str, str],
+                      watchdog: float | None, expected_id: str | None) -> Backend | None:
+    """The file's backend in a worker process (plugnn.isolation); None when rejected (recorded), or
+    _IN_PROCESS when the file, identified in a worker, holds a backend that is not to be isolated."""
+    from plugnn.errors import BackendError
+    from plugnn.isolation.proxy import IsolatedBackend
+
+    path, source = candidate.path, candidate.source
+    if expected_id is not None and expected_id in taken:
+        _report(records, LoadRecord(path, "file", "rejected", expected_id, None,
+                                    f"a backend with id {expected_id!r} is already loaded", source, probe_state))
+        return None
+    try:
+        backend = IsolatedBackend(path, api_version, watchdog, source, expected_id)
+    except BackendLoadError as exc:
+        _report(records, LoadRecord(path, "file", "rejected", exc.backend_id or expected_id, reason=exc.reason,
+                                    source=source, probe=probe_state))
+        return None
+    except BackendError as exc:  # the worker died or hung while loading the plugin
+        _report(records, LoadRecord(path, "file", "rejected", expected_id, reason=f"in its worker process: {exc}",
+                                    source=source, probe=probe_state))
+        return None
+    version = "{}.{}".format(*backend.version)
+    if backend.backend_id not in isolate:
+        backend.close()
+        return _IN_PROCESS
+    if backend.backend_id in taken:
+        backend.close()
+        _report(records, LoadRecord(path, "file", "rejected", backend.backend_id, version,
+                                    f"a backend with id {backend.backend_id!r} is already loaded", source,
+                                    probe_state))
+        return None
+    _report(records, LoadRecord(path, "file", "loaded", backend.backend_id, version,
+                                f"isolated: runs in worker process {backend.pid}", source, probe_state))
     return backend
 
 

@@ -65,10 +65,6 @@ class SharedObject:
         self.version = version
         self._lib: Any = lib
 
-    @property
-    def is_open(self) -> bool:
-        return self._lib is not None
-
     def call_factory(self) -> Any:
         """Call BackendFactory; returns the raw pn_backend* (may be NULL)."""
         if self._lib is None:
@@ -251,24 +247,51 @@ class BoundExecution(PreparedWorkload):
         return shapes
 
 
+def _pruned(refs: list[weakref.ref[Any]]) -> list[weakref.ref[Any]]:
+    """`refs` without the dead ones, pruned only when the list has doubled since it last was
+    (each append costs O(1) amortized, not a pass over every object the backend made)."""
+    if len(refs) < 64 or (len(refs) & (len(refs) - 1)):
+        return refs
+    return [ref for ref in refs if ref() is not None]
+
+
 def _tensor_array(items: Sequence[Any], keep: list[Any]) -> Any:
     tensors = ffi.new("pn_tensor[]", max(len(items), 1))
     infos = ffi.new("pn_tensor_info[]", max(len(items), 1))
     keep.extend((tensors, infos))
+    tensor_size = ffi.sizeof("pn_tensor")
     for i, item in enumerate(items):
         if isinstance(item, DeviceBuffer):
-            info, data = item.info, item.handle
-        else:
-            from plugnn.tensor import DataType, TensorInfo
-
-            info = TensorInfo(item.shape, DataType.from_any(item.dtype))
+            _marshalling().fill_tensor_info(infos[i], item.info)
+            data = item.handle
+        else:  # a host array: its info straight from NumPy (the array was made for the layer's info)
+            c_info = infos[i]
+            c_info.struct_size = _TENSOR_INFO_SIZE
+            c_info.dtype = _dtype_code(item.dtype)
+            shape = item.shape
+            c_info.rank = len(shape)
+            for k, dim in enumerate(shape):
+                c_info.dims[k] = dim
             data = ffi.from_buffer(item, require_writable=False)
             keep.append(data)
-        _marshalling().fill_tensor_info(infos[i], info)
-        tensors[i].struct_size = ffi.sizeof("pn_tensor")
+        tensors[i].struct_size = tensor_size
         tensors[i].info = infos + i
         tensors[i].data = data
     return tensors
+
+
+_TENSOR_INFO_SIZE = ffi.sizeof("pn_tensor_info")
+_DTYPE_CODES: dict[Any, int] = {}
+
+
+def _dtype_code(dtype: Any) -> int:
+    """pn_data_type of a NumPy dtype (cached)."""
+    code = _DTYPE_CODES.get(dtype)
+    if code is None:
+        from plugnn.tensor import DataType
+
+        code = _DTYPE_CODES[dtype] = int(DataType.from_any(dtype))
+    return code
 
 
 class NativeWorkloadFactory(_NativeChild, WorkloadFactory):
@@ -363,11 +386,11 @@ class NativeBackend(Backend):
         return not self._destroy.alive
 
     def _adopt(self, child: _NativeChild) -> None:
-        self._children = [ref for ref in self._children if ref() is not None]
+        self._children = _pruned(self._children)
         self._children.append(weakref.ref(child))
 
     def _adopt_payload(self, payload: Any) -> None:
-        self._payloads = [ref for ref in self._payloads if ref() is not None]
+        self._payloads = _pruned(self._payloads)
         self._payloads.append(weakref.ref(payload))
 
     def close(self) -> None:

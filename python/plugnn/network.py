@@ -20,6 +20,7 @@ import numpy as np
 from plugnn import descriptors as d
 from plugnn import shapes
 from plugnn.errors import NetworkError
+from plugnn.symbolic import as_dim
 from plugnn.tensor import DataType, TensorInfo
 
 
@@ -30,6 +31,9 @@ class GraphKind(enum.Enum):
     OUTPUT = "Output"
     CONSTANT = "Constant"
     IDENTITY = "Identity"  # dropout and identity: removed by optimize()
+    # A small integer tensor whose elements are expressions of the network's symbols
+    # (plugnn.symbolic): the runtime computes it at each binding of the symbols, like an input.
+    SHAPE_VALUE = "ShapeValue"
 
 
 Kind = d.LayerKind | GraphKind
@@ -272,6 +276,19 @@ class Network:
             raise NetworkError(f"constant {name!r}: {exc}") from None
         return self._one(self._add(GraphKind.CONSTANT, None, [], name, [info], value=array))
 
+    def add_shape_value(self, values: np.ndarray, dtype: Any = DataType.INT64, name: str | None = None) -> Tensor:
+        """A tensor of integers that are expressions of the network's symbols (an object array of
+        ints and plugnn.symbolic.Dim), e.g. a sequence length a position index is computed from:
+        each run computes it from the inputs' shapes."""
+        exprs = np.asarray(values, dtype=object)
+        try:
+            info = TensorInfo(exprs.shape, DataType.from_any(dtype))
+            if not info.dtype.is_integer:
+                raise ValueError(f"a shape value is an integer tensor, not {info.dtype.numpy_name}")
+        except ValueError as exc:
+            raise NetworkError(f"shape value {name!r}: {exc}") from None
+        return self._one(self._add(GraphKind.SHAPE_VALUE, None, [], name, [info], value=exprs))
+
     def add_identity(self, x: Tensor, name: str | None = None) -> Tensor:
         """Identity (also dropout at inference): removed by optimize()."""
         source = self._tensor(x, name or "identity", "input")
@@ -490,9 +507,8 @@ class Network:
                 if not -rank <= axis < rank or step == 0:
                     raise ValueError(f"axis {axis} (rank {rank}) or step {step} is invalid")
                 axis %= rank
-                begin, stop, stride = slice(int(start), int(end), step).indices(x.shape[axis])
-                count = len(range(begin, stop, stride))
-                first[axis], by[axis], shape[axis] = (begin if count else 0), stride, count
+                begin, count = shapes.slice_span(as_dim(start), as_dim(end), step, x.shape[axis])
+                first[axis], by[axis], shape[axis] = begin, step, count
             return d.SliceDescriptor(tuple(first), tuple(by)), TensorInfo(tuple(shape), x.dtype)
 
         layer_name = self._name(name, d.LayerKind.SLICE)
@@ -523,13 +539,13 @@ class Network:
     def add_expand(self, x: Tensor, shape: Sequence[int], name: str | None = None) -> Tensor:
         """x broadcast with `shape` (ONNX Expand: the output is their NumPy broadcast)."""
         return self._build_layer(d.LayerKind.EXPAND, lambda: None, [x], ("input",), name, lambda infos: [
-            TensorInfo(shapes.broadcast_shapes(infos[0].shape, tuple(int(v) for v in shape)), infos[0].dtype)])[0]
+            TensorInfo(shapes.broadcast_shapes(infos[0].shape, tuple(as_dim(v) for v in shape)), infos[0].dtype)])[0]
 
     def add_resize(self, x: Tensor, sizes: Sequence[int], descriptor: d.ResizeDescriptor,
                    name: str | None = None) -> Tensor:
         """Resize to `sizes` (one per dim) with ONNX Resize's modes (the descriptor)."""
         return self._build_layer(d.LayerKind.RESIZE, lambda: descriptor, [x], ("input",), name, lambda infos: [
-            TensorInfo(tuple(int(v) for v in sizes), infos[0].dtype)])[0]
+            TensorInfo(tuple(as_dim(v) for v in sizes), infos[0].dtype)])[0]
 
     def add_cast(self, x: TensorLike, dtype: Any, saturate: bool = False, name: str | None = None) -> Tensor:
         """Convert to element type `dtype` (same shape), by ONNX Cast's rules (backend_api.h's

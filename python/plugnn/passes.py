@@ -13,6 +13,7 @@ from plugnn import descriptors as d
 from plugnn.backend import Backend
 from plugnn.graph import Graph, Node
 from plugnn.shapes import DATA_DEPENDENT_KINDS
+from plugnn.symbolic import symbolic_descriptor
 
 
 def fold_batch_norms(graph: Graph) -> None:
@@ -153,6 +154,8 @@ def fold_constants(graph: Graph, backends: Sequence[Backend]) -> None:
             continue
         if node.kind in DATA_DEPENDENT_KINDS:
             continue  # its outputs' shapes are known when it runs (the importer folds these itself)
+        if any(graph.infos[k].symbolic for k in node.outputs) or symbolic_descriptor(node.descriptor):
+            continue  # shapes or parameters that follow the symbols (plugnn.symbolic): computed per run
         if node.kind is d.LayerKind.RANDOM and getattr(node.descriptor, "advance", False):
             continue  # new values on every run (PN_RANDOM_ADVANCE): never a constant
         spec = graph.spec(node)

@@ -129,6 +129,7 @@ def _apply(graph: Graph, group: list[Node], backend: Backend, result: Optimizati
             # the replaced layers' answers, each once (they are often the same "supported")
             attempts=list(dict.fromkeys(a for n in replaced for a in n.attempts)),
             replaces=tuple(r for n in replaced for r in (n.name, *n.replaces)),
+            fused=tuple(replaced),
             note="; ".join(n.note for n in replaced if n.note))
         replacement.attempts.append(Attempt(
             backend.backend_id, True,
@@ -145,6 +146,33 @@ def _apply(graph: Graph, group: list[Node], backend: Backend, result: Optimizati
         start = next(i for i, b in enumerate(preferred) if b.backend_id == backend.backend_id) + 1 \
             if any(b.backend_id == backend.backend_id for b in preferred) else 0
         assign(graph, preferred, {}, node, start=start, stage="fallback")
+
+
+def fuse_again(backend: Backend, node: Node, originals: Sequence[Node], graph: Graph) -> Node | None:
+    """`node`'s layers (`originals`, at `graph`'s shapes) offered to its backend's
+    optimize_subgraph again, for a symbolic network's binding where the fusion made at the hints
+    does not fit: the layer the backend makes of all of them (same name, producing the node's
+    outputs from tensors outside them), or None when it does not fuse them all into one."""
+    keys = sorted({k for n in originals for k in n.inputs + n.outputs})
+    ids = {k: i + 1 for i, k in enumerate(keys)}
+    produced = {k for n in originals for k in n.outputs}
+    if not set(node.outputs) <= produced:
+        return None
+    subgraph = Subgraph(layers=tuple(graph.spec(n, ids, i + 1) for i, n in enumerate(originals)),
+                        input_ids=tuple(ids[k] for k in keys if k not in produced),
+                        output_ids=tuple(ids[k] for k in node.outputs))
+    result = backend.optimize_subgraph(subgraph)
+    if result is None or len(result.substitutions) != 1 or result.failed or result.untouched:
+        return None
+    substitution = result.substitutions[0]
+    key_of = {v: k for k, v in ids.items()}
+    inputs = [key_of.get(i) for i in substitution.replacement.input_ids]
+    outputs = [key_of.get(i) for i in substitution.replacement.output_ids]
+    if None in inputs or None in outputs or any(k in produced for k in inputs) \
+            or set(outputs) != set(node.outputs):
+        return None
+    return Node(node.name, substitution.replacement.kind, substitution.replacement.descriptor,
+                inputs, outputs, node.backend_id, node.attempts, node.replaces, node.note, False, node.fused)  # type: ignore[arg-type]
 
 
 def _unique_name(graph: Graph, name: str, replaced: list[Node]) -> str:

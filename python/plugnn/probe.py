@@ -17,19 +17,18 @@ Probes of several files run in parallel (as many at once as there are CPUs).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import logging
 import os
-import selectors
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from plugnn import _build_config
+from plugnn import _build_config, supervisor
 from plugnn.errors import ConfigurationError, ProbeUnavailableError
 
 log = logging.getLogger("plugnn")
@@ -48,11 +47,6 @@ _STEPS = {
     "destroy": "pn_backend.destroy",
     "dlclose": "dlclose (unloading the library: its destructors)",
 }
-# A sanitizer runtime inherited through LD_PRELOAD (ASan, UBSan) must not turn the plugin's
-# signal into an exit of its own (the probe reports signals as they are), nor fail the probe
-# for what the plugin leaks (plugnn check-backend's lifecycle check measures that).
-_SANITIZER_SIGNALS = "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0"
-_SANITIZER_OPTIONS = {"ASAN_OPTIONS": _SANITIZER_SIGNALS + ":detect_leaks=0", "UBSAN_OPTIONS": _SANITIZER_SIGNALS}
 
 
 class ProbeResult(NamedTuple):
@@ -182,141 +176,58 @@ def forget(paths: Iterable[str] | None = None) -> None:
 # ---- running the helper ------------------------------------------------------------------------
 
 
-class _Run:
-    """One plugnn-probe process and what it has written so far."""
-
-    def __init__(self, path: str, helper: str, env: dict[str, str], timeout: float) -> None:
-        self.path = path
-        self.timeout = timeout
-        self.out = bytearray()
-        self.err = bytearray()
-        self.timed_out = False
-        try:
-            self.process = subprocess.Popen([helper, path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, env=env, start_new_session=True)
-        except OSError as exc:
-            raise ProbeUnavailableError(f"cannot run the plugin probe {helper}: {exc}") from None
-        self.deadline = time.monotonic() + timeout
-        self.open_pipes = 2
-
-    def kill(self) -> None:
-        self.timed_out = True
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)  # its own session: the plugin's children too
-        except OSError:
-            pass
-
-    def result(self, helper: str) -> ProbeResult:
-        status = self.process.wait()
-        lines = self.out.decode("utf-8", errors="replace").splitlines()
-        if not lines or lines[0] != f"plugnn-probe {PROTOCOL}":
-            detail = _last_line(self.err) or f"exit status {status}"
-            raise ProbeUnavailableError(f"the plugin probe {helper} did not start ({detail})")
-        entered: list[str] = []
-        backend_id = None
-        done = False
-        for line in lines[1:]:
-            word, _, rest = line.partition(" ")
-            if word == "enter":
-                entered.append(rest)
-            elif word == "leave" and entered and entered[-1] == rest:
-                entered.pop()
-            elif word == "id" and rest:
-                backend_id = rest
-            elif word == "done":
-                done = True
-        if done and status == 0 and not self.timed_out:
-            return ProbeResult(self.path, True, backend_id=backend_id)
-        if entered:
-            where = f"in {_STEPS.get(entered[-1], entered[-1])}"
-        elif done:
-            where = "at exit, after the probe finished"
-        else:
-            last = next((line.partition(" ")[2] for line in reversed(lines) if line.startswith("leave ")), "")
-            where = f"after {last} returned" if last else "before the first step"
-        if self.timed_out:
-            what = f"timed out after {self.timeout:g} s"
-        elif status < 0:
-            what = _signal_name(-status)
-        else:
-            what = f"exit({status})"
-        reason = f"{what} {where}"
-        stderr = _last_line(self.err)
-        if stderr and not self.timed_out:
-            reason += f" (stderr: {stderr})"
-        return ProbeResult(self.path, False, reason + " (in the probe process; not loaded)", backend_id)
-
-
-def _signal_name(number: int) -> str:
+def _start(path: str, helper: str, env: dict[str, str], timeout: float) -> supervisor.Child:
     try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+        return supervisor.Child([helper, path], env, timeout)
+    except OSError as exc:
+        raise ProbeUnavailableError(f"cannot run the plugin probe {helper}: {exc}") from None
 
 
-def _last_line(data: bytes | bytearray, limit: int = 200) -> str:
-    lines = [line.strip() for line in bytes(data).decode("utf-8", errors="replace").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    return lines[-1] if len(lines[-1]) <= limit else lines[-1][: limit - 3] + "..."
-
-
-def _environment() -> dict[str, str]:
-    """This process's environment for a child that runs plugin code (the probe, check-backend's
-    worker): with a preloaded sanitizer's own signal handling and leak check off."""
-    env = dict(os.environ)
-    for name, options in _SANITIZER_OPTIONS.items():
-        env[name] = f"{env[name]}:{options}" if env.get(name) else options
-    return env
+def _verdict(child: supervisor.Child, helper: str) -> ProbeResult:
+    """What an ended plugnn-probe process says of its plugin."""
+    path = child.argv[-1]
+    status = child.status if child.status is not None else child.process.wait()
+    lines = child.out.decode("utf-8", errors="replace").splitlines()
+    if not lines or lines[0] != f"plugnn-probe {PROTOCOL}":
+        detail = supervisor.last_line(child.err) or f"exit status {status}"
+        raise ProbeUnavailableError(f"the plugin probe {helper} did not start ({detail})")
+    entered: list[str] = []
+    backend_id = None
+    done = False
+    for line in lines[1:]:
+        word, _, rest = line.partition(" ")
+        if word == "enter":
+            entered.append(rest)
+        elif word == "leave" and entered and entered[-1] == rest:
+            entered.pop()
+        elif word == "id" and rest:
+            backend_id = rest
+        elif word == "done":
+            done = True
+    if done and status == 0 and not child.timed_out:
+        return ProbeResult(path, True, backend_id=backend_id)
+    if entered:
+        where = f"in {_STEPS.get(entered[-1], entered[-1])}"
+    elif done:
+        where = "at exit, after the probe finished"
+    else:
+        last = next((line.partition(" ")[2] for line in reversed(lines) if line.startswith("leave ")), "")
+        where = f"after {last} returned" if last else "before the first step"
+    reason = f"{supervisor.death(child)} {where}"
+    stderr = supervisor.last_line(child.err)
+    if stderr and not child.timed_out:
+        reason += f" (stderr: {stderr})"
+    return ProbeResult(path, False, reason + " (in the probe process; not loaded)", backend_id)
 
 
 def _run_all(paths: list[str], timeout: float, jobs: int) -> dict[str, ProbeResult]:
     helper = helper_path()
     if not os.path.isfile(helper) or not os.access(helper, os.X_OK):
         raise ProbeUnavailableError(f"the plugin probe {helper} is missing or not executable")
-    env = _environment()
-    waiting = list(paths)
-    running: list[_Run] = []
-    results: dict[str, ProbeResult] = {}
-    selector = selectors.DefaultSelector()
-    try:
-        while waiting or running:
-            while waiting and len(running) < jobs:
-                run = _Run(waiting.pop(0), helper, env, timeout)
-                running.append(run)
-                assert run.process.stdout is not None and run.process.stderr is not None
-                selector.register(run.process.stdout, selectors.EVENT_READ, (run, run.out))
-                selector.register(run.process.stderr, selectors.EVENT_READ, (run, run.err))
-            now = time.monotonic()
-            for run in running:
-                if run.deadline <= now and not run.timed_out:
-                    run.kill()
-            if any(r.timed_out for r in running):
-                wait = 0.05  # killed: its pipes close as soon as the process is gone
-            else:
-                wait = min(1.0, max(0.0, min((r.deadline for r in running), default=now) - now))
-            for key, _ in selector.select(timeout=wait):
-                run, buffer = key.data
-                chunk = os.read(key.fd, 65536)
-                if chunk:
-                    buffer.extend(chunk)
-                else:
-                    selector.unregister(key.fileobj)
-                    key.fileobj.close()  # type: ignore[union-attr]
-                    run.open_pipes -= 1
-            for run in [r for r in running if r.open_pipes == 0 or (r.timed_out and r.process.poll() is not None)]:
-                for stream in (run.process.stdout, run.process.stderr):
-                    if stream is not None and not stream.closed:
-                        selector.unregister(stream)
-                        stream.close()
-                running.remove(run)
-                results[run.path] = run.result(helper)
-    finally:
-        for run in running:
-            run.kill()
-            run.process.wait()
-        selector.close()
-    return results
+    env = supervisor.child_environment()
+    starts = [functools.partial(_start, path, helper, env, timeout) for path in paths]
+    with contextlib.closing(supervisor.supervise(starts, jobs)) as ended:
+        return {child.argv[-1]: _verdict(child, helper) for child in ended}
 
 
 def probe_files(paths: Iterable[str], timeout: float | None = None, use_cache: bool = True,

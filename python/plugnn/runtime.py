@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn.backend import Backend, BackendContext
-from plugnn.errors import PlugnnError, RuntimeClosedError, UnknownBackendError
+from plugnn.errors import ConfigurationError, PlugnnError, RuntimeClosedError, UnknownBackendError
 from plugnn.loader import LoadRecord, backend_paths, load_dynamic_backends
 from plugnn.probe import probe_mode
 from plugnn.registry import BackendRegistry
@@ -36,15 +36,24 @@ class Runtime:
     default, or the environment variable PLUGNN_PROBE): a plugin file this process has
     not loaded yet is first run in a child process (plugnn-probe), and one that crashes,
     exits or hangs there is rejected without being loaded; "none" loads plugins
-    unprobed. Close the runtime (or use `with`) to destroy the backend instances and
-    unload their libraries.
+    unprobed. `isolate` maps a plugin backend's id to "process" (or the environment variable
+    PLUGNN_ISOLATE lists ids): that backend runs in a worker process of its own
+    (plugnn.isolation), so a fault in it is a BackendCrashedError and marks it failed instead
+    of ending the application; `watchdog` (or PLUGNN_ISOLATE_WATCHDOG) is the seconds one of its
+    calls may take before the worker is killed (default: no limit). Close the runtime (or use
+    `with`) to destroy the backend instances and unload their libraries.
     """
 
     def __init__(self, dynamic_backends_path: str | os.PathLike[str] | None = None,
                  dynamic_backends: bool = True,
                  backend_options: Mapping[str, Mapping[str, Any]] | None = None,
-                 probe: str | None = None) -> None:
+                 probe: str | None = None, isolate: Mapping[str, str] | None = None,
+                 watchdog: float | None = None) -> None:
+        from plugnn.isolation import isolation_modes, watchdog_seconds
+
         mode = probe_mode(probe)
+        isolated = isolation_modes(isolate)
+        limit = watchdog_seconds(watchdog)
         self._records: list[LoadRecord] = []
         self._backends: dict[str, Backend] = {}
         self._contexts: dict[str, BackendContext] = {}
@@ -56,8 +65,10 @@ class Runtime:
             self._create_static_backends()
             if dynamic_backends:
                 self._paths = backend_paths(dynamic_backends_path, self._records)
-                for backend in load_dynamic_backends(self._paths, self._backends, self._records, probe_mode=mode):
+                for backend in load_dynamic_backends(self._paths, self._backends, self._records, probe_mode=mode,
+                                                     isolate=isolated, watchdog=limit):
                     self._backends[backend.backend_id] = backend
+            self._check_isolated(isolated)
             self._apply_options(backend_options or {})
             for backend_id, backend in self._backends.items():
                 context = backend.create_context()
@@ -86,6 +97,15 @@ class Runtime:
             self._backends[backend_id] = backend
             self._records.append(LoadRecord(f"<static:{backend_id}>", "static", "loaded", backend_id,
                                             "{}.{}".format(*backend.version)))
+
+    def _check_isolated(self, isolated: Mapping[str, str]) -> None:
+        for backend_id in isolated:
+            backend = self._backends.get(backend_id)
+            if backend is None:
+                log.warning("isolate names backend %r, which this runtime has not loaded", backend_id)
+            elif not backend.isolation:
+                raise ConfigurationError(f"isolate: backend {backend_id!r} is a Python backend ({backend.origin}); "
+                                         f"only plugin backends can run in a worker process")
 
     def _apply_options(self, backend_options: Mapping[str, Mapping[str, Any]]) -> None:
         for backend_id, options in backend_options.items():
@@ -149,11 +169,43 @@ class Runtime:
         """One row per usable backend: id, version, origin, source (the distribution), host memory."""
         self._check_open()
         return [{"backend_id": b.backend_id, "version": "{}.{}".format(*b.version), "origin": b.origin,
-                 "source": b.source, "host_memory": b.host_memory} for b in self._backends.values()]
+                 "source": b.source, "host_memory": b.host_memory, "isolation": b.isolation,
+                 "failed": str(b.failure) if b.failure is not None else ""} for b in self._backends.values()]
+
+    # -- isolated backends (plugnn.isolation) -------------------------------------------------------
+
+    @property
+    def failed_backends(self) -> dict[str, PlugnnError]:
+        """The backends that can run nothing more (an isolated backend whose worker died, hung or
+        was interrupted), with the error that ended each. Optimizing again places their layers on
+        the next preferred backend; `restart_backend` starts a new worker."""
+        self._check_open()
+        return {b: backend.failure for b, backend in self._backends.items() if backend.failure is not None}
+
+    def restart_backend(self, backend_id: str) -> None:
+        """Start a new worker process for isolated backend `backend_id` (ending the old one if it
+        still runs), apply its backend options again and create its context again. Networks
+        loaded on the old worker raise RuntimeClosedError: optimize and load them again."""
+        backend = self.backend(backend_id)
+        restart = getattr(backend, "restart", None)
+        if restart is None:
+            raise ConfigurationError(f"backend {backend_id!r} does not run in a worker process: nothing to restart "
+                                     f"(isolate it with Runtime(isolate={{{backend_id!r}: 'process'}}))")
+        old = self._contexts.pop(backend_id, None)
+        if old is not None:
+            try:
+                old.close()
+            except PlugnnError as exc:  # the old worker's context went with it
+                log.debug("closing the old context of %r: %s", backend_id, exc)
+        restart()
+        context = backend.create_context()
+        if context is not None:
+            self._contexts[backend_id] = context
 
     # -- networks --------------------------------------------------------------------
 
-    def load_network(self, optimized: OptimizedNetwork, reshape_from: Sequence[LoadedNetwork] = ()) -> LoadedNetwork:
+    def load_network(self, optimized: OptimizedNetwork, reshape_from: Sequence[LoadedNetwork] = (),
+                     remake: Any = None) -> LoadedNetwork:
         """Create the workloads of an OptimizedNetwork and plan its memory: a LoadedNetwork.
 
         `reshape_from`: networks of this runtime loaded from the same model at other input
@@ -161,9 +213,15 @@ class Runtime:
         the very same constant arrays; only computed shapes differ) gets that layer's workload
         re-sized (`Workload.reshape`, pn_workload.reshape), sharing its immutable state; other
         layers, and backends that cannot re-size, get new workloads. Those networks must stay
-        loaded during the call."""
+        loaded during the call. `remake(node, backend)` (a symbolic network's instances use it)
+        gives a fused layer again when its backend refuses to create its workload.
+
+        An optimized network with symbolic shapes (plugnn.symbolic) gives a
+        SymbolicLoadedNetwork: one network for every binding of its symbols, each run at its
+        inputs' shapes (plugnn.loaded_symbolic)."""
         from plugnn.loaded import LoadedNetwork
         from plugnn.optimized import OptimizedNetwork
+        from plugnn.shape_program import graph_env
 
         self._check_open()
         if not isinstance(optimized, OptimizedNetwork):
@@ -171,6 +229,11 @@ class Runtime:
                             f"got {type(optimized).__name__}")
         if optimized.runtime is not self:
             raise PlugnnError(f"network {optimized.network_name!r} was optimized for another runtime")
+        env = graph_env(optimized.graph)
+        if env is not None:  # shapes that are expressions of symbols: one instance per binding
+            from plugnn.loaded_symbolic import SymbolicLoadedNetwork
+
+            return SymbolicLoadedNetwork(optimized, env, self.load_network)  # type: ignore[return-value]
         network_id = self._next_network_id
         self._next_network_id += 1
         used = {n.backend_id for n in optimized.graph.nodes if n.backend_id is not None}
@@ -178,7 +241,7 @@ class Runtime:
             if self._networks.get(source.network_id) is not source:
                 raise PlugnnError(f"reshape_from: network {source.name!r} is not loaded on this runtime")
         loaded = LoadedNetwork(optimized, network_id, {b: self.backend(b) for b in used},
-                               list(self._contexts.values()), self._forget, reshape_from)
+                               list(self._contexts.values()), self._forget, reshape_from, remake)
         self._networks[network_id] = loaded
         return loaded
 

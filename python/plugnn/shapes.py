@@ -11,8 +11,10 @@ a sentence saying what does not fit; the network wraps it into a NetworkError na
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from plugnn import descriptors as d
+from plugnn.symbolic import Dim, as_dim
 from plugnn.tensor import DataType, TensorInfo
 
 Infos = Sequence[TensorInfo]
@@ -66,15 +68,38 @@ def _count(infos: Infos, low: int, high: int | None = None) -> None:
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """NumPy broadcasting of `shapes`; ValueError when they do not broadcast."""
+    """NumPy broadcasting of `shapes`; ValueError when they do not broadcast.
+
+    A symbolic dim (plugnn.symbolic) is not asked whether it is 1 unless it must be: beside the
+    same dim, or a literal 1, it is the result with no guard; beside another size it must equal
+    it or, when its hint is 1, be 1 (a guard either way)."""
     rank = max((len(s) for s in shapes), default=0)
-    out = []
+    out: list[Any] = []
     for axis in range(rank):
-        dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0} - {1}
-        if len(dims) > 1:
-            raise ValueError(f"shapes {', '.join(map(str, shapes))} do not broadcast (axis {axis}: {sorted(dims)})")
-        out.append(dims.pop() if dims else 1)
+        result: Any = None
+        for shape in shapes:
+            if axis - rank + len(shape) < 0:
+                continue
+            dim = shape[axis - rank + len(shape)]
+            if not isinstance(dim, Dim) and dim == 1:
+                continue
+            if result is None or (isinstance(result, Dim) and isinstance(dim, Dim) and result.key == dim.key):
+                result = dim if result is None else result
+            elif result == dim:
+                continue
+            elif isinstance(dim, Dim) and dim == 1:
+                continue
+            elif isinstance(result, Dim) and result == 1:
+                result = dim
+            else:
+                raise ValueError(f"shapes {', '.join(map(_shape_text, shapes))} do not broadcast (axis {axis}: "
+                                 f"{result} and {dim})")
+        out.append(1 if result is None else result)
     return tuple(out)
+
+
+def _shape_text(shape: Sequence[Any]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
 def window_output(size: int, pad_begin: int, pad_end: int, kernel: int, stride: int, dilation: int,
@@ -1053,9 +1078,29 @@ CHECK: dict[d.LayerKind, Callable[..., None]] = {
 }
 
 
+def slice_span(start: Any, end: Any, step: int, dim: Any, onnx: bool = False) -> tuple[Any, Any]:
+    """(first index, count) of x[start:end:step] along a dim of size `dim`, clamped as Python's
+    slice.indices does, or with `onnx` as ONNX's Slice does (which clamps a backward slice's
+    start to 0, not -1); negative start and end count from the end; any of start, end and dim
+    may be a symbolic Dim."""
+    if step == 0:
+        raise ValueError("a slice step is 0")
+    low, high = (0, dim) if step > 0 else (-1, dim - 1)
+    begin = start + dim if start < 0 else start
+    stop = end + dim if end < 0 else end
+    first_low = 0 if onnx else low
+    begin = first_low if begin < first_low else high if begin > high else begin
+    stop = low if stop < low else high if stop > high else stop
+    span = stop - begin if step > 0 else begin - stop
+    if span <= 0:
+        return 0, 0
+    stride = abs(step)
+    return begin, (span + stride - 1) // stride
+
+
 def resolve_reshape(in_shape: tuple[int, ...], target: Sequence[int], allow_zero_copy: bool = False) -> tuple[int, ...]:
     """The new shape for a reshape: one -1 is inferred; with allow_zero_copy, 0 keeps the input dim (ONNX)."""
-    shape = list(int(t) for t in target)
+    shape = [as_dim(t) for t in target]
     for i, t in enumerate(shape):
         if t == 0 and allow_zero_copy:
             if i >= len(in_shape):

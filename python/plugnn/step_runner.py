@@ -80,7 +80,7 @@ def batched(calls: Sequence[Callable[[], None]]) -> list[Callable[[], None]]:
     NativeRun; unchanged when the runner library is not there."""
     library = runner_library()
     if library is None:
-        return list(calls)
+        return _grouped(list(calls))
     out: list[Callable[[], None]] = []
     pending: list[BoundExecution] = []
 
@@ -98,4 +98,24 @@ def batched(calls: Sequence[Callable[[], None]]) -> list[Callable[[], None]]:
             flush()
             out.append(call)
     flush()
+    return _grouped(out)
+
+
+def _grouped(calls: list[Callable[[], None]]) -> list[Callable[[], None]]:
+    """Each run of two or more consecutive calls with the same `batch_group` (an isolated
+    backend's worker, plugnn.isolation) as one call of the group's: one request to the worker."""
+    out: list[Callable[[], None]] = []
+    i = 0
+    while i < len(calls):
+        group = getattr(calls[i], "batch_group", None)
+        j = i + 1
+        while group is not None and j < len(calls) and getattr(calls[j], "batch_group", None) is group:
+            j += 1
+        if j - i >= 2:
+            from plugnn.isolation.proxy import RemoteRun
+
+            out.append(RemoteRun(calls[i:j]))  # type: ignore[arg-type]
+        else:
+            out.append(calls[i])
+        i = j
     return out

@@ -35,7 +35,6 @@ TOLERANCE: dict[DataType, tuple[float, float]] = {
     DataType.BFLOAT16: (1.6e-2, 1e-2),
     DataType.FLOAT64: (1e-9, 1e-12),
 }
-LP_RTOL = 3e-4  # Lp pooling's pow/root chain, as in the conformance suite
 
 
 class Case(NamedTuple):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plugnn._abi_defs import PN_MAX_DIMS, DataType
+from plugnn.symbolic import Dim
 
 __all__ = ["MAX_DIMS", "DataType", "TensorInfo"]
 
@@ -16,7 +17,8 @@ MAX_DIMS = PN_MAX_DIMS
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """Shape and element type of a dense, row-major tensor."""
+    """Shape and element type of a dense, row-major tensor. A dim is an int, or a `Dim` (an
+    expression of symbols, plugnn.symbolic) in a network built for every binding of them."""
 
     shape: tuple[int, ...]
     dtype: DataType = DataType.FLOAT32
@@ -24,7 +26,7 @@ class TensorInfo:
     quant_zero_point: int = 0
 
     def __post_init__(self) -> None:
-        shape = tuple(int(d) for d in self.shape)
+        shape = tuple(d if isinstance(d, Dim) else int(d) for d in self.shape)
         if len(shape) > MAX_DIMS:
             raise ValueError(f"rank {len(shape)} exceeds the maximum of {MAX_DIMS} dimensions")
         if any(d < 0 for d in shape):
@@ -49,3 +51,8 @@ class TensorInfo:
 
     def __str__(self) -> str:
         return f"{self.dtype.numpy_name}[{', '.join(map(str, self.shape))}]"
+
+    @property
+    def symbolic(self) -> bool:
+        """True when a dim is an expression of symbols (plugnn.symbolic.Dim)."""
+        return any(isinstance(d, Dim) for d in self.shape)

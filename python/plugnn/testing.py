@@ -8,6 +8,12 @@ else pytest collects. The checks run once per file (every call into the plugin i
 process, as `plugnn check-backend` does); each test passes when its check holds and fails
 with the findings otherwise. The plugin registers itself through the pytest11 entry point of
 the plugnn distribution; without --plugnn-backend it adds nothing.
+
+    pytest --plugnn-isolate AcmeNpu tests/e2e
+
+runs the backend AcmeNpu in a worker process in every plugnn Runtime the tests create (it sets
+PLUGNN_ISOLATE for the session), so a kernel that crashes or hangs (with PLUGNN_ISOLATE_WATCHDOG)
+fails one test with a BackendCrashedError instead of ending the test run.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="check this backend plugin file (repeatable): one test per check and layer kind")
     group.addoption("--plugnn-layers", default=None, metavar="KIND[,KIND...]",
                     help="sweep only these layer kinds (Convolution2d, Activation, ...)")
+    group.addoption("--plugnn-isolate", action="append", default=[], metavar="BACKEND_ID",
+                    help="run this backend in a worker process in every plugnn Runtime the tests create "
+                         "(repeatable; sets PLUGNN_ISOLATE): a crash fails one test with BackendCrashedError")
     group.addoption("--plugnn-option", action="append", default=[], metavar="KEY=VALUE",
                     help="an option to round-trip through set_option/get_option (repeatable)")
 
@@ -63,6 +72,15 @@ class BackendCheckItem(pytest.Item):
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.plugin_path, None, self.name
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    isolate = config.getoption("--plugnn-isolate", default=[]) or []
+    if isolate:
+        from plugnn.isolation import ENV_VAR
+
+        current = [p for p in os.environ.get(ENV_VAR, "").split(",") if p.strip()]
+        os.environ[ENV_VAR] = ",".join(current + list(isolate))
 
 
 def _report(config: pytest.Config, path: str) -> Report:

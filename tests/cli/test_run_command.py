@@ -357,7 +357,13 @@ def test_onnx_dynamic_input_takes_the_file_shape(tmp_path: Path) -> None:
     assert data["inputs"][0]["shape"] == [5, 3]
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.maximum(x, 0))
     assert run_json(path, "--input-shape", "x=4,3", "--iterations", "1")["outputs"][0]["shape"] == [4, 3]
-    assert_one_line_error(plugnn("run", path), "--input-shape")
+    data = run_json(path, "--iterations", "1")  # the symbol N set to 1, and the report says so
+    assert data["inputs"][0]["shape"] == [1, 3] and data["outputs"][0]["shape"] == [1, 3]
+    assert data["notes"] == ["set to 1: N (a symbolic dimension with no --dim; choose one with --dim SYMBOL=N or "
+                             "--input-shape NAME=D,D,...)"]
+    assert run_json(path, "--dim", "N=6", "--iterations", "1")["outputs"][0]["shape"] == [6, 3]
+    assert_one_line_error(plugnn("run", path, "--dim", "M=6"), "--dim names 'M', which no input of the model has")
+    assert_one_line_error(plugnn("run", path, "--dim", "N=0"), "must be positive")
     assert_one_line_error(plugnn("run", path, "--input-shape", "y=4,3"), "does not take")
     assert_one_line_error(plugnn("run", path, "--input-shape", "x=4,a"), "must be integers")
 
@@ -447,8 +453,8 @@ def test_a_transformer_runs_on_random_token_inputs(tmp_path: Path) -> None:
 
     path = tmp_path / "bert_tiny.onnx"
     onnx.save(weights.materialize(Path(__file__).resolve().parents[1] / "zoo" / "models" / "bert_tiny.onnx", 0), path)
-    shapes = [arg for name in ("input_ids", "attention_mask", "token_type_ids") for arg in ("--input-shape", f"{name}=1,8")]
-    data = run_json(str(path), *shapes, "--iterations", "1")
+    data = run_json(str(path), "--dim", "sequence=8", "--iterations", "1")  # batch: 1, as the notes say
+    assert data["notes"][0].startswith("set to 1: batch ") and {tuple(i["shape"]) for i in data["inputs"]} == {(1, 8)}
     assert {i["name"]: (i["dtype"], i["source"]) for i in data["inputs"]} == {
         name: ("int64", "random (seed 0)") for name in ("input_ids", "attention_mask", "token_type_ids")}
     assert [o["name"] for o in data["outputs"]] == ["last_hidden_state", "pooler_output"]

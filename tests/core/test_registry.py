@@ -72,7 +72,7 @@ def test_registered_backend_appears_in_every_new_runtime() -> None:
         assert r1.backend_ids == r2.backend_ids == ["PyNeg"]
         assert r1.backend("PyNeg") is not r2.backend("PyNeg")
         assert r1.describe() == [{"backend_id": "PyNeg", "version": "0.0", "origin": "static", "source": "",
-                                 "host_memory": True}]
+                                 "host_memory": True, "isolation": "", "failed": ""}]
         assert r1.load_report[0].kind == "static" and r1.load_report[0].status == "loaded"
 
 

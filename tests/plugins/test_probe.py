@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import plugnn
-from plugnn import ConfigurationError, Runtime, probe
+from plugnn import ConfigurationError, Runtime, probe, supervisor
 from plugnn.loader import LoadRecord
 
 pytestmark = [pytest.mark.plugins, pytest.mark.usefixtures("no_static_backends")]
@@ -169,6 +169,6 @@ def test_a_bad_time_limit_is_a_configuration_error(plugin_dir: PluginDir, monkey
 def test_the_probe_helper_is_installed_with_the_package() -> None:
     assert os.access(probe.HELPER, os.X_OK), probe.HELPER
     out = subprocess.run([probe.HELPER, "/no/such/plugin.so"], capture_output=True, text=True, timeout=30,
-                         env=probe._environment()).stdout
+                         env=supervisor.child_environment()).stdout
     assert out.splitlines()[0] == f"plugnn-probe {probe.PROTOCOL}"
     assert out.splitlines()[-1] == "done"

@@ -67,3 +67,35 @@ def two_inputs(seed: int = 1) -> onnx.ModelProto:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.checker.check_model(model)
     return model
+
+
+def strings() -> onnx.ModelProto:
+    """text [2, 2] tensor(string) -> Identity -> same [2, 2]."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["text"], ["same"], name="identity")], "strings",
+        [helper.make_tensor_value_info("text", TensorProto.STRING, [2, 2])],
+        [helper.make_tensor_value_info("same", TensorProto.STRING, [2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    return model
+
+
+def scaled(seed: int = 2, denotation: bool = True) -> onnx.ModelProto:
+    """x [batch, 6] (the batch dim denoted DATA_BATCH) * w [6] + b [6] -> relu -> y [batch, 6];
+    w and b are initializers, b also listed as a graph input (overridable, IR < 4 style)."""
+    rng = np.random.default_rng(seed)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])
+    if denotation:
+        x.type.tensor_type.shape.dim[0].denotation = "DATA_BATCH"
+    nodes = [helper.make_node("Mul", ["x", "w"], ["m"], name="mul"),
+             helper.make_node("Add", ["m", "b"], ["a"], name="add"),
+             helper.make_node("Relu", ["a"], ["y"], name="relu")]
+    graph = helper.make_graph(
+        nodes, "scaled", [x, helper.make_tensor_value_info("b", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 6])],
+        [_init("w", rng.standard_normal(6).astype(np.float32)), _init("b", rng.standard_normal(6).astype(np.float32))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8,
+                              producer_name="plugnn-tests", doc_string="a scaled relu", model_version=3)
+    helper.set_model_props(model, {"author": "tests/session/models.py"})
+    onnx.checker.check_model(model)
+    return model

@@ -200,7 +200,7 @@ typedef struct pn_tensor {
 
 typedef enum pn_layer_kind {
     PN_LAYER_INVALID = 0,
-    PN_LAYER_CONVOLUTION_2D = 1,      /* pn_convolution_2d_desc; inputs x, weights[, bias] */
+    PN_LAYER_CONVOLUTION_2D = 1,      /* pn_convolution_2d_desc; inputs x, weights[, bias][, addend] */
     PN_LAYER_POOLING_2D = 2,          /* pn_pooling_2d_desc; inputs x */
     PN_LAYER_ELEMENTWISE_BINARY = 3,  /* pn_elementwise_binary_desc; inputs a, b (broadcast) */
     PN_LAYER_ELEMENTWISE_VARIADIC = 4,/* pn_elementwise_variadic_desc; inputs 1..n (broadcast) */

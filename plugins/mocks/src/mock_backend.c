@@ -29,6 +29,16 @@
  *                                (sleeps forever)
  *   MOCK_LEAK                    every backend leaks 64 bytes (BackendFactory allocates them and
  *                                nothing frees them): plugnn check-backend's growth check finds it
+ *   MOCK_FAULT_BY_NAME           the RELU kernel dies the way its layer's name says, for the
+ *                                isolation tests (a layer named without one runs normally):
+ *                                "fault_segv" a NULL store (SIGSEGV), "fault_abort" abort(),
+ *                                "fault_fpe" an integer division by zero (SIGFPE),
+ *                                "fault_stack" unbounded recursion (a stack overflow: SIGSEGV),
+ *                                "fault_exit" exit(7), "fault_overrun" writes 256 MiB past the
+ *                                end of its output, "fault_hang" spins forever (no syscall, so no
+ *                                signal but SIGKILL ends it), "fault_status" fails with
+ *                                PN_ERR_INTERNAL (a failure the backend reports); an ADD
+ *                                named "fault_write_input" writes into its second input
  *   MOCK_WRONG_KERNEL            the RELU kernel forgets the last element of a tensor of
  *                                more than 8 elements (it copies x): a tail-loop bug that
  *                                only comparing with CpuRef finds
@@ -133,6 +143,62 @@ __attribute__((constructor)) static void mock_constructor(void) { MOCK_CRASH_POI
 #endif
 #else
 #define MOCK_CRASH_POINT(step) ((void)0)
+#endif
+
+#ifdef MOCK_FAULT_BY_NAME
+#include <signal.h>
+
+/* Not static, so the compiler must keep every store and the recursion (the version script
+ * hides them). */
+volatile int mock_fault_divisor;
+volatile unsigned char mock_fault_sink;
+volatile unsigned mock_fault_depth_limit = 0xffffffffu; /* never reached: the stack ends first */
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline, no_sanitize("undefined")))
+#endif
+unsigned mock_fault_recurse(unsigned depth) {
+    volatile unsigned char frame[4096];
+    if (depth >= mock_fault_depth_limit) {
+        return 0;
+    }
+    frame[depth % sizeof(frame)] = (unsigned char)depth;
+    return mock_fault_recurse(depth + 1) + frame[(depth * 7) % sizeof(frame)];
+}
+
+/* Dies (or fails) as `name` says; returns PN_OK when it names no fault. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((no_sanitize("undefined", "address")))
+#endif
+static pn_status mock_fault_by_name(const char* name, float* y, int64_t count,
+                                    pn_string_out* message_out) {
+    if (strstr(name, "fault_segv") != NULL) {
+        volatile int* volatile pointer = NULL;
+        *pointer = 1;
+    } else if (strstr(name, "fault_abort") != NULL) {
+        abort();
+    } else if (strstr(name, "fault_fpe") != NULL) {
+        mock_fault_divisor = 0;
+        mock_fault_sink = (unsigned char)(1 / mock_fault_divisor);
+        raise(SIGFPE); /* where integer division by zero does not trap */
+    } else if (strstr(name, "fault_stack") != NULL) {
+        mock_fault_sink = (unsigned char)mock_fault_recurse(0);
+    } else if (strstr(name, "fault_exit") != NULL) {
+        exit(7);
+    } else if (strstr(name, "fault_overrun") != NULL) {
+        volatile unsigned char* end = (volatile unsigned char*)(y + count);
+        for (size_t i = 0; i < ((size_t)256 << 20); i += 64) {
+            end[i] = 0x7f;
+        }
+    } else if (strstr(name, "fault_hang") != NULL) {
+        for (;;) {
+            mock_fault_sink++;
+        }
+    } else if (strstr(name, "fault_status") != NULL) {
+        return pn_fail(message_out, PN_ERR_INTERNAL, MOCK_TAG ": '%s' failed as asked", name);
+    }
+    return PN_OK;
+}
 #endif
 
 #ifdef MOCK_LEAK
@@ -370,6 +436,14 @@ static pn_status workload_execute(void* state, const pn_execute_args* args,
         if (s->count == 17) {
             MOCK_CRASH_POINT(EXECUTE);
         }
+#ifdef MOCK_FAULT_BY_NAME
+        {
+            pn_status fault = mock_fault_by_name(s->name, y, s->count, message_out);
+            if (fault != PN_OK) {
+                return fault;
+            }
+        }
+#endif
         for (int64_t i = 0; i < s->count; ++i) {
             y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         }
@@ -383,6 +457,11 @@ static pn_status workload_execute(void* state, const pn_execute_args* args,
     case PN_LAYER_ELEMENTWISE_BINARY: {
         const float* a = (const float*)args->inputs[0].data;
         const float* b = (const float*)args->inputs[1].data;
+#ifdef MOCK_FAULT_BY_NAME
+        if (strstr(s->name, "fault_write_input") != NULL) {
+            ((float*)args->inputs[1].data)[0] = 42.0f; /* the bug: it writes into its input b */
+        }
+#endif
         for (int64_t i = 0; i < s->count; ++i) {
             y[i] = a[i] + b[i];
         }

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from plugnn.dynamic.control import run_node
 from plugnn.dynamic.segments import Imported, Rebind, RuntimeNode, SegmentImporter, outer_reads
 from plugnn.dynamic.strings import as_string_input
 from plugnn.dynamic.values import dense, describe
-from plugnn.errors import InputError, ModelError, PlugnnError
+from plugnn.errors import InputError, ModelError, PlugnnError, RunStoppedError
 from plugnn.loaded import LoadedNetwork
 from plugnn.network import Network
 from plugnn.optimized import OptimizedNetwork
@@ -51,6 +51,16 @@ class Engine:
         self.loaded: dict[int, LoadedNetwork] = {}
         self.segments_made = 0
         self.closed = False
+        # The current run's stop request (DynamicModel.run(stop=...)), asked before each segment
+        # and runtime node of every program, and passed to each segment's LoadedNetwork.run.
+        self.stop: Callable[[], bool] | None = None
+        # The current run's profile (DynamicModel.run(profile=...)): (segment's OptimizedNetwork,
+        # its LoadedNetwork.last_profile) per segment run, in order; None: not profiling.
+        self.profile: list[tuple[OptimizedNetwork, list[dict[str, Any]]]] | None = None
+
+    def check_stop(self, before: str) -> None:
+        if self.stop is not None and self.stop():
+            raise RunStoppedError(f"{self.source}: the run was stopped before {before} (RunOptions.terminate)")
 
     def load(self, network: Network) -> tuple[OptimizedNetwork, LoadedNetwork]:
         optimized = optimize(network, self.runtime, self.backends)
@@ -160,6 +170,7 @@ class Program:
         index = 0
         count = len(self.nodes)
         while index < count:
+            self.engine.check_stop(f"node {self.nodes[index].name or index!r}")
             cause = self._runtime.get(index)
             if cause is None:
                 instance = self._segment(index, values)
@@ -181,7 +192,12 @@ class Program:
         if instance.loaded is not None:
             feed = {name: dense(values[name]) for name in instance.imported.feeds}
             try:
-                results = instance.loaded.run(feed)
+                profiled = self.engine.profile is not None
+                results = instance.loaded.run(feed, stop=self.engine.stop, profile=profiled)
+                if profiled and instance.optimized is not None:
+                    self.engine.profile.append((instance.optimized, list(instance.loaded.last_profile)))
+            except RunStoppedError:
+                raise
             except PlugnnError as exc:
                 raise self.located(exc) from None
         for name, (kind, source) in instance.imported.outputs:
@@ -316,7 +332,11 @@ class DynamicModel:
         self.program = Program(self.engine, graph, graph.node, opset_of(proto, source), self.input_names,
                                self.output_names, known, "")
 
-    def run(self, feed: Mapping[str, Any]) -> list[Any]:
+    def run(self, feed: Mapping[str, Any], stop: Callable[[], bool] | None = None,
+            profile: list[tuple[OptimizedNetwork, list[dict[str, Any]]]] | None = None) -> list[Any]:
+        """`stop`: asked before each segment, runtime node and layer; when it returns True the
+        run ends with RunStoppedError (RunOptions.terminate). `profile`: a list that receives,
+        per segment run, its OptimizedNetwork and LoadedNetwork.last_profile (layers timed)."""
         missing = [n for n in self.input_names if n not in feed]
         unknown = [n for n in feed if n not in self.input_names]
         if missing or unknown:
@@ -329,7 +349,11 @@ class DynamicModel:
         with self.engine.lock:
             if self.engine.closed:
                 raise PlugnnError(f"{self.engine.source}: the model was closed")
-            return self.program.run(env)
+            self.engine.stop, self.engine.profile = stop, profile
+            try:
+                return self.program.run(env)
+            finally:
+                self.engine.stop = self.engine.profile = None
 
     def explain(self, verbose: bool | None = False) -> str:
         """Where every segment loaded so far runs (each one's OptimizedNetwork.explain)."""

@@ -12,6 +12,7 @@ import numpy as np
 from plugnn.errors import ModelError
 from plugnn.network import Network, Tensor
 from plugnn.onnx.registry import Converter
+from plugnn.symbolic import Dim, ShapeEnv, pin
 from plugnn.tensor import DataType
 
 
@@ -93,7 +94,8 @@ class ImportState:
     computed at run time, or PendingInput), the layer names taken, and the Network built."""
 
     def __init__(self, proto: Any, source: str, opset: int, name: str | None,
-                 input_shapes: Mapping[str, Sequence[int]], constants: Mapping[str, np.ndarray]) -> None:
+                 input_shapes: Mapping[str, Sequence[int]], constants: Mapping[str, np.ndarray],
+                 shape_env: ShapeEnv | None = None) -> None:
         self.proto = proto
         self.graph = proto.graph
         self.source = source
@@ -102,6 +104,12 @@ class ImportState:
         self.input_shapes = {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         self.bound = dict(constants)
         self.values: dict[str, Value] = {}
+        # With a ShapeEnv the import is symbolic: the inputs' dynamic dims are symbols whose hints
+        # are `input_shapes`' dims, and `sym` holds, for an integer value known at import that is
+        # computed from symbolic dims (Shape -> Gather -> Concat ...), its elements as ints and
+        # Dims (an object array of the value's shape); the value itself holds the hints.
+        self.shape_env = shape_env
+        self.sym: dict[str, np.ndarray] = {}
         self.const_tensors: dict[str, Tensor] = {}  # value name -> constant layer made for it
         self.shared_ids: set[int] = set()  # ids of the shared initializer arrays (referenced, not copied)
         self.graph_inputs: set[str] = set()
@@ -185,6 +193,7 @@ class NodeContext:
         self.depth = depth
         self._attrs = {a.name: a for a in node.attribute}
         self._main_name: str | None = None
+        self.symbolic_reads: set[int] = set()  # inputs read keeping their Dims (shape_values, tensor)
 
     # -- errors --------------------------------------------------------------------------
 
@@ -269,11 +278,44 @@ class NodeContext:
     def shape(self, i: int) -> tuple[int, ...]:
         return tuple(self.value(i).shape)
 
+    def sym(self, i: int) -> np.ndarray | None:
+        """In a symbolic import, input i's elements as ints and Dims (an object array) when it is
+        a value known at import computed from symbolic dims; else None."""
+        if not self.importer.sym or not self.has_input(i):
+            return None
+        return self.importer.sym.get(self.node.input[i])
+
+    def shape_values(self, i: int, what: str) -> list[Any]:
+        """Input i, known at import, as a flat list of ints and (in a symbolic import) Dims: for
+        converters that put it into a descriptor or a shape, where a Dim is kept as it is."""
+        exprs = self.sym(i)
+        self.symbolic_reads.add(i)
+        if exprs is not None:
+            return [v if isinstance(v, Dim) else int(v) for v in exprs.reshape(-1)]
+        return [int(v) for v in np.asarray(self.const(i, what)).reshape(-1)]
+
+    def set_sym(self, j: int, exprs: np.ndarray) -> None:
+        """Record output j's elements as expressions (a value computed from symbolic dims)."""
+        if j < len(self.node.output) and self.node.output[j]:
+            self.importer.sym[self.node.output[j]] = exprs
+
+    def pin_symbolic_inputs(self, why: str, skip: Any = ()) -> None:
+        """Record that this node's result holds only at the hints of its symbolic inputs (every
+        Dim they hold equals its hint): the network is specialized on their symbols."""
+        for i in range(self.num_inputs):
+            exprs = self.sym(i)
+            if exprs is not None and i not in skip:
+                pin(exprs, f"{self.label}: {why}")
+
     def const(self, i: int, what: str) -> np.ndarray:
-        """Input i's value, which must be known at import time."""
+        """Input i's value, which must be known at import time (in a symbolic import, a value
+        computed from symbolic dims is taken at its hints: the network is specialized on them)."""
         name = self.node.input[i]
         value = self.value(i)
         if isinstance(value, np.ndarray):
+            exprs = self.sym(i)
+            if exprs is not None and i not in self.symbolic_reads:
+                pin(exprs, f"{self.label}: input {i} ({what}) is needed as a constant")
             return value
         if isinstance(value, PendingInput) or name in self.importer.graph_inputs:
             raise NeedsConstantError(
@@ -307,6 +349,15 @@ class NodeContext:
         where = f"input {i} ({what})" if i is not None else what
         if isinstance(value, Tensor):
             return value
+        exprs = importer.sym.get(name)
+        if exprs is not None:  # computed from symbolic dims: the runtime computes it per binding
+            if i is not None:
+                self.symbolic_reads.add(i)
+            cached = importer.const_tensors.get(name)
+            if cached is None:
+                cached = self.network.add_shape_value(exprs, value.dtype, name=importer.free_name(name))
+                importer.const_tensors[name] = cached
+            return cached
         if isinstance(value, PendingInput):
             raise self.error(f"{where}: graph input {name!r} has element type {value.dtype}, which plugnn "
                              f"tensors cannot hold")

@@ -14,6 +14,7 @@ import numpy as np
 
 from plugnn import shapes
 from plugnn.onnx.context import NodeContext
+from plugnn.symbolic import product
 
 
 def axes_of(ctx: NodeContext, attr_until: int, what: str = "axes", required: bool = True) -> list[int] | None:
@@ -63,7 +64,7 @@ def reshape_target(ctx: NodeContext, in_shape: tuple[int, ...]) -> tuple[int, ..
     if ctx.opset < 5:  # pragma: no cover - opset >= 7 is imported
         target = ctx.ints("shape")
     else:
-        target = [int(v) for v in np.asarray(ctx.const(1, "shape")).reshape(-1)]
+        target = ctx.shape_values(1, "shape")
     allowzero = int(ctx.attr("allowzero", 0))
     if allowzero not in (0, 1):
         raise ctx.unsupported_value("allowzero", allowzero, "0, 1")
@@ -82,6 +83,6 @@ def flatten_shape(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[int, int]:
         raise ctx.error(f"axis {axis} is out of range for rank {rank}")
     if axis < 0:
         axis += rank
-    return int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
+    return product(shape[:axis]), product(shape[axis:])
 
 

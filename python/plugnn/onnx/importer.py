@@ -36,8 +36,9 @@ from plugnn.onnx.context import (
     onnx_module,
     type_name,
 )
-from plugnn.onnx import expansion, functions, legacy
+from plugnn.onnx import expansion, functions, legacy, symbolic_folds
 from plugnn.onnx.registry import OPS
+from plugnn.symbolic import ShapeEnv
 from plugnn.tensor import DataType
 
 __all__ = ["DynamicModelError", "DynamicShapeError", "NeedsConstantError", "RunTimeValueError", "import_model", "load",
@@ -196,16 +197,22 @@ def opset_of(proto: Any, source: str) -> int:
 def import_model(proto: Any, *, source: str = "<model>", name: str | None = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  constants: Mapping[str, np.ndarray] | None = None,
-                 initializers: Mapping[str, np.ndarray] | None = None) -> Network:
+                 initializers: Mapping[str, np.ndarray] | None = None,
+                 shape_env: ShapeEnv | None = None) -> Network:
     """Convert a read ModelProto. `constants` binds graph inputs to fixed values (the ONNX
     backend uses it for shape-like inputs); they are then not network inputs.
+
+    With `shape_env` the import is symbolic: every dim the model leaves dynamic is a symbol of
+    `shape_env` (plugnn.symbolic) whose hint is its dim in `input_shapes` (which must give every
+    input's shape), and the network holds for every binding of the symbols that keeps the
+    guards the import recorded in `shape_env`.
 
     `initializers` (see `read_initializers`) replaces the initializers of `proto`, which are then
     not read: the network's constants reference these arrays instead of copies, so networks
     imported from one model at several input shapes share its weights."""
     _register_all()
     opset = opset_of(proto, source)
-    importer = _Importer(proto, source, opset, name, input_shapes or {}, constants or {})
+    importer = _Importer(proto, source, opset, name, input_shapes or {}, constants or {}, shape_env)
     importer.shared_initializers = dict(initializers) if initializers is not None else None
     return importer.run()
 
@@ -286,13 +293,15 @@ class _Importer(ImportState):
         name = value_info.name
         tensor_type = value_info.type.tensor_type
         given = self.input_shapes.get(name)
+        if not tensor_type.HasField("shape") and self.shape_env is not None and given is not None:
+            return tuple(self.shape_env.symbol(f"{name}:{i}", d) for i, d in enumerate(given))
         if not tensor_type.HasField("shape"):
             if given is None:
                 raise DynamicShapeError(f"{self.source}: input {name!r} has no shape in the model; pass "
                                         f"input_shapes={{{name!r}: (...)}} to plugnn.onnx.load", name)
             return given
         dims = list(tensor_type.shape.dim)
-        if given is not None:
+        if given is not None and self.shape_env is None:
             if len(given) != len(dims):
                 raise ModelError(f"{self.source}: input_shapes gives {name!r} rank {len(given)} {given}, the model "
                                  f"declares rank {len(dims)}")
@@ -303,6 +312,8 @@ class _Importer(ImportState):
                 if g < 0:
                     raise ModelError(f"{self.source}: input_shapes gives {name!r} a negative dim {g}")
             return tuple(given)
+        if self.shape_env is not None:
+            return self._symbolic_shape(name, dims, given)
         shape, dynamic = [], []
         for i, dim in enumerate(dims):
             if dim.HasField("dim_value") and dim.dim_value >= 0:
@@ -315,6 +326,31 @@ class _Importer(ImportState):
             raise DynamicShapeError(
                 f"{self.source}: input {name!r} has dynamic dimension(s) {', '.join(dynamic)} in shape [{text}]; "
                 f"plugnn needs static shapes: pass input_shapes={{{name!r}: (...)}} to plugnn.onnx.load", name)
+        return tuple(shape)
+
+    def _symbolic_shape(self, name: str, dims: list[Any], given: Sequence[int] | None) -> tuple[Any, ...]:
+        """A symbolic import's input shape: fixed dims as ints, the others symbols (named by the
+        model's dim_param, shared by every input naming it, else `<input>:<axis>`) whose hints are
+        `given`'s dims (the shapes of the run the network is built at)."""
+        if given is None or len(given) != len(dims):
+            rank = "no shape" if given is None else f"rank {len(given)} {list(given)}"
+            raise DynamicShapeError(f"{self.source}: input {name!r}: the symbolic import needs its shape at the "
+                                    f"run it is built for; it got {rank}, the model declares rank {len(dims)}", name)
+        shape: list[Any] = []
+        for i, (dim, g) in enumerate(zip(dims, given)):
+            g = int(g)
+            if dim.HasField("dim_value") and dim.dim_value >= 0:
+                if dim.dim_value != g:
+                    raise ModelError(f"{self.source}: input {name!r} dim {i} is {g}, the model fixes it to "
+                                     f"{dim.dim_value}")
+                shape.append(int(dim.dim_value))
+            elif g < 1:
+                shape.append(g)  # 0 (or a bad -1) is no symbol: the network is specialized on it
+            else:
+                symbol = dim.dim_param if dim.dim_param else f"{name}:{i}"
+                if symbol in self.shape_env.hints and self.shape_env.hints[symbol] != g:
+                    symbol = f"{name}:{i}"  # the feed disagrees with the shared name: its own symbol
+                shape.append(self.shape_env.symbol(symbol, g))
         return tuple(shape)
 
     # -- the walk ------------------------------------------------------------------------
@@ -360,11 +396,15 @@ class _Importer(ImportState):
             return
         ctx.check_attributes(converter)
         outputs: Sequence[Value] | None = None
+        symbolic = bool(self.sym) and any(n in self.sym for n in node.input if n)
         try:
             if converter.fold is not None and all(v is None or isinstance(v, np.ndarray) for v in inputs):
-                outputs = converter.fold(ctx)
+                outputs = symbolic_folds.fold(ctx, converter, inputs) if symbolic else converter.fold(ctx)
             if outputs is None:
                 outputs = converter.convert(ctx)
+                if symbolic and node.op_type not in symbolic_folds.SHAPE_ONLY:
+                    # what the converter did not read as expressions holds at the hints only
+                    ctx.pin_symbolic_inputs(f"{node.op_type} read it at its hints", skip=ctx.symbolic_reads)
         except NetworkError as exc:
             raise ctx.error(str(exc)) from None
         for i, out_name in enumerate(node.output):
@@ -420,5 +460,10 @@ class _Importer(ImportState):
                 except ValueError:
                     raise ModelError(f"{self.source}: graph output {name!r} is a constant of type {value.dtype}, "
                                      f"which plugnn tensors cannot hold") from None
-                value = self.network.add_constant(value, name=self.free_name(f"{name}/constant"), dtype=value.dtype)
+                if name in self.sym:  # computed from symbolic dims: computed at each binding
+                    value = self.network.add_shape_value(self.sym[name], value.dtype,
+                                                         name=self.free_name(f"{name}/shape_value"))
+                else:
+                    value = self.network.add_constant(value, name=self.free_name(f"{name}/constant"),
+                                                      dtype=value.dtype)
             self.network.add_output(value, name)

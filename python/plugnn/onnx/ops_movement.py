@@ -20,7 +20,8 @@ from plugnn.descriptors import LayerKind, PadMode, SliceDescriptor
 from plugnn.network import Tensor
 from plugnn.onnx.context import NodeContext, np_dtype, type_name
 from plugnn.onnx.registry import op
-from plugnn.onnx.static_inputs import dtype_of, static_array, static_ints
+from plugnn.onnx.static_inputs import dtype_of, static_array, static_dims, static_ints
+from plugnn.symbolic import Dim
 from plugnn.tensor import TensorInfo
 
 SHAPE_DEPENDS = "the output shape depends on it"
@@ -40,18 +41,9 @@ def _axes(ctx: NodeContext, axes: list[int], rank: int, what: str = "axes") -> l
 # ---- Slice ---------------------------------------------------------------------------------------
 
 
-def _onnx_range(start: int, end: int, step: int, dim: int) -> range:
-    """ONNX Slice's clamping: negative starts and ends count from the end; then start is
-    clamped to [0, dim] ([0, dim - 1] when stepping backwards) and end to [0, dim] ([-1, dim - 1])."""
-    start = start + dim if start < 0 else start
-    end = end + dim if end < 0 else end
-    if step > 0:
-        return range(min(max(start, 0), dim), min(max(end, 0), dim), step)
-    return range(min(max(start, 0), dim - 1), min(max(end, -1), dim - 1), step)
-
-
-def _slice_ranges(ctx: NodeContext, shape: tuple[int, ...]) -> list[range]:
-    """One range per dim of the input (the whole dim where the node names none)."""
+def _slice_spans(ctx: NodeContext, shape: tuple[Any, ...]) -> list[tuple[Any, Any, int]]:
+    """(first index, count, step) per dim of the input (the whole dim where the node names
+    none), clamped as ONNX's Slice does; starts, ends and dims may be symbolic Dims."""
     if ctx.opset < 10:
         starts, ends, axes = ctx.ints("starts"), ctx.ints("ends"), ctx.ints("axes")
         steps = None
@@ -61,40 +53,44 @@ def _slice_ranges(ctx: NodeContext, shape: tuple[int, ...]) -> list[range]:
         for name in ("starts", "ends", "axes", "steps"):
             if ctx.has(name):
                 raise ctx.error(f"attribute {name!r} is Slice's before opset 10; from opset 10 it is an input")
-        starts = static_ints(ctx, 1, "starts", SHAPE_DEPENDS)
-        ends = static_ints(ctx, 2, "ends", SHAPE_DEPENDS)
+        starts = static_dims(ctx, 1, "starts", SHAPE_DEPENDS)
+        ends = static_dims(ctx, 2, "ends", SHAPE_DEPENDS)
         axes = static_ints(ctx, 3, "axes", SHAPE_DEPENDS) if ctx.has_input(3) else None
         steps = static_ints(ctx, 4, "steps", SHAPE_DEPENDS) if ctx.has_input(4) else None
     axes = list(range(len(starts))) if axes is None else axes
     steps = [1] * len(starts) if steps is None else steps
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ctx.error(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must have the same length")
-    ranges = [range(dim) for dim in shape]
+    spans: list[tuple[Any, Any, int]] = [(0, dim, 1) for dim in shape]
     for start, end, axis, step in zip(starts, ends, _axes(ctx, axes, len(shape)), steps):
         if step == 0:
             raise ctx.error(f"steps {steps}: a step is 0")
-        ranges[axis] = _onnx_range(start, end, step, shape[axis])
-    return ranges
+        first, count = shapes.slice_span(start, end, step, shape[axis], onnx=True)
+        spans[axis] = (first, count, step)
+    return spans
 
 
-def _python_slice(r: range) -> slice:
-    return slice(r.start, r.stop if r.stop >= 0 else None, r.step)
+def _python_slice(first: int, count: int, step: int) -> slice:
+    if not count:
+        return slice(0, 0, 1)
+    last = first + (count - 1) * step
+    return slice(first, last + 1 if step > 0 else (last - 1 if last > 0 else None), step)
 
 
 def _fold_slice(ctx: NodeContext) -> list[Any]:
     data = ctx.value(0)
-    ranges = _slice_ranges(ctx, data.shape)
-    return [np.ascontiguousarray(data[tuple(_python_slice(r) for r in ranges)])]
+    spans = _slice_spans(ctx, data.shape)
+    return [np.ascontiguousarray(data[tuple(_python_slice(*span) for span in spans)])]
 
 
 @op("Slice", ("starts", "ends", "axes"), fold=_fold_slice)
 def slice_(ctx: NodeContext) -> list[Any]:
     x = ctx.tensor(0, "data")
-    ranges = _slice_ranges(ctx, x.shape)
-    if all(r.start == 0 and r.step == 1 and len(r) == dim for r, dim in zip(ranges, x.shape)):
+    spans = _slice_spans(ctx, x.shape)
+    if all(first == 0 and step == 1 and count == dim for (first, count, step), dim in zip(spans, x.shape)):
         return [ctx.network.add_identity(x, name=ctx.name())]
-    desc = SliceDescriptor(tuple(r.start if len(r) else 0 for r in ranges), tuple(r.step for r in ranges))
-    out = TensorInfo(tuple(len(r) for r in ranges), x.dtype)
+    desc = SliceDescriptor(tuple(first for first, _, _ in spans), tuple(step for _, _, step in spans))
+    out = TensorInfo(tuple(count for _, count, _ in spans), x.dtype)
     return [ctx.network.add_layer(LayerKind.SLICE, desc, [x], [out], name=ctx.name())[0]]
 
 
@@ -235,7 +231,7 @@ def pad(ctx: NodeContext) -> list[Any]:
 
 
 def _expanded_shape(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[int, ...]:
-    target = static_ints(ctx, 1, "shape", SHAPE_DEPENDS)
+    target = static_dims(ctx, 1, "shape", SHAPE_DEPENDS)
     try:
         return shapes.broadcast_shapes(tuple(shape), tuple(target))
     except ValueError as exc:
@@ -254,7 +250,7 @@ def expand(ctx: NodeContext) -> list[Any]:
 
 
 def _repeats(ctx: NodeContext, rank: int) -> list[int]:
-    repeats = static_ints(ctx, 1, "repeats", SHAPE_DEPENDS)
+    repeats = static_dims(ctx, 1, "repeats", SHAPE_DEPENDS)
     if len(repeats) != rank or any(r < 0 for r in repeats):
         raise ctx.error(f"input 1 (repeats) {repeats} must hold one value >= 0 per dim of input 0 (rank {rank})")
     return repeats
@@ -378,8 +374,39 @@ def _range_scalar(ctx: NodeContext, i: int, what: str) -> np.ndarray:
     return value.reshape(())
 
 
+def _symbolic_range(ctx: NodeContext) -> list[Any] | None:
+    """Range with a bound computed from symbolic dims (a position index up to the sequence
+    length): an integer Range as layers, start + delta * (exclusive cumulative sum of ones), whose
+    length follows the symbols. None when no bound is symbolic or the Range is not of that form."""
+    if not any(ctx.sym(i) is not None for i in range(3)) or ctx.sym(2) is not None:
+        return None
+    dtype = np.asarray(ctx.value(0)).dtype
+    if dtype.kind not in "iu" or any(np.asarray(ctx.value(i)).size != 1 for i in range(3)):
+        return None
+    start, limit = (ctx.shape_values(i, w)[0] for i, w in ((0, "start"), (1, "limit")))
+    delta = int(np.asarray(ctx.const(2, "delta")).reshape(-1)[0])
+    if delta == 0:
+        raise ctx.error("input 2 (delta) is 0")
+    span = limit - start if delta > 0 else start - limit
+    step = abs(delta)
+    count = (span + step - 1) // step if span > 0 else 0
+    net = ctx.network
+    ones = ctx.array_tensor(np.ones(1, dtype), "one")
+    y = net.add_expand(ones, [count], name=ctx.aux("ones"))
+    y = net.add_cumulative("sum", y, 0, exclusive=True, name=ctx.aux("index"))
+    if delta != 1:
+        y = net.add_mul(y, ctx.array_tensor(np.array([delta], dtype), "delta"), name=ctx.aux("step"))
+    if isinstance(start, Dim) or start != 0:
+        first = ctx.tensor(0, "start") if isinstance(start, Dim) else ctx.array_tensor(np.array([start], dtype), "start")
+        return [net.add_add(y, first, name=ctx.name())]
+    return [net.add_identity(y, name=ctx.name())]
+
+
 @op("Range", ())
 def range_(ctx: NodeContext) -> list[Any]:
+    symbolic = _symbolic_range(ctx)
+    if symbolic is not None:
+        return symbolic
     start, limit, delta = (_range_scalar(ctx, i, w) for i, w in enumerate(("start", "limit", "delta")))
     dtype = start.dtype
     if limit.dtype != dtype or delta.dtype != dtype:
@@ -397,9 +424,19 @@ def range_(ctx: NodeContext) -> list[Any]:
     return [(float(start) + np.arange(count, dtype=np.float64) * float(delta)).astype(dtype)]
 
 
-@op("Size", (), fold=lambda ctx: [np.array(int(np.prod(ctx.shape(0), dtype=np.int64)), np.int64)])
+def _size(ctx: NodeContext) -> list[Any]:
+    count: Any = 1
+    for dim in ctx.shape(0):
+        count = count * dim
+    if isinstance(count, Dim):  # a symbolic import: the hint, and the expression beside it
+        ctx.set_sym(0, np.asarray(count, dtype=object))
+        return [np.array(count.hint, np.int64)]
+    return [np.array(int(count), np.int64)]
+
+
+@op("Size", (), fold=_size)
 def size(ctx: NodeContext) -> list[Any]:
-    return [np.array(int(np.prod(ctx.shape(0), dtype=np.int64)), np.int64)]
+    return _size(ctx)
 
 
 def _eye_like(ctx: NodeContext) -> list[Any]:

@@ -18,6 +18,7 @@ from plugnn.onnx import folding, numeric
 from plugnn.onnx.context import NodeContext, PendingInput, np_dtype, type_name
 from plugnn.onnx.ops_control import needs_runtime
 from plugnn.onnx.registry import op
+from plugnn.symbolic import any_symbolic, hints_of
 from plugnn.tensor import DataType
 
 
@@ -195,13 +196,16 @@ def constant(ctx: NodeContext) -> list[Any]:
 
 @op("ConstantOfShape", ("value",))
 def constant_of_shape(ctx: NodeContext) -> list[Any]:
-    shape = [int(v) for v in np.asarray(ctx.const(0, "shape")).reshape(-1)]
+    shape = ctx.shape_values(0, "shape")
     if any(s < 0 for s in shape):
         raise ctx.error(f"shape {shape} has a negative dimension")
     fill = ctx.attr("value")
     fill = np.zeros(1, np.float32) if fill is None else np.asarray(fill)
     if fill.size != 1:
         raise ctx.unsupported_value("value", fill.tolist(), "a one-element tensor")
+    if any_symbolic(shape):  # a shape that follows the symbols: the fill value expanded at run time
+        one = ctx.array_tensor(fill.reshape((1,) * len(shape)), "value")
+        return [ctx.network.add_expand(one, shape, name=ctx.name())]
     return [np.full(shape, fill.reshape(-1)[0], fill.dtype)]
 
 
@@ -216,7 +220,10 @@ def shape(ctx: NodeContext) -> list[Any]:
     end = int(ctx.attr("end", rank))
     start = min(max(start + rank if start < 0 else start, 0), rank)
     end = min(max(end + rank if end < 0 else end, 0), rank)
-    return [np.asarray(dims[start:end], np.int64)]
+    picked = dims[start:end]
+    if any_symbolic(picked):  # a symbolic import: the hints, and the dims as expressions beside them
+        ctx.set_sym(0, np.asarray(picked, dtype=object))
+    return [np.asarray(hints_of(picked), np.int64)]
 
 
 # ---- Cast, CastLike -------------------------------------------------------------------------------

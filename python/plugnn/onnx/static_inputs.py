@@ -39,3 +39,11 @@ def static_ints(ctx: NodeContext, i: int, what: str, why: str, integral: bool = 
     if array.dtype.kind not in "iuf":
         raise ctx.error(f"input {i} ({what}) has element type {array.dtype}; a numeric type is expected")
     return [int(v) for v in array.reshape(-1)]
+
+
+def static_dims(ctx: NodeContext, i: int, what: str, why: str) -> list[Any]:
+    """static_ints for a value that may be computed from symbolic dims (a shape, a slice's
+    bounds): its elements as ints and plugnn.symbolic Dims, kept as expressions."""
+    if ctx.sym(i) is not None:
+        return ctx.shape_values(i, what)
+    return static_ints(ctx, i, what, why)

@@ -30,6 +30,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      help="feed input NAME from a .npy file (repeatable); other inputs are random")
     run.add_argument("--input-shape", action="append", default=[], metavar="NAME=D,D,...",
                      help="fix the shape of an ONNX input with dynamic dimensions (repeatable)")
+    run.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                     help="set a symbolic dimension (an input's dim_param, e.g. batch=8) for every input naming "
+                          "it (repeatable); a symbol not set is 1")
     run.add_argument("--iterations", type=_positive_int, default=None, metavar="N",
                      help=f"timed runs after one warm-up run (default: {DEFAULT_ITERATIONS}, or as many as fit "
                           f"in about {DEFAULT_BUDGET_SECONDS:g} s when one run is slow, at least 1)")

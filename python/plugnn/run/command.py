@@ -9,7 +9,7 @@ from plugnn import PlugnnError, Runtime, optimize
 from plugnn.run.backends import apply_options, choose_backends, parse_backends, parse_options
 from plugnn.run.compare import compare_onnxruntime, require_onnxruntime
 from plugnn.run.errors import RunError
-from plugnn.run.inputs import load_input_files, make_inputs, parse_input_shapes
+from plugnn.run.inputs import load_input_files, make_inputs, parse_dims, parse_input_shapes
 from plugnn.run.model import load_model
 from plugnn.run.outputs import prepare_output_dir, summarize, write_outputs
 from plugnn.run.placement import placement
@@ -39,11 +39,12 @@ def run_command(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     input_files = load_input_files(args.input)
     input_shapes = parse_input_shapes(args.input_shape)
+    dims = parse_dims(args.dim)
     if args.compare == "onnxruntime":  # fail before the long part
         require_onnxruntime(args.model)
     if args.output_dir:
         prepare_output_dir(args.output_dir)
-    model = load_model(args.model, input_files, input_shapes)
+    model = load_model(args.model, input_files, input_shapes, dims)
     with Runtime(dynamic_backends_path=args.dynamic_backends_path) as runtime:
         backends = choose_backends(runtime, requested)
         apply_options(runtime, options)
@@ -58,6 +59,7 @@ def run_command(args: argparse.Namespace) -> int:
                          "options": options},
             "placement": placement(optimized, model.network),
             "inputs": inputs_described,
+            "notes": model.notes,
             "outputs": [summarize(name, array) for name, array in outputs.items()],
             "timing": timing,
         }

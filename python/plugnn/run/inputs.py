@@ -1,4 +1,4 @@
-"""The network's inputs: --input files and --input-shape read, then every input made (file or random)."""
+"""The network's inputs: --input files, --input-shape and --dim read, then every input made (file or random)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,23 @@ def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
             raise RunError(f"--input-shape gives input {name!r} more than once")
         shapes[name] = shape
     return shapes
+
+
+def parse_dims(specs: list[str]) -> dict[str, int]:
+    """--dim SYMBOL=N -> {symbol: N}."""
+    dims: dict[str, int] = {}
+    for spec in specs:
+        name, value = _name_value("--dim", spec, "SYMBOL=N (e.g. batch=8)")
+        try:
+            size = int(value)
+        except ValueError:
+            raise RunError(f"--dim {name}: the size must be an integer, got {value!r}") from None
+        if size < 1:
+            raise RunError(f"--dim {name}: the size must be positive, got {size}")
+        if name in dims:
+            raise RunError(f"--dim gives symbol {name!r} more than once")
+        dims[name] = size
+    return dims
 
 
 def make_inputs(input_infos: dict[str, TensorInfo], files: dict[str, tuple[np.ndarray, str]], seed: int

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from plugnn.errors import PlugnnError
@@ -20,17 +20,21 @@ class Model:
     network: Network
     description: str
     path: str | None  # None: the demo
+    notes: list[str] = field(default_factory=list)  # what the command chose for the user (symbols set to 1)
 
 
 def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
-               input_shapes: dict[str, tuple[int, ...]]) -> Model:
+               input_shapes: dict[str, tuple[int, ...]], symbol_sizes: dict[str, int] | None = None) -> Model:
     """The demo (path None) or the ONNX model at `path`; a dynamic input takes the shape given
-    with --input-shape, else the shape of the file fed to it."""
+    with --input-shape, else the shape of the file fed to it, else its declared dims with each
+    symbol as --dim sets it (1 when it does not: the model's notes say so)."""
+    symbol_sizes = symbol_sizes or {}
     if path is None:
         from plugnn import demo
 
-        if input_shapes:
-            raise RunError("--input-shape applies to ONNX models; the built-in demo has a fixed input "
+        if input_shapes or symbol_sizes:
+            option = "--input-shape" if input_shapes else "--dim"
+            raise RunError(f"{option} applies to ONNX models; the built-in demo has a fixed input "
                            f"{demo.INPUT_NAME!r} (1, 3, {demo.IMAGE}, {demo.IMAGE})")
         return Model(demo.network(), demo.DESCRIPTION, None)
     if not os.path.exists(path):
@@ -51,6 +55,30 @@ def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
     if unknown:
         raise RunError(f"--input-shape names {', '.join(map(repr, unknown))}, which the model does not take; "
                        f"its inputs: {', '.join(graph_inputs)}")
+    symbols = {d for ds in graph_inputs.values() for d in ds if isinstance(d, str)}
+    unknown = sorted(set(symbol_sizes) - symbols)
+    if unknown:
+        raise RunError(f"--dim names {', '.join(map(repr, unknown))}, which no input of the model has; its "
+                       f"symbolic dimensions: {', '.join(sorted(symbols)) or 'none'}")
+    notes: list[str] = []
+    defaulted: list[str] = []
+    for name, declared in dynamic.items():
+        if name in shapes or not declared:
+            continue  # given, or no declared shape to fill (the error below asks for --input-shape)
+        shape = []
+        for d in declared:
+            if isinstance(d, int) and d > 0:
+                shape.append(d)
+            elif isinstance(d, str) and d in symbol_sizes:
+                shape.append(symbol_sizes[d])
+            else:
+                shape.append(1)
+                if (d if isinstance(d, str) else f"{name}[{len(shape) - 1}]") not in defaulted:
+                    defaulted.append(d if isinstance(d, str) else f"{name}[{len(shape) - 1}]")
+        shapes[name] = tuple(shape)
+    if defaulted:
+        notes.append(f"set to 1: {', '.join(defaulted)} (a symbolic dimension with no --dim; choose one with "
+                     f"--dim SYMBOL=N or --input-shape NAME=D,D,...)")
     try:
         network = plugnn.onnx.load(path, input_shapes=shapes or None)
     except PlugnnError as exc:
@@ -63,7 +91,7 @@ def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
                 f"{n} {_dims_text(dynamic[n])}" for n in unfixed) + " have dynamic dimensions: fix them with " \
                 "--input-shape NAME=D,D,... or --input NAME=FILE.npy"
         raise RunError(one_line(exc) + hint) from None
-    return Model(network, f"ONNX model {path}", path)
+    return Model(network, f"ONNX model {path}", path, notes)
 
 
 def _onnx_graph_inputs(path: str) -> dict[str, list[int | str | None]]:

@@ -55,6 +55,8 @@ def format_report(report: dict[str, Any]) -> str:
     out += ["  " + line for line in _table(
         [[i["name"], str(tuple(i["shape"])), i["dtype"], i["source"]] for i in report["inputs"]],
         ["name", "shape", "dtype", "source"])[2:]]
+    for note in report.get("notes", []):
+        out += textwrap.wrap(note, WIDTH, initial_indent="  ", subsequent_indent="    ")
     out.append("")
     out.append("Outputs:")
     for o in report["outputs"]:

@@ -4,16 +4,18 @@ read-only arrays, and the inputs and outputs as onnxruntime describes them (Node
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from plugnn.errors import ModelError
+from plugnn.errors import ModelError, SessionError
 from plugnn.onnx.context import np_dtype, onnx_module
 from plugnn.onnx.functions import has_body
 from plugnn.onnx.importer import read_initializers, read_model, supported_operators, unsupported_hint
+from plugnn.session.ort_errors import InvalidProtobuf, NoSuchFile, OperatorNotImplemented
 
 Dim = int | str | None
 
@@ -85,17 +87,90 @@ def _node_arg(value_info: Any) -> NodeArg:
     return NodeArg(value_info.name, shape, onnx_type(tensor.elem_type))
 
 
+@dataclass(frozen=True)
+class ModelMetadata:
+    """onnxruntime's ModelMetadata: what the model's header says about it."""
+
+    producer_name: str
+    graph_name: str
+    domain: str
+    description: str
+    graph_description: str
+    version: int
+    custom_metadata_map: dict[str, str]
+
+
+def _external_from_memory(tensor: Any, files: Mapping[str, memoryview], source: str) -> None:
+    """Fill `tensor`'s data from the in-memory file its external data names, if one was given."""
+    onnx = onnx_module()
+    if tensor.data_location != onnx.TensorProto.EXTERNAL:
+        return
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    data = files.get(info.get("location", ""))
+    if data is None:
+        return
+    offset = int(info.get("offset", 0))
+    length = int(info["length"]) if "length" in info else data.nbytes - offset
+    if offset < 0 or length < 0 or offset + length > data.nbytes:
+        raise ModelError(f"{source}: initializer {tensor.name!r} reads bytes {offset}..{offset + length} of external "
+                         f"file {info['location']!r}, which was given with {data.nbytes} bytes")
+    tensor.raw_data = bytes(data[offset:offset + length])
+    del tensor.external_data[:]
+    tensor.data_location = onnx.TensorProto.DEFAULT
+
+
+def _override_dims(proto: Any, by_name: Mapping[str, int], by_denotation: Mapping[str, int], skip: set[str]) -> None:
+    """Fix the graph inputs' symbolic dims named in `by_name` or denoted in `by_denotation`."""
+    if not by_name and not by_denotation:
+        return
+    for value in proto.graph.input:
+        if value.name in skip or not value.type.HasField("tensor_type"):
+            continue
+        for dim in value.type.tensor_type.shape.dim:
+            fixed = by_denotation.get(dim.denotation) if dim.denotation else None
+            if fixed is None and dim.HasField("dim_param"):
+                fixed = by_name.get(dim.dim_param)
+            if fixed is not None:
+                dim.dim_value = fixed
+
+
 class SessionModel:
     """A model read once: `proto` is its graph with the initializers removed (they live, read
-    only, in `initializers`, which every specialization's network references), `inputs` and
+    only, in `initializers`, which every build's network references), `inputs` and
     `outputs` its NodeArgs. Fails with ModelError on what plugnn cannot import at any shape
-    (an unreadable file, an operator plugnn does not have)."""
+    (an unreadable file, an operator plugnn does not have): NoSuchFile for a missing file,
+    InvalidProtobuf for bytes that are not a model, NotImplemented for a missing operator.
 
-    def __init__(self, model: Any) -> None:
+    `dims_by_name` / `dims_by_denotation` fix the inputs' symbolic dims of that name (or
+    denotation); `initializers` replace the model's initializers of those names (read-only
+    arrays of the same type and shape; an initializer whose external data is missing may be
+    given this way)."""
+
+    def __init__(self, model: Any, dims_by_name: Mapping[str, int] | None = None,
+                 dims_by_denotation: Mapping[str, int] | None = None,
+                 initializers: Mapping[str, np.ndarray] | None = None,
+                 external_files: Mapping[str, memoryview] | None = None) -> None:
         onnx = onnx_module()
-        proto, self.source = read_model(model)
+        if isinstance(model, (str, os.PathLike)) and not Path(model).exists():
+            raise NoSuchFile(f"{model}: no such file (Load model from {model} failed. File doesn't exist)")
+        replaced = dict(initializers or {})
+        try:
+            if replaced or external_files:
+                proto, self.source = self._read_replacing(model, replaced, external_files or {})
+            else:
+                proto, self.source = read_model(model)
+        except ModelError as exc:
+            if isinstance(model, (bytes, bytearray, memoryview)) and "not an ONNX model" in str(exc):
+                raise InvalidProtobuf(str(exc)) from None
+            raise
         self.name = proto.graph.name or (Path(model).stem if isinstance(model, (str, os.PathLike)) else "onnx_model")
+        self.metadata = ModelMetadata(proto.producer_name, proto.graph.name, proto.domain, proto.doc_string,
+                                      proto.graph.doc_string, int(proto.model_version),
+                                      {p.key: p.value for p in proto.metadata_props})
         self.initializers = read_initializers(proto, self.source)
+        self.initializers.update(replaced)
+        # onnxruntime's overridable initializers: those the graph also lists as inputs (IR < 4 style).
+        self.overridable = [_node_arg(v) for v in proto.graph.input if v.name in self.initializers]
         if proto is model:  # the caller's object: never changed, so strip a copy
             stripped = onnx.ModelProto()
             stripped.CopyFrom(proto)
@@ -107,9 +182,65 @@ class SessionModel:
         self.proto.ParseFromString(proto.SerializeToString())
         del proto
         known = set(self.initializers)
+        _override_dims(self.proto, dims_by_name or {}, dims_by_denotation or {}, known)
         self.inputs = [_node_arg(v) for v in self.proto.graph.input if v.name not in known]
         self.outputs = [_node_arg(v) for v in self.proto.graph.output]
         self._check_operators()
+
+    def _read_replacing(self, model: Any, replaced: dict[str, np.ndarray],
+                        files: Mapping[str, memoryview]) -> tuple[Any, str]:
+        """read_model, with the initializers in `replaced` removed first (their data, external
+        or not, is never read) after checking each replacement's type and shape, and the
+        external data of the files in `files` taken from memory."""
+        onnx = onnx_module()
+        base_dir = None
+        if isinstance(model, (str, os.PathLike)):
+            proto = onnx.load(str(model), load_external_data=False)
+            base_dir, source = Path(model).parent, str(model)
+        elif isinstance(model, onnx.ModelProto):
+            proto = onnx.ModelProto()
+            proto.CopyFrom(model)
+            source = f"<ModelProto {model.graph.name!r}>"
+        else:
+            proto, source = read_model(model)
+        by_name = {t.name: t for t in proto.graph.initializer}
+        for name, array in replaced.items():
+            tensor = by_name.get(name)
+            if tensor is None:
+                raise SessionError(f"{source}: add_initializer({name!r}): the model has no initializer of that name "
+                                   f"(its initializers: {', '.join(sorted(by_name)) or 'none'})")
+            want = (np_dtype(tensor.data_type), tuple(tensor.dims))
+            if (array.dtype, array.shape) != want:
+                raise SessionError(f"{source}: add_initializer({name!r}): {array.dtype} {list(array.shape)} does not "
+                                   f"replace the model's {want[0]} {list(want[1])}")
+        kept = [t for t in proto.graph.initializer if t.name not in replaced]
+        del proto.graph.initializer[:]
+        proto.graph.initializer.extend(kept)
+        for tensor in proto.graph.initializer:
+            _external_from_memory(tensor, files, source)
+        proto, _ = read_model(proto, base_dir=base_dir)
+        return proto, source
+
+    def save(self, path: str, external_file: str | None = None, min_external_bytes: int = 1024) -> None:
+        """Write the model as the session runs it (dims fixed, initializers replaced) to `path`;
+        with `external_file`, initializers of `min_external_bytes` or more go to that file
+        (relative to `path`'s folder, written anew)."""
+        onnx = onnx_module()
+        from onnx import numpy_helper
+
+        out = onnx.ModelProto()
+        out.CopyFrom(self.proto)
+        out.graph.initializer.extend(numpy_helper.from_array(np.asarray(a), name) for name, a in self.initializers.items())
+        folder = Path(path).resolve().parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if external_file:
+            target = folder / external_file
+            if target.exists():
+                target.unlink()  # onnx appends to an existing file
+            onnx.save_model(out, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=external_file, size_threshold=min_external_bytes, convert_attribute=False)
+        else:
+            onnx.save_model(out, str(path))
 
     def _check_operators(self) -> None:
         supported = set(supported_operators())
@@ -123,7 +254,7 @@ class SessionModel:
                 parts.append(f"operator(s) {', '.join(missing)} are not supported")
             if foreign:
                 parts.append(f"operator(s) {', '.join(foreign)} are outside the default ai.onnx domain")
-            raise ModelError(f"{self.source}: {'; '.join(parts)}; {unsupported_hint(missing)}")
+            raise OperatorNotImplemented(f"{self.source}: {'; '.join(parts)}; {unsupported_hint(missing)}")
 
     @property
     def needs_program(self) -> bool:

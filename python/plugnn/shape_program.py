@@ -1,0 +1,250 @@
+"""The shape program of a symbolic optimized network: from the inputs' shapes at a run to the
+concrete network of that binding.
+
+An optimized network built with symbolic dims (plugnn.symbolic) holds, in its tensor infos,
+its layer descriptors and its shape values, ints and expressions of the symbols. Its shape
+program binds the symbols from the shapes of one run's inputs, checks the guards its
+construction recorded (the decisions taken on the hints that must hold again), evaluates
+every expression at once (one generated function) and makes the concrete graph: the same
+layers, backends, payloads and constant arrays, at that binding's shapes, with the shape
+values as extra inputs holding their values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from plugnn.errors import InputError
+from plugnn.graph import Graph, Node
+from plugnn.symbolic import Dim, Guard, ShapeEnv
+from plugnn.tensor import TensorInfo
+
+Binding = dict[str, int]
+
+
+def graph_env(graph: Graph) -> ShapeEnv | None:
+    """The ShapeEnv of a graph whose inputs, shape values or tensors hold symbolic dims, else None."""
+    for key in list(graph.inputs.values()) + list(graph.shape_values) + list(graph.infos):
+        for dim in graph.infos[key].shape:
+            if isinstance(dim, Dim):
+                return dim.env
+    return None
+
+
+class BindingError(InputError):
+    """The inputs' shapes bind no value to a symbol (two inputs disagree on it) or break a fixed
+    dim; or (`guard` set) they break a guard: the network does not hold at those shapes."""
+
+    def __init__(self, message: str, guard: Guard | None = None) -> None:
+        super().__init__(message)
+        self.guard = guard
+
+
+class ShapeProgram:
+    """Binding, guards and evaluation for one symbolic graph (see the module's text)."""
+
+    def __init__(self, graph: Graph, env: ShapeEnv, name: str) -> None:
+        self.graph = graph
+        self.env = env
+        self.name = name
+        self.inputs = [(input_name, key, graph.infos[key].shape) for input_name, key in graph.inputs.items()]
+        dims: list[Dim] = []
+        slot: dict[int, int] = {}  # id(Dim) -> its index in `dims`
+
+        def index(value: Any) -> Any:
+            if not isinstance(value, Dim):
+                return value
+            i = slot.get(id(value))
+            if i is None:
+                i = slot[id(value)] = len(dims)
+                dims.append(value)
+            return _Slot(i)
+
+        self._infos = [(key, info, tuple(index(d) for d in info.shape)) for key, info in graph.infos.items()
+                       if info.symbolic]
+        self._descriptors = []
+        for position, node in enumerate(graph.nodes):
+            fields = _symbolic_fields(node.descriptor)
+            if fields:
+                self._descriptors.append((position, {f: _map(v, index) for f, v in fields.items()}))
+        # the layers backends fused, by id: their symbolic descriptor fields (to fuse them again)
+        self._fused: dict[int, dict[str, Any]] = {}
+        pending = [n for node in graph.nodes for n in node.fused]
+        while pending:
+            node = pending.pop()
+            pending.extend(node.fused)
+            fields = _symbolic_fields(node.descriptor)
+            if fields:
+                self._fused[id(node)] = {f: _map(v, index) for f, v in fields.items()}
+        self._shape_values = [(key, np.vectorize(index, otypes=[object])(exprs) if exprs.size else exprs)
+                              for key, exprs in graph.shape_values.items()]
+        self._dims = dims
+        self._program = env.compile(dims)
+
+    # -- binding ---------------------------------------------------------------------------
+
+    def bind(self, shapes: Mapping[str, Sequence[int]]) -> Binding:
+        """The symbols' values from the inputs' shapes; BindingError where they contradict."""
+        binding: Binding = {}
+        for input_name, _, declared in self.inputs:
+            shape = shapes.get(input_name)
+            if shape is None:
+                raise InputError(f"network {self.name!r}: missing input {input_name!r}")
+            if len(shape) != len(declared):
+                raise InputError(f"network {self.name!r}: input {input_name!r} must have rank {len(declared)} "
+                                 f"{_text(declared)}, got shape {tuple(shape)}")
+            for axis, (dim, size) in enumerate(zip(declared, shape)):
+                if isinstance(dim, Dim):
+                    symbol = _symbol(dim)
+                    if symbol is None:  # pragma: no cover - inputs hold plain symbols
+                        raise BindingError(f"network {self.name!r}: input {input_name!r} dim {axis} is {dim}")
+                    known = binding.setdefault(symbol, int(size))
+                    if known != size:
+                        raise BindingError(f"network {self.name!r}: symbol {symbol!r} is {known} in one input "
+                                           f"and {size} in input {input_name!r} (dim {axis})")
+                elif dim != size:
+                    raise InputError(f"network {self.name!r}: input {input_name!r} must have shape "
+                                     f"{_text(declared)}, got {tuple(shape)} (dim {axis} is fixed to {dim})")
+        return binding
+
+    def evaluate(self, binding: Mapping[str, int]) -> tuple[int, ...]:
+        """Every expression at `binding`; BindingError naming the guard it breaks."""
+        if set(binding) != set(self.env.hints):
+            missing = sorted(set(self.env.hints) - set(binding))
+            raise BindingError(f"network {self.name!r}: no value for symbol(s) {missing}")
+        values = self._program(binding)
+        if values is None:
+            low = [s for s, v in binding.items() if v < 1]
+            if low:
+                raise BindingError(f"network {self.name!r}: symbol(s) {low} are below 1 at {dict(binding)}")
+            guard = self.env.broken_guard(binding)
+            what = guard.describe() if guard is not None else "a guard"
+            reason = f" ({guard.reason})" if guard is not None else ""
+            raise BindingError(f"network {self.name!r} was built where {what}{reason}; the shapes "
+                               f"{dict(binding)} break it", guard)
+        return values
+
+    def instantiate(self, values: Sequence[int]) -> tuple[Graph, dict[str, np.ndarray]]:
+        """The concrete graph at `values` (from `evaluate`) and its shape values' arrays (extra
+        inputs of the graph, by tensor key)."""
+        source = self.graph
+        graph = Graph()
+        graph.infos = dict(source.infos)
+        for key, info, dims in self._infos:
+            shape = tuple(values[d.i] if isinstance(d, _Slot) else d for d in dims)
+            graph.infos[key] = TensorInfo(shape, info.dtype, info.quant_scale, info.quant_zero_point)
+        graph.nodes = list(source.nodes)  # shared: a loaded network reads its nodes, never changes them
+        for position, fields in self._descriptors:
+            node = _copy(graph.nodes[position])
+            node.descriptor = dataclasses.replace(node.descriptor, **{f: _unmap(v, values) for f, v in fields.items()})
+            graph.nodes[position] = node
+        graph.constants = source.constants
+        graph.inputs = dict(source.inputs)
+        arrays: dict[str, np.ndarray] = {}
+        for key, exprs in self._shape_values:
+            dtype = source.infos[key].dtype.numpy_dtype
+            flat = [values[v.i] if isinstance(v, _Slot) else int(v) for v in exprs.reshape(-1)]
+            array = np.asarray(flat, dtype=dtype).reshape(exprs.shape)
+            array.setflags(write=False)
+            arrays[key] = array
+            graph.inputs[key] = key
+        graph.outputs = dict(source.outputs)
+        graph.removed = source.removed
+        graph.copies = source.copies
+        graph.original_types = source.original_types
+        return graph, arrays
+
+    def originals(self, node: Node, values: Sequence[int]) -> list[Node]:
+        """The layers a backend fused into `node` (through every round of fusion), in an order
+        that runs them, with their descriptors at `values` (from `evaluate`)."""
+        found: list[Node] = []
+        pending = list(node.fused)
+        while pending:
+            first = pending.pop(0)
+            if first.fused:
+                pending[:0] = list(first.fused)
+                continue
+            fields = self._fused.get(id(first))
+            if fields is not None:
+                first = _copy(first)
+                first.descriptor = dataclasses.replace(first.descriptor,
+                                                       **{f: _unmap(v, values) for f, v in fields.items()})
+            found.append(first)
+        return _in_order(found)
+
+    def describe(self) -> dict[str, Any]:
+        """The symbols with their hints, and the guards (what the network was built assuming)."""
+        return {"symbols": dict(self.env.hints), "guards": [g.describe() for g in self.env.guards.values()],
+                "specialized": dict(self.env.specialized)}
+
+
+class _Slot:
+    """The position of a Dim in the evaluated values."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+
+def _symbol(dim: Dim) -> str | None:
+    const, terms = dim.key
+    if const == 0 and len(terms) == 1 and terms[0][1] == 1 and len(terms[0][0]) == 1 \
+            and isinstance(terms[0][0][0], str):
+        return terms[0][0][0]
+    return None
+
+
+def _text(shape: Sequence[Any]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _symbolic_fields(descriptor: Any) -> dict[str, Any]:
+    if descriptor is None or not dataclasses.is_dataclass(descriptor):
+        return {}
+    found = {}
+    for f in dataclasses.fields(descriptor):
+        value = getattr(descriptor, f.name)
+        if isinstance(value, Dim) or (isinstance(value, tuple) and any(isinstance(v, Dim) for v in value)):
+            found[f.name] = value
+    return found
+
+
+def _map(value: Any, index: Any) -> Any:
+    return tuple(index(v) for v in value) if isinstance(value, tuple) else index(value)
+
+
+def _unmap(value: Any, values: Sequence[int]) -> Any:
+    if isinstance(value, tuple):
+        return tuple(values[v.i] if isinstance(v, _Slot) else v for v in value)
+    return values[value.i] if isinstance(value, _Slot) else value
+
+
+def _copy(node: Node) -> Node:
+    return Node(node.name, node.kind, node.descriptor, list(node.inputs), list(node.outputs), node.backend_id,
+                node.attempts, node.replaces, node.note, node.pending, node.fused)
+
+
+def _in_order(nodes: list[Node]) -> list[Node]:
+    """`nodes` ordered so that each comes after the producers of its inputs among them (stable)."""
+    produced = {key for n in nodes for key in n.outputs}
+    done: set[str] = set()
+    ordered: list[Node] = []
+    left = list(nodes)
+    while left:
+        for i, n in enumerate(left):
+            if all(k not in produced or k in done for k in n.inputs):
+                ordered.append(left.pop(i))
+                done.update(n.outputs)
+                break
+        else:  # pragma: no cover - fused layers come from an acyclic graph
+            ordered.extend(left)
+            break
+    return ordered
+
+
+__all__ = ["BindingError", "ShapeProgram", "graph_env"]

@@ -1,0 +1,52 @@
+"""Greedy decoding with a KV cache, the way an application drives an exported decoder: the
+prompt as one step with an empty cache, then one token per step with the cache fed back
+(`present.*` -> `past_key_values.*`). Used by the decode tests and scripts/decode_bench.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DECODERS_DIR = Path(__file__).resolve().parent
+MANIFEST = DECODERS_DIR / "manifest.json"
+
+Run = Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]
+
+
+def entries() -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in json.loads(MANIFEST.read_text())["models"]}
+
+
+def model_path(entry: Mapping[str, Any]) -> Path:
+    return DECODERS_DIR / entry["file"]
+
+
+def greedy(run: Run, entry: Mapping[str, Any], batch: int, prompt: int, steps: int, seed: int = 0
+           ) -> tuple[np.ndarray, list[float]]:
+    """The tokens chosen [batch, steps + 1] (the prompt's next token, then one per step) and the
+    seconds each call took (the prompt's first)."""
+    rng = np.random.default_rng(seed)
+    current = rng.integers(0, entry["vocab"], (batch, prompt)).astype(np.int64)
+    cache = {f"past_key_values.{i}.{part}": np.zeros((batch, entry["kv_heads"], 0, entry["head_dim"]), np.float32)
+             for i in range(entry["layers"]) for part in ("key", "value")}
+    length = 0
+    tokens, seconds = [], []
+    for _ in range(steps + 1):
+        total = length + current.shape[1]
+        feed = {"input_ids": current, "attention_mask": np.ones((batch, total), np.int64), **cache}
+        if entry["position_ids"]:
+            feed["position_ids"] = np.ascontiguousarray(np.broadcast_to(np.arange(length, total), current.shape))
+        start = time.perf_counter()
+        outputs = run(feed)
+        seconds.append(time.perf_counter() - start)
+        chosen = outputs["logits"][:, -1].argmax(-1).astype(np.int64)
+        tokens.append(chosen)
+        cache = {name: outputs[name.replace("past_key_values", "present")] for name in cache}
+        length = total
+        current = chosen[:, None]
+    return np.stack(tokens, 1), seconds

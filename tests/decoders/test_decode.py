@@ -1,0 +1,54 @@
+"""Text generation with a KV cache (scripts/zoo/export_decoders.py: GPT-2- and Llama-style
+decoders from transformers configs, seeded weights): every step has a new past length, and one
+network built for the decode steps serves them all; the tokens are onnxruntime's, the logits
+within float32 rounding (max |diff| <= 1e-4 * max |onnxruntime|)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import plugnn
+from decoders import decode
+from zoo import weights
+
+STEPS = 5
+
+
+@pytest.fixture(scope="module", params=sorted(decode.entries()))
+def model(request: pytest.FixtureRequest) -> tuple[dict, bytes]:
+    entry = decode.entries()[request.param]
+    return entry, weights.materialize(decode.model_path(entry), seed=0).SerializeToString()
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_greedy_tokens_match_onnxruntime_with_one_network_for_the_steps(model: tuple[dict, bytes],
+                                                                        batch: int) -> None:
+    entry, data = model
+    reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    names = [o.name for o in reference.get_outputs()]
+    logits: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def run_both(session: plugnn.InferenceSession):
+        def run(feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            ours = dict(zip(names, session.run(None, feed)))
+            theirs = dict(zip(names, reference.run(None, feed)))
+            logits.append((ours["logits"], theirs["logits"]))
+            return theirs  # both runtimes see the same cache and tokens at every step
+        return run
+
+    with plugnn.InferenceSession(data) as session:
+        tokens, _ = decode.greedy(run_both(session), entry, batch, prompt=8, steps=STEPS, seed=batch)
+        for ours, theirs in logits:
+            assert ours.shape == theirs.shape
+            assert np.abs(ours - theirs).max() <= 1e-4 * np.abs(theirs).max()
+        # the prompt (an empty cache: past = 0) is one build, every decode step the other one's instances
+        assert session.networks_built == 2
+        steps = session.networks()[-1]
+        assert set(steps["symbols"]) >= {"batch", "past"} and steps["specialized"] == {}
+        assert len(steps["instances"]) == STEPS
+    with plugnn.InferenceSession(data) as session:  # plugnn on its own: the same tokens
+        ours_only, _ = decode.greedy(lambda f: dict(zip(names, session.run(None, f))), entry, batch, prompt=8,
+                                     steps=STEPS, seed=batch)
+    np.testing.assert_array_equal(ours_only, tokens)
