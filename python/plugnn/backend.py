@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from collections.abc import MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from plugnn._abi_defs import PN_MAX_BACKEND_ID_LENGTH
+from plugnn._abi_defs import PN_MAX_BACKEND_ID_LENGTH, PN_OPTION_NUM_THREADS
 from plugnn.errors import BackendOptionError, PlugnnError
 
 if TYPE_CHECKING:  # kept out of the start-up path: a runtime needs none of these to start
@@ -180,6 +181,28 @@ class BackendContext(ABC):
         """Destroy the context (when its runtime closes)."""
 
 
+# The reserved option keys of backend_api.h: a key every backend that takes the option uses
+# with the header's meaning, so that tools need not know a backend's id to set it.
+NUM_THREADS = PN_OPTION_NUM_THREADS
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    """One option a backend takes (pn_option_info): its key, the type of its values ("string",
+    "int", "bool" or "float"; values are strings either way), the value get_option gives on a
+    new backend object, one line of help, and whether it can only be read."""
+
+    name: str
+    type: str
+    default: str
+    help: str
+    read_only: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "default": self.default, "help": self.help,
+                "read_only": self.read_only}
+
+
 class Backend(ABC):
     """One backend instance, owned by one runtime.
 
@@ -232,6 +255,15 @@ class Backend(ABC):
     def get_option(self, key: str) -> str:
         """The effective value of an option."""
         raise BackendOptionError(self.backend_id, f"get_option({key!r})", f"unknown option {key!r}")
+
+    def options(self) -> tuple[OptionInfo, ...]:
+        """The options set_option and get_option take, as the backend describes them (none by
+        default: a backend that takes options lists them by overriding this)."""
+        return ()
+
+    def takes_option(self, key: str) -> bool:
+        """Whether `key` is one of the options() this backend lists."""
+        return any(option.name == key for option in self.options())
 
     def host_arena(self, num_bytes: int) -> Any:
         """Where a loaded network that uses this backend keeps its planned tensors and workspace:

@@ -18,14 +18,14 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from plugnn import sweep
 from plugnn._abi import NULL, Message, covers, ffi, field_end, function
-from plugnn.backend import Backend
+from plugnn.backend import NUM_THREADS, Backend
 from plugnn.descriptors import ActivationDescriptor, LayerKind
 from plugnn.errors import BackendError, BackendLoadError
 from plugnn.layers import LayerSpec
@@ -187,15 +187,17 @@ class Worker:
         if answers[0] != answers[1]:
             return [("fail", f"two instances answer is_layer_supported differently: {answers[0]} and {answers[1]}")]
         results: list[Result] = []
-        if first.has("set_option") and first.has("get_option"):
+        listed = first.options() if first.has("list_options") else None
+        if first.has("set_option") and first.has("get_option") and (listed is None or first.takes_option(NUM_THREADS)):
             try:
-                before = second.get_option("num_threads")
-                first.set_option("num_threads", "2" if before != "2" else "1")
-                if second.get_option("num_threads") != before:
-                    results.append(("fail", "set_option('num_threads') on one instance changed another's value"))
-                first.set_option("num_threads", before)
+                before = second.get_option(NUM_THREADS)
+                first.set_option(NUM_THREADS, "2" if before != "2" else "1")
+                if second.get_option(NUM_THREADS) != before:
+                    results.append(("fail", f"set_option({NUM_THREADS!r}) on one instance changed another's value"))
+                first.set_option(NUM_THREADS, before)
             except BackendError:
-                pass  # no num_threads option: nothing to compare
+                if listed is not None:
+                    results.append(("fail", f"the listed option {NUM_THREADS!r} could not be read and set back"))
         ran = ""
         if answers[0].supported:
             x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
@@ -271,9 +273,12 @@ class Worker:
 
     def options_round_trip(self) -> list[Result]:
         backend = self.backend
-        if not backend.has("set_option"):
-            return [("pass", "no options")]
         results: list[Result] = []
+        listed = self.listed_options(results)
+        if not backend.has("set_option"):
+            if listed:
+                results.append(("fail", f"list_options lists {len(listed)} options but there is no set_option"))
+            return results or [("pass", "no options")]
         unknown = "plugnn_check_no_such_option"
         for call in ("set_option", "get_option"):
             if not backend.has(call):
@@ -285,15 +290,16 @@ class Worker:
                 if exc.status != "PN_ERR_NOT_FOUND":
                     results.append(("fail", f"{call}({unknown!r}) failed with {exc.status}, not PN_ERR_NOT_FOUND"))
         if not backend.has("get_option"):
+            if listed:
+                results.append(("fail", f"list_options lists {len(listed)} options but there is no get_option"))
             return results or [("pass", "unknown keys are PN_ERR_NOT_FOUND (no get_option: nothing to read back)")]
-        checked = []
+        checked = self.listed_defaults(listed or (), results)
         pairs = dict(self.options)
-        for key in ("num_threads",):
-            if key not in pairs:
-                try:
-                    pairs[key] = backend.get_option(key)
-                except BackendError:
-                    continue
+        if listed is None and NUM_THREADS not in pairs:  # no list: try the reserved key, as before 1.2
+            try:
+                pairs[NUM_THREADS] = backend.get_option(NUM_THREADS)
+            except BackendError:
+                pass
         for key, value in pairs.items():
             try:
                 backend.set_option(key, value)
@@ -306,6 +312,66 @@ class Worker:
             checked.append(key)
         keys = f"; {', '.join(checked)} round-trip" if checked else ""
         return results or [("pass", "options: unknown keys are PN_ERR_NOT_FOUND" + keys)]
+
+    def listed_options(self, results: list[Result]) -> tuple[Any, ...] | None:
+        """list_options' descriptions (None: the plugin has no list_options), after checking them:
+        names unique and non-empty, a help line each, the reserved keys with their type."""
+        if not self.backend.has("list_options"):
+            return None
+        try:
+            listed = self.backend.options()
+        except BackendError as exc:
+            results.append(("fail", f"list_options: {exc}"))
+            return ()
+        names = [o.name for o in listed]
+        if len(set(names)) != len(names) or "" in names:
+            results.append(("fail", f"list_options names {names}: each must be unique and not empty"))
+        for option in listed:
+            if not option.help:
+                results.append(("fail", f"option {option.name!r} has no help"))
+            if option.name == NUM_THREADS and option.type != "int":
+                results.append(("fail", f"the reserved option {NUM_THREADS!r} is listed as {option.type}, not int"))
+        return listed
+
+    def listed_defaults(self, listed: Sequence[Any], results: list[Result]) -> list[str]:
+        """On a new instance of the backend: every listed option reads as its default; each one
+        that can be set takes its default back; a read-only one refuses set_option with
+        PN_ERR_INVALID_ARGUMENT. The keys that passed."""
+        if not listed:
+            return []
+        fresh = create_backend(load_shared_object(self.path))
+        passed = []
+        try:
+            for option in listed:
+                try:
+                    value = fresh.get_option(option.name)
+                    if value != option.default:
+                        results.append(("fail", f"option {option.name!r} reads {value!r} on a new backend, "
+                                                f"its listed default is {option.default!r}"))
+                        continue
+                    if option.read_only:
+                        try:
+                            fresh.set_option(option.name, option.default)
+                            results.append(("fail", f"set_option of the read-only option {option.name!r} succeeded"))
+                        except BackendError as exc:
+                            if exc.status != "PN_ERR_INVALID_ARGUMENT":
+                                results.append(("fail", f"set_option of the read-only option {option.name!r} "
+                                                        f"failed with {exc.status}, not PN_ERR_INVALID_ARGUMENT"))
+                                continue
+                    else:
+                        fresh.set_option(option.name, option.default)
+                        back = fresh.get_option(option.name)
+                        if back != option.default:
+                            results.append(("fail", f"option {option.name!r} set to its default "
+                                                    f"{option.default!r} reads {back!r}"))
+                            continue
+                except BackendError as exc:
+                    results.append(("fail", f"listed option {option.name!r}: {exc}"))
+                    continue
+                passed.append(option.name)
+        finally:
+            fresh.close()
+        return passed
 
     def context_callbacks(self) -> list[Result]:
         context = self.backend.create_context()

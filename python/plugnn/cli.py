@@ -69,6 +69,11 @@ def _backends_command(args: argparse.Namespace) -> int:
     # Always probed, whatever PLUGNN_PROBE says: this is the command that tells what is wrong.
     with Runtime(dynamic_backends_path=args.dynamic_backends_path, probe="process") as runtime:
         usable = runtime.describe()
+        for row in usable:  # each backend's options as it lists them (Backend.options)
+            try:
+                row["options"] = [option.as_dict() for option in runtime.backend(row["backend_id"]).options()]
+            except PlugnnError as exc:
+                row["options"], row["options_error"] = [], str(exc)
         problems = [r for r in runtime.load_report if r.status != "loaded"]
         if args.json:
             print(json.dumps({
@@ -88,6 +93,16 @@ def _backends_command(args: argparse.Namespace) -> int:
                           for b in usable], ["backend", "version", "origin", *(["distribution"] if sources else [])]))
         else:
             print("No usable backends.")
+        for b in usable:
+            if b["options"] or b.get("options_error"):
+                print()
+                print(f"{b['backend_id']} options:")
+                if b.get("options_error"):
+                    print(f"  cannot list them: {b['options_error']}")
+                rows = [[o["name"], o["type"] + (", read-only" if o["read_only"] else ""), o["default"], o["help"]]
+                        for o in b["options"]]
+                if rows:
+                    print(_table(rows, ["option", "type", "default", "help"]))
         if problems:
             print()
             print(_table([[r.status, r.path, r.backend_id or "-", r.reason] for r in problems],

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
 from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY, PN_MAX_DIMS as MAX_DIMS, LayerKind, Status
-from plugnn._abi_defs import PN_BACKEND_MOVES_IN_PLACE
+from plugnn._abi_defs import PN_BACKEND_MOVES_IN_PLACE, PN_OPTION_READ_ONLY, OptionType
 from plugnn.backend import (
     Backend,
     BackendContext,
     DeviceBuffer,
     MemoryManager,
+    OptionInfo,
     PreparedWorkload,
     Workload,
     WorkloadFactory,
@@ -31,6 +32,19 @@ if TYPE_CHECKING:
 
 # Layer marshalling (and the dataclasses behind it) loads on first use, not at start-up.
 _marshal: Any = None
+
+
+def _c_text(pointer: Any) -> str:
+    """A NUL-terminated C string the plugin owns, or "" for NULL."""
+    return "" if pointer == NULL else ffi.string(pointer).decode("utf-8", errors="replace")
+
+
+def _option_type(value: int) -> str | None:
+    """pn_option_type as OptionInfo.type ("int"), or None for a value that is not one."""
+    try:
+        return OptionType(value).name.lower()
+    except ValueError:
+        return None
 
 
 def _marshalling() -> Any:
@@ -458,6 +472,34 @@ class NativeBackend(Backend):
         value = Message(4096)
         self._check(fn(self._c, key.encode(), value.out, self._message.out), f"get_option({key!r})")
         return value.text()
+
+    def options(self) -> tuple[OptionInfo, ...]:
+        """pn_backend.list_options (ABI 1.2): () for a plugin that does not describe its options
+        (built against the 1.0 or 1.1 header, or with list_options NULL); each description is
+        read only as far as the struct_size its writer set."""
+        fn = self._fn("list_options")
+        if fn is None:
+            return ()
+        array = ffi.new("pn_option_info const * const **")
+        count = ffi.new("uint32_t*")
+        self._message.clear()
+        self._check(fn(self._c, array, count, self._message.out), "list_options")
+        if count[0] and array[0] == NULL:
+            raise BackendError(self.backend_id, "list_options", f"gave {count[0]} options but no array")
+        infos = []
+        for i in range(count[0]):
+            desc = array[0][i]
+            if desc == NULL or not covers(desc, "pn_option_info", "help"):
+                raise BackendError(self.backend_id, "list_options",
+                                   f"option {i}: NULL or shorter than a 1.2 pn_option_info")
+            kind = _option_type(int(desc.type))
+            if desc.name == NULL or kind is None:
+                raise BackendError(self.backend_id, "list_options",
+                                   f"option {i}: no name, or type {int(desc.type)} is no pn_option_type")
+            infos.append(OptionInfo(
+                name=_c_text(desc.name), type=kind, default=_c_text(desc.default_value),
+                help=_c_text(desc.help), read_only=bool(int(desc.flags) & PN_OPTION_READ_ONLY)))
+        return tuple(infos)
 
     def optimize_subgraph(self, subgraph: Subgraph) -> OptimizationResult | None:
         fn = self._fn("optimize_subgraph")

@@ -1,5 +1,5 @@
 """CpuAcc's blocked chains with grouped convolutions and squeeze-and-excitation
-(plugins/accel/src/conv_nchwc.h, "Grouped convolutions"; chain_run.h): which layers join a chain,
+(plugins/accel/src/ops/conv_nchwc.h, "Grouped convolutions"; chain_run.h): which layers join a chain,
 and that the chains compute what a float64 NumPy oracle computes, with the same bits at 1, 2, 3
 and 7 threads; the same networks on the AVX2 and portable kernel sets (no chains there) against
 the same oracle.

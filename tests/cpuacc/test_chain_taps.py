@@ -1,5 +1,5 @@
 """Blocked chains drop the taps of a convolution that read only padding for every output
-(plugins/accel/src/chain_run.c, chain_taps): DeepLabV3's ASPP (3x3 convolutions dilated 12, 24
+(plugins/accel/src/chain/payload.c, chain_taps): DeepLabV3's ASPP (3x3 convolutions dilated 12, 24
 and 36 on a 14 x 14 map, where rates 24 and 36 leave only the middle tap), asymmetric padding,
 strides that step over the image, depthwise steps, and a convolution whose every tap reads
 padding. Each network must compute what CpuRef computes (max|a - b| <= 1e-4 * max(1, max|b|)),

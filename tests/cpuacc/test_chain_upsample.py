@@ -1,4 +1,4 @@
-"""CpuAcc's blocked-chain upsampling steps (plugins/accel/src/chain_upsample.h): a transposed
+"""CpuAcc's blocked-chain upsampling steps (plugins/accel/src/chain/upsample.h): a transposed
 convolution whose kernel equals its stride (U-Net's ConvTranspose 2x2 stride 2) and a Resize along
 H and W (NEAREST, or LINEAR with two taps: U-Net's bilinear 2x, align_corners or half_pixel) join
 the chain, so a U-Net decoder's Concat of the upsampled tensor and the skip connection is written

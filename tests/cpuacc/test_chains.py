@@ -1,4 +1,4 @@
-"""CpuAcc's blocked chains (plugins/accel/src/conv_chain.h): which convolutions optimize_subgraph
+"""CpuAcc's blocked chains (plugins/accel/src/chain/chain.h): which convolutions optimize_subgraph
 joins into one PRECOMPILED layer that keeps its tensors in NCHW16c, what it exports, that the
 chains compute what CpuRef and the unchained CpuAcc compute at every thread count, their option
 blocked_chains, the payload's lifetime, and the precompiled layers CpuAcc must refuse.

@@ -1,4 +1,4 @@
-"""CpuAcc's direct convolution in the 16-channel blocked layout (plugins/accel/src/conv_nchwc.h):
+"""CpuAcc's direct convolution in the 16-channel blocked layout (plugins/accel/src/ops/conv_nchwc.h):
 every kernel set and thread count against a float64 NumPy oracle, the same bits for every
 thread count of one kernel set, and the layers it leaves to the GEMM path still right.
 

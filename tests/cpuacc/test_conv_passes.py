@@ -1,5 +1,5 @@
 """CpuAcc's dense convolutions in passes over the input blocks (accel_nchwc_conv_rows_passes_avx512
-in plugins/accel/src/conv_nchwc_avx512.c): a convolution whose weights for a pair of output blocks
+in plugins/accel/src/kernels/nchwc_conv_avx512.c): a convolution whose weights for a pair of output blocks
 exceed ACCEL_NCHWC_PASS_BYTES (a 3x3 of more than 672 input channels: FCN's 2048 -> 512 head)
 runs 16 input blocks at a time, each pass adding to the sums the one before stored. Chains of
 such convolutions against CpuRef and CpuAcc without chains: input channels that end in a part

@@ -1,4 +1,4 @@
-"""CpuAcc's lone blocked convolutions with fewer jobs than threads (plugins/accel/src/conv_nchwc.c,
+"""CpuAcc's lone blocked convolutions with fewer jobs than threads (plugins/accel/src/ops/conv_nchwc.c,
 row_segments): a job is an output row of a pair of output blocks, so a 1-D convolution (one
 output row: M5's 1 -> 32 on 16000 samples) had one job and ran on one thread; its rows are now
 cut into column segments of whole 14-pixel tiles, one per thread, and unpacked after all are done.

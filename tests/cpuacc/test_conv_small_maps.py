@@ -1,4 +1,4 @@
-"""CpuAcc's blocked tiles for small maps (plugins/accel/src/conv_nchwc_avx512.c): for kernels 3 taps
+"""CpuAcc's blocked tiles for small maps (plugins/accel/src/kernels/nchwc_conv_avx512.c): for kernels 3 taps
 wide (tile_edge3), tiles of whole 7- and 14-pixel rows and one-row tiles of maps up to 28 wide that
 leave out the products with the padding (the columns left and right of the image, per tap
 column, and the tile rows above and below it, per tap row); for 1x1 kernels (tile_pw1) the same

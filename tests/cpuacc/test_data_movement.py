@@ -1,4 +1,4 @@
-"""CpuAcc's data movement (plugins/accel/src/data_movement.c, batch_norm.c): SLICE (any axes,
+"""CpuAcc's data movement (plugins/accel/src/ops/data_movement.c, batch_norm.c): SLICE (any axes,
 steps of any sign and size, empty and size-1 dims, ranks 0 to 6) and SPLIT (any axis, empty
 pieces) on every element size the ABI has (1, 2, 4 and 8 bytes: BOOL, INT8, UINT8, FLOAT16,
 BFLOAT16, INT16, UINT16, FLOAT32, INT32, UINT32, FLOAT64, INT64, UINT64), CONCAT (any axis,

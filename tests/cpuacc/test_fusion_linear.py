@@ -1,4 +1,4 @@
-"""CpuAcc's linear fusion (plugins/accel/src/fusion_linear.h, linear.h): a MatMul with constant
+"""CpuAcc's linear fusion (plugins/accel/src/opt/linear_fusion.h, linear.h): a MatMul with constant
 weights (or a Gemm between Reshapes, as transformers' Conv1D exports) with the bias Add, the
 residual Add, the activation and the Reshapes that alone consume its output, run as one
 PRECOMPILED layer whose GEMM epilogue adds the bias and the residual and applies the activation

@@ -1,4 +1,4 @@
-"""CpuAcc's pattern fusion (plugins/accel/src/fusion_patterns.h): the GELU decompositions (erf and
+"""CpuAcc's pattern fusion (plugins/accel/src/opt/patterns.h): the GELU decompositions (erf and
 tanh), SiLU and hard swish, LayerNorm's opset-13 decomposition and attention, each recognized
 by structure and constants (layer names are never looked at: every test names its layers
 arbitrarily), replaced by one layer that explain() shows with what it stands for; left alone

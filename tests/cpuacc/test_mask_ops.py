@@ -1,4 +1,4 @@
-"""The layers transformers build attention masks with, on CpuAcc (plugins/accel/src/mask_ops.c):
+"""The layers transformers build attention masks with, on CpuAcc (plugins/accel/src/ops/mask_ops.c):
 Select with a BOOL condition and float32 values, Expand of any element type, and the logical
 binary operations on BOOL, each with every kind of broadcasting, on every kernel set at 1, 2,
 3 and 7 threads, against NumPy (exact: these layers only move and combine values). What CpuAcc

@@ -1,4 +1,4 @@
-"""CpuAcc's MATMUL (plugins/accel/src/matmul.c) on the shapes transformers export: attention's
+"""CpuAcc's MATMUL (plugins/accel/src/ops/matmul.c) on the shapes transformers export: attention's
 [B, H, S, D] @ [B, H, D, S] and [B, H, S, S] @ [B, H, S, D], broadcast batch dims ([S, D] @
 [B, H, D, S], [1, H, ...] @ [B, 1, ...]), operands coming from Transpose layers, and the
 projections [B, S, E] @ [E, F] with constant weights (one [B * S, E] GEMM); odd sizes, rank-1

@@ -1,4 +1,4 @@
-"""CpuAcc's pn_workload.reshape and its shared prepacked weights (plugins/accel/src/shared_weights.h).
+"""CpuAcc's pn_workload.reshape and its shared prepacked weights (plugins/accel/src/ops/shared_weights.h).
 
 A network loaded again at other shapes with reshape_from re-sizes the workloads of the
 weight-heavy layers (convolutions on the GEMM and blocked paths, NHWC, grouped; fully connected;

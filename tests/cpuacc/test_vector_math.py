@@ -1,4 +1,4 @@
-"""CpuAcc's elementwise math (plugins/accel/src/kern_math.h): exp, expm1, log, tanh, sigmoid, erf
+"""CpuAcc's elementwise math (plugins/accel/src/kernels/math_functions.h): exp, expm1, log, tanh, sigmoid, erf
 and the normal CDF Phi of GELU, and the activations built on them, measured against float64
 NumPy / math over the whole float32 range, for every kernel set this machine runs (portable,
 avx2, avx512: option isa).
@@ -42,7 +42,8 @@ ISAS = ISA_ORDER[:ISA_ORDER.index(BEST_ISA) + 1] if X86 else ["portable"]
 ACCEL_KERNEL_FLAGS = ["-O3", "-std=c11", "-fPIC", "-fno-trapping-math", "-fno-math-errno"]
 ISA_FLAGS = {"portable": [], "avx2": ["-mavx2", "-mfma"],
              "avx512": ["-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl", "-mfma"]}
-ISA_FILES = {"portable": "kern_portable.c", "avx2": "kern_avx2.c", "avx512": "kern_avx512.c"}
+ISA_FILES = {"portable": "kernels/vector_kernels_portable.c", "avx2": "kernels/vector_kernels_avx2.c",
+             "avx512": "kernels/vector_kernels_avx512.c"}
 ISA_INDEX = {"portable": 0, "avx2": 1, "avx512": 2}
 
 # accel_math_fn (plugins/accel/src/accel.h)

@@ -5,7 +5,7 @@
  * the functions measured are the very code the plugin runs, over millions of values per call).
  * isa: 0 portable, 1 avx2, 2 avx512 (the caller checks that the CPU has it); returns 0, or -1
  * for an ISA this build does not have. */
-#include "accel.h"
+#include "kernels/vector_kernels.h"
 
 extern const accel_kernels accel_kernels_portable;
 #if defined(ACCEL_HAVE_X86_KERNELS)

@@ -1763,6 +1763,31 @@ typedef struct pn_backend_context {
  * has a buffer of its own, disjoint from every other live one. */
 #define PN_BACKEND_MOVES_IN_PLACE 0x2u
 
+/* ---- Option descriptions (since 1.2) -----------------------------------------
+ * What a backend tells about one of its options (pn_backend.list_options). Values are
+ * strings whatever the type; the type says which strings set_option accepts. */
+typedef enum pn_option_type {
+    PN_OPTION_TYPE_INVALID = 0,
+    PN_OPTION_TYPE_STRING = 1, /* text; the help names the values it accepts, if only some */
+    PN_OPTION_TYPE_INT = 2,    /* a decimal integer (the help gives its range) */
+    PN_OPTION_TYPE_BOOL = 3,   /* "1" or "0" */
+    PN_OPTION_TYPE_FLOAT = 4   /* a decimal number */
+} pn_option_type;
+
+/* The option can be read (get_option) but not set: set_option fails with
+ * PN_ERR_INVALID_ARGUMENT (a counter or a fact the backend reports). */
+#define PN_OPTION_READ_ONLY 1
+
+typedef struct pn_option_info {
+    uint32_t struct_size;
+    uint32_t flags;            /* PN_OPTION_READ_ONLY */
+    const char* name;          /* the key, as set_option and get_option take it */
+    pn_option_type type;
+    const char* default_value; /* what get_option gives on a backend object no set_option has
+                                  changed (it may depend on the machine: a CPU count) */
+    const char* help;          /* one line a person reads: what it does, its values */
+} pn_option_info;
+
 /* What BackendFactory returns: one backend instance, created per runtime.
  * The runtime calls set_option for each user option, then uses the other
  * functions, and finally destroy(), after destroying every object the
@@ -1805,9 +1830,32 @@ typedef struct pn_backend {
     /* The effective value of an option (given or default) into value_out. */
     pn_status (*get_option)(struct pn_backend* backend, const char* key, pn_string_out* value_out,
                             pn_string_out* message_out);
+    /* since 1.2, optional (NULL, or past the struct_size of a 1.0 / 1.1 plugin: the backend
+     * does not describe its options). The options set_option and get_option take:
+     * *options_out points at *count_out pointers to descriptions (count 0: none, and the
+     * array may be NULL), each a
+     * pn_option_info whose struct_size its writer set. The array, the descriptions and their
+     * strings belong to the backend and stay valid and unchanged until destroy; set_option
+     * does not change them. A backend that takes one of the reserved common keys (PN_OPTION_*
+     * below the ABI block) lists it under that name with the meaning given there. */
+    pn_status (*list_options)(struct pn_backend* backend, const pn_option_info* const** options_out,
+                              uint32_t* count_out, pn_string_out* message_out);
 } pn_backend;
 
 /* PLUGNN_CDEF_END */
+
+/* ===========================================================================
+ * Reserved option keys (since 1.2)
+ *
+ * Keys whose meaning is common to every backend, so that a tool can set them without
+ * knowing the backend. A backend need not take them; one that takes such an option uses
+ * this key for it, with this meaning, and lists it in list_options. (Outside the ABI block:
+ * cffi reads no string constants; plugnn's Python reads them from this header too.)
+ * ======================================================================== */
+
+/* The threads one backend object runs its workloads on: a decimal integer >= 1 (type INT);
+ * applies to workload factories created afterwards. */
+#define PN_OPTION_NUM_THREADS "num_threads"
 
 /* ===========================================================================
  * Entry points

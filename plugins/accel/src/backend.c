@@ -1,31 +1,52 @@
-/* CpuAcc entry points, backend object, options, and its description for the plugin skeleton. */
-#include "chain_run.h"
-#include "families.h"
-#include "optimize.h"
+/* CpuAcc entry points, backend object, its options (one table), and its description for the plugin
+ * skeleton. */
+#include "chain/chain.h"
+#include "ops/attention.h"
+#include "ops/batch_norm.h"
+#include "ops/create.h"
+#include "ops/fused_linear.h"
+#include "ops/index_copy.h"
+#include "opt/optimize.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#define ACCEL_NUM_OPTIONS 6 /* rows of OPTIONS */
 
 typedef struct accel_backend {
     pn_backend base;
     accel_env env;       /* env.threads: the pool of num_threads threads, made with the first
                             factory (so a runtime that only lists backends starts none) */
     int num_threads;
-    int fuse;            /* option fuse: optimize_subgraph fuses layers (fusion.h) */
+    int fuse;            /* option fuse: optimize_subgraph fuses layers (opt/layer_fusion.h) */
     int chains;          /* option blocked_chains: it runs runs of convolutions as blocked
-                            chains (chain_plan.h) */
+                            chains (opt/chain_plan.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
     int threads_shared;  /* env.threads was handed to a factory (workloads may hold it) */
     accel_threads** retired; /* pools replaced by a later num_threads, joined in destroy */
     int num_retired;
+    /* list_options: the option table's descriptions (describe_options), defaults included */
+    pn_option_info option_descs[ACCEL_NUM_OPTIONS];
+    const pn_option_info* option_list[ACCEL_NUM_OPTIONS];
+    char option_defaults[ACCEL_NUM_OPTIONS][32];
 } accel_backend;
+
+/* One row of the option table (OPTIONS, below). */
+typedef struct accel_option {
+    const char* name;
+    pn_option_type type;
+    const char* help;
+    pn_status (*set)(accel_backend* b, const char* key, const char* value, pn_string_out* message_out);
+    void (*get)(const accel_backend* b, pn_string_out* value_out);
+} accel_option;
 
 /* ---- What CpuAcc runs (the plugin skeleton, pn_plugin.h) ------------------------ */
 
 /* The arithmetic binary operations (ADD .. PRELU) on float32. Every activation kind runs, as a
  * layer and fused (a CELU with alpha 0 is malformed: the shared validation refuses it). */
 static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
-    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: mask_ops.c */
+    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: ops/mask_ops.c */
         return PN_OK;
     }
     pn_status s = pn_plugin_float32_only(plugin, layer, reason);
@@ -38,7 +59,7 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
 }
 
 /* Every kind CpuAcc runs: float32, but for the kinds that move bytes (accel_move_check), CAST
- * and the mask kinds (mask_ops.c). */
+ * and the mask kinds (ops/mask_ops.c). */
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
     {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
@@ -69,11 +90,35 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CAST, accel_cast_check, accel_cast_create},
 };
 
+/* The PRECOMPILED layers optimize_subgraph makes, each payload starting with a magic number that
+ * names its workload. */
+static pn_status precompiled_create(void* context, const pn_layer* layer, pn_workload** workload_out,
+                                    pn_string_out* message_out) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
+    const uint32_t* magic = d != NULL ? (const uint32_t*)d->payload : NULL;
+    if (magic != NULL && *magic == ACCEL_ATTN_MAGIC) { /* a fused attention (ops/attention.h) */
+        return accel_attention_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_LINEAR_MAGIC) { /* a fused linear layer (ops/fused_linear.h) */
+        return accel_linear_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_LINEAR_GROUP_MAGIC) { /* sibling projections (ops/fused_linear.h) */
+        return accel_linear_group_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_INDEX_COPY_MAGIC) { /* a fused reshape-transpose (ops/index_copy.h) */
+        return accel_index_copy_create(context, layer, workload_out, message_out);
+    }
+    if (magic != NULL && *magic == ACCEL_BN_ACT_MAGIC) { /* a batch normalization with its activation */
+        return accel_bn_act_create(context, layer, workload_out, message_out);
+    }
+    return accel_chain_create(context, layer, workload_out, message_out); /* a blocked chain (chain/chain.h) */
+}
+
 /* PRECOMPILED layers are those optimize_subgraph made (blocked chains, fused attentions and
- * linear layers, ...), told apart by their payload (precompiled.c). The factory context of every
+ * linear layers, ...), told apart by their payload (precompiled_create). The factory context of every
  * create function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
-                                accel_precompiled_create};
+                                precompiled_create};
 
 /* ---- Backend and factory ------------------------------------------------- */
 
@@ -94,8 +139,8 @@ static pn_status backend_is_layer_supported(pn_backend* backend, const pn_layer*
     return pn_plugin_is_layer_supported(&accel, layer, supported_out, reason_out);
 }
 
-/* optimize_subgraph (optimize.h): the fusions of fusion.h (none with option fuse=0) and the
- * blocked chains of chain_plan.h (none with blocked_chains=0), judged by the same check as
+/* optimize_subgraph (opt/optimize.h): the fusions of opt/layer_fusion.h (none with option fuse=0) and the
+ * blocked chains of opt/chain_plan.h (none with blocked_chains=0), judged by the same check as
  * is_layer_supported. */
 static pn_status backend_optimize_subgraph(pn_backend* backend, const pn_subgraph* subgraph,
                                            pn_optimization** optimization_out,
@@ -145,10 +190,11 @@ static int streq(const char* a, const char* b) {
     return *a == *b;
 }
 
-/* Option isa: auto (default: the best this CPU supports), or one of portable, avx2, avx512
- * (for testing and comparing kernel sets); applies to factories created afterwards. */
-static pn_status set_isa(accel_backend* b, const char* value, pn_string_out* message_out) {
+/* Option isa: auto (the best this CPU supports), or one of portable, avx2, avx512 (for testing
+ * and comparing kernel sets); applies to factories created afterwards. */
+static pn_status set_isa(accel_backend* b, const char* key, const char* value, pn_string_out* message_out) {
     static const accel_isa all[] = {ACCEL_ISA_PORTABLE, ACCEL_ISA_AVX2, ACCEL_ISA_AVX512};
+    (void)key;
     if (value != NULL && streq(value, "auto")) {
         b->env.isa = b->best_isa;
         return PN_OK;
@@ -169,9 +215,11 @@ static pn_status set_isa(accel_backend* b, const char* value, pn_string_out* mes
                    value == NULL ? "(null)" : value);
 }
 
-/* Options fuse and blocked_chains: 1 (default) lets optimize_subgraph fuse layers / form
- * blocked chains, 0 does not (to compare); they apply to later optimize_subgraph calls. */
-static pn_status set_flag(int* flag, const char* key, const char* value, pn_string_out* message_out) {
+static void get_isa(const accel_backend* b, pn_string_out* value_out) {
+    pn_write(value_out, "%s", accel_isa_name(b->env.isa)); /* the effective kernel set */
+}
+
+static pn_status parse_flag(int* flag, const char* key, const char* value, pn_string_out* message_out) {
     if (value != NULL && (streq(value, "0") || streq(value, "1"))) {
         *flag = value[0] == '1';
         return PN_OK;
@@ -180,11 +228,24 @@ static pn_status set_flag(int* flag, const char* key, const char* value, pn_stri
                    "CpuAcc option %s must be 1 or 0, got '%s'", key, value == NULL ? "(null)" : value);
 }
 
-/* Option nontemporal_bytes: layers (outside blocked chains) whose inputs and outputs together
- * exceed this many bytes store their output non-temporally; default: the last-level cache
- * size. Applies to workloads created afterwards. */
-static pn_status set_stream_bytes(accel_backend* b, const char* value, pn_string_out* message_out) {
+/* Options fuse and blocked_chains apply to later optimize_subgraph calls. */
+static pn_status set_fuse(accel_backend* b, const char* key, const char* value, pn_string_out* message_out) {
+    return parse_flag(&b->fuse, key, value, message_out);
+}
+
+static void get_fuse(const accel_backend* b, pn_string_out* value_out) { pn_write(value_out, "%d", b->fuse); }
+
+static pn_status set_chains(accel_backend* b, const char* key, const char* value, pn_string_out* message_out) {
+    return parse_flag(&b->chains, key, value, message_out);
+}
+
+static void get_chains(const accel_backend* b, pn_string_out* value_out) { pn_write(value_out, "%d", b->chains); }
+
+/* Option nontemporal_bytes applies to workloads created afterwards. */
+static pn_status set_stream_bytes(accel_backend* b, const char* key, const char* value,
+                                  pn_string_out* message_out) {
     char* end = NULL;
+    (void)key;
     errno = 0;
     long long n = value != NULL && *value >= '0' && *value <= '9' ? strtoll(value, &end, 10) : -1;
     if (n < 0 || errno != 0 || end == NULL || *end != '\0') {
@@ -196,36 +257,21 @@ static pn_status set_stream_bytes(accel_backend* b, const char* value, pn_string
     return PN_OK;
 }
 
-#define ACCEL_OPTIONS "num_threads, isa, fuse, blocked_chains, nontemporal_bytes, packed_weight_bytes"
+static void get_stream_bytes(const accel_backend* b, pn_string_out* value_out) {
+    pn_write(value_out, "%lld", (long long)b->env.stream_bytes);
+}
 
-static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
-                                    pn_string_out* message_out) {
-    accel_backend* b = (accel_backend*)backend->self;
-    if (key == NULL) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc: option key is NULL");
-    }
-    if (streq(key, "isa")) {
-        return set_isa(b, value, message_out);
-    }
-    if (streq(key, "fuse")) {
-        return set_flag(&b->fuse, key, value, message_out);
-    }
-    if (streq(key, "blocked_chains")) {
-        return set_flag(&b->chains, key, value, message_out);
-    }
-    if (streq(key, "nontemporal_bytes")) {
-        return set_stream_bytes(b, value, message_out);
-    }
-    if (streq(key, "packed_weight_bytes")) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc option packed_weight_bytes is read-only (the bytes of prepacked weights "
-                       "its workloads hold)");
-    }
-    if (!streq(key, "num_threads")) {
-        return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
-                       key);
-    }
+static void get_packed_bytes(const accel_backend* b, pn_string_out* value_out) {
+    pn_write(value_out, "%lld", (long long)accel_pack_counter_bytes(b->env.packed));
+}
+
+/* Option num_threads (PN_OPTION_NUM_THREADS): the new size applies to factories created
+ * afterwards. Workloads made earlier keep their pool: a pool a factory received is retired
+ * (joined in destroy), not freed. */
+static pn_status set_num_threads(accel_backend* b, const char* key, const char* value,
+                                 pn_string_out* message_out) {
     uint32_t n = 0;
+    (void)key;
     if (value == NULL || pn_parse_u32(value, 1, ACCEL_MAX_THREADS, &n) != 0) {
         return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
                        "CpuAcc option num_threads must be an integer from 1 to %d, got '%s'",
@@ -234,8 +280,6 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     if ((int)n == b->num_threads) {
         return PN_OK;
     }
-    /* The new size applies to factories created afterwards. Workloads made earlier keep
-     * their pool: a pool a factory received is retired (joined in destroy), not freed. */
     if (b->env.threads != NULL && b->threads_shared) {
         accel_threads** grown = (accel_threads**)realloc(
             b->retired, (size_t)(b->num_retired + 1) * sizeof(*grown));
@@ -253,30 +297,114 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     return PN_OK;
 }
 
-static pn_status backend_get_option(pn_backend* backend, const char* key, pn_string_out* value_out,
+static void get_num_threads(const accel_backend* b, pn_string_out* value_out) {
+    pn_write(value_out, "%d", b->num_threads);
+}
+
+#define ACCEL_STR(x) #x
+#define ACCEL_XSTR(x) ACCEL_STR(x)
+
+/* CpuAcc's options: keys, types, help, parsing and reading, in one table (set_option,
+ * get_option and list_options all read it; the defaults are what `get` gives on a new backend
+ * object, recorded when it is made). set NULL: read-only. */
+static const accel_option OPTIONS[ACCEL_NUM_OPTIONS] = {
+    {PN_OPTION_NUM_THREADS, PN_OPTION_TYPE_INT,
+     "threads of the pool its workloads run on, 1 to " ACCEL_XSTR(ACCEL_MAX_THREADS)
+     "; applies to workload factories created afterwards (default: the CPUs this process may run on)",
+     set_num_threads, get_num_threads},
+    {"isa", PN_OPTION_TYPE_STRING,
+     "the kernel set: auto (the best this CPU and build support), portable, avx2 or avx512; get_option "
+     "gives the set in use; applies to workload factories created afterwards",
+     set_isa, get_isa},
+    {"fuse", PN_OPTION_TYPE_BOOL,
+     "1: optimize_subgraph fuses layers (pattern, linear and layer fusion); 0: it does not",
+     set_fuse, get_fuse},
+    {"blocked_chains", PN_OPTION_TYPE_BOOL,
+     "1: optimize_subgraph runs runs of convolutions as blocked NCHW16c chains (AVX-512 only); 0: it does not",
+     set_chains, get_chains},
+    {"nontemporal_bytes", PN_OPTION_TYPE_INT,
+     "layers (outside blocked chains) whose inputs and outputs together exceed this many bytes store their "
+     "output non-temporally (default: the last-level cache size); applies to workloads created afterwards",
+     set_stream_bytes, get_stream_bytes},
+    {"packed_weight_bytes", PN_OPTION_TYPE_INT,
+     "read-only: the bytes of prepacked weights the backend's workloads hold now",
+     NULL, get_packed_bytes},
+};
+
+static const accel_option* find_option(const char* key) {
+    for (size_t i = 0; key != NULL && i < ACCEL_NUM_OPTIONS; ++i) {
+        if (streq(key, OPTIONS[i].name)) {
+            return &OPTIONS[i];
+        }
+    }
+    return NULL;
+}
+
+/* PN_ERR_NOT_FOUND naming the key and every option of the table. */
+static pn_status unknown_option(const char* key, pn_string_out* message_out) {
+    char names[256];
+    size_t used = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < ACCEL_NUM_OPTIONS; ++i) {
+        int n = snprintf(names + used, sizeof(names) - used, "%s%s", i > 0 ? ", " : "", OPTIONS[i].name);
+        used = n < 0 || (size_t)n >= sizeof(names) - used ? sizeof(names) - 1 : used + (size_t)n;
+    }
+    return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: %s)",
+                   key == NULL ? "(null)" : key, names);
+}
+
+static pn_status backend_set_option(pn_backend* backend, const char* key, const char* value,
                                     pn_string_out* message_out) {
     accel_backend* b = (accel_backend*)backend->self;
-    if (key != NULL && streq(key, "isa")) {
-        pn_write(value_out, "%s", accel_isa_name(b->env.isa)); /* the effective kernel set */
-        return PN_OK;
+    if (key == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc: option key is NULL");
     }
-    if (key != NULL && (streq(key, "fuse") || streq(key, "blocked_chains"))) {
-        pn_write(value_out, "%d", streq(key, "fuse") ? b->fuse : b->chains);
-        return PN_OK;
+    const accel_option* o = find_option(key);
+    if (o == NULL) {
+        return unknown_option(key, message_out);
     }
-    if (key != NULL && streq(key, "nontemporal_bytes")) {
-        pn_write(value_out, "%lld", (long long)b->env.stream_bytes);
-        return PN_OK;
+    if (o->set == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc option %s is read-only (%s)", key,
+                       o->help + sizeof("read-only: ") - 1);
     }
-    if (key != NULL && streq(key, "packed_weight_bytes")) {
-        pn_write(value_out, "%lld", (long long)accel_pack_counter_bytes(b->env.packed));
-        return PN_OK;
+    return o->set(b, key, value, message_out);
+}
+
+static pn_status backend_get_option(pn_backend* backend, const char* key, pn_string_out* value_out,
+                                    pn_string_out* message_out) {
+    const accel_backend* b = (const accel_backend*)backend->self;
+    const accel_option* o = find_option(key);
+    if (o == NULL) {
+        return unknown_option(key, message_out);
     }
-    if (key == NULL || !streq(key, "num_threads")) {
-        return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuAcc has no option '%s' (options: " ACCEL_OPTIONS ")",
-                       key == NULL ? "(null)" : key);
+    o->get(b, value_out);
+    return PN_OK;
+}
+
+/* Each option's description, its default read by `get` from the new backend object. */
+static void describe_options(accel_backend* b) {
+    for (size_t i = 0; i < ACCEL_NUM_OPTIONS; ++i) {
+        pn_string_out out = {b->option_defaults[i], sizeof(b->option_defaults[i])};
+        OPTIONS[i].get(b, &out);
+        pn_option_info* d = &b->option_descs[i];
+        d->struct_size = (uint32_t)sizeof(*d);
+        d->flags = OPTIONS[i].set == NULL ? PN_OPTION_READ_ONLY : 0;
+        d->name = OPTIONS[i].name;
+        d->type = OPTIONS[i].type;
+        d->default_value = b->option_defaults[i];
+        d->help = OPTIONS[i].help;
+        b->option_list[i] = d;
     }
-    pn_write(value_out, "%d", b->num_threads);
+}
+
+static pn_status backend_list_options(pn_backend* backend, const pn_option_info* const** options_out,
+                                      uint32_t* count_out, pn_string_out* message_out) {
+    const accel_backend* b = (const accel_backend*)backend->self;
+    if (options_out == NULL || count_out == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuAcc list_options: an output pointer is NULL");
+    }
+    *options_out = b->option_list;
+    *count_out = ACCEL_NUM_OPTIONS;
     return PN_OK;
 }
 
@@ -311,7 +439,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->chains = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);
     b->base.flags = PN_BACKEND_HOST_MEMORY;
-    b->base.flags |= PN_BACKEND_MOVES_IN_PLACE; /* data_movement.c skips inputs already in place */
+    b->base.flags |= PN_BACKEND_MOVES_IN_PLACE; /* ops/data_movement.c skips inputs already in place */
     b->base.self = b;
     b->base.destroy = backend_destroy;
     b->base.is_layer_supported = backend_is_layer_supported;
@@ -320,5 +448,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->base.release_optimization = backend_release_optimization;
     b->base.set_option = backend_set_option;
     b->base.get_option = backend_get_option;
+    b->base.list_options = backend_list_options;
+    describe_options(b);
     return &b->base;
 }

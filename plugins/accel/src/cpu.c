@@ -1,5 +1,10 @@
-/* CpuAcc CPU feature detection: the best kernel set compiled in and supported here. */
+/* CpuAcc's CPU: feature detection (the best ISA compiled in and supported here), the last-level
+ * cache, and the one place that maps an ISA to its kernel tables (accel_kernel_set_for). */
 #include "accel.h"
+#include "kernels/gemm_kernels.h"
+#include "kernels/resize_rows.h"
+#include "kernels/row_kernels.h"
+#include "kernels/vector_kernels.h"
 
 #include <stdio.h>
 
@@ -47,4 +52,29 @@ int64_t accel_llc_bytes(void) {
         fclose(f);
     }
     return best > 0 ? best : (int64_t)32 << 20;
+}
+
+/* Every table of one ISA, by the suffix its builds give their tables (kernels/). */
+#define ACCEL_KERNEL_SET(ISA, SUFFIX, NCHWC)                                                      \
+    [ISA] = {.isa = ISA,                                                                         \
+             .vector = &accel_kernels_##SUFFIX,                                                  \
+             .rows = &accel_row_kernels_##SUFFIX,                                                \
+             .resize = &accel_resize_rows_##SUFFIX,                                              \
+             .gemm = &accel_gemm_##SUFFIX,                                                       \
+             .nchwc = NCHWC}
+
+static const accel_kernel_set KERNEL_SETS[] = {
+    ACCEL_KERNEL_SET(ACCEL_ISA_PORTABLE, portable, 0),
+#if defined(ACCEL_HAVE_X86_KERNELS)
+    ACCEL_KERNEL_SET(ACCEL_ISA_AVX2, avx2, 0),
+    ACCEL_KERNEL_SET(ACCEL_ISA_AVX512, avx512, 1),
+#endif
+};
+
+const accel_kernel_set* accel_kernel_set_for(accel_isa isa) {
+    size_t i = (size_t)isa;
+    if (i < sizeof(KERNEL_SETS) / sizeof(KERNEL_SETS[0]) && KERNEL_SETS[i].vector != NULL) {
+        return &KERNEL_SETS[i];
+    }
+    return &KERNEL_SETS[ACCEL_ISA_PORTABLE];
 }

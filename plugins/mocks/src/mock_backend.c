@@ -1180,6 +1180,13 @@ static pn_status trap_get_option(pn_backend* backend, const char* key, pn_string
     return pn_fail(message_out, PN_ERR_INTERNAL, MOCK_TRAP_MESSAGE("get_option"),
                    backend->struct_size);
 }
+static pn_status trap_list_options(pn_backend* backend, const pn_option_info* const** options_out,
+                                   uint32_t* count_out, pn_string_out* message_out) {
+    (void)options_out;
+    (void)count_out;
+    return pn_fail(message_out, PN_ERR_INTERNAL, MOCK_TRAP_MESSAGE("list_options"),
+                   backend->struct_size);
+}
 
 #define MOCK_TRAP_IF_PAST(b, field)                                     \
     if (offsetof(pn_backend, field) >= (size_t)(b)->struct_size) {     \
@@ -1196,6 +1203,7 @@ static void truncate_backend(pn_backend* b) {
     MOCK_TRAP_IF_PAST(b, release_optimization)
     MOCK_TRAP_IF_PAST(b, set_option)
     MOCK_TRAP_IF_PAST(b, get_option)
+    MOCK_TRAP_IF_PAST(b, list_options)
 }
 #endif /* MOCK_STRUCT_SIZE */
 

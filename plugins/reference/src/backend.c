@@ -110,6 +110,18 @@ static pn_status backend_set_option(pn_backend* backend, const char* key, const 
     return pn_fail(message_out, PN_ERR_NOT_FOUND, "CpuRef has no option '%s' (it takes none)", key);
 }
 
+/* CpuRef takes no options: list_options says so (no description). */
+static pn_status backend_list_options(pn_backend* backend, const pn_option_info* const** options_out,
+                                      uint32_t* count_out, pn_string_out* message_out) {
+    (void)backend;
+    if (options_out == NULL || count_out == NULL) {
+        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT, "CpuRef list_options: an output pointer is NULL");
+    }
+    *options_out = NULL;
+    *count_out = 0;
+    return PN_OK;
+}
+
 PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) { return cpuref.id; }
 
 PLUGNN_BACKEND_EXPORT void GetVersion(uint32_t* major_out, uint32_t* minor_out) {
@@ -121,6 +133,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     pn_backend* b = pn_plugin_backend_new(&cpuref);
     if (b != NULL) {
         b->set_option = backend_set_option;
+        b->list_options = backend_list_options;
     }
     return b;
 }

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from plugnn.errors import InputError, UnknownBackendError
+from plugnn.backend import NUM_THREADS
+from plugnn.errors import InputError
+from plugnn.runtime import Runtime
 from plugnn.session import InferenceSession
 
 
@@ -24,6 +27,20 @@ def _worker_cpus() -> int | None:
     return max(1, int(cpus)) if cpus else None
 
 
+def _runtime_with_threads(threads: int) -> Runtime:
+    """A Runtime whose backends that take the reserved num_threads option run on `threads`."""
+    runtime = Runtime()
+    try:
+        for backend_id in runtime.backend_ids:
+            backend = runtime.backend(backend_id)
+            if backend.takes_option(NUM_THREADS):
+                backend.set_option(NUM_THREADS, str(threads))
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
+
+
 class Predictor:
     """Loads `model` once (an InferenceSession) and runs NumPy batches through it.
 
@@ -34,8 +51,9 @@ class Predictor:
     `keep_columns` (an id, a label) passed through unchanged.
 
     `backends`, `backend_options`, `max_specializations`: as InferenceSession's. When no
-    backend_options are given, CpuAcc gets as many threads as the CPUs Ray assigned the worker
-    (`num_cpus` of map_batches), so workers sharing a machine do not oversubscribe it.
+    backend_options are given, every backend that lists the reserved option num_threads
+    (backend_api.h's PN_OPTION_NUM_THREADS) gets as many threads as the CPUs Ray assigned the
+    worker (`num_cpus` of map_batches), so workers sharing a machine do not oversubscribe it.
     """
 
     def __init__(self, model: str | os.PathLike[str] | bytes | Any, *, input_columns: Mapping[str, str] | None = None,
@@ -43,16 +61,13 @@ class Predictor:
                  backends: Sequence[str] | None = None,
                  backend_options: Mapping[str, Mapping[str, Any]] | None = None,
                  max_specializations: int = 8) -> None:
-        options = backend_options
-        if options is None:
-            cpus = _worker_cpus()
-            options = {"CpuAcc": {"num_threads": str(cpus)}} if cpus else None
-        try:
-            self.session = InferenceSession(model, backends, options, max_specializations=max_specializations)
-        except UnknownBackendError:
-            if backend_options is not None or options is None:
-                raise
-            self.session = InferenceSession(model, backends, None, max_specializations=max_specializations)
+        cpus = _worker_cpus() if backend_options is None else None
+        if cpus is None:
+            self.session = InferenceSession(model, backends, backend_options, max_specializations=max_specializations)
+        else:
+            runtime = _runtime_with_threads(cpus)
+            self.session = InferenceSession(model, backends, runtime=runtime, max_specializations=max_specializations)
+            weakref.finalize(self, runtime.close)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.columns = {name: (input_columns or {}).get(name, name) for name in self.inputs}
         self.output_names = list(output_names) if output_names is not None else [o.name for o in self.session.get_outputs()]

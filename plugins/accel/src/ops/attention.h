@@ -1,0 +1,67 @@
+/*
+ * CpuAcc fused attention (ops/attention.c): softmax(scale * Q K^T + mask) V as one PRECOMPILED
+ * layer, which opt/patterns.c makes from the layers torch and transformers export
+ * (MatMul, Mul or Div by a constant, Add of a mask, Softmax over the last axis, MatMul, with
+ * the Transposes around them), so the score matrix is never written to memory: per batch
+ * (batch dims, heads) and block of ACCEL_ROW_MR query rows, the scores of the block (a few KiB)
+ * go through the softmax and straight into the product with V (kernels/row_kernels_body.h's attn_scores,
+ * attn_softmax_rows, attn_pv).
+ *
+ * Every operand is read through strides, so Transposes of Q, K, V and of the output are
+ * absorbed: Q(b, i, p), K^T(b, p, j), V(b, j, c), mask(b, i, j), out(b, i, c) are each an
+ * element offset sum over the batch dims plus the two matrix strides (0 where an operand is
+ * broadcast). The units of work (a batch and a range of rows) are cut into at most four runs
+ * per thread, each with a slot of the workspace of its own (so no two threads ever share one);
+ * a run packs each batch's K^T into rows of keys (padded with zeros to a multiple of 2 vectors)
+ * and, unless V can be read in place (its columns contiguous and a multiple of the vector
+ * width), V into padded rows, once per batch it meets.
+ *
+ * Numerics: each score is a float32 dot product over p in order (one fused multiply-add
+ * chain), times the scale, plus the mask; the softmax subtracts the row's largest score and
+ * divides the product with V by the row's sum of exponentials, instead of dividing each
+ * probability (the unfused layers do the latter): the two differ by a few float32 roundings.
+ * Results do not depend on the thread count.
+ */
+#ifndef ACCEL_ATTENTION_H
+#define ACCEL_ATTENTION_H
+
+#include "accel.h"
+
+#include <stdint.h>
+
+#define ACCEL_ATTN_LABEL_MAX 160
+
+/* What the fused layer computes, resolved by the pattern match: the PRECOMPILED payload. */
+typedef struct accel_attention {
+    uint32_t magic;          /* ACCEL_ATTN_MAGIC (first: accel_precompiled_create dispatches on it) */
+    uint32_t num_inputs;     /* 3 (q, k, v) or 4 (and the mask) */
+    pn_tensor_info inputs[4];
+    pn_tensor_info output;
+    uint32_t batch_rank;     /* batch dims of the products, 0..PN_MAX_DIMS - 2 */
+    int64_t bdims[PN_MAX_DIMS];
+    /* batch strides of each operand (elements; 0: broadcast) */
+    int64_t qb[PN_MAX_DIMS], kb[PN_MAX_DIMS], vb[PN_MAX_DIMS], mb[PN_MAX_DIMS], ob[PN_MAX_DIMS];
+    int64_t sq, sk, d, dv;   /* query rows, keys, depth of Q K^T, depth of V */
+    int64_t q_rs, q_cs;      /* Q(i, p) = q[i * q_rs + p * q_cs] */
+    int64_t k_ps, k_js;      /* K^T(p, j) = k[p * k_ps + j * k_js] */
+    int64_t v_js, v_cs;      /* V(j, c) = v[j * v_js + c * v_cs] */
+    int64_t m_rs, m_cs;      /* mask(i, j) = m[i * m_rs + j * m_cs] */
+    int64_t o_rs, o_cs;      /* out(i, c) = o[i * o_rs + c * o_cs] */
+    float scale;             /* applied to Q K^T before the mask is added */
+    float* own_mask;         /* NULL, or (with 3 inputs) the sum of the constant masks the pattern
+                                added (Reshapes between them), of the scores' shape: read
+                                through mb, m_rs, m_cs like a mask input; owned (malloc) */
+    char label[ACCEL_ATTN_LABEL_MAX];
+} accel_attention;
+
+#define ACCEL_ATTN_MAGIC 0x4e545441u /* "ATTN" */
+
+/* pn_precompiled_desc.release_payload of an attention (frees it and its own mask). */
+void accel_attention_release(void* payload);
+
+/* The workload of a PRECOMPILED layer whose payload is an accel_attention (checked against
+ * the layer's tensors); context is the factory's accel_env. */
+pn_status accel_attention_create(void* context, const pn_layer* layer, pn_workload** workload_out,
+                                 pn_string_out* message_out);
+
+#endif /* ACCEL_ATTENTION_H */

@@ -1,4 +1,0 @@
-/* CpuAcc Resize row kernels, avx2 build (see resize_rows.h). */
-#define RSUF(name) resize_##name##_avx2
-#define RTABLE accel_resize_rows_avx2
-#include "kern_resize_rows.h"
