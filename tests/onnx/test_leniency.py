@@ -280,7 +280,7 @@ def test_loop_body_declaring_iteration_and_condition_as_one_element() -> None:
 # ---- training-mode Dropout ------------------------------------------------------------------------
 
 
-def dropout_model(ratio: float, seed: float | None = None) -> Any:
+def dropout_model(ratio: float, seed: int | None = None) -> Any:
     extra = {} if seed is None else {"seed": seed}
     nodes = [N("Dropout", ["x", "ratio", "training"], ["y", "mask"], name="drop", **extra)]
     return make_model(nodes, {"x": [64, 64]}, ["y", "mask"],
@@ -304,7 +304,7 @@ def test_training_dropout_drops_at_random_as_onnxruntime_does(ratio: float) -> N
 
 def test_training_dropout_with_a_seed_repeats_and_without_one_varies() -> None:
     x = rand(64, 64) + 5.0
-    seeded = plugnn.InferenceSession(dropout_model(0.5, seed=7.0).SerializeToString())
+    seeded = plugnn.InferenceSession(dropout_model(0.5, seed=7).SerializeToString())  # seed: an INT attribute
     first, second = seeded.run(["mask"], {"x": x})[0], seeded.run(["mask"], {"x": x})[0]
     np.testing.assert_array_equal(first, second)
     fresh = plugnn.InferenceSession(dropout_model(0.5).SerializeToString())

@@ -4,6 +4,8 @@ a backend plugnn does not ship reads is copied per run into a buffer of the netw
 
 from __future__ import annotations
 
+import mmap
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,13 +70,17 @@ def test_inputs_of_bundled_backends_stay_zero_copy(runtime: Any) -> None:
 
 
 class LeakingWorkload(SoftmaxWorkload):
-    """Softmax that keeps 512 KiB (written, so resident) on every call."""
+    """Softmax that keeps 512 KiB on every call: fresh pages of its own (mmap), each written, so
+    resident; not malloc's, which a test process with freed memory would serve from pages already
+    resident."""
 
-    kept: list[bytes] = []
+    kept: list[mmap.mmap] = []
 
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> None:
         super().execute(inputs, outputs, workspace)
-        self.kept.append(bytes(range(256)) * 2048)
+        pages = mmap.mmap(-1, 512 << 10)
+        pages.write(bytes(range(256)) * 2048)
+        self.kept.append(pages)
 
 
 class LeakingFactory(SoftmaxFactory):
@@ -102,6 +108,8 @@ def test_a_backend_leaking_per_call_gets_one_warning(no_static_backends: None, c
                 for _ in range(200):
                     loaded.run({"x": x})
     finally:
+        for pages in LeakingWorkload.kept:
+            pages.close()
         LeakingWorkload.kept.clear()
     warnings = [r.getMessage() for r in caplog.records if "grew by" in r.getMessage()]
     assert len(warnings) == 1
