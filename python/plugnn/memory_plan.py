@@ -55,7 +55,7 @@ def plan(blocks: list[Block]) -> MemoryPlan:
 def _plan_in_c(ordered: list[Block]) -> tuple[dict[str, int], int] | None:
     if len(ordered) < 2:
         return None
-    from plugnn.step_runner import runner_library
+    from plugnn.runner_library import runner_library
 
     library = runner_library()
     planner = getattr(library, "pnr_plan_memory", None) if library is not None else None

@@ -31,35 +31,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from plugnn import _build_config
 from plugnn._abi import ffi
 from plugnn.errors import RuntimeClosedError
 from plugnn.native import BoundExecution
+from plugnn.runner_library import runner_library
 
 log = logging.getLogger("plugnn")
 
-LIBRARY_ENV = "PLUGNN_STEP_RUNNER"  # another libplugnn_runner (the sanitizer build's)
-LIBRARY = os.environ.get(LIBRARY_ENV) or os.path.join(
-    _build_config.INSTALL_DIR, "lib", "libplugnn_runner.dylib" if sys.platform == "darwin" else "libplugnn_runner.so")
-
 INTERRUPTED = -1  # pnr_run_steps_checked's status when it stopped for an interrupt (PNR_INTERRUPTED)
 _MAIN_THREAD = threading.main_thread().ident
-
-_library: Any = None
-_loaded = False
-
-
-def runner_library() -> Any:
-    """The loaded step runner, or None (logged once) when it cannot be loaded."""
-    global _library, _loaded
-    if not _loaded:
-        _loaded = True
-        try:
-            _library = ffi.dlopen(LIBRARY)
-        except OSError as exc:
-            log.warning("plugnn: the step runner %s did not load (%s); each layer is called on its own", LIBRARY, exc)
-    return _library
-
 
 class NativeRun:
     """Consecutive native steps as one callable: one call into the runner."""

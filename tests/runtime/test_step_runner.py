@@ -14,7 +14,7 @@ import pytest
 
 import plugnn
 from plugnn import BackendError, BackendRegistry, Network
-from plugnn import step_runner
+from plugnn import runner_library, step_runner
 from plugnn.native import BoundExecution
 from plugnn.step_runner import NativeRun
 
@@ -98,9 +98,9 @@ def test_a_single_native_step_is_called_on_its_own() -> None:
 
 def test_without_the_library_each_step_is_called_on_its_own(monkeypatch: pytest.MonkeyPatch,
                                                              caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(step_runner, "LIBRARY", "/nonexistent/libplugnn_runner.so")
-    monkeypatch.setattr(step_runner, "_library", None)
-    monkeypatch.setattr(step_runner, "_loaded", False)
+    monkeypatch.setattr(runner_library, "LIBRARY", "/nonexistent/libplugnn_runner.so")
+    monkeypatch.setattr(runner_library, "_library", None)
+    monkeypatch.setattr(runner_library, "_loaded", False)
     x = RNG.standard_normal((4, 3)).astype(np.float32)
     with caplog.at_level(logging.WARNING, logger="plugnn"), plugnn.Runtime() as rt:
         loaded = rt.load_network(plugnn.optimize(gather_net(), rt, ["CpuRef"]))
