@@ -25,8 +25,8 @@
 #include <string.h>
 
 #define TREES "TreeEnsemble"
-#define BLOCK 64
-#define LANES 16
+#define BLOCK 256
+#define LANES 8
 #define CHILD_MASK 0x0FFFFFFFu
 #define MAX_RECORDS ((int64_t)CHILD_MASK)
 #define MODE_SHIFT 28
