@@ -36,7 +36,9 @@ enum { X, OFFSETS, MODES, FEATURES, THRESHOLDS, TRUE_IDS, FALSE_IDS, TARGETS, WE
        NUM_INPUTS };
 
 /* One node: 16 bytes. code: bits 0..27 the true child (the false one follows it), bits 28..30
- * the pn_tree_node_mode (0 for leaves and sinks), bit 31 PN_TREE_MISSING_TRUE. */
+ * the pn_tree_node_mode (0 for leaves and sinks), bit 31 PN_TREE_MISSING_TRUE. A leaf's and
+ * its sink's threshold holds the leaf's single weight (leaf_value; 0 when it has several), so a
+ * forest with `single` reads its result from the record the walk ends on. */
 typedef struct tree_record {
     double threshold;
     int32_t feature;
@@ -205,7 +207,7 @@ static void pack_into(const pn_layer* layer, int64_t records, char* block, int64
             int mode = modes[node] & ~PN_TREE_MISSING_TRUE;
             p->leaf_of[slot] = (int32_t)node;
             if (mode == PN_TREE_NODE_LEAF) {
-                r->threshold = 0.0;
+                r->threshold = p->leaf_value[node]; /* the walk's result: never compared to decide */
                 r->feature = 0;
                 r->code = 0; /* its sink, set below */
             } else {
@@ -234,7 +236,7 @@ static void pack_into(const pn_layer* layer, int64_t records, char* block, int64
                 next += 2;
                 r->code = (uint32_t)sink;
                 for (int64_t s = sink; s < sink + 2; ++s) {
-                    p->records_at[s].threshold = 0.0;
+                    p->records_at[s].threshold = r->threshold;
                     p->records_at[s].feature = 0;
                     p->records_at[s].code = (uint32_t)sink;
                     p->leaf_of[s] = p->leaf_of[slot];
@@ -402,11 +404,10 @@ static void run_block(const tree_run* run, int64_t row0, int64_t rows, double* a
                 }
                 walk.trees(p->records_at, p->roots + t, depth, x + (size_t)(r * f) * elem, lanes, at);
                 for (int j = 0; j < lanes; ++j) {
-                    int32_t leaf = p->leaf_of[at[j]];
                     if (direct) {
-                        a[0] += p->leaf_value[leaf];
+                        a[0] += p->records_at[at[j]].threshold;
                     } else {
-                        add_leaf(p, leaf, a, seen_or_null != NULL ? seen + r * k : NULL, agg);
+                        add_leaf(p, p->leaf_of[at[j]], a, seen_or_null != NULL ? seen + r * k : NULL, agg);
                     }
                 }
             }
@@ -418,11 +419,10 @@ static void run_block(const tree_run* run, int64_t row0, int64_t rows, double* a
                 walk.rows(p->records_at, p->roots[t], p->depths[t], x + (size_t)(r0 * f) * elem,
                           f, lanes, at);
                 for (int j = 0; j < lanes; ++j) {
-                    int32_t leaf = p->leaf_of[at[j]];
                     if (direct) {
-                        acc[r0 + j] += p->leaf_value[leaf];
+                        acc[r0 + j] += p->records_at[at[j]].threshold;
                     } else {
-                        add_leaf(p, leaf, acc + (r0 + j) * k,
+                        add_leaf(p, p->leaf_of[at[j]], acc + (r0 + j) * k,
                                  seen_or_null != NULL ? seen + (r0 + j) * k : NULL, agg);
                     }
                 }
