@@ -4,8 +4,9 @@ alternated run by run (so a load change on a shared machine hits both), medians 
 
     python scripts/bench/ml_models.py [--threads N] [--runs R]
 
-onnxruntime runs with intra_op_num_threads = N (default 1: plugnn's CpuRef tree kernel is one
-thread); plugnn.InferenceSession with its default backends (tree layers on CpuRef).
+onnxruntime runs with intra_op_num_threads = N (default 1) and plugnn.InferenceSession twice:
+with its default backends (tree layers on CpuAcc, num_threads = N) and on CpuRef alone (its tree
+kernel is one thread); the three alternate run by run.
 """
 
 from __future__ import annotations
@@ -49,25 +50,28 @@ def main() -> None:
         options = ort.SessionOptions()
         options.intra_op_num_threads = args.threads
         reference = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        session = plugnn.InferenceSession(model.SerializeToString())
+        sessions = [plugnn.InferenceSession(model.SerializeToString(),
+                                            backend_options={"CpuAcc": {"num_threads": args.threads}}),
+                    plugnn.InferenceSession(model.SerializeToString(), backends=["CpuRef"])]
         for batch in (1, 1000):
             feed = {"X": np.ascontiguousarray(rows[:batch])}
             runs = args.runs if batch == 1 else max(args.runs // 10, 5)
             for _ in range(3):
                 reference.run(None, feed)
-                session.run(None, feed)
-            times: tuple[list[float], list[float]] = ([], [])
+                for session in sessions:
+                    session.run(None, feed)
+            times: tuple[list[float], ...] = ([], [], [])
             for _ in range(runs):
                 start = time.perf_counter()
                 reference.run(None, feed)
-                middle = time.perf_counter()
-                session.run(None, feed)
-                times[0].append(middle - start)
-                times[1].append(time.perf_counter() - middle)
-            ort_us, plugnn_us = (float(np.median(t)) * 1e6 for t in times)
-            print(f"{name:62s} batch {batch:5d}: onnxruntime {ort_us:10.1f} us  plugnn {plugnn_us:10.1f} us  "
-                  f"({plugnn_us / ort_us:.2f}x)")
-
+                times[0].append(time.perf_counter() - start)
+                for i, session in enumerate(sessions):
+                    start = time.perf_counter()
+                    session.run(None, feed)
+                    times[i + 1].append(time.perf_counter() - start)
+            ort_us, acc_us, ref_us = (float(np.median(t)) * 1e6 for t in times)
+            print(f"{name:62s} batch {batch:5d}: onnxruntime {ort_us:10.1f} us  plugnn CpuAcc {acc_us:10.1f} us "
+                  f"({acc_us / ort_us:.2f}x)  plugnn CpuRef {ref_us:10.1f} us ({ref_us / ort_us:.2f}x)")
 
 if __name__ == "__main__":
     main()

@@ -123,3 +123,21 @@ def test_a_row_of_the_wrong_width_is_an_input_error() -> None:
     with pytest.raises(InputError, match="dim 1 is 5"):
         session.run(None, {"X": np.zeros((2, 5), np.float32)})
     assert session.run(None, {"X": np.zeros((2, FEATURES), np.float32)})[0].shape == (2, 1)  # still usable
+
+
+
+def test_the_tree_layers_run_on_cpuacc() -> None:
+    """A random forest's TREE_ENSEMBLE layer goes to CpuAcc (the runtime's preference), as the
+    plan and explain() say, and the model still matches onnxruntime."""
+    import plugnn
+    import plugnn.onnx
+
+    x, y = data(3)
+    model = skl(RandomForestClassifier(10, max_depth=5, random_state=0).fit(x, y), zipmap=False)
+    network = plugnn.onnx.load(model, input_shapes={"X": (40, FEATURES)})
+    with plugnn.Runtime() as rt:
+        optimized = plugnn.optimize(network, rt)
+        trees = [n for n in optimized.layers if n.kind.name == "TREE_ENSEMBLE"]
+        assert trees and all(n.backend_id == "CpuAcc" for n in trees)
+        assert "(TreeEnsemble) -> CpuAcc" in optimized.explain(verbose=True)
+    assert_outputs_match(model, {"X": eval_rows(40, FEATURES)})

@@ -83,7 +83,7 @@ def test_the_bundled_backends_pass(backend: str) -> None:
     assert report.passed, report.text()
     assert report.oracle_is_self == (backend == "CpuRef")
     claimed = {kind for kind, counts in report.layers.items() if counts.claimed}
-    assert {"Convolution2d", "FullyConnected", "Softmax", "Concat"} <= claimed
+    assert {"Convolution2d", "FullyConnected", "Softmax", "Concat", "TreeEnsemble"} <= claimed
     assert all(c.failed == 0 and c.matched + c.untested == c.claimed for c in report.layers.values())
 
 

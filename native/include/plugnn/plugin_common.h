@@ -131,6 +131,14 @@ void pn_shared_unref(pn_shared* shared);
 void* pn_shared_data(const pn_shared* shared);
 unsigned pn_shared_refs(const pn_shared* shared);
 
+/* ---- Tree ensembles ------------------------------------------------------------ */
+
+/* TREE_ENSEMBLE's post transform (backend_api.h, "Tree ensembles") in place over one row's k
+ * scores s, in double: NONE leaves them; LOGISTIC, SOFTMAX, SOFTMAX_ZERO (|s| <= 1e-7 gives 0,
+ * left out of the sum) and PROBIT (sqrt(2) erfinv(2s - 1): Winitzki's approximation refined
+ * by Newton steps on erf) as the header states. */
+void pn_tree_apply_post_transform(pn_tree_post_transform post, double* s, int64_t k);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -123,4 +123,11 @@ pn_status accel_batch_norm_create(void*, const pn_layer*, pn_workload**, pn_stri
 pn_status accel_recurrent_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_recurrent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* TREE_ENSEMBLE (ops/tree_ensemble.c): x float32 or float64 (the shared validation's rules),
+ * every op, node mode, aggregate and post transform; the forest packed once and shared with
+ * reshaped workloads. accel_tree_ensemble_check refuses a forest whose shared subtrees unfold
+ * to more than 2^28 nodes, or more than 2^31 - 1 nodes or weights. */
+pn_status accel_tree_ensemble_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_tree_ensemble_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */

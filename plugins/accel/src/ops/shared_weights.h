@@ -37,7 +37,8 @@ typedef enum accel_pack_layout {
     ACCEL_PACK_NCHWC = 3,       /* accel_nchwc_pack_weights + bias (ops/conv_nchwc.c, chains) */
     ACCEL_PACK_NCHWC_DW = 4,    /* accel_nchwc_pack_dw_weights + bias (chains) */
     ACCEL_PACK_DECONV = 5,      /* a transposed convolution's W^T per group (deconv.c) */
-    ACCEL_PACK_GEMM_B_SIDE = 6  /* GEMM B operands side by side as one (ops/fused_linear.c's sibling projections) */
+    ACCEL_PACK_GEMM_B_SIDE = 6, /* GEMM B operands side by side as one (ops/fused_linear.c's sibling projections) */
+    ACCEL_PACK_TREES = 7        /* a packed forest: tree records, leaves, base values (ops/tree_ensemble.c) */
 } accel_pack_layout;
 
 #define ACCEL_PACK_PARAMS 8
