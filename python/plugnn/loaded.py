@@ -30,7 +30,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, MutableSequence, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableSequence, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -148,6 +148,8 @@ class LoadedNetwork:
         self.refused_layers: list[str] = []
         # The layers whose workload was made by reshaping another loaded network's (pn_workload.reshape).
         self.reshaped_layers: list[str] = []
+        # The layers a resize left as they were (their shapes did not change).
+        self.kept_layers: list[str] = []
         self.elided_layers: list[str] = []  # Reshapes and Gathers planned as views: never called (movement_views)
         self._load()
         self._reshape_from = []
@@ -233,6 +235,151 @@ class LoadedNetwork:
                 return reshaped
         return None
 
+    # -- re-sizing in place ---------------------------------------------------------------------
+
+    @property
+    def resizable(self) -> bool:
+        """Whether `resize` can take this network to other shapes (all its tensors in host memory)."""
+        return self._loaded and not self._device
+
+    def resize(self, optimized: OptimizedNetwork, layers: Collection[int],
+               remake: Callable[[Node, Backend], Node | None] | None = None) -> None:
+        """Become the same network at other shapes, in place: a symbolic network's instance taken
+        to another binding (plugnn.loaded_symbolic). `optimized` holds the same layers in the same
+        order at the new shapes; only those at positions `layers` differ from this network's
+        (their tensors' shapes or their descriptors); `remake` fuses a layer again at the new
+        shapes, as at load. Those layers' workloads are re-sized (pn_workload.reshape), else
+        created, else fused again; every other workload, step and buffer stays. The arena stays
+        where every changed tensor fits the bytes planned for it; else it is planned again with
+        twice the room for the changed tensors (as onnxruntime's arena grows by powers of two), so
+        a tensor that grows by a little each run (a KV cache) is planned again a logarithmic
+        number of times. On an error nothing has
+        changed: the network still runs at its old shapes, and the error is raised."""
+        with self._lock:
+            if not self.resizable:
+                raise RuntimeClosedError(f"network {self.name!r} (id {self.network_id}) cannot be resized: "
+                                         + ("it was unloaded" if not self._loaded else "it holds device memory"))
+            old = self._graph
+            graph = optimized.graph
+            changed = sorted(layers)
+            moved = set(changed)
+            graph.nodes = [node if p in moved else old.nodes[p] for p, node in enumerate(graph.nodes)]
+            made: list[tuple[int, Workload, str]] = []  # position, its new workload, "reshaped" | "created" | "fused again"
+            try:
+                for p in changed:
+                    if graph.nodes[p].backend_id is not None:
+                        workload, how = self._resized_workload(old, old.nodes[p], graph, p, remake)
+                        made.append((p, workload, how))
+            except BaseException:
+                for _, workload, _ in made:
+                    _quietly(workload.close, None)
+                raise
+            saved = dict(self.__dict__)
+            try:
+                retired = self._swap_workloads(old, graph, made)
+                self._graph, self._optimized, self._remake = graph, optimized, remake
+                self.__dict__.pop("_nodes_by_name", None)
+                self._rebind(old, graph, changed)
+            except BaseException:
+                self.__dict__.clear()
+                self.__dict__.update(saved)
+                for _, workload, _ in made:
+                    _quietly(workload.close, None)
+                raise
+            for workload in retired:
+                _quietly(workload.close, None)
+            self.reshaped_layers = [graph.nodes[p].name for p, _, how in made if how == "reshaped"]
+            self.refused_layers = [graph.nodes[p].name for p, _, how in made if how == "fused again"]
+            self.kept_layers = [n.name for p, n in enumerate(graph.nodes) if p not in moved and n.backend_id is not None]
+
+    def _resized_workload(self, old_graph: Any, old_node: Node, graph: Any, position: int,
+                          remake: Callable[[Node, Backend], Node | None] | None) -> tuple[Workload, str]:
+        """The workload of layer `position` of `graph`: this network's re-sized, else a new one,
+        else (a fused layer its backend refuses at these shapes) one of the layer fused again
+        (which `graph` then holds)."""
+        node = graph.nodes[position]
+        source = self._node_workloads.get(old_node.name)
+
+        def reshaped(node: Node, spec: Any) -> Workload | None:
+            if source is None or not _same_layer_but_shapes(old_graph, old_node, graph, node):
+                return None
+            try:
+                return source.reshape(spec)
+            except BackendError:  # refused: create_workload judges
+                return None
+
+        spec = graph.spec(node)
+        workload = reshaped(node, spec)
+        if workload is not None:
+            return workload, "reshaped"
+        factory = self._factories[node.backend_id]
+        try:
+            return factory.create_workload(spec), "created"
+        except BackendError:
+            again = remake(node, self._backend(node.backend_id)) if remake is not None and node.fused else None
+            if again is None:
+                raise
+            graph.nodes[position] = again
+            spec = graph.spec(again)
+            workload = reshaped(again, spec)
+            return (workload if workload is not None else factory.create_workload(spec)), "fused again"
+
+    def _swap_workloads(self, old: Any, graph: Any, made: Sequence[tuple[int, Workload, str]]) -> list[Workload]:
+        """Put the new workloads in place of the old ones; the old ones, to close."""
+        index = {id(w): i for i, w in enumerate(self._workloads)}
+        retired = []
+        workloads = list(self._workloads)
+        by_name = dict(self._node_workloads)
+        for p, workload, _ in made:
+            previous = by_name.pop(old.nodes[p].name)
+            workloads[index[id(previous)]] = workload
+            by_name[graph.nodes[p].name] = workload
+            retired.append(previous)
+        self._workloads, self._node_workloads = workloads, by_name
+        return retired
+
+    def _rebind(self, old: Any, graph: Any, changed: Sequence[int]) -> None:
+        """Bind the changed layers' steps to their tensors at the new shapes, in the arena as it
+        is planned when they fit, else planned again (see resize)."""
+        keys = {k for p in changed for n in (old.nodes[p], graph.nodes[p]) for k in (*n.inputs, *n.outputs)
+                if graph.infos[k] is not old.infos.get(k) and graph.infos[k] != old.infos.get(k)}
+        views = self.movement_views
+        roots = {v.root for v in views.values()}
+        offsets = self.memory_plan.offsets
+        need = max((w.workspace_bytes for w in self._workloads), default=0)
+        have = self._workspace.nbytes if self._workspace is not None else 0
+        fits = need <= have and not any(k in self._bounded_at for k in keys)
+        if fits and any(k in views or k in roots for k in keys):  # the views must be the same ones
+            fits = self._movement_views(graph, self._location, self._externals, self._location,
+                                        self._bounded_at) == views
+        blocks = self._block_bytes
+        fits = fits and all(graph.infos[k].num_bytes + (views[k].offset if k in views else 0)
+                            <= blocks[views[k].root if k in views else k] for k in keys if k in offsets)
+        if not fits:
+            planned = dict(self._block_bytes)
+            for k in keys:
+                if k in offsets:
+                    grown = graph.infos[k].num_bytes
+                    planned[k] = max(planned.get(k, 0), -(-2 * grown // ALIGNMENT) * ALIGNMENT)
+            self._bind(planned)
+            return
+        buffers = self._buffers = dict(self._buffers)  # new containers: resize restores the old on an error
+        self._staging = dict(self._staging)
+        for k in keys:
+            info = graph.infos[k]
+            dtype = info.dtype.numpy_dtype
+            if k in offsets:
+                offset = offsets[k]
+                buffers[k] = self._arena[offset:offset + info.num_bytes].view(dtype).reshape(info.shape)
+            elif k in self._externals:  # bound per run; a placeholder until then (a staged input's buffer)
+                buffers[k] = np.zeros(info.shape, dtype)
+                if k in self._staging:
+                    self._staging[k] = buffers[k]
+        steps = self._steps = list(self._steps)
+        for p in changed:
+            steps[p] = self._step(graph.nodes[p])
+        self._plan_runs()
+
     def _graph_node(self, name: str) -> Node | None:
         if not hasattr(self, "_nodes_by_name"):
             self._nodes_by_name = {n.name: n for n in self._graph.nodes}
@@ -250,8 +397,11 @@ class LoadedNetwork:
                 where[key] = place
         return where
 
-    def _bind(self) -> None:
+    def _bind(self, planned: Mapping[str, int] | None = None) -> None:
+        """Plan the arena (a tensor in `planned` gets at least that many bytes: room a resized
+        network keeps for tensors that grow), bind every step to its buffers, plan the runs."""
         graph = self._graph
+        planned = planned or {}
         nodes = graph.nodes
         # Outputs of data-dependent layers live in the arena at their upper bound; run() returns
         # a copy of the part the layer reports it wrote (backend_api.h, "Data-dependent layers").
@@ -283,9 +433,7 @@ class LoadedNetwork:
 
         # Concat inputs its producers write into the output, Slice and Split outputs read in place
         # from the input (plugnn.movement_views).
-        views = movement_views(nodes, graph.infos, lambda key: key in first and in_arena(key) and key not in bounded,
-                             lambda node: node.backend_id is not None and self._backend(node.backend_id).moves_in_place,
-                             ALIGNMENT, graph.constants.get)
+        views = self._movement_views(graph, first, externals, location, bounded)
         for key, view in views.items():  # the root lives while any of its views does
             first[view.root] = min(first[view.root], first[key])
             last[view.root] = max(last[view.root], last[key])
@@ -295,7 +443,8 @@ class LoadedNetwork:
             if key in externals or location[key] != "host" or key in views:
                 continue
             end = len(nodes) if key in bounded else last[key]  # read by run() after the last step
-            host_blocks.append(Block(key, info.num_bytes, first[key], end))
+            host_blocks.append(Block(key, max(info.num_bytes, planned.get(key, 0)), first[key], end))
+        self._block_bytes = {block.key: block.size for block in host_blocks}
         self.memory_plan: MemoryPlan = plan(host_blocks)
         if views:
             offsets = dict(self.memory_plan.offsets)
@@ -327,17 +476,36 @@ class LoadedNetwork:
         self._buffers = buffers
         sizes = [w.workspace_bytes for w in self._workloads]
         self._workspace = self._host_memory(max(sizes, default=0)) if any(sizes) else None
-        slots: dict[str, list[tuple[MutableSequence[Any], int]]] = {k: [] for k in externals - staged}
-        for node in nodes:
-            step = self._step(node)
+        self._externals, self._staged, self._bounded_at, self._location = externals, staged, bounded, location
+        self._steps = [self._step(node) for node in nodes]
+        # A Reshape or Gather planned as its input's bytes has nothing to do: not called (its step
+        # stays, for the profile).
+        self.elided_layers = elided_layers(nodes, graph.infos, graph.constants.get, views)
+        self._plan_runs()
+
+    def _movement_views(self, graph: Any, produced: Collection[str], externals: Collection[str],
+                        location: Mapping[str, str], bounded: Collection[str]) -> dict[str, Any]:
+        """Concat inputs its producers write into the output, Slice and Split outputs read in place
+        from the input (plugnn.movement_views), among the tensors layers produce in the arena."""
+        def eligible(key: str) -> bool:
+            return key in produced and key not in externals and location[key] == "host" \
+                and key not in graph.constants and key not in bounded
+
+        return movement_views(graph.nodes, graph.infos, eligible,
+                              lambda node: node.backend_id is not None and self._backend(node.backend_id).moves_in_place,
+                              ALIGNMENT, graph.constants.get)
+
+    def _plan_runs(self) -> None:
+        """The batched calls of the steps, and what each run binds (from the bound steps)."""
+        graph = self._graph
+        nodes = graph.nodes
+        bounded = self._bounded_at
+        slots: dict[str, list[tuple[MutableSequence[Any], int]]] = {k: [] for k in self._externals - self._staged}
+        for node, step in zip(nodes, self._steps):
             for bound, keys in ((step.inputs, node.inputs), (step.outputs, node.outputs)):
                 for index, key in enumerate(keys):
                     if key in slots:
                         slots[key].append((bound, index))
-            self._steps.append(step)
-        # A Reshape or Gather planned as its input's bytes has nothing to do: not called (its step
-        # stays, for the profile).
-        self.elided_layers = elided_layers(nodes, graph.infos, graph.constants.get, views)
         skipped = set(self.elided_layers)
         self._calls = batched([step.call for step in self._steps if step.name not in skipped])
         # What each run binds, per input then output: (slot, name, key, dtype, shape, the step

@@ -46,12 +46,14 @@ Loader = Callable[..., Any]  # Runtime.load_network(concrete network, reshape_fr
 class Instance:
     """A symbolic network at one binding: its LoadedNetwork and its shape values' arrays."""
 
-    __slots__ = ("binding", "loaded", "shape_values", "users", "evicted")
+    __slots__ = ("binding", "loaded", "shape_values", "values", "users", "evicted")
 
-    def __init__(self, binding: tuple[int, ...], loaded: Any, shape_values: dict[str, np.ndarray]) -> None:
+    def __init__(self, binding: tuple[int, ...], loaded: Any, shape_values: dict[str, np.ndarray],
+                 values: tuple[int, ...]) -> None:
         self.binding = binding
         self.loaded = loaded
         self.shape_values = shape_values
+        self.values = values  # every expression of the network at this binding (ShapeProgram.evaluate)
         self.users = 0
         self.evicted = False
 
@@ -75,6 +77,7 @@ class SymbolicLoadedNetwork:
         fork_safety.fresh_locks_in_child(self, "_lock", "_make_lock")
         self._loaded = True
         self.instances_made = 0
+        self.instances_resized = 0  # instances made by re-sizing the least recently used one in place
         self.last_profile: list[dict[str, Any]] = []
         self.last_instance: Instance | None = None
         shape_value_keys = set(optimized.graph.shape_values)
@@ -181,9 +184,13 @@ class SymbolicLoadedNetwork:
                     return instance
                 if not self._loaded:
                     raise RuntimeClosedError(f"network {self.name!r} was unloaded")
+            values = self.program.evaluate(binding)  # BindingError for a broken guard
+            with self._lock:
+                victim = self._victim()
                 source = self.last_instance if self.last_instance is not None and not self.last_instance.evicted \
                     else next(reversed(self._instances.values()), None)
-            instance = self._make(key, binding, source)
+            instance = self._resized(key, binding, values, victim) if victim is not None \
+                else self._make(key, binding, values, source)
             with self._lock:
                 instance.users += 1
                 self._instances[key] = instance
@@ -213,32 +220,76 @@ class SymbolicLoadedNetwork:
             instance.users += 1
         return instance
 
-    def _make(self, key: tuple[int, ...], binding: Mapping[str, int], source: Instance | None) -> Instance:
-        values = self.program.evaluate(binding)
+    def _victim(self) -> Instance | None:
+        """When the table is full: its least recently used instance no run holds, taken out of the
+        table to be re-sized into the new binding's (under the table lock), else None."""
+        if len(self._instances) < self.capacity:
+            return None
+        for key, instance in self._instances.items():
+            if instance.users == 0 and instance.loaded.resizable:
+                del self._instances[key]
+                instance.evicted = True  # its shapes no longer find it
+                return instance
+        return None
+
+    def _concrete(self, values: tuple[int, ...]) -> tuple[OptimizedNetwork, dict[str, np.ndarray], Any]:
+        """The network at `values`: concrete, its shape values, and how to fuse a layer again there."""
         graph, shape_values = self.program.instantiate(values)
         concrete = OptimizedNetwork(self.optimized.network_name, self.optimized.runtime, graph,
                                     self.optimized.preferred)
+
         def remake(node: Any, backend: Any) -> Any:
             return fuse_again(backend, node, self.program.originals(node, values), graph)
 
+        return concrete, shape_values, remake
+
+    def _refuse(self, key: tuple[int, ...], binding: Mapping[str, int], exc: Exception) -> BindingError:
+        with self._lock:
+            self._refused.add(key)
+        return BindingError(f"network {self.name!r} cannot be loaded at the shapes {dict(binding)}: {exc}")
+
+    def _make(self, key: tuple[int, ...], binding: Mapping[str, int], values: tuple[int, ...],
+              source: Instance | None) -> Instance:
+        concrete, shape_values, remake = self._concrete(values)
+        graph = concrete.graph
         try:
             loaded = self._load(concrete, [source.loaded] if source is not None else [], remake)
         except (BackendError, PlugnnError) as exc:
             if isinstance(exc, RuntimeClosedError):
                 raise
-            with self._lock:
-                self._refused.add(key)
-            raise BindingError(f"network {self.name!r} cannot be loaded at the shapes {dict(binding)}: {exc}") from exc
+            raise self._refuse(key, binding, exc) from exc
         self.instances_made += 1
         if source is not None:
             self._note_recreated(loaded, graph)
         log.debug("network %r: instance for %s (%d of %d layers re-sized, %d fused again)", self.name,
                   dict(binding), len(loaded.reshaped_layers), len(graph.nodes), len(loaded.refused_layers))
-        return Instance(key, loaded, shape_values)
+        return Instance(key, loaded, shape_values, values)
+
+    def _resized(self, key: tuple[int, ...], binding: Mapping[str, int], values: tuple[int, ...],
+                 victim: Instance) -> Instance:
+        """The instance of a new binding made from `victim` (out of the table, held by no run) in
+        place: only the layers whose shapes differ between the two bindings are touched
+        (LoadedNetwork.resize). The victim is unloaded if that fails."""
+        loaded = victim.loaded
+        try:
+            concrete, shape_values, remake = self._concrete(values)
+            changed = self.program.changed_layers(victim.values, values)
+            loaded.resize(concrete, changed, remake)
+        except BaseException as exc:
+            loaded.unload()
+            if not isinstance(exc, (BackendError, PlugnnError)) or isinstance(exc, RuntimeClosedError):
+                raise
+            raise self._refuse(key, binding, exc) from exc
+        self.instances_resized += 1
+        self._note_recreated(loaded, concrete.graph)
+        log.debug("network %r: instance for %s re-sized from %s (%d of %d layers changed: %d re-sized, %d fused "
+                  "again)", self.name, dict(binding), dict(zip(self._symbols, victim.binding)), len(changed),
+                  len(concrete.graph.nodes), len(loaded.reshaped_layers), len(loaded.refused_layers))
+        return Instance(key, loaded, shape_values, values)
 
     def _note_recreated(self, loaded: Any, graph: Any) -> None:
         """Say once per backend that its workloads were created again rather than re-sized."""
-        reshaped = set(loaded.reshaped_layers)
+        reshaped = set(loaded.reshaped_layers) | set(loaded.kept_layers)
         for node in graph.nodes:
             backend = node.backend_id
             if backend is None or node.name in reshaped or backend in self._warned_recreated:
@@ -261,6 +312,7 @@ class SymbolicLoadedNetwork:
                               "reshaped_layers": len(i.loaded.reshaped_layers),
                               "layers": len(i.loaded._graph.nodes)} for i in self.instances()]
         info["instances_made"] = self.instances_made
+        info["instances_resized"] = self.instances_resized
         return info
 
     def unload(self) -> None:

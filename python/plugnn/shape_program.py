@@ -84,6 +84,8 @@ class ShapeProgram:
                               for key, exprs in graph.shape_values.items()]
         self._dims = dims
         self._program = env.compile(dims)
+        self._layers_of_slot = _layers_of_slots(graph, self._infos, self._descriptors, self._fused)
+        self._changed: dict[tuple[int, ...], frozenset[int]] = {}
 
     # -- binding ---------------------------------------------------------------------------
 
@@ -158,6 +160,22 @@ class ShapeProgram:
         graph.original_types = source.original_types
         return graph, arrays
 
+    def changed_layers(self, before: Sequence[int], after: Sequence[int]) -> frozenset[int]:
+        """The positions of the layers whose shapes or descriptors differ between two bindings'
+        values (from `evaluate`): a layer reading or writing a tensor with a dim that changed, or
+        whose descriptor (or that of a layer it fused) holds one. The rest are the same layers at
+        both bindings."""
+        slots = tuple(i for i, (a, b) in enumerate(zip(before, after)) if a != b)
+        found = self._changed.get(slots)
+        if found is None:
+            layers: set[int] = set()
+            for i in slots:
+                layers.update(self._layers_of_slot.get(i, ()))
+            found = frozenset(layers)
+            if len(self._changed) < 256:
+                self._changed[slots] = found
+        return found
+
     def originals(self, node: Node, values: Sequence[int]) -> list[Node]:
         """The layers a backend fused into `node` (through every round of fusion), in an order
         that runs them, with their descriptors at `values` (from `evaluate`)."""
@@ -189,6 +207,44 @@ class _Slot:
 
     def __init__(self, i: int) -> None:
         self.i = i
+
+
+def _layers_of_slots(graph: Graph, infos: Sequence[tuple[str, TensorInfo, tuple[Any, ...]]],
+                     descriptors: Sequence[tuple[int, dict[str, Any]]], fused: Mapping[int, dict[str, Any]]
+                     ) -> dict[int, set[int]]:
+    """For each evaluated value (slot), the positions of the layers it sizes or describes."""
+    readers: dict[str, list[int]] = {}
+    for position, node in enumerate(graph.nodes):
+        keys = {*node.inputs, *node.outputs}
+        pending = list(node.fused)  # a fused layer's inner tensors size it too
+        while pending:
+            inner = pending.pop()
+            pending.extend(inner.fused)
+            keys.update(inner.inputs)
+            keys.update(inner.outputs)
+        for key in keys:
+            readers.setdefault(key, []).append(position)
+    found: dict[int, set[int]] = {}
+
+    def note(value: Any, position: int) -> None:
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, _Slot):
+                found.setdefault(v.i, set()).add(position)
+
+    for key, _, dims in infos:
+        for position in readers.get(key, ()):
+            note(dims, position)
+    for position, fields in descriptors:
+        for value in fields.values():
+            note(value, position)
+    for position, node in enumerate(graph.nodes):
+        pending = list(node.fused) if fused else []
+        while pending:
+            inner = pending.pop()
+            pending.extend(inner.fused)
+            for value in fused.get(id(inner), {}).values():
+                note(value, position)
+    return found
 
 
 def _symbol(dim: Dim) -> str | None:
