@@ -232,9 +232,12 @@ class SymbolicLoadedNetwork:
                 return instance
         return None
 
-    def _concrete(self, values: tuple[int, ...]) -> tuple[OptimizedNetwork, dict[str, np.ndarray], Any]:
-        """The network at `values`: concrete, its shape values, and how to fuse a layer again there."""
-        graph, shape_values = self.program.instantiate(values)
+    def _concrete(self, values: tuple[int, ...], since: Instance | None = None
+                  ) -> tuple[OptimizedNetwork, dict[str, np.ndarray], Any]:
+        """The network at `values`: concrete (made from instance `since`'s where given), its shape
+        values, and how to fuse a layer again there."""
+        base = (since.loaded.optimized.graph, since.shape_values, since.values) if since is not None else None
+        graph, shape_values = self.program.instantiate(values, base)
         concrete = OptimizedNetwork(self.optimized.network_name, self.optimized.runtime, graph,
                                     self.optimized.preferred)
 
@@ -272,7 +275,7 @@ class SymbolicLoadedNetwork:
         (LoadedNetwork.resize). The victim is unloaded if that fails."""
         loaded = victim.loaded
         try:
-            concrete, shape_values, remake = self._concrete(values)
+            concrete, shape_values, remake = self._concrete(values, victim)
             changed = self.program.changed_layers(victim.values, values)
             loaded.resize(concrete, changed, remake)
         except BaseException as exc:

@@ -85,6 +85,12 @@ class ShapeProgram:
         self._dims = dims
         self._program = env.compile(dims)
         self._layers_of_slot = _layers_of_slots(graph, self._infos, self._descriptors, self._fused)
+        # per evaluated value, the tensor infos and shape values holding it (instantiate's `since`)
+        self._infos_of_slot = _entries_of_slots(dims for _, _, dims in self._infos)
+        self._shape_values_of_slot = _entries_of_slots(exprs.reshape(-1) for _, exprs in self._shape_values)
+        self._descriptors_of_slot = _entries_of_slots(
+            [v for value in fields.values() for v in (value if isinstance(value, tuple) else (value,))]
+            for _, fields in self._descriptors)
         self._changed: dict[tuple[int, ...], frozenset[int]] = {}
 
     # -- binding ---------------------------------------------------------------------------
@@ -130,30 +136,48 @@ class ShapeProgram:
                                f"{dict(binding)} break it", guard)
         return values
 
-    def instantiate(self, values: Sequence[int]) -> tuple[Graph, dict[str, np.ndarray]]:
+    def instantiate(self, values: Sequence[int],
+                    since: tuple[Graph, dict[str, np.ndarray], Sequence[int]] | None = None
+                    ) -> tuple[Graph, dict[str, np.ndarray]]:
         """The concrete graph at `values` (from `evaluate`) and its shape values' arrays (extra
-        inputs of the graph, by tensor key)."""
+        inputs of the graph, by tensor key). `since`: the concrete graph, shape values and values
+        of another binding, whose tensor infos and shape values are taken where they do not
+        change (only the changed ones are made again)."""
         source = self.graph
         graph = Graph()
-        graph.infos = dict(source.infos)
-        for key, info, dims in self._infos:
+        if since is None:
+            graph.infos = dict(source.infos)
+            entries: Any = self._infos
+            value_entries: Any = self._shape_values
+            descriptors: Any = self._descriptors
+        else:
+            base, base_values, before = since
+            changed = [i for i, (a, b) in enumerate(zip(before, values)) if a != b]
+            graph.infos = dict(base.infos)
+            entries = [self._infos[j] for j in sorted({j for i in changed for j in self._infos_of_slot.get(i, ())})]
+            kept = {j for i in changed for j in self._shape_values_of_slot.get(i, ())}
+            value_entries = [e for j, e in enumerate(self._shape_values) if j in kept]
+            described = {j for i in changed for j in self._descriptors_of_slot.get(i, ())}
+            descriptors = [e for j, e in enumerate(self._descriptors) if j in described]
+        for key, info, dims in entries:
             shape = tuple(values[d.i] if isinstance(d, _Slot) else d for d in dims)
             graph.infos[key] = TensorInfo(shape, info.dtype, info.quant_scale, info.quant_zero_point)
         graph.nodes = list(source.nodes)  # shared: a loaded network reads its nodes, never changes them
-        for position, fields in self._descriptors:
+        for position, fields in descriptors:
             node = _copy(graph.nodes[position])
             node.descriptor = dataclasses.replace(node.descriptor, **{f: _unmap(v, values) for f, v in fields.items()})
             graph.nodes[position] = node
         graph.constants = source.constants
         graph.inputs = dict(source.inputs)
-        arrays: dict[str, np.ndarray] = {}
-        for key, exprs in self._shape_values:
+        arrays: dict[str, np.ndarray] = dict(since[1]) if since is not None else {}
+        for key, _ in self._shape_values:
+            graph.inputs[key] = key
+        for key, exprs in value_entries:
             dtype = source.infos[key].dtype.numpy_dtype
             flat = [values[v.i] if isinstance(v, _Slot) else int(v) for v in exprs.reshape(-1)]
             array = np.asarray(flat, dtype=dtype).reshape(exprs.shape)
             array.setflags(write=False)
             arrays[key] = array
-            graph.inputs[key] = key
         graph.outputs = dict(source.outputs)
         graph.removed = source.removed
         graph.copies = source.copies
@@ -244,6 +268,16 @@ def _layers_of_slots(graph: Graph, infos: Sequence[tuple[str, TensorInfo, tuple[
             pending.extend(inner.fused)
             for value in fused.get(id(inner), {}).values():
                 note(value, position)
+    return found
+
+
+def _entries_of_slots(entries: Any) -> dict[int, list[int]]:
+    """For each evaluated value (slot), the indices of the entries (sequences of dims) holding it."""
+    found: dict[int, list[int]] = {}
+    for j, dims in enumerate(entries):
+        for v in dims:
+            if isinstance(v, _Slot) and (not found.get(v.i) or found[v.i][-1] != j):
+                found.setdefault(v.i, []).append(j)
     return found
 
 
