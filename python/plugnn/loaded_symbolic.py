@@ -10,8 +10,10 @@ its backend can, else created (a backend built against the 1.0 header has no res
 workloads are created again, which the log says once), and its memory planned at its sizes.
 A layer a backend fused at the hints (optimize_subgraph) whose workload it refuses at the new
 shapes is fused again from the layers it stands for, at those shapes (only that layer).
-Instances are kept per binding (least recently used first out), so alternating shapes cost a
-lookup each.
+Instances are kept per binding, so alternating shapes cost a lookup each. Past `capacity`
+(8) instances, the least recently used one no run holds is re-sized in place into the new
+binding's (LoadedNetwork.resize): only the layers whose shapes differ between the two
+bindings (ShapeProgram.changed_layers) are touched, and its arena stays while their tensors fit.
 
 A binding that breaks a guard of the network (a decision its construction took on the hints
 that does not hold at those shapes), or at which a backend refuses a layer, raises

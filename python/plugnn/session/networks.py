@@ -101,7 +101,8 @@ class Build:
             info.update({"symbols": {}, "guards": [], "specialized": {},
                          "instances": [{"binding": {}, "arena_bytes": self.network.memory_plan.peak_bytes,
                                         "reshaped_layers": len(self.network.reshaped_layers),
-                                        "layers": len(self.optimized.graph.nodes)}], "instances_made": 1})
+                                        "layers": len(self.optimized.graph.nodes)}], "instances_made": 1,
+                         "instances_resized": 0})
         return info
 
 
