@@ -111,3 +111,42 @@ def test_terminate_on_the_dynamic_path() -> None:
             session.run(None, feed, ro)
         ro.terminate = False
         np.testing.assert_array_equal(session.run(None, feed, ro)[0], [0, 0, 2])
+
+
+def test_a_loop_with_a_trip_count_from_the_data_is_stopped_by_terminate_from_another_thread() -> None:
+    """Loop M = 2**62 from an input, a body carrying one value and no scan outputs (memory stays
+    flat, so only the clock bounds it): RunOptions.terminate set by a timer thread ends the run
+    between iterations, and the session runs again afterwards."""
+    import threading
+    import time
+
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v", "one"], ["v_out"], name="step"),
+         helper.make_node("Identity", ["cond"], ["cond_out"], name="keep")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "v0"], ["v"], name="loop", body=body)], "long_loop",
+        [helper.make_tensor_value_info("trips", TensorProto.INT64, []),
+         helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    v0 = np.zeros(1, np.float32)
+    with plugnn.InferenceSession(proto) as session:
+        np.testing.assert_array_equal(session.run(None, {"trips": np.array(5, np.int64), "v0": v0})[0], [5])
+        ro = plugnn.RunOptions()
+        timer = threading.Timer(0.5, lambda: setattr(ro, "terminate", True))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(Fail, match="terminate flag"):
+                session.run(None, {"trips": np.array(2 ** 62, np.int64), "v0": v0}, ro)
+        finally:
+            timer.cancel()
+        assert time.monotonic() - start < 600  # a hang detector, not a timing check
+        np.testing.assert_array_equal(session.run(None, {"trips": np.array(3, np.int64), "v0": v0})[0], [3])
