@@ -41,6 +41,9 @@ typedef struct accel_chain_step {
     uint32_t scale_id;               /* a channel scale step (an ElementwiseBinary MUL layer x * s,
                                         s of shape [N, C, 1, 1]: squeeze-and-excitation): s's id,
                                         x's is x_id; 0 for every other step */
+    const char* names[3];            /* the subgraph layers the step was made from (its layer,
+                                        then the fused ADD and activation), NULL: none; the chain
+                                        copies them and reports its profile under them */
 } accel_chain_step;
 
 /* Whether the blocked kernels run a step inside a chain on `isa`. */

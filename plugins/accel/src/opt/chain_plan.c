@@ -19,6 +19,11 @@ typedef struct chain_unit {
     accel_chain_fit fit;          /* what the blocked kernels make of it */
 } chain_unit;
 
+/* A subgraph layer's name ("?" when it has none). */
+static const char* accel_layer_name(const pn_layer* l) {
+    return PN_HAS_FIELD(l, pn_layer, name) && l->name != NULL ? l->name : "?";
+}
+
 /* 1 when tensor `id` is a subgraph output or read by a layer outside units [first, end). */
 static int used_outside(const pn_subgraph* sg, uint32_t id, const chain_unit* units, uint32_t first,
                         uint32_t end, const int64_t* unit_of) {
@@ -304,6 +309,9 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
             u->step.addend_id = head->input_ids[1];
         }
         u->step.act = u->act >= 0 ? (const pn_activation_desc*)sg->layers[u->act].descriptor : NULL;
+        u->step.names[0] = accel_layer_name(head);
+        u->step.names[1] = u->add >= 0 ? accel_layer_name(&sg->layers[u->add]) : NULL;
+        u->step.names[2] = u->act >= 0 ? accel_layer_name(&sg->layers[u->act]) : NULL;
         unit_of[u->head] = num_units;
         if (u->add >= 0) unit_of[u->add] = num_units;
         if (u->act >= 0) unit_of[u->act] = num_units;
