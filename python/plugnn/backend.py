@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from plugnn._abi_defs import PN_MAX_BACKEND_ID_LENGTH, PN_OPTION_NUM_THREADS
@@ -73,10 +73,11 @@ class PreparedWorkload(ABC):
         for every other layer."""
         return None
 
-    def profiled_call(self) -> list[tuple[str, float]] | None:
-        """Run once as __call__ does, timing the parts of a fused layer: the seconds each
-        original layer it was made from took (layer name, seconds), in the order they ran, or
-        None when the workload does not break its time down (the default)."""
+    def profiled_call(self) -> Callable[[], list[tuple[str, float]] | None] | None:
+        """Run once as __call__ does, timing the parts of a fused layer; returns what reads them
+        (called after the caller's clock stopped): the seconds each original layer it was made
+        from took (layer name, seconds), in the order they ran. None when the workload does not
+        break its time down (the default)."""
         self()
         return None
 
@@ -130,9 +131,9 @@ class _PreparedCall(PreparedWorkload):
     def __call__(self) -> None:
         self._shapes = self._execute(self.inputs, self.outputs, self._workspace)
 
-    def profiled_call(self) -> list[tuple[str, float]] | None:
+    def profiled_call(self) -> Callable[[], list[tuple[str, float]] | None] | None:
         self()
-        return self._read_profile()
+        return self._read_profile
 
     def output_shapes(self) -> list[tuple[int, ...]] | None:
         return None if self._shapes is None else [tuple(int(d) for d in s) for s in self._shapes]

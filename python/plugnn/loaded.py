@@ -85,7 +85,8 @@ class _Step:
 
     def __init__(self, name: str, backend_id: str, call: Callable[[], None], inputs: MutableSequence[Any],
                  outputs: MutableSequence[Any], output_shapes: Callable[[], Any] | None = None,
-                 profiled_call: Callable[[], list[tuple[str, float]] | None] | None = None) -> None:
+                 profiled_call: Callable[[], Callable[[], list[tuple[str, float]] | None] | None] | None = None
+                 ) -> None:
         self.name = name
         self.backend_id = backend_id
         self.call = call
@@ -113,13 +114,25 @@ def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: l
         except Exception as exc:  # a Python backend's failure, named like a native one
             raise BackendError(backend_id, f"execute(layer {node.name!r})", str(exc)) from exc
 
-    def profiled_call() -> list[tuple[str, float]] | None:
+    def profiled_call() -> Callable[[], list[tuple[str, float]] | None] | None:
         try:
-            return prepared.profiled_call()
+            read = prepared.profiled_call()
         except PlugnnError:
             raise
         except Exception as exc:
             raise BackendError(backend_id, f"execute(layer {node.name!r})", str(exc)) from exc
+        if read is None:
+            return None
+
+        def parts() -> list[tuple[str, float]] | None:
+            try:
+                return read()
+            except PlugnnError:
+                raise
+            except Exception as exc:
+                raise BackendError(backend_id, f"read_profile(layer {node.name!r})", str(exc)) from exc
+
+        return parts
 
     return _Step(node.name, backend_id, call, prepared.inputs, prepared.outputs, shapes, profiled_call)
 
@@ -505,15 +518,16 @@ class LoadedNetwork:
                 raise RunStoppedError(f"network {self.name!r}: the run was stopped before layer {step.name!r} "
                                       f"(RunOptions.terminate)")
             start = clock()
-            parts = None
+            read = None
             if step.name not in skipped:
                 if profile and step.profiled_call is not None:
-                    parts = step.profiled_call()
+                    read = step.profiled_call()
                 else:
                     step.call()
             if profile:
                 record: dict[str, Any] = {"layer": step.name, "backend": step.backend_id,
                                           "seconds": (clock() - start) * 1e-9, "start_ns": start}
+                parts = read() if read is not None else None  # after the clock stopped
                 if parts:
                     record["nodes"] = [{"layer": name, "seconds": seconds} for name, seconds in parts]
                 records.append(record)

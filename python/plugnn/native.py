@@ -8,7 +8,7 @@ once: on close(), when its parent closes, or when it is garbage collected.
 from __future__ import annotations
 
 import weakref
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
@@ -266,9 +266,9 @@ class BoundExecution(PreparedWorkload):
         if status:
             workload._check(status, f"execute(layer {workload.layer_name!r})")
 
-    def profiled_call(self) -> list[tuple[str, float]] | None:
-        """Run once with pn_execute_args.profile set, then read the time of each original layer
-        (pn_workload.read_profile); a plugin without read_profile runs as __call__ does (None)."""
+    def profiled_call(self) -> Callable[[], list[tuple[str, float]] | None] | None:
+        """Run once with pn_execute_args.profile set; returns the workload's read_profile (the
+        time of each original layer). A plugin without read_profile runs as __call__ does (None)."""
         workload = self._workload
         if not workload.profiles_parts:
             self()
@@ -278,7 +278,7 @@ class BoundExecution(PreparedWorkload):
             self()
         finally:
             self._args.profile = 0
-        return workload.read_profile()
+        return workload.read_profile
 
     def output_shapes(self) -> list[tuple[int, ...]] | None:
         """The dims the last call reported for a data-dependent layer (pn_execute_args.output_dims)."""

@@ -66,9 +66,12 @@ class SessionProfiler:
                 self._events.append(self._event("Session", name, start_ns, end_ns - start_ns, {}))
 
     def run_event(self, start_ns: int, end_ns: int, layers: Iterable[Mapping[str, Any]],
-                  kinds: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
-        """One run: its layers (LoadedNetwork.last_profile: layer, backend, seconds, start_ns)
-        as "Node" events, then the "model_run" event."""
+                  kinds: Mapping[str, tuple[str, tuple[str, ...]]],
+                  node_types: Mapping[str, str] | None = None) -> None:
+        """One run: its layers (LoadedNetwork.last_profile: layer, backend, seconds, start_ns,
+        and a fused layer's `nodes`) as "Node" events, then the "model_run" event. `node_types`:
+        the model's node name -> op type, the op_name of the nodes inside a fused layer (the
+        fused layer's own kind for a name the model does not have)."""
         if not self.enabled:
             return
         events = []
@@ -82,7 +85,7 @@ class SessionProfiler:
             events.append(self._event("Node", f"{name}_kernel_time", begin, int(layer["seconds"] * 1e9), args))
             for node in layer.get("nodes") or ():
                 duration = int(node["seconds"] * 1e9)
-                node_kind = kinds.get(node["layer"], ("", ()))[0]
+                node_kind = (node_types or {}).get(node["layer"]) or kind
                 events.append(self._event("Node", f"{node['layer']}_kernel_time", begin, duration,
                                           {"op_name": node_kind, "provider": layer["backend"],
                                            "node_index": str(index), "fused_into": name}))

@@ -79,8 +79,10 @@ typedef struct packed_step {
     int32_t* rs_idx;         /* (resize) per output row its 2 input rows, then per output column its
                                 2 input columns (owned) */
     float* rs_w;             /* (resize) their weights, the same layout (owned) */
-    int32_t name_of[3];      /* the original layers it was made from: indices into the chain's
-                                layer_names (the first carries its time), -1: none */
+    /* The original layers it was made from: indices into the chain's layer_names (the first
+     * carries the step's time). */
+    uint32_t num_names;
+    uint32_t name_of[ACCEL_CHAIN_MAX_NAMES];
 } packed_step;
 
 /* The chain's convolutions' weights and biases are inputs of the replacement layer (after the

@@ -154,12 +154,9 @@ static void chain_label(accel_chain* ch, uint32_t count) {
 /* The step's original layers as indices into ch->layer_names, each name added once (a SPLIT's
  * views are one layer). 0 when out of memory. */
 static int chain_name_step(accel_chain* ch, packed_step* st, const accel_chain_step* cs) {
-    for (int k = 0; k < 3; ++k) {
-        st->name_of[k] = -1;
-        const char* name = cs->names[k];
-        if (name == NULL) {
-            continue;
-        }
+    st->num_names = 0;
+    for (uint32_t k = 0; k < cs->num_names && k < ACCEL_CHAIN_MAX_NAMES; ++k) {
+        const char* name = cs->names[k] != NULL ? cs->names[k] : "?";
         uint32_t j = 0;
         while (j < ch->num_layer_names && strcmp(ch->layer_names[j], name) != 0) ++j;
         if (j == ch->num_layer_names) {
@@ -171,7 +168,7 @@ static int chain_name_step(accel_chain* ch, packed_step* st, const accel_chain_s
             memcpy(ch->layer_names[j], name, len);
             ch->num_layer_names += 1;
         }
-        st->name_of[k] = (int32_t)j;
+        st->name_of[st->num_names++] = j;
     }
     return 1;
 }
@@ -193,7 +190,7 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
     ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
     ch->const_ids = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
     ch->const_infos = (pn_tensor_info*)calloc((size_t)count * 2 + 1, sizeof(pn_tensor_info));
-    ch->layer_names = (char**)calloc((size_t)count * 3 + 1, sizeof(char*));
+    ch->layer_names = (char**)calloc((size_t)count * ACCEL_CHAIN_MAX_NAMES + 1, sizeof(char*));
     if (ch->tensors == NULL || ch->steps == NULL || ch->inputs == NULL || ch->outputs == NULL ||
         ch->const_ids == NULL || ch->const_infos == NULL || ch->layer_names == NULL) {
         accel_chain_release(ch);

@@ -361,7 +361,7 @@ static uint64_t now_ns(void) { return (uint64_t)accel_now_ns(); }
  * most `ns`. */
 static void charge(chain_state* s, const group_run* gr, uint64_t ns) {
     if (gr->count == 1) {
-        if (gr->runs[0].st->name_of[0] >= 0) s->layer_ns[gr->runs[0].st->name_of[0]] += ns;
+        if (gr->runs[0].st->num_names > 0) s->layer_ns[gr->runs[0].st->name_of[0]] += ns;
         return;
     }
     double total = 0.0;
@@ -372,7 +372,7 @@ static void charge(chain_state* s, const group_run* gr, uint64_t ns) {
     for (uint32_t k = 0; k < gr->count; ++k) {
         const packed_step* st = gr->runs[k].st;
         const double share = (double)step_job_flops(st) * (double)step_jobs(st, s->storage[st->y].n);
-        if (st->name_of[0] >= 0 && total > 0.0) s->layer_ns[st->name_of[0]] += (uint64_t)((double)ns * share / total);
+        if (st->num_names > 0 && total > 0.0) s->layer_ns[st->name_of[0]] += (uint64_t)((double)ns * share / total);
     }
 }
 
