@@ -1678,8 +1678,10 @@ typedef struct pn_profile_entry {
     const char* layer;
     /* Wall time of that layer's part of the last execute(), in nanoseconds
      * (on several threads: from the first thread starting it to the last one
-     * finishing). A layer whose work ran inside another's kernel (a fused
-     * activation, a residual add) reports 0: its time is in that layer's. */
+     * finishing; for layers the workload ran interleaved in one parallel loop,
+     * each one's share of that loop's wall time, as the workload apportions
+     * it). A layer whose work ran inside another's kernel (a fused activation,
+     * a residual add) reports 0: its time is in that layer's. */
     uint64_t nanoseconds;
 } pn_profile_entry;
 
