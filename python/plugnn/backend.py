@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from plugnn._abi_defs import PN_MAX_BACKEND_ID_LENGTH, PN_OPTION_NUM_THREADS
@@ -73,6 +73,14 @@ class PreparedWorkload(ABC):
         for every other layer."""
         return None
 
+    def profiled_call(self) -> Callable[[], list[tuple[str, float]] | None] | None:
+        """Run once as __call__ does, timing the parts of a fused layer; returns what reads them
+        (called after the caller's clock stopped): the seconds each original layer it was made
+        from took (layer name, seconds), in the order they ran. None when the workload does not
+        break its time down (the default)."""
+        self()
+        return None
+
 
 class Workload(ABC):
     """One layer ready to run. `execute` is never called from two threads at once."""
@@ -99,6 +107,12 @@ class Workload(ABC):
         nothing that execute writes. The default: None."""
         return None
 
+    def read_profile(self) -> list[tuple[str, float]] | None:
+        """Optional, for a fused layer: the seconds each original layer it was made from took
+        in the last execute (layer name, seconds), every one once, adding up to at most the
+        execute's time; None (the default) when it does not break its time down."""
+        return None
+
     def close(self) -> None:
         """Release the workload; it is not used afterwards."""
 
@@ -110,11 +124,16 @@ class _PreparedCall(PreparedWorkload):
         self.inputs = inputs
         self.outputs = outputs
         self._execute = workload.execute
+        self._read_profile = workload.read_profile
         self._workspace = workspace
         self._shapes: Sequence[tuple[int, ...]] | None = None
 
     def __call__(self) -> None:
         self._shapes = self._execute(self.inputs, self.outputs, self._workspace)
+
+    def profiled_call(self) -> Callable[[], list[tuple[str, float]] | None] | None:
+        self()
+        return self._read_profile
 
     def output_shapes(self) -> list[tuple[int, ...]] | None:
         return None if self._shapes is None else [tuple(int(d) for d in s) for s in self._shapes]

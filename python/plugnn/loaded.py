@@ -81,10 +81,12 @@ class _Step:
     """One thing run() does: a prepared workload, or a runtime copy. `inputs` and `outputs`
     hold its bound buffers; assigning an item rebinds it (graph inputs and outputs, per run)."""
 
-    __slots__ = ("name", "backend_id", "call", "inputs", "outputs", "output_shapes")
+    __slots__ = ("name", "backend_id", "call", "inputs", "outputs", "output_shapes", "profiled_call")
 
     def __init__(self, name: str, backend_id: str, call: Callable[[], None], inputs: MutableSequence[Any],
-                 outputs: MutableSequence[Any], output_shapes: Callable[[], Any] | None = None) -> None:
+                 outputs: MutableSequence[Any], output_shapes: Callable[[], Any] | None = None,
+                 profiled_call: Callable[[], Callable[[], list[tuple[str, float]] | None] | None] | None = None
+                 ) -> None:
         self.name = name
         self.backend_id = backend_id
         self.call = call
@@ -92,6 +94,8 @@ class _Step:
         self.outputs = outputs
         # A data-dependent layer's: the outputs' actual shapes its last call reported.
         self.output_shapes = output_shapes
+        # A workload's: call once timing its parts (PreparedWorkload.profiled_call), None for a copy.
+        self.profiled_call = profiled_call
 
 
 def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: list[Any], workspace: Any) -> _Step:
@@ -99,7 +103,8 @@ def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: l
     backend_id = node.backend_id or "?"
     shapes = prepared.output_shapes if node.kind in DATA_DEPENDENT_KINDS else None
     if prepared.raises_plugnn_errors:
-        return _Step(node.name, backend_id, prepared, prepared.inputs, prepared.outputs, shapes)
+        return _Step(node.name, backend_id, prepared, prepared.inputs, prepared.outputs, shapes,
+                     prepared.profiled_call)
 
     def call() -> None:
         try:
@@ -109,7 +114,27 @@ def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: l
         except Exception as exc:  # a Python backend's failure, named like a native one
             raise BackendError(backend_id, f"execute(layer {node.name!r})", str(exc)) from exc
 
-    return _Step(node.name, backend_id, call, prepared.inputs, prepared.outputs, shapes)
+    def profiled_call() -> Callable[[], list[tuple[str, float]] | None] | None:
+        try:
+            read = prepared.profiled_call()
+        except PlugnnError:
+            raise
+        except Exception as exc:
+            raise BackendError(backend_id, f"execute(layer {node.name!r})", str(exc)) from exc
+        if read is None:
+            return None
+
+        def parts() -> list[tuple[str, float]] | None:
+            try:
+                return read()
+            except PlugnnError:
+                raise
+            except Exception as exc:
+                raise BackendError(backend_id, f"read_profile(layer {node.name!r})", str(exc)) from exc
+
+        return parts
+
+    return _Step(node.name, backend_id, call, prepared.inputs, prepared.outputs, shapes, profiled_call)
 
 
 class LoadedNetwork:
@@ -650,7 +675,9 @@ class LoadedNetwork:
 
     def _run_one_by_one(self, profile: bool, stop: Callable[[], bool] | None) -> None:
         """Each step called on its own: timed (`last_profile`: layer, backend, seconds, and
-        `start_ns`, time.perf_counter_ns() at its start) and/or after asking `stop`."""
+        `start_ns`, time.perf_counter_ns() at its start; for a fused layer whose workload breaks
+        its time down, `nodes`: per original layer inside it, {"layer", "seconds"}) and/or after
+        asking `stop`."""
         records = []
         clock = time.perf_counter_ns
         skipped = set(self.elided_layers)
@@ -659,11 +686,19 @@ class LoadedNetwork:
                 raise RunStoppedError(f"network {self.name!r}: the run was stopped before layer {step.name!r} "
                                       f"(RunOptions.terminate)")
             start = clock()
+            read = None
             if step.name not in skipped:
-                step.call()
+                if profile and step.profiled_call is not None:
+                    read = step.profiled_call()
+                else:
+                    step.call()
             if profile:
-                records.append({"layer": step.name, "backend": step.backend_id, "seconds": (clock() - start) * 1e-9,
-                                "start_ns": start})
+                record: dict[str, Any] = {"layer": step.name, "backend": step.backend_id,
+                                          "seconds": (clock() - start) * 1e-9, "start_ns": start}
+                parts = read() if read is not None else None  # after the clock stopped
+                if parts:
+                    record["nodes"] = [{"layer": name, "seconds": seconds} for name, seconds in parts]
+                records.append(record)
         if profile:
             self.last_profile = records
 

@@ -8,7 +8,7 @@ once: on close(), when its parent closes, or when it is garbage collected.
 from __future__ import annotations
 
 import weakref
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
@@ -166,6 +166,37 @@ class NativeWorkload(_NativeChild, Workload):
         workload.reports_dims = self.reports_dims
         return workload
 
+    @property
+    def profiles_parts(self) -> bool:
+        """Whether the plugin breaks this workload's time down (pn_workload.read_profile, ABI 1.2)."""
+        return not self.closed and function(self._c, "pn_workload", "read_profile") is not None
+
+    def read_profile(self) -> list[tuple[str, float]] | None:
+        """pn_workload.read_profile (ABI 1.2): the seconds each original layer of this fused layer
+        took in the last profiled execute (see BoundExecution.profiled_call), or None when the
+        plugin has no read_profile (a 1.0 or 1.1 plugin, or NULL). A failure is a BackendError."""
+        fn = function(self._c, "pn_workload", "read_profile") if not self.closed else None
+        if fn is None:
+            return None
+        call = f"read_profile(layer {self.layer_name!r})"
+        count = ffi.new("uint32_t*")
+        self._message.clear()
+        self._check(fn(self._c, NULL, 0, count, self._message.out), call)
+        n = int(count[0])
+        if n == 0:
+            return []
+        entries = ffi.new("pn_profile_entry[]", n)
+        for i in range(n):
+            entries[i].struct_size = ffi.sizeof("pn_profile_entry")
+        self._message.clear()
+        self._check(fn(self._c, entries, n, count, self._message.out), call)
+        parts = []
+        for i in range(min(n, int(count[0]))):
+            if entries[i].layer == NULL:
+                raise BackendError(self._owner.backend_id, call, f"entry {i} names no layer")
+            parts.append((ffi.string(entries[i].layer).decode("utf-8", "replace"), int(entries[i].nanoseconds) * 1e-9))
+        return parts
+
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None
                 ) -> list[tuple[int, ...]] | None:
         """Run once on these arrays; a workspace of workspace_bytes is allocated if none is given.
@@ -234,6 +265,20 @@ class BoundExecution(PreparedWorkload):
         status = self._call(workload._c, self._args, self._message.out)
         if status:
             workload._check(status, f"execute(layer {workload.layer_name!r})")
+
+    def profiled_call(self) -> Callable[[], list[tuple[str, float]] | None] | None:
+        """Run once with pn_execute_args.profile set; returns the workload's read_profile (the
+        time of each original layer). A plugin without read_profile runs as __call__ does (None)."""
+        workload = self._workload
+        if not workload.profiles_parts:
+            self()
+            return None
+        self._args.profile = 1
+        try:
+            self()
+        finally:
+            self._args.profile = 0
+        return workload.read_profile
 
     def output_shapes(self) -> list[tuple[int, ...]] | None:
         """The dims the last call reported for a data-dependent layer (pn_execute_args.output_dims)."""

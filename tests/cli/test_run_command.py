@@ -294,6 +294,26 @@ def test_argument_errors_exit_2(args: list[str]) -> None:
 # ---- ONNX models ------------------------------------------------------------------------------------------------
 
 
+def test_profile_breaks_a_fused_chain_down() -> None:
+    """A CNN's blocked chain (CpuAcc on AVX-512) is not one row: its original layers are rows
+    under it (pn_workload.read_profile), each once, their times adding up to at most the chain's."""
+    if not any(t.startswith("Precompiled(blocked NCHW16c chain") for t in DEFAULT_TYPES):
+        pytest.skip("no blocked chain on this machine (CpuAcc without AVX-512, or not the default backend)")
+    data = run_json("--iterations", "2", "--profile")
+    (chain,) = [p for p in data["profile"] if p.get("nodes")]
+    replaced = next(a for a in data["placement"]["layers"] if a["layer"] == chain["layer"])["replaces"]
+    names = [n["layer"] for n in chain["nodes"]]
+    assert len(names) == len(set(names)) and set(names) <= set(replaced) and len(names) > 4
+    assert all(n["median_ms"] >= 0 for n in chain["nodes"])
+    assert sum(n["share"] for n in chain["nodes"]) <= chain["share"] + 1e-9
+    text = plugnn("run", "--iterations", "2", "--profile").stdout
+    lines = text[text.index("Profile (median"):].splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == [chain["layer"], DEFAULT_BACKEND])
+    nested = [line.split()[0] for line in lines[at + 1:at + 1 + len(names)]]
+    assert nested == names
+    assert lines[at + 1 + len(names)].strip().startswith("(rest of the fused layer)")
+
+
 @pytest.fixture(scope="module")
 def small_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("onnx")

@@ -1645,7 +1645,7 @@ typedef struct pn_memory_manager {
  * Workloads
  * ======================================================================== */
 
-/* Arguments of one execution. Appended fields will carry more (e.g. a profiler). */
+/* Arguments of one execution. */
 typedef struct pn_execute_args {
     uint32_t struct_size;
     uint32_t num_inputs;
@@ -1658,7 +1658,32 @@ typedef struct pn_execute_args {
      * PN_MAX_DIMS entries (see "Data-dependent layers"). Read it only when
      * PN_HAS_FIELD(args, pn_execute_args, output_dims). */
     int64_t* output_dims;
+    /* Since 1.2: nonzero when the runtime profiles this execution and will ask
+     * pn_workload.read_profile for the time of each original layer inside a
+     * fused layer. A workload times its parts only when this is set (read it
+     * only when PN_HAS_FIELD(args, pn_execute_args, profile)), so a run that is
+     * not profiled pays nothing. */
+    pn_bool profile;
 } pn_execute_args;
+
+/* Since 1.2: the time one original layer took inside a fused layer (see
+ * pn_workload.read_profile). Filled by the workload; the caller sets
+ * struct_size of each entry it passes (sizeof in its header), and the workload
+ * writes only the fields that fit in it. */
+typedef struct pn_profile_entry {
+    uint32_t struct_size;
+    /* An original layer's name, as the subgraph given to optimize_subgraph
+     * named it (pn_layer.name). Owned by the workload: valid until its next
+     * execute(), reshape() or destroy(). */
+    const char* layer;
+    /* Wall time of that layer's part of the last execute(), in nanoseconds
+     * (on several threads: from the first thread starting it to the last one
+     * finishing; for layers the workload ran interleaved in one parallel loop,
+     * each one's share of that loop's wall time, as the workload apportions
+     * it). A layer whose work ran inside another's kernel (a fused activation,
+     * a residual add) reports 0: its time is in that layer's. */
+    uint64_t nanoseconds;
+} pn_profile_entry;
 
 /* One layer ready to run, owned by the runtime until destroy. The runtime never
  * calls execute() on one workload from two threads at once, but workloads of
@@ -1707,6 +1732,28 @@ typedef struct pn_workload {
      * is unchanged and stays usable. */
     pn_status (*reshape)(struct pn_workload* workload, const pn_layer* layer,
                          struct pn_workload** workload_out, pn_string_out* message_out);
+    /* Since 1.2, optional (NULL, or past the struct_size a 1.0 or 1.1 plugin
+     * wrote: the runtime then reports the layer as one whole). The workload of
+     * a fused layer (a PRECOMPILED layer made by optimize_subgraph) reports how
+     * long each original layer it was made from took in the last execute()
+     * whose pn_execute_args.profile was set: every such layer once, in the
+     * order they ran, their times adding up to at most the execute's (what
+     * the fused layer does beyond its layers, such as layout conversions, is
+     * in none).
+     *
+     * Writes min(capacity, n) entries to `entries` (each caller-initialised
+     * with its struct_size; `entries` may be NULL when capacity is 0) and n to
+     * *count_out, so a caller may ask with capacity 0 first. Ownership: the
+     * entries belong to the caller; the `layer` strings in them to the
+     * workload (valid until its next execute, reshape or destroy).
+     *
+     * Errors: PN_ERR_INVALID_ARGUMENT when count_out is NULL, or entries is
+     * NULL with capacity > 0, or an entry's struct_size is too small to hold
+     * `layer`; PN_ERR_INVALID_STATE when no profiled execute() has run since
+     * the workload was made, or the last execute() was not profiled or
+     * failed. On failure *count_out (when not NULL) is 0. */
+    pn_status (*read_profile)(struct pn_workload* workload, pn_profile_entry* entries, uint32_t capacity,
+                              uint32_t* count_out, pn_string_out* message_out);
 } pn_workload;
 
 /* Owned by the runtime until destroy. Workloads it created stay valid after the

@@ -105,6 +105,28 @@ pn_workload* pn_workload_new_reshapable(void* state, pn_execute_fn execute,
                                         void (*release_state)(void*), size_t workspace_bytes,
                                         pn_reshape_fn reshape);
 
+/* pn_workload.read_profile for a workload of pn_workload_new: `state` is the
+ * workload's. */
+typedef pn_status (*pn_read_profile_fn)(void* state, pn_profile_entry* entries, uint32_t capacity,
+                                        uint32_t* count_out, pn_string_out* message_out);
+
+/* Sets pn_workload.read_profile of a workload made by pn_workload_new or
+ * pn_workload_new_reshapable: read_profile() checks its arguments (NULL
+ * count_out, NULL entries with capacity > 0: PN_ERR_INVALID_ARGUMENT), sets
+ * *count_out to 0 and calls `read_profile(state, ...)`. */
+void pn_workload_set_read_profile(pn_workload* workload, pn_read_profile_fn read_profile);
+
+/* Whether `args` asks the workload to time its parts (pn_execute_args.profile,
+ * read only when the caller's struct holds it). */
+int pn_execute_profiling(const pn_execute_args* args);
+
+/* Copies n profile entries (names and nanoseconds) into the caller's `entries`
+ * as read_profile does: at most `capacity`, checking each entry's struct_size;
+ * *count_out = n. */
+pn_status pn_profile_copy(const char* const* names, const uint64_t* nanoseconds, uint32_t n,
+                          pn_profile_entry* entries, uint32_t capacity, uint32_t* count_out,
+                          pn_string_out* message_out);
+
 /* The state of a workload made by pn_workload_new or pn_workload_new_reshapable
  * (undefined for any other workload). */
 void* pn_workload_state(const pn_workload* workload);

@@ -23,6 +23,9 @@ typedef void (*accel_range_fn)(void* ctx, int64_t begin, int64_t end);
  * NULL when out of memory or when a thread cannot be started. */
 accel_threads* accel_threads_create(int num_threads);
 
+/* Monotonic nanoseconds (CLOCK_MONOTONIC): what profiled runs time their parts with. */
+int64_t accel_now_ns(void);
+
 /* Joins the threads and frees the pool (NULL is a no-op). */
 void accel_threads_destroy(accel_threads* threads);
 

@@ -76,8 +76,17 @@ def format_report(report: dict[str, Any]) -> str:
         out.append("")
         out.append(f"Profile (median per layer over {runs}):")
         profiled = short_names([p["layer"] for p in report["profile"]], width=60)
-        rows = [[clip(profiled[p["layer"]], 72), p["backend"], f"{p['median_ms']:.3f}", f"{100 * p['share']:.1f}%"]
-                for p in report["profile"]]
+        rows = []
+        for p in report["profile"]:
+            rows.append([clip(profiled[p["layer"]], 72), p["backend"], f"{p['median_ms']:.3f}",
+                         f"{100 * p['share']:.1f}%"])
+            nodes = p.get("nodes") or []
+            for node in nodes:  # the original layers inside a fused one, as its backend timed them
+                rows.append(["  " + clip(node["layer"], 70), "", f"{node['median_ms']:.3f}",
+                             f"{100 * node['share']:.1f}%"])
+            if nodes:
+                rest = max(p["median_ms"] - sum(n["median_ms"] for n in nodes), 0.0)
+                rows.append(["  (rest of the fused layer)", "", f"{rest:.3f}", ""])
         total = sum(p["median_ms"] for p in report["profile"])
         rows.append(["total", "", f"{total:.3f}", "100.0%"])
         out += ["  " + line for line in _table(rows, ["layer", "backend", "ms", "share"], right={2, 3})]

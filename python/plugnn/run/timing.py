@@ -81,12 +81,30 @@ def time_runs(loaded: LoadedNetwork, inputs: dict[str, np.ndarray], iterations: 
 
 
 def profile_table(profiles: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Per layer in execution order: its backend, the median ms over the runs, its share of the sum."""
+    """Per layer in execution order: its backend, the median ms over the runs, its share of the sum;
+    for a fused layer whose backend breaks it down, `nodes`: per original layer inside it, the
+    median ms and its share of the sum."""
     rows = []
     for step, entry in enumerate(profiles[0]):
         median = statistics.median(p[step]["seconds"] for p in profiles) * 1e3
-        rows.append({"layer": entry["layer"], "backend": entry["backend"], "median_ms": median})
+        row: dict[str, Any] = {"layer": entry["layer"], "backend": entry["backend"], "median_ms": median}
+        if entry.get("nodes"):
+            row["nodes"] = [{"layer": node["layer"], "median_ms": statistics.median(
+                _node_seconds(p[step], k, node["layer"]) for p in profiles) * 1e3}
+                for k, node in enumerate(entry["nodes"])]
+        rows.append(row)
     total = sum(r["median_ms"] for r in rows) or 1.0
     for row in rows:
         row["share"] = row["median_ms"] / total
+        for node in row.get("nodes", ()):
+            node["share"] = node["median_ms"] / total
     return rows
+
+
+def _node_seconds(entry: dict[str, Any], index: int, layer: str) -> float:
+    """The seconds of original layer `layer` (at `index`) inside one run's fused `entry` (0 when that
+    run did not report it)."""
+    nodes = entry.get("nodes") or ()
+    if index < len(nodes) and nodes[index]["layer"] == layer:
+        return float(nodes[index]["seconds"])
+    return next((float(n["seconds"]) for n in nodes if n["layer"] == layer), 0.0)

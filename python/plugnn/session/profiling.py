@@ -6,9 +6,12 @@ event with one "Node" event per layer of the loaded network: name "<layer>_kerne
 `op_name` (the layer's kind), `provider` (the backend that ran it), `node_index`, and for a
 layer that fused several, `fused_nodes` (the layers it replaced). Times come
 from plugnn's profiler (LoadedNetwork.run(profile=True), which calls the layers one by one);
-`ts` and `dur` are microseconds from the start of profiling. A layer is what plugnn runs: a
-chain CpuAcc fused into one layer is one event (the time of each fused node is not measured
-apart: that would take the backend's own timers). On the dynamic path
+`ts` and `dur` are microseconds from the start of profiling. A layer is what plugnn runs; a
+fused layer whose backend times its parts (pn_workload.read_profile: CpuAcc's blocked chains)
+is followed by one "Node" event per original node inside it, named "<node>_kernel_time" with
+args `provider` (the backend), `node_index` (the fused layer's) and `fused_into` (the fused
+layer's name), laid end to end from the fused layer's start in the order the backend ran
+them, so they lie inside its event. On the dynamic path
 (control flow, sequences) the layers are those of every segment the run ran (the runtime's
 steps between segments have no event).
 
@@ -63,9 +66,12 @@ class SessionProfiler:
                 self._events.append(self._event("Session", name, start_ns, end_ns - start_ns, {}))
 
     def run_event(self, start_ns: int, end_ns: int, layers: Iterable[Mapping[str, Any]],
-                  kinds: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
-        """One run: its layers (LoadedNetwork.last_profile: layer, backend, seconds, start_ns)
-        as "Node" events, then the "model_run" event."""
+                  kinds: Mapping[str, tuple[str, tuple[str, ...]]],
+                  node_types: Mapping[str, str] | None = None) -> None:
+        """One run: its layers (LoadedNetwork.last_profile: layer, backend, seconds, start_ns,
+        and a fused layer's `nodes`) as "Node" events, then the "model_run" event. `node_types`:
+        the model's node name -> op type, the op_name of the nodes inside a fused layer (the
+        fused layer's own kind for a name the model does not have)."""
         if not self.enabled:
             return
         events = []
@@ -75,8 +81,15 @@ class SessionProfiler:
             args: dict[str, Any] = {"op_name": kind, "provider": layer["backend"], "node_index": str(index)}
             if len(fused) > 1:
                 args["fused_nodes"] = list(fused)
-            events.append(self._event("Node", f"{name}_kernel_time", int(layer.get("start_ns", start_ns)),
-                                      int(layer["seconds"] * 1e9), args))
+            begin = int(layer.get("start_ns", start_ns))
+            events.append(self._event("Node", f"{name}_kernel_time", begin, int(layer["seconds"] * 1e9), args))
+            for node in layer.get("nodes") or ():
+                duration = int(node["seconds"] * 1e9)
+                node_kind = (node_types or {}).get(node["layer"]) or kind
+                events.append(self._event("Node", f"{node['layer']}_kernel_time", begin, duration,
+                                          {"op_name": node_kind, "provider": layer["backend"],
+                                           "node_index": str(index), "fused_into": name}))
+                begin += duration
         events.append(self._event("Session", "model_run", start_ns, end_ns - start_ns, {}))
         with self._lock:
             self._events.extend(events)

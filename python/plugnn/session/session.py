@@ -106,6 +106,7 @@ class InferenceSession:
         options = self._options
         by_name, by_denotation = options.free_dimension_overrides
         self._model = SessionModel(model, by_name, by_denotation, options.initializers, options.external_files)
+        self._node_type_map: dict[str, str] | None = None  # _node_types
         config = self._model.metadata.custom_metadata_map.get("ort_config")
         if config is not None and os.environ.get("ORT_LOAD_CONFIG_FROM_MODEL") == "1":
             options.apply_model_config(config, self._model.source)
@@ -349,7 +350,7 @@ class InferenceSession:
             if segments is not None:
                 layers = [record for _, records in segments for record in records]
                 kinds = {k: v for optimized, _ in segments for k, v in _layer_kinds(optimized).items()}
-                self._profiler.run_event(started, time.perf_counter_ns(), layers, kinds)
+                self._profiler.run_event(started, time.perf_counter_ns(), layers, kinds, self._node_types())
             return _into(results, names, preallocated)
         if not self._model.computed_outputs:  # every output is an input passed through
             results = self._with_passthrough({}, dict(zip(self._input_names, check_feed(self._inputs, input_feed,
@@ -376,7 +377,7 @@ class InferenceSession:
                 results = self._cache.run(spec, feed, outputs or None, profile=profile, stop=stop)
                 if profile:
                     self._profiler.run_event(started, time.perf_counter_ns(), spec.network.last_profile,
-                                             _layer_kinds(spec.optimized))
+                                             _layer_kinds(spec.optimized), self._node_types())
         except RunStoppedError as exc:
             raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true ({exc})") from None
         finally:
@@ -432,6 +433,13 @@ class InferenceSession:
         """The model's plugnn.dynamic.DynamicModel when it runs on the dynamic path (control flow,
         sequences, shapes decided by the data), else None; its explain() shows every segment."""
         return self._dynamic
+
+    def _node_types(self) -> dict[str, str]:
+        """The model's node name -> op type, made on the first profiled run that needs it."""
+        types = self._node_type_map
+        if types is None:
+            types = self._node_type_map = _model_node_types(self._model.proto)
+        return types
 
     def _fast_key(self, feed: Any) -> tuple[tuple[int, ...], ...] | None:
         """The inputs' shapes, in input order, when the feed is a dict of exactly the inputs'
@@ -613,6 +621,11 @@ def _into(results: list[Any], names: Sequence[str], preallocated: Mapping[str, n
         np.copyto(target, value, casting="no")
         out[index] = target
     return out
+
+
+def _model_node_types(proto: Any) -> dict[str, str]:
+    """The model's node name -> op type (the profile's op_name of the nodes in a fused layer)."""
+    return {node.name: node.op_type for node in proto.graph.node if node.name}
 
 
 def _layer_kinds(optimized: Any) -> dict[str, tuple[str, tuple[str, ...]]]:

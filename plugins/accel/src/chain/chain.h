@@ -21,6 +21,10 @@
 
 #include <stdint.h>
 
+/* The most original layers one step reports its time under (a convolution, its ADD and an
+ * activation matched from up to a dozen layers); a step made from more lists the first ones. */
+#define ACCEL_CHAIN_MAX_NAMES 32
+
 /* One step of a chain: a convolution as fusion resolved it, a pooling layer, a channel scale,
  * a channel concatenation (a CONCAT layer: its parts are the layer's inputs, x_id the first),
  * a transposed convolution or a resize (chain/upsample.h), a batch normalization with its
@@ -41,6 +45,11 @@ typedef struct accel_chain_step {
     uint32_t scale_id;               /* a channel scale step (an ElementwiseBinary MUL layer x * s,
                                         s of shape [N, C, 1, 1]: squeeze-and-excitation): s's id,
                                         x's is x_id; 0 for every other step */
+    /* The subgraph's layers the step was made from (its layer, the fused ADD and activation,
+     * each pattern match as the layers it replaced), in that order; the chain copies them and
+     * reports its profile under them. */
+    uint32_t num_names;
+    const char* names[ACCEL_CHAIN_MAX_NAMES];
 } accel_chain_step;
 
 /* Whether the blocked kernels run a step inside a chain on `isa`. */

@@ -79,6 +79,10 @@ typedef struct packed_step {
     int32_t* rs_idx;         /* (resize) per output row its 2 input rows, then per output column its
                                 2 input columns (owned) */
     float* rs_w;             /* (resize) their weights, the same layout (owned) */
+    /* The original layers it was made from: indices into the chain's layer_names (the first
+     * carries the step's time). */
+    uint32_t num_names;
+    uint32_t name_of[ACCEL_CHAIN_MAX_NAMES];
 } packed_step;
 
 /* The chain's convolutions' weights and biases are inputs of the replacement layer (after the
@@ -95,6 +99,8 @@ struct accel_chain {
     uint32_t* const_ids;     /* the tensor ids of the constant inputs, after the activations */
     pn_tensor_info* const_infos;
     char label[256];
+    char** layer_names;      /* the original layers of the steps, each once, in step order (owned) */
+    uint32_t num_layer_names;
 };
 
 static inline int64_t chain_blocks(int64_t v) { return (v + B - 1) / B; }
@@ -143,6 +149,8 @@ typedef struct chain_state {
     uint32_t* time_of;       /* per step: its group, the steps of a group run as one parallel loop */
     uint32_t* group_first;   /* group g is exec[group_first[g], group_first[g + 1]) */
     uint32_t num_groups;
+    uint64_t* layer_ns;      /* per chain layer name: its time in the last profiled execute */
+    int profiled;            /* the last execute was profiled and succeeded (layer_ns holds it) */
 } chain_state;
 
 
@@ -226,6 +234,10 @@ uint32_t chain_schedule(const accel_chain* ch, int threads, uint32_t* exec, uint
                                uint32_t* group_first);
 
 pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg);
+
+/* pn_workload.read_profile of a chain workload: its layer_names with layer_ns. */
+pn_status chain_read_profile(void* vs, pn_profile_entry* entries, uint32_t capacity, uint32_t* count_out,
+                             pn_string_out* msg);
 
 /* ---- chain/arena.c ---- */
 

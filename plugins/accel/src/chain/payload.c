@@ -20,7 +20,11 @@ void accel_chain_release(void* payload) {
         free(ch->steps[i].rs_idx);
         free(ch->steps[i].rs_w);
     }
+    for (uint32_t i = 0; i < ch->num_layer_names; ++i) {
+        free(ch->layer_names[i]);
+    }
     free(ch->steps);
+    free(ch->layer_names);
     free(ch->const_ids);
     free(ch->const_infos);
     free(ch->tensors);
@@ -147,6 +151,28 @@ static void chain_label(accel_chain* ch, uint32_t count) {
     }
 }
 
+/* The step's original layers as indices into ch->layer_names, each name added once (a SPLIT's
+ * views are one layer). 0 when out of memory. */
+static int chain_name_step(accel_chain* ch, packed_step* st, const accel_chain_step* cs) {
+    st->num_names = 0;
+    for (uint32_t k = 0; k < cs->num_names && k < ACCEL_CHAIN_MAX_NAMES; ++k) {
+        const char* name = cs->names[k] != NULL ? cs->names[k] : "?";
+        uint32_t j = 0;
+        while (j < ch->num_layer_names && strcmp(ch->layer_names[j], name) != 0) ++j;
+        if (j == ch->num_layer_names) {
+            size_t len = strlen(name) + 1;
+            ch->layer_names[j] = (char*)malloc(len);
+            if (ch->layer_names[j] == NULL) {
+                return 0;
+            }
+            memcpy(ch->layer_names[j], name, len);
+            ch->num_layer_names += 1;
+        }
+        st->name_of[st->num_names++] = j;
+    }
+    return 1;
+}
+
 accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, const uint32_t* export_ids,
                              uint32_t num_export) {
     accel_chain* ch = (accel_chain*)calloc(1, sizeof(*ch));
@@ -164,8 +190,9 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
     ch->outputs = (uint32_t*)calloc((size_t)count + 1, sizeof(uint32_t));
     ch->const_ids = (uint32_t*)calloc((size_t)count * 2 + 1, sizeof(uint32_t));
     ch->const_infos = (pn_tensor_info*)calloc((size_t)count * 2 + 1, sizeof(pn_tensor_info));
+    ch->layer_names = (char**)calloc((size_t)count * ACCEL_CHAIN_MAX_NAMES + 1, sizeof(char*));
     if (ch->tensors == NULL || ch->steps == NULL || ch->inputs == NULL || ch->outputs == NULL ||
-        ch->const_ids == NULL || ch->const_infos == NULL) {
+        ch->const_ids == NULL || ch->const_infos == NULL || ch->layer_names == NULL) {
         accel_chain_release(ch);
         return NULL;
     }
@@ -174,6 +201,10 @@ accel_chain* accel_chain_new(const accel_chain_step* steps, uint32_t count, cons
         const pn_layer* l = cs->layer;
         const pn_convolution_2d_desc* d = (const pn_convolution_2d_desc*)l->descriptor;
         packed_step* st = &ch->steps[ch->num_steps++];
+        if (!chain_name_step(ch, st, cs)) {
+            accel_chain_release(ch);
+            return NULL;
+        }
         uint32_t xslot = 0;
         while (xslot + 1 < l->num_inputs && l->input_ids[xslot] != cs->x_id) ++xslot;
         int32_t x = tensor_index(ch, cs->x_id, &l->inputs[xslot]);

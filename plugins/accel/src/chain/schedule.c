@@ -353,9 +353,48 @@ uint32_t chain_schedule(const accel_chain* ch, int threads, uint32_t* exec, uint
 }
 
 
-pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
+static uint64_t now_ns(void) { return (uint64_t)accel_now_ns(); }
+
+/* A profiled run's time of one loop (a step, or a group of steps run as one loop) to the
+ * steps' first layers: a group's time split by the steps' shares of its operations (they ran
+ * interleaved on the threads, so no step has a wall time of its own); the parts add up to at
+ * most `ns`. */
+static void charge(chain_state* s, const group_run* gr, uint64_t ns) {
+    if (gr->count == 1) {
+        if (gr->runs[0].st->num_names > 0) s->layer_ns[gr->runs[0].st->name_of[0]] += ns;
+        return;
+    }
+    double total = 0.0;
+    for (uint32_t k = 0; k < gr->count; ++k) {
+        const packed_step* st = gr->runs[k].st;
+        total += (double)step_job_flops(st) * (double)step_jobs(st, s->storage[st->y].n);
+    }
+    for (uint32_t k = 0; k < gr->count; ++k) {
+        const packed_step* st = gr->runs[k].st;
+        const double share = (double)step_job_flops(st) * (double)step_jobs(st, s->storage[st->y].n);
+        if (st->num_names > 0 && total > 0.0) s->layer_ns[st->name_of[0]] += (uint64_t)((double)ns * share / total);
+    }
+}
+
+pn_status chain_read_profile(void* vs, pn_profile_entry* entries, uint32_t capacity, uint32_t* count_out,
+                             pn_string_out* msg) {
     const chain_state* s = (const chain_state*)vs;
+    if (!s->profiled) {
+        return pn_fail(msg, PN_ERR_INVALID_STATE, "CpuAcc read_profile: the blocked chain's last execute was not "
+                       "profiled (pn_execute_args.profile) or failed");
+    }
+    return pn_profile_copy((const char* const*)s->ch->layer_names, s->layer_ns, s->ch->num_layer_names, entries,
+                           capacity, count_out, msg);
+}
+
+pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
+    chain_state* s = (chain_state*)vs;
     const accel_chain* ch = s->ch;
+    const int profiling = pn_execute_profiling(args);
+    s->profiled = 0;
+    if (profiling) {
+        memset(s->layer_ns, 0, (size_t)ch->num_layer_names * sizeof(uint64_t));
+    }
     if (args == NULL || args->num_inputs != ch->num_inputs + ch->num_consts || args->num_outputs != ch->num_outputs) {
         return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: the blocked chain expects %u inputs and %u outputs",
                        ch->num_inputs + ch->num_consts, ch->num_outputs);
@@ -384,10 +423,14 @@ pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* ms
                 gr.runs[gr.count++] = r;
             }
             if (gr.count == GROUP_MAX || (q + 1 == s->group_first[g + 1] && gr.count > 0)) {
+                const uint64_t start = profiling ? now_ns() : 0;
                 if (gr.count == 1) {
                     step_parallel(s, gr.runs[0].st, &gr.runs[0]);
                 } else {
                     group_parallel(s, &gr);
+                }
+                if (profiling) {
+                    charge(s, &gr, now_ns() - start);
                 }
                 gr.count = 0;
             }
@@ -397,6 +440,7 @@ pn_status chain_execute(void* vs, const pn_execute_args* args, pn_string_out* ms
         accel_nchwc_unpack(s->env.threads, s->env.isa, &s->storage[ch->outputs[i]], (float*)args->outputs[i].data,
                            NULL, NULL);
     }
+    s->profiled = profiling;
     return PN_OK;
 }
 

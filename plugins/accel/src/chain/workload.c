@@ -20,6 +20,7 @@ static void chain_state_release(void* vs) {
         free(s->exec);
         free(s->time_of);
         free(s->group_first);
+        free(s->layer_ns);
         free(s);
     }
 }
@@ -128,6 +129,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
             s->storage[i].image_floats = s->storage[ch->tensors[i].alias_of].image_floats;
         }
     }
+    s->layer_ns = (uint64_t*)calloc((size_t)ch->num_layer_names + 1, sizeof(uint64_t));
     s->exec = (uint32_t*)calloc((size_t)ch->num_steps + 1, sizeof(uint32_t));
     s->time_of = (uint32_t*)calloc((size_t)ch->num_steps + 1, sizeof(uint32_t));
     s->group_first = (uint32_t*)calloc((size_t)ch->num_steps + 2, sizeof(uint32_t));
@@ -139,7 +141,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
                        ? chain_plan_storage(ch, s, s->storage, offsets, s->dirty)
                        : 0;
     s->raw = total > 0 ? (float*)calloc(total + 16, sizeof(float)) : NULL; /* zero halos */
-    if (s->raw == NULL) {
+    if (s->raw == NULL || s->layer_ns == NULL) {
         free(offsets);
         chain_state_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory for the blocked chain of '%s'",
@@ -153,6 +155,7 @@ static pn_status chain_build(const accel_env* env, const pn_layer* layer, accel_
     if (wl == NULL) { /* s released by pn_workload_new */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
     }
+    pn_workload_set_read_profile(wl, chain_read_profile);
     *workload_out = wl;
     return PN_OK;
 }

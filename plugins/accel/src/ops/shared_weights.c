@@ -314,6 +314,13 @@ static pn_status reshapable_execute(void* vs, const pn_execute_args* args, pn_st
 static pn_status make(const accel_env* env, const pn_layer* layer, accel_build_fn build,
                       const accel_packs* donor, pn_workload** workload_out, pn_string_out* message_out);
 
+/* The inner workload's read_profile (set only when it has one). */
+static pn_status reshapable_read_profile(void* vs, pn_profile_entry* entries, uint32_t capacity, uint32_t* count_out,
+                                         pn_string_out* message_out) {
+    reshapable* r = (reshapable*)vs;
+    return r->inner->read_profile(r->inner, entries, capacity, count_out, message_out);
+}
+
 static pn_status reshapable_reshape(const void* vs, const pn_layer* layer, pn_workload** workload_out,
                                     pn_string_out* message_out) {
     const reshapable* src = (const reshapable*)vs;
@@ -360,6 +367,9 @@ static pn_status make(const accel_env* env, const pn_layer* layer, accel_build_f
     if (wl == NULL) { /* r released by pn_workload_new_reshapable */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a %s workload",
                        pn_layer_kind_name(layer->kind));
+    }
+    if (PN_HAS_FIELD(r->inner, pn_workload, read_profile) && r->inner->read_profile != NULL) {
+        pn_workload_set_read_profile(wl, reshapable_read_profile);
     }
     *workload_out = wl;
     return PN_OK;

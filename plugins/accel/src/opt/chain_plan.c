@@ -19,6 +19,18 @@ typedef struct chain_unit {
     accel_chain_fit fit;          /* what the blocked kernels make of it */
 } chain_unit;
 
+/* Appends the original layers of `l` to the step's names: a pattern match's members (the
+ * layers it replaced), else `l` itself ("?" when it has no name). */
+static void add_names(const accel_patterns* patterns, const pn_layer* l, accel_chain_step* step) {
+    uint32_t room = ACCEL_CHAIN_MAX_NAMES - step->num_names;
+    uint32_t n = accel_patterns_member_names(patterns, l->id, step->names + step->num_names, room);
+    if (n == 0 && room > 0) {
+        step->names[step->num_names] = PN_HAS_FIELD(l, pn_layer, name) && l->name != NULL ? l->name : "?";
+        n = 1;
+    }
+    step->num_names += n;
+}
+
 /* 1 when tensor `id` is a subgraph output or read by a layer outside units [first, end). */
 static int used_outside(const pn_subgraph* sg, uint32_t id, const chain_unit* units, uint32_t first,
                         uint32_t end, const int64_t* unit_of) {
@@ -304,6 +316,10 @@ pn_status accel_plan_chains(const pn_subgraph* sg, accel_optimization* o, unsign
             u->step.addend_id = head->input_ids[1];
         }
         u->step.act = u->act >= 0 ? (const pn_activation_desc*)sg->layers[u->act].descriptor : NULL;
+        u->step.num_names = 0;
+        add_names(o->patterns, head, &u->step);
+        if (u->add >= 0) add_names(o->patterns, &sg->layers[u->add], &u->step);
+        if (u->act >= 0) add_names(o->patterns, &sg->layers[u->act], &u->step);
         unit_of[u->head] = num_units;
         if (u->add >= 0) unit_of[u->add] = num_units;
         if (u->act >= 0) unit_of[u->act] = num_units;

@@ -37,6 +37,7 @@ struct accel_patterns {
     pn_subgraph view;
     uint32_t** lists;               /* replaced-id arrays made by finish */
     uint32_t num_lists;
+    const pn_subgraph* source;      /* the subgraph matched (borrowed: optimize_subgraph's call) */
 };
 
 void accel_patterns_release(accel_patterns* p, int owns_payloads) {
@@ -74,6 +75,21 @@ int accel_patterns_kind_of(const accel_patterns* p, uint32_t layer_id) {
         return 0;
     }
     return it->layer.kind == PN_LAYER_PRECOMPILED ? 2 : 1;
+}
+
+uint32_t accel_patterns_member_names(const accel_patterns* p, uint32_t layer_id, const char** names, uint32_t max) {
+    const pat_item* it = item_of(p, layer_id);
+    uint32_t n = 0;
+    for (uint32_t k = 0; it != NULL && k < it->num_replaced && n < max; ++k) {
+        for (uint32_t j = 0; j < p->source->num_layers; ++j) {
+            const pn_layer* l = &p->source->layers[j];
+            if (l->id == it->replaced[k]) {
+                names[n++] = PN_HAS_FIELD(l, pn_layer, name) && l->name != NULL ? l->name : "?";
+                break;
+            }
+        }
+    }
+    return n;
 }
 
 /* ---- Building the result ---------------------------------------------------------------------- */
@@ -233,6 +249,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
     if (p == NULL) {
         return PN_ERR_OUT_OF_MEMORY;
     }
+    p->source = sg;
     if (!ctx_init(&c, sg, plugin)) {
         const int too_large = c.t.max_id >= ACCEL_MAX_TENSOR_ID;
         ctx_free(&c);

@@ -58,6 +58,11 @@ const pn_subgraph* accel_patterns_view(const accel_patterns* p);
  * CpuAcc's own). p may be NULL (0). */
 int accel_patterns_kind_of(const accel_patterns* p, uint32_t layer_id);
 
+/* The names of the subgraph's layers a match (by its layer id in the view) replaced, in layer
+ * order, at most `max` (what a blocked chain reports its profile under); 0 for a layer id that
+ * is no match. Valid during optimize_subgraph's call. */
+uint32_t accel_patterns_member_names(const accel_patterns* p, uint32_t layer_id, const char** names, uint32_t max);
+
 /* After the later passes: every substitution's replaced ids written in the subgraph's ids
  * (a match stands for its layers), and every match no substitution took (PRECOMPILED, or
  * untouched) made a substitution of its own (and removed from the untouched ids).
