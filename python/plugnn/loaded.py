@@ -43,7 +43,7 @@ from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
 from plugnn.loader import is_bundled
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
-from plugnn.movement_views import elided_layers, movement_views
+from plugnn.movement_views import MOVES, elided_layers, movement_views
 from plugnn.step_runner import batched
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
@@ -374,7 +374,7 @@ class LoadedNetwork:
         need = max((w.workspace_bytes for w in self._workloads), default=0)
         have = self._workspace.nbytes if self._workspace is not None else 0
         fits = need <= have and not any(k in self._bounded_at for k in keys)
-        if fits and any(k in views or k in roots for k in keys):  # the views must be the same ones
+        if fits and self._views_may_change(old, graph, changed):  # the views must be the same ones
             fits = self._movement_views(graph, self._location, self._externals, self._location,
                                         self._bounded_at) == views
         blocks = self._block_bytes
@@ -404,6 +404,25 @@ class LoadedNetwork:
         for p in changed:
             steps[p] = self._step(graph.nodes[p])
         self._plan_runs()
+
+    def _views_may_change(self, old: Any, graph: Any, changed: Sequence[int]) -> bool:
+        """Whether the movement views can differ at the new shapes: only a changed Concat, Split,
+        Slice or Gather with a tensor in the arena places views by shapes (offsets, contiguous
+        blocks); a changed Reshape only where a size becomes or stops being 0."""
+        def in_arena(key: str) -> bool:
+            return self._location.get(key) == "host" and key not in self._externals \
+                and key not in graph.constants and key not in self._bounded_at
+
+        for p in changed:
+            node = graph.nodes[p]
+            keys = (*node.inputs, *node.outputs)
+            if node.kind in MOVES or node.kind is LayerKind.GATHER:
+                if any(in_arena(k) for k in keys):
+                    return True
+            elif node.kind is LayerKind.RESHAPE:
+                if any((graph.infos[k].num_bytes == 0) != (old.infos[k].num_bytes == 0) for k in keys if k in old.infos):
+                    return True
+        return False
 
     def _graph_node(self, name: str) -> Node | None:
         if not hasattr(self, "_nodes_by_name"):

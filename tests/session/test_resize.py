@@ -252,3 +252,36 @@ def test_a_resize_whose_arena_is_over_the_limit_is_refused_and_the_session_goes_
         check(session, 2, 1000)
         check(session, 2, 1)
         assert network.loaded
+
+
+def concat_model() -> Any:
+    """a [N, 4] -> Relu -> Concat(., c [2, 4], axis 0) -> Sigmoid -> y [N + 2, 4], and a Slice of
+    the relu's rows 1.. -> Tanh -> z: in the arena the relu writes into the concatenation (a view
+    whose bytes move with N) and the slice reads in place."""
+    nodes = [helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("Concat", ["r", "c"], ["cat"], name="concat", axis=0),
+             helper.make_node("Sigmoid", ["cat"], ["y"], name="sigmoid"),
+             helper.make_node("Slice", ["cat", "starts", "ends", "axes"], ["part"], name="slice"),
+             helper.make_node("Tanh", ["part"], ["z"], name="tanh")]
+    inits = [numpy_helper.from_array(RNG.standard_normal((2, 4)).astype(np.float32), "c"),
+             numpy_helper.from_array(np.array([1], np.int64), "starts"),
+             numpy_helper.from_array(np.array([2 ** 62], np.int64), "ends"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "concat_views", [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("backend", ["CpuRef", "CpuAcc"])
+def test_movement_views_that_move_with_the_shapes_are_placed_again(backend: str) -> None:
+    model = concat_model()
+    reference = ort.InferenceSession(model.SerializeToString())
+    rng = np.random.default_rng(8)
+    with plugnn.InferenceSession(model, backends=[backend]) as session:
+        for n in [1, 2, 3, 4, 5, 6, 7, 8, 12, 9, 30, 2, 64, 63, 1]:
+            a = rng.standard_normal((n, 4)).astype(np.float32)
+            for ours, theirs in zip(session.run(None, {"a": a}), reference.run(None, {"a": a}), strict=True):
+                np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+        built, = session.networks()
+        assert built["instances_resized"] == 7 and session.networks_built == 1
