@@ -1,0 +1,154 @@
+"""Greedy decoding with a KV cache: plugnn.InferenceSession against onnxruntime (and OpenVINO when
+it is installed) on the decoders of tests/decoders (GPT-2-style and Llama-style, exported from
+transformers configs by scripts/zoo/export_decoders.py, weights from a seed).
+
+Each model runs a prompt of 32 tokens then 64 greedy steps (the cache fed back), at batch 1 and
+4 and at 1 and 2 threads; the runtimes take turns, one whole generation each, twice, and the
+second generation is the one reported (the first warms up; plugnn's builds are counted over
+both). Per decode step: the median and p90 of the wall time and the median of the process's
+CPU time (which a machine shared with other work inflates less), the tokens compared with
+onnxruntime's, plugnn's builds (`session.networks_built`: 2 means one network for the prompt
+and one for every step) and instances re-sized in place. Prints a Markdown table
+(docs/performance.md, "Run-time shapes"). Run from the repository root:
+
+    python scripts/decode_bench.py [--models gpt2_kv,llama_kv] [--batches 1,4] [--threads 1,2]
+                                   [--steps 64] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from decoders import decode  # noqa: E402
+from zoo import weights  # noqa: E402
+
+PROMPT = 32
+
+
+def cpu_model() -> str:
+    from bench.cpu import this_cpu
+
+    return this_cpu().model
+
+
+def _openvino_runner(model: bytes, threads: int) -> Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]] | None:
+    try:
+        import openvino as ov
+    except ImportError:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".onnx", delete=False) as f:
+        f.write(model)
+        path = f.name
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                                 "NUM_STREAMS": 1})
+    request = compiled.create_infer_request()
+    names = [o.get_any_name() for o in compiled.outputs]
+
+    def run(feed: dict[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        result = request.infer(feed)
+        return {name: np.asarray(result[output]) for name, output in zip(names, compiled.outputs)}
+
+    return run
+
+
+def _timed(run: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]], cpu: list[float]
+           ) -> Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]:
+    def call(feed: dict[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        start = time.process_time()
+        out = run(feed)
+        cpu.append(time.process_time() - start)
+        return out
+    return call
+
+
+def measure(name: str, batch: int, threads: int, steps: int) -> dict[str, Any]:
+    import onnxruntime as ort
+
+    import plugnn
+
+    entry = decode.entries()[name]
+    model = weights.materialize(decode.model_path(entry), 0).SerializeToString()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    reference = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    out_names = [o.name for o in reference.get_outputs()]
+    session = plugnn.InferenceSession(model, backend_options={"CpuAcc": {"num_threads": str(threads)}})
+    runners: dict[str, Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]] = {
+        "plugnn": lambda f: dict(zip(out_names, session.run(None, f))),
+        "onnxruntime": lambda f: dict(zip(out_names, reference.run(None, f))),
+    }
+    openvino = _openvino_runner(model, threads)
+    if openvino is not None:
+        runners["openvino"] = openvino
+    results: dict[str, Any] = {}
+    for round_ in range(2):
+        for runtime, run in runners.items():
+            cpu: list[float] = []
+            tokens, seconds = decode.greedy(_timed(run, cpu), entry, batch, PROMPT, steps, seed=batch)
+            if round_ == 1:
+                wall = [s * 1e3 for s in seconds[1:]]
+                results[runtime] = {"tokens": tokens, "median_ms": statistics.median(wall),
+                                    "p90_ms": sorted(wall)[int(0.9 * (len(wall) - 1))],
+                                    "cpu_median_ms": statistics.median(c * 1e3 for c in cpu[1:]),
+                                    "prompt_ms": seconds[0] * 1e3}
+    steps_network = session.networks()[-1]
+    row = {"model": name, "batch": batch, "threads": threads, "steps": steps,
+           "networks_built": session.networks_built, "instances_resized": steps_network.get("instances_resized", 0)}
+    for runtime, r in results.items():
+        row[runtime] = {k: v for k, v in r.items() if k != "tokens"}
+        row[runtime]["same_tokens"] = bool(np.array_equal(r["tokens"], results["onnxruntime"]["tokens"]))
+    session.close()
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="gpt2_kv,llama_kv")
+    parser.add_argument("--batches", default="1,4")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = [measure(m, int(b), int(t), args.steps) for m in args.models.split(",")
+            for b in args.batches.split(",") for t in args.threads.split(",")]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    peers = [p for p in ("onnxruntime", "openvino") if p in rows[0]]
+    print(f"decode, prompt {PROMPT} + {args.steps} greedy steps, {cpu_model()}, {time.strftime('%Y-%m-%d')}\n")
+    head = ["model", "batch", "threads", "plugnn step ms median (p90) [CPU ms]"] + \
+        [f"{p} step ms median (p90) [CPU ms]" for p in peers] + ["ratio to the faster peer", "same tokens",
+                                                                "builds", "instances re-sized"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for row in rows:
+        cells = [row["model"], str(row["batch"]), str(row["threads"])]
+        for runtime in ["plugnn"] + peers:
+            r = row[runtime]
+            cells.append(f"{r['median_ms']:.2f} ({r['p90_ms']:.2f}) [{r['cpu_median_ms']:.2f}]")
+        faster = min(row[p]["median_ms"] for p in peers)
+        cells += [f"{row['plugnn']['median_ms'] / faster:.1f}",
+                  " / ".join(f"{p}: {row[p]['same_tokens']}" for p in ["plugnn"] + peers[1:]),
+                  str(row["networks_built"]), str(row["instances_resized"])]
+        print("| " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
