@@ -13,13 +13,16 @@ and one for every step) and instances re-sized in place. Prints a Markdown table
 
     python scripts/decode_bench.py [--models gpt2_kv,llama_kv] [--batches 1,4] [--threads 1,2]
                                    [--steps 64] [--json]
+    python scripts/decode_bench.py --memory 200 [--models ...]   (RSS over three generations)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -117,14 +120,70 @@ def measure(name: str, batch: int, threads: int, steps: int) -> dict[str, Any]:
     return row
 
 
+def _resident_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def memory_child(name: str, runtime: str, tokens: int, threads: int) -> list[float]:
+    """RSS (MiB) after the session is made, then after each of three generations of `tokens`
+    tokens (prompt 32, batch 1), in this process (a fresh one per runtime)."""
+    import onnxruntime as ort
+
+    import plugnn
+
+    entry = decode.entries()[name]
+    model = weights.materialize(decode.model_path(entry), 0).SerializeToString()
+    if runtime == "plugnn":
+        session: Any = plugnn.InferenceSession(model, backend_options={"CpuAcc": {"num_threads": str(threads)}})
+    else:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    rss = [_resident_mb()]
+    for generation in range(3):
+        decode.greedy(lambda f: dict(zip(names, session.run(None, f))), entry, 1, PROMPT, tokens - 1, seed=generation)
+        rss.append(_resident_mb())
+    return rss
+
+
+def memory(name: str, tokens: int, threads: int) -> dict[str, list[float]]:
+    out = {}
+    for runtime in ("plugnn", "onnxruntime"):
+        done = subprocess.run([sys.executable, __file__, "--memory-child", name, runtime, str(tokens), str(threads)],
+                              capture_output=True, text=True, check=True)
+        out[runtime] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
+
+
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--memory-child":
+        name, runtime, tokens, threads = sys.argv[2:6]
+        print(json.dumps(memory_child(name, runtime, int(tokens), int(threads))))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="gpt2_kv,llama_kv")
     parser.add_argument("--batches", default="1,4")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--steps", type=int, default=64)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--memory", type=int, metavar="TOKENS",
+                        help="instead: RSS over three generations of TOKENS tokens each (batch 1, one fresh process "
+                             "per runtime)")
     args = parser.parse_args()
+    if args.memory:
+        threads = int(args.threads.split(",")[0])
+        print(f"RSS (MiB) after the session, then after each of three {args.memory}-token generations, "
+              f"{cpu_model()}, {threads} thread(s), {time.strftime('%Y-%m-%d')}\n")
+        print("| model | plugnn | onnxruntime | plugnn / onnxruntime after the third |")
+        print("| --- | --- | --- | --- |")
+        for model in args.models.split(","):
+            rss = memory(model, args.memory, threads)
+            print(f"| {model} | {' / '.join(f'{v:.0f}' for v in rss['plugnn'])} | "
+                  f"{' / '.join(f'{v:.0f}' for v in rss['onnxruntime'])} | "
+                  f"{rss['plugnn'][-1] / rss['onnxruntime'][-1]:.2f} |")
+        return 0
     rows = [measure(m, int(b), int(t), args.steps) for m in args.models.split(",")
             for b in args.batches.split(",") for t in args.threads.split(",")]
     if args.json:

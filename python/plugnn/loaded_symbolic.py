@@ -10,10 +10,13 @@ its backend can, else created (a backend built against the 1.0 header has no res
 workloads are created again, which the log says once), and its memory planned at its sizes.
 A layer a backend fused at the hints (optimize_subgraph) whose workload it refuses at the new
 shapes is fused again from the layers it stands for, at those shapes (only that layer).
-Instances are kept per binding, so alternating shapes cost a lookup each. Past `capacity`
-(8) instances, the least recently used one no run holds is re-sized in place into the new
-binding's (LoadedNetwork.resize): only the layers whose shapes differ between the two
-bindings (ShapeProgram.changed_layers) are touched, and its arena stays while their tensors fit.
+Instances are kept per binding, so alternating shapes cost a lookup each. An instance can also
+be re-sized in place into another binding's (LoadedNetwork.resize): only the layers whose shapes
+differ between the two bindings (ShapeProgram.changed_layers) are touched, and its arena stays
+while their tensors fit. A binding never seen before re-sizes the last instance made when that
+one ran only once (a stream of new shapes, as decode steps or requests of varying length, keeps
+one instance); a binding seen before gets an instance of its own (shapes that come back stay
+loaded); past `capacity` (8) instances, the least recently used one no run holds is re-sized.
 
 A binding that breaks a guard of the network (a decision its construction took on the hints
 that does not hold at those shapes), or at which a backend refuses a layer, raises
@@ -48,7 +51,7 @@ Loader = Callable[..., Any]  # Runtime.load_network(concrete network, reshape_fr
 class Instance:
     """A symbolic network at one binding: its LoadedNetwork and its shape values' arrays."""
 
-    __slots__ = ("binding", "loaded", "shape_values", "values", "users", "evicted")
+    __slots__ = ("binding", "loaded", "shape_values", "values", "users", "uses", "evicted")
 
     def __init__(self, binding: tuple[int, ...], loaded: Any, shape_values: dict[str, np.ndarray],
                  values: tuple[int, ...]) -> None:
@@ -56,7 +59,8 @@ class Instance:
         self.loaded = loaded
         self.shape_values = shape_values
         self.values = values  # every expression of the network at this binding (ShapeProgram.evaluate)
-        self.users = 0
+        self.users = 0  # runs holding it now
+        self.uses = 0   # runs it ran, ever
         self.evicted = False
 
 
@@ -74,6 +78,7 @@ class SymbolicLoadedNetwork:
         self._instances: OrderedDict[tuple[int, ...], Instance] = OrderedDict()
         self._by_shapes: dict[tuple[tuple[int, ...], ...], Instance] = {}  # input shapes run -> instance
         self._refused: set[tuple[int, ...]] = set()
+        self._seen: OrderedDict[tuple[int, ...], None] = OrderedDict()  # bindings instances were made for
         self._lock = threading.Lock()      # the instance table
         self._make_lock = threading.Lock()  # one instance made at a time (reshape's rule)
         fork_safety.fresh_locks_in_child(self, "_lock", "_make_lock")
@@ -125,6 +130,7 @@ class SymbolicLoadedNetwork:
         instance = self._by_shapes_hit(inputs, shapes)  # the usual run: shapes seen before, one lookup
         if instance is None:
             instance = self._bound(inputs)
+        instance.uses += 1  # a heuristic for _victim (a lost count under threads costs only a choice)
         try:
             feed = inputs if not instance.shape_values else {**inputs, **instance.shape_values}
             results = instance.loaded.run(feed, outputs, profile, stop=stop)
@@ -188,7 +194,7 @@ class SymbolicLoadedNetwork:
                     raise RuntimeClosedError(f"network {self.name!r} was unloaded")
             values = self.program.evaluate(binding)  # BindingError for a broken guard
             with self._lock:
-                victim = self._victim()
+                victim = self._victim(key)
                 source = self.last_instance if self.last_instance is not None and not self.last_instance.evicted \
                     else next(reversed(self._instances.values()), None)
             instance = self._resized(key, binding, values, victim) if victim is not None \
@@ -197,6 +203,9 @@ class SymbolicLoadedNetwork:
                 instance.users += 1
                 self._instances[key] = instance
                 self.last_instance = instance
+                self._seen[key] = None
+                if len(self._seen) > 8 * self.capacity:
+                    self._seen.popitem(last=False)
                 evicted = []
                 while len(self._instances) > self.capacity:
                     _, old = self._instances.popitem(last=False)
@@ -222,9 +231,19 @@ class SymbolicLoadedNetwork:
             instance.users += 1
         return instance
 
-    def _victim(self) -> Instance | None:
-        """When the table is full: its least recently used instance no run holds, taken out of the
-        table to be re-sized into the new binding's (under the table lock), else None."""
+    def _victim(self, key: tuple[int, ...]) -> Instance | None:
+        """The instance to re-size into the new binding `key`'s, taken out of the table (under the
+        table lock), or None to make a new one. A stream of shapes never seen before (decode
+        steps, requests of varying length): the last instance made, if it ran once and no run
+        holds it, so such a stream keeps one instance, re-sized at each shape. A binding seen
+        before (shapes that come back) gets an instance of its own. When the table is full: its
+        least recently used instance no run holds."""
+        last = self.last_instance
+        if key not in self._seen and last is not None and not last.evicted and last.uses == 1 \
+                and last.users == 0 and last.loaded.resizable and self._instances.get(last.binding) is last:
+            del self._instances[last.binding]
+            last.evicted = True
+            return last
         if len(self._instances) < self.capacity:
             return None
         for key, instance in self._instances.items():

@@ -88,9 +88,6 @@ class ShapeProgram:
         # per evaluated value, the tensor infos and shape values holding it (instantiate's `since`)
         self._infos_of_slot = _entries_of_slots(dims for _, _, dims in self._infos)
         self._shape_values_of_slot = _entries_of_slots(exprs.reshape(-1) for _, exprs in self._shape_values)
-        self._descriptors_of_slot = _entries_of_slots(
-            [v for value in fields.values() for v in (value if isinstance(value, tuple) else (value,))]
-            for _, fields in self._descriptors)
         self._changed: dict[tuple[int, ...], frozenset[int]] = {}
 
     # -- binding ---------------------------------------------------------------------------
@@ -142,14 +139,13 @@ class ShapeProgram:
         """The concrete graph at `values` (from `evaluate`) and its shape values' arrays (extra
         inputs of the graph, by tensor key). `since`: the concrete graph, shape values and values
         of another binding, whose tensor infos and shape values are taken where they do not
-        change (only the changed ones are made again)."""
+        change (only the changed ones are made again; descriptors are all made)."""
         source = self.graph
         graph = Graph()
         if since is None:
             graph.infos = dict(source.infos)
             entries: Any = self._infos
             value_entries: Any = self._shape_values
-            descriptors: Any = self._descriptors
         else:
             base, base_values, before = since
             changed = [i for i, (a, b) in enumerate(zip(before, values)) if a != b]
@@ -157,13 +153,11 @@ class ShapeProgram:
             entries = [self._infos[j] for j in sorted({j for i in changed for j in self._infos_of_slot.get(i, ())})]
             kept = {j for i in changed for j in self._shape_values_of_slot.get(i, ())}
             value_entries = [e for j, e in enumerate(self._shape_values) if j in kept]
-            described = {j for i in changed for j in self._descriptors_of_slot.get(i, ())}
-            descriptors = [e for j, e in enumerate(self._descriptors) if j in described]
         for key, info, dims in entries:
             shape = tuple(values[d.i] if isinstance(d, _Slot) else d for d in dims)
             graph.infos[key] = TensorInfo(shape, info.dtype, info.quant_scale, info.quant_zero_point)
         graph.nodes = list(source.nodes)  # shared: a loaded network reads its nodes, never changes them
-        for position, fields in descriptors:
+        for position, fields in self._descriptors:  # every one: a layer whose tensors changed is read concrete
             node = _copy(graph.nodes[position])
             node.descriptor = dataclasses.replace(node.descriptor, **{f: _unmap(v, values) for f, v in fields.items()})
             graph.nodes[position] = node

@@ -43,11 +43,13 @@ def test_greedy_tokens_match_onnxruntime_with_one_network_for_the_steps(model: t
         for ours, theirs in logits:
             assert ours.shape == theirs.shape
             assert np.abs(ours - theirs).max() <= 1e-4 * np.abs(theirs).max()
-        # the prompt (an empty cache: past = 0) is one build, every decode step the other one's instances
+        # the prompt (an empty cache: past = 0) is one build, every decode step the other one's
         assert session.networks_built == 2
         steps = session.networks()[-1]
         assert set(steps["symbols"]) >= {"batch", "past"} and steps["specialized"] == {}
-        assert len(steps["instances"]) == STEPS
+        # each step's binding is new: one instance, re-sized in place at every step
+        assert steps["instances_made"] == 1 and steps["instances_resized"] == STEPS - 1
+        assert len(steps["instances"]) == 1
     with plugnn.InferenceSession(data) as session:  # plugnn on its own: the same tokens
         ours_only, _ = decode.greedy(lambda f: dict(zip(names, session.run(None, f))), entry, batch, prompt=8,
                                      steps=STEPS, seed=batch)

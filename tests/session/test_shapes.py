@@ -40,6 +40,8 @@ def test_one_network_runs_every_shape_and_is_logged(caplog: pytest.LogCaptureFix
         assert session.networks_built == 0  # symbolic dims: nothing is imported yet
         for image in images((1, 3, 8, 8), (4, 3, 8, 8), (1, 3, 8, 8), (4, 3, 8, 8), (2, 3, 12, 12), (4, 3, 8, 8)):
             check(session, image)
+        # (4, 8) is new: the first instance, run once, is re-sized into it; (1, 8) comes back: an
+        # instance of its own, run once, then re-sized into the new (2, 12); (4, 8) stays loaded.
         assert session.networks_built == 1
         lines = [r.getMessage() for r in caplog.records if "built for" in r.getMessage()]
         assert len(lines) == 1
@@ -48,9 +50,10 @@ def test_one_network_runs_every_shape_and_is_logged(caplog: pytest.LogCaptureFix
         built, = session.networks()
         assert built["built_at"] == {"image": (1, 3, 8, 8)} and built["symbols"] == {"N": 1, "size": 8}
         assert built["guards"] == [] and built["specialized"] == {}
-        assert [i["binding"] for i in built["instances"]] == [{"N": 1, "size": 8}, {"N": 2, "size": 12},
-                                                               {"N": 4, "size": 8}]  # least recently used first
-        assert all(i["arena_bytes"] > 0 for i in built["instances"]) and built["instances_made"] == 3
+        assert [i["binding"] for i in built["instances"]] == [{"N": 2, "size": 12}, {"N": 4, "size": 8}]  # least
+        # recently used first
+        assert all(i["arena_bytes"] > 0 for i in built["instances"])
+        assert built["instances_made"] == 2 and built["instances_resized"] == 2
         assert built["milliseconds"] > 0 and set(built["stages_ms"]) == {"import", "optimize", "load"}
 
 
@@ -59,13 +62,25 @@ def test_instances_are_bounded_least_recently_used_first() -> None:
         shapes = [(n, 3, 8, 8) for n in range(1, 12)]
         for image in images(*shapes):
             check(session, image)
+            check(session, image)  # run twice: kept (a shape run once is re-sized into the next new one)
         built, = session.networks()
         assert [i["binding"]["N"] for i in built["instances"]] == list(range(4, 12))  # the last 8
-        assert len(session.runtime.loaded_networks) == 8  # evicted instances were unloaded
+        assert len(session.runtime.loaded_networks) == 8  # no instance beyond them is loaded
         check(session, images((1, 3, 8, 8))[0])
         # Past eight, the least recently used instance is re-sized in place into the new one.
         built, = session.networks()
         assert session.networks_built == 1 and built["instances_made"] == 8 and built["instances_resized"] == 4
+        assert [i["binding"]["N"] for i in built["instances"]] == list(range(5, 12)) + [1]
+
+
+def test_a_stream_of_new_shapes_keeps_one_instance_re_sized_at_each() -> None:
+    with plugnn.InferenceSession(MODEL, backends=["CpuRef"]) as session:
+        for image in images(*[(n, 3, 8, 8) for n in range(1, 12)]):
+            check(session, image)
+        built, = session.networks()
+        assert built["instances_made"] == 1 and built["instances_resized"] == 10
+        assert [i["binding"]["N"] for i in built["instances"]] == [11]
+        assert len(session.runtime.loaded_networks) == 1
 
 
 def sliced_model() -> Any:
@@ -113,6 +128,7 @@ def test_networks_share_the_models_constants() -> None:
     with plugnn.InferenceSession(model, backends=["CpuRef"]) as session:
         for image in images((1, 3, 8, 8), (5, 3, 8, 8), (2, 3, 6, 6)):
             check(session, image)
+            check(session, image)  # run twice: each keeps an instance of its own
         graphs = [session.loaded_for({"image": s}).optimized.graph  # type: ignore[union-attr]
                   for s in ((1, 3, 8, 8), (5, 3, 8, 8), (2, 3, 6, 6))]
         initializers = session._model.initializers  # noqa: SLF001 - what the session read, once
@@ -128,6 +144,7 @@ def test_every_layer_is_re_sized_on_cpuref_and_results_stay_right() -> None:
     with plugnn.InferenceSession(MODEL, backends=["CpuRef"]) as session:
         for image in images((1, 3, 8, 8), (3, 3, 8, 8), (3, 3, 10, 10)):
             check(session, image)
+            check(session, image)  # run twice: each keeps an instance of its own, made from the last
         instances = session.networks()[0]["instances"]
         assert [i["reshaped_layers"] for i in instances] == [0, 6, 5]
         loaded = session.loaded_for({"image": (3, 3, 8, 8)})
