@@ -548,8 +548,8 @@ class InferenceSession:
         decisions the build took on the hints, which every binding it runs must keep),
         `specialized` (symbols pinned to their hint, with why), and `instances`: each binding
         it holds loaded with its arena size and how many workloads were re-sized;
-        `instances_made` and `instances_resized` (past eight instances, the least recently used
-        one is re-sized in place into a new binding's)."""
+        `instances_made` and `instances_resized` (instances re-sized in place into a new
+        binding's: plugnn.loaded_symbolic says when)."""
         return [b.describe(self._input_names) for b in self._cache.builds()]
 
     def loaded_for(self, shapes: Mapping[str, Sequence[int]]) -> Any:
