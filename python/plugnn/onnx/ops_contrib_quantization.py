@@ -126,8 +126,8 @@ def _unary(ctx: NodeContext, float_op: Any) -> Any:
     x = _dequantize(nodes, nodes.input(0), _scale(ctx, nodes, 1, "X_scale"),
                     _zero_point(ctx, nodes, 2, "X_zero_point", dtype), "dequantize")
     y = float_op(nodes, x)
-    nodes.add("QuantizeLinear", [y, _scale(ctx, nodes, 3, "Y_scale"), _zero_point(ctx, nodes, 4, "Y_zero_point", dtype)],
-              "quantize", outputs=[nodes.output(0)])
+    y_scale, y_zero = _scale(ctx, nodes, 3, "Y_scale"), _zero_point(ctx, nodes, 4, "Y_zero_point", dtype)
+    nodes.add("QuantizeLinear", [y, y_scale, y_zero], "quantize", outputs=[nodes.output(0)])
     return nodes.expansion()
 
 
