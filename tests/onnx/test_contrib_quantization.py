@@ -318,3 +318,47 @@ def test_malformed_nodes_are_refused_naming_them() -> None:
                   "qgemm.*b_scale.*N = 4")
     _expect_error([node("DynamicQuantizeMatMul", ["a", "b", "s"], ["y"])],
                   {"a": ([2, 3], U8), "b": ([3, 4], U8)}, scalars, "dynamicquantizematmul.*A.*float32")
+
+
+# ---- QAttention --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("input_elem, weight_elem", [(U8, I8), (U8, U8)])
+@pytest.mark.parametrize("per_column, mask, unidirectional", [(False, False, 0), (True, True, 0), (False, False, 1)])
+def test_qattention(input_elem: int, weight_elem: int, per_column: bool, mask: bool, unidirectional: int) -> None:
+    rng = np.random.default_rng(21)
+    batch, seq, hidden, heads = 2, 5, 16, 4
+    inits: dict[str, np.ndarray] = {
+        "w": q((hidden, 3 * hidden), weight_elem, 22), "bias": rng.standard_normal(3 * hidden).astype(np.float32),
+        "xs": np.float32(0.02), "xz": zp(input_elem, 128),
+        "ws": rng.uniform(0.01, 0.03, 3 * hidden).astype(np.float32) if per_column else np.float32(0.02),
+        "wz": (np.asarray([zp(weight_elem, 120 + i % 9) for i in range(3 * hidden)], NP[weight_elem]) if per_column
+               else zp(weight_elem, 128))}
+    inputs = ["x", "w", "bias", "xs", "ws", "mask" if mask else "", "xz", "wz"]
+    if mask:
+        inits["mask"] = np.asarray([5, 3], np.int32)  # end positions: right padding
+    m = model([node("QAttention", inputs, ["y"], num_heads=heads, unidirectional=unidirectional)],
+              {"x": ([batch, seq, hidden], input_elem)}, ["y"], inits)
+    got, want = run_both(m, {"x": q((batch, seq, hidden), input_elem, 23)})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+def test_qattention_with_past() -> None:
+    rng = np.random.default_rng(24)
+    inits = {"w": q((8, 24), I8, 25), "bias": rng.standard_normal(24).astype(np.float32), "xs": np.float32(0.03),
+             "ws": np.float32(0.02), "xz": zp(U8, 128), "wz": zp(I8, 128)}
+    m = model([node("QAttention", ["x", "w", "bias", "xs", "ws", "", "xz", "wz", "past"], ["y", "present"],
+                    num_heads=2)],
+              {"x": ([1, 3, 8], U8), "past": ([2, 1, 2, 4, 4], F32)}, ["y", "present"], inits)
+    feeds = {"x": q((1, 3, 8), U8, 26), "past": rng.standard_normal((2, 1, 2, 4, 4)).astype(np.float32)}
+    got, want = run_both(m, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_qattention_malformed() -> None:
+    inits = {"w": q((8, 24), I8, 25), "bias": np.zeros(20, np.float32), "s": np.float32(0.1)}
+    _expect_error([node("QAttention", ["x", "w", "bias", "s", "s"], ["y"], num_heads=2)],
+                  {"x": ([1, 3, 8], U8)}, inits, "qattention.*bias.*\\[24\\]")
+    _expect_error([node("QAttention", ["x", "w", "bias", "s", "s"], ["y"], num_heads=2)],
+                  {"x": ([1, 3, 8], F32)}, inits, "qattention.*input.*uint8 or int8")

@@ -178,3 +178,33 @@ def test_static_cnn_contrib_qdq(tmp_path: Path, activation: Any) -> None:
     exact = activation == oq.QuantType.QUInt8
     assert _compare(target, (1, 3, 16, 16), step, optimized=False)[0] <= (1e-3 if exact else 1.0 + 1e-3)
     assert _compare(target, (1, 3, 16, 16), step)[0] <= 1.0 + 1e-3
+
+
+def attention_block() -> onnx.ModelProto:
+    """com.microsoft Attention (what onnxruntime's transformer optimizer writes for BERT) and a
+    MatMul: quantize_dynamic turns the Attention into QAttention."""
+    rng = np.random.default_rng(31)
+    inits = {"w": _weights(rng, 16, 48), "b": _weights(rng, 48), "wo": _weights(rng, 16, 16),
+             "mask": np.asarray([6, 4], np.int32)}
+    nodes = [helper.make_node("Attention", ["x", "w", "b", "mask"], ["a"], domain="com.microsoft", num_heads=4,
+                              name="attention"),
+             helper.make_node("MatMul", ["a", "wo"], ["y"], name="out")]
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", F32, [2, 6, 16])],
+                              [helper.make_tensor_value_info("y", F32, [2, 6, 16])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+                             ir_version=8)
+
+
+def test_dynamic_attention(tmp_path: Path) -> None:
+    source, target = tmp_path / "block.onnx", tmp_path / "block.dyn.onnx"
+    onnx.save(attention_block(), str(source))
+    oq.quantize_dynamic(str(source), str(target), weight_type=oq.QuantType.QInt8)
+    assert "QAttention" in {n.op_type for n in onnx.load(str(target)).graph.node}
+    data = target.read_bytes()
+    reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    session = plugnn.InferenceSession(data)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((2, 6, 16)).astype(np.float32)
+        want, got = reference.run(None, {"x": x})[0], session.run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

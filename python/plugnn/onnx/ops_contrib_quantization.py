@@ -35,6 +35,10 @@ order of float32 operations where that order decides the rounding:
   int32 sums in float times a_scale * b_scale (+ bias).
 - DynamicQuantizeMatMul (A, B, b_scale[, b_zp][, bias]): DynamicQuantizeLinear of A, then as
   MatMulIntegerToFloat.
+- QAttention (input, weight, bias, input_scale, weight_scale[, mask_index][, input_zp]
+  [, weight_zp][, past]; num_heads, unidirectional, mask_filter_value, scale): the Q, K, V
+  projection as MatMulIntegerToFloat (weight's parameters per tensor or per column), then
+  Attention's float32 attention (ops_contrib_attention.py) with that mask and past.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import numpy as np
 
 from plugnn.onnx.context import NodeContext
 from plugnn.onnx.contrib_nodes import Nodes, check_float, dtype_of
+from plugnn.onnx.ops_contrib_attention import attention_shapes, qkv_sizes, self_attention
 from plugnn.onnx.registry import MICROSOFT_DOMAIN, op
 
 EIGHT_BIT = ("uint8", "int8")
@@ -459,3 +464,30 @@ def dynamic_quantize_matmul(ctx: NodeContext) -> Any:
     scale = nodes.add("Mul", [a_scale, nodes.input(2)], "scale")
     _scaled_sums(ctx, nodes, sums, scale, 4 if ctx.has_input(4) else None, nodes.output(0))
     return nodes.expansion()
+
+
+@op("QAttention", ("num_heads", "unidirectional", "mask_filter_value", "scale", "do_rotary",
+                   "past_present_share_buffer"), domain=MICROSOFT_DOMAIN)
+def qattention(ctx: NodeContext) -> Any:
+    _required(ctx, ("input", "weight", "bias", "input_scale", "weight_scale", "mask_index", "input_zero_point",
+                    "weight_zero_point", "past"), frozenset({5, 6, 7, 8}))
+    nodes = Nodes(ctx)
+    input_type = _eight_bit(ctx, 0, "input")
+    weight_type = _eight_bit(ctx, 1, "weight")
+    _zero_point_of(ctx, 6, "input_zero_point", input_type)
+    _zero_point_of(ctx, 7, "weight_zero_point", weight_type)
+    sizes = qkv_sizes(ctx, attention_shapes(ctx, "weight"))
+    columns = sum(sizes)
+    check_float(ctx, 2, "bias", ("float32",))
+    if tuple(ctx.shape(2)) != (columns,):
+        raise ctx.error(f"input 2 (bias) has shape {list(ctx.shape(2))}; QAttention takes [{columns}] there")
+    check_float(ctx, 4, "weight_scale", ("float32",))
+    _column_parameter(ctx, 4, "weight_scale", columns)
+    if ctx.has_input(7):
+        _column_parameter(ctx, 7, "weight_zero_point", columns)
+    input_zero = _zero_point(ctx, nodes, 6, "input_zero_point", input_type)
+    sums = nodes.add("MatMulInteger", [nodes.input(0), nodes.input(1), input_zero, nodes.input(7)], "qkv_integer")
+    scale = nodes.add("Mul", [_scale(ctx, nodes, 3, "input_scale"), nodes.input(4)], "qkv_scale")
+    scaled = nodes.add("Mul", [_as_float(nodes, sums, "qkv_sums_f"), scale], "qkv_scaled")
+    projected = nodes.add("Add", [scaled, nodes.input(2)], "qkv")
+    return self_attention(ctx, nodes, projected, np.dtype(np.float32), sizes, past=8, mask=5, attention_bias=-1)
