@@ -362,3 +362,15 @@ def test_qattention_malformed() -> None:
                   {"x": ([1, 3, 8], U8)}, inits, "qattention.*bias.*\\[24\\]")
     _expect_error([node("QAttention", ["x", "w", "bias", "s", "s"], ["y"], num_heads=2)],
                   {"x": ([1, 3, 8], F32)}, inits, "qattention.*input.*uint8 or int8")
+
+
+def test_dynamic_quantize_lstm_malformed() -> None:
+    inits = {"W": q((1, 6, 20), I8, 1), "R": q((1, 5, 20), I8, 2), "s": np.ones(1, np.float32),
+             "z": np.zeros(1, np.int8), "s3": np.ones(3, np.float32)}
+    names = ["x", "W", "R", "", "", "", "", "", "s", "z", "s", "z"]
+    _expect_error([node("DynamicQuantizeLSTM", names, ["y"], hidden_size=4)],
+                  {"x": ([3, 1, 6], F32)}, inits, "dynamicquantizelstm.*W.*4 \\* hidden_size = 16")
+    _expect_error([node("DynamicQuantizeLSTM", names[:8] + ["s3", "z", "s", "z"], ["y"], hidden_size=5)],
+                  {"x": ([3, 1, 6], F32)}, inits, "dynamicquantizelstm.*W_scale.*\\[1\\] or \\[1, 20\\]")
+    _expect_error([node("DynamicQuantizeLSTM", names[:10], ["y"], hidden_size=5)],
+                  {"x": ([3, 1, 6], F32)}, inits, "dynamicquantizelstm.*R_scale.*absent")

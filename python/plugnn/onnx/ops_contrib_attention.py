@@ -5,7 +5,8 @@ Attention, MultiHeadAttention, GroupQueryAttention, RotaryEmbedding.
 Every attention is the unfused form: Q, K, V split into heads (Reshape, Transpose),
 MatMul(Q, K^T), Mul by the scale (default 1/sqrt(head_size)), Add of the mask and bias,
 Softmax over the last axis, MatMul with V, the heads merged back: the pattern CpuAcc fuses into
-one attention layer.
+one attention layer. `self_attention` is the part after the Q, K, V projection, which
+QAttention (ops_contrib_quantization.py) shares.
 
 - Attention(input, weights[, bias][, mask_index][, past][, attention_bias]): the Q, K, V
   projection is one MatMul (+ bias) split by `qkv_hidden_sizes`. mask_index: [B, T] or

@@ -39,6 +39,12 @@ order of float32 operations where that order decides the rounding:
   [, weight_zp][, past]; num_heads, unidirectional, mask_filter_value, scale): the Q, K, V
   projection as MatMulIntegerToFloat (weight's parameters per tensor or per column), then
   Attention's float32 attention (ops_contrib_attention.py) with that mask and past.
+- DynamicQuantizeLSTM (X, W, R[, B][, sequence_lens][, initial_h][, initial_c][, P], W_scale,
+  W_zero_point, R_scale, R_zero_point; ONNX LSTM's attributes): W and R ([D, input, 4h] and
+  [D, h, 4h], parameters per direction or per direction and gate column) dequantized to float32
+  and transposed to ONNX's layout, then ONNX LSTM. onnxruntime also quantizes X and each step's
+  hidden state to uint8 for its integer products; plugnn keeps them float32, so the two differ by
+  that quantization's error (the documented equations are LSTM's).
 """
 
 from __future__ import annotations
@@ -491,3 +497,62 @@ def qattention(ctx: NodeContext) -> Any:
     scaled = nodes.add("Mul", [_as_float(nodes, sums, "qkv_sums_f"), scale], "qkv_scaled")
     projected = nodes.add("Add", [scaled, nodes.input(2)], "qkv")
     return self_attention(ctx, nodes, projected, np.dtype(np.float32), sizes, past=8, mask=5, attention_bias=-1)
+
+
+_LSTM_ATTRIBUTES = ("activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+                    "input_forget")
+_LSTM_NAMES = ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P", "W_scale", "W_zero_point",
+               "R_scale", "R_zero_point")
+
+
+def _dequantized_weights(ctx: NodeContext, nodes: Nodes, i: int, what: str, directions: int, columns: int) -> str:
+    """Input i ([D, rows, 4h], 8-bit) with its scale (i + 8 ... as given) dequantized and
+    transposed to ONNX LSTM's [D, 4h, rows]."""
+    dtype = _eight_bit(ctx, i, what)
+    shape = ctx.shape(i)
+    if len(shape) != 3 or shape[0] != directions or shape[2] != columns:
+        raise ctx.error(f"input {i} ({what}) has shape {list(shape)}; DynamicQuantizeLSTM takes "
+                        f"[num_directions = {directions}, rows, 4 * hidden_size = {columns}] there")
+    scale_i, zero_i = {1: (8, 9), 2: (10, 11)}[i]
+    check_float(ctx, scale_i, f"{what}_scale", ("float32",))
+    _zero_point_of(ctx, zero_i, f"{what}_zero_point", dtype)
+    parameters = []
+    for index, role in ((scale_i, f"{what}_scale"), (zero_i, f"{what}_zero_point")):
+        given = tuple(ctx.shape(index))
+        if given in ((directions,), (directions, 1)):
+            target = [directions, 1, 1]
+        elif given == (directions, columns):
+            target = [directions, 1, columns]
+        else:
+            raise ctx.error(f"input {index} ({role}) has shape {list(given)}; DynamicQuantizeLSTM takes "
+                            f"[{directions}] or [{directions}, {columns}] there")
+        parameters.append(nodes.add("Reshape", [nodes.input(index), nodes.ints(target, f"{role}_shape")],
+                                    f"{role}_broadcast"))
+    scale, zero = parameters
+    values, zero_f = _as_float(nodes, nodes.input(i), f"{what}_f"), _as_float(nodes, zero, f"{what}_zero_f")
+    centred = nodes.add("Sub", [values, zero_f], f"{what}_centred")
+    weights = nodes.add("Mul", [centred, scale], f"{what}_dequantized")
+    return nodes.add("Transpose", [weights], f"{what}_onnx_layout", perm=[0, 2, 1])
+
+
+@op("DynamicQuantizeLSTM", _LSTM_ATTRIBUTES, domain=MICROSOFT_DOMAIN)
+def dynamic_quantize_lstm(ctx: NodeContext) -> Any:
+    _required(ctx, _LSTM_NAMES, frozenset({3, 4, 5, 6, 7}))
+    nodes = Nodes(ctx)
+    check_float(ctx, 0, "X", ("float32",))
+    hidden = ctx.attr("hidden_size")
+    if hidden is None or int(hidden) <= 0:
+        raise ctx.error(f"attribute 'hidden_size' must be given and positive (got {hidden!r})")
+    direction = ctx.attr("direction", "forward")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    directions = 2 if direction == "bidirectional" else 1
+    columns = 4 * int(hidden)
+    w = _dequantized_weights(ctx, nodes, 1, "W", directions, columns)
+    r = _dequantized_weights(ctx, nodes, 2, "R", directions, columns)
+    inputs = [nodes.input(0), w, r] + [nodes.input(i) for i in range(3, 8)]
+    while inputs and not inputs[-1]:
+        inputs.pop()
+    attrs = {k: ctx.attr(k) for k in _LSTM_ATTRIBUTES if ctx.has(k)}
+    outputs = [nodes.output(i) for i in range(len(ctx.node.output))]
+    nodes.add("LSTM", inputs, "lstm", outputs=outputs, **attrs)
+    return nodes.expansion()
