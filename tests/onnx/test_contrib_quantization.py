@@ -374,3 +374,44 @@ def test_dynamic_quantize_lstm_malformed() -> None:
                   {"x": ([3, 1, 6], F32)}, inits, "dynamicquantizelstm.*W_scale.*\\[1\\] or \\[1, 20\\]")
     _expect_error([node("DynamicQuantizeLSTM", names[:10], ["y"], hidden_size=5)],
                   {"x": ([3, 1, 6], F32)}, inits, "dynamicquantizelstm.*R_scale.*absent")
+
+
+# ---- QEmbedLayerNormalization ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("elem", [U8, I8])
+@pytest.mark.parametrize("segments, mask", [(True, True), (False, False)])
+def test_qembed_layer_normalization(elem: int, segments: bool, mask: bool) -> None:
+    hidden, vocab, positions = 8, 11, 6
+    inits: dict[str, np.ndarray] = {
+        "word": q((vocab, hidden), elem, 30), "pos": q((positions, hidden), elem, 31), "gamma": q((hidden,), elem, 32),
+        "beta": q((hidden,), elem, 33), "ws": np.float32(0.01), "ps": np.float32(0.02), "gs": np.float32(0.008),
+        "bs": np.float32(0.003), "wz": zp(elem, 128), "pz": zp(elem, 120), "gz": zp(elem, 60), "bz": zp(elem, 128)}
+    if segments:
+        inits.update(seg=q((2, hidden), elem, 34), ss=np.float32(0.015), sz=zp(elem, 130))
+    names = ["ids", "segs" if segments else "", "word", "pos", "seg" if segments else "", "gamma", "beta",
+             "mask" if mask else "", "ws", "ps", "ss" if segments else "", "gs", "bs", "wz", "pz",
+             "sz" if segments else "", "gz", "bz"]
+    inputs: dict[str, tuple[list[int], int]] = {"ids": ([2, 5], I32)}
+    if segments:
+        inputs["segs"] = ([2, 5], I32)
+    if mask:
+        inputs["mask"] = ([2, 5], I32)
+    m = model([node("QEmbedLayerNormalization", names, ["y", "mask_index"], epsilon=1e-5)], inputs,
+              ["y", "mask_index"], inits)
+    rng = np.random.default_rng(35)
+    feeds = {"ids": rng.integers(0, vocab, (2, 5)).astype(np.int32)}
+    if segments:
+        feeds["segs"] = rng.integers(0, 2, (2, 5)).astype(np.int32)
+    if mask:
+        feeds["mask"] = np.asarray([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+    got, want = run_both(m, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_qembed_layer_normalization_malformed() -> None:
+    inits = {"w": q((4, 8), U8, 1), "g": q((8,), U8, 2), "s": np.float32(0.1), "z": np.uint8(3)}
+    names = ["ids", "", "w", "w", "w", "g", "g", "", "s", "s", "", "s", "s", "z", "z", "", "z", "z"]
+    _expect_error([node("QEmbedLayerNormalization", names, ["y"])], {"ids": ([1, 3], I32)}, inits,
+                  "qembedlayernormalization.*segment_embedding.*together")

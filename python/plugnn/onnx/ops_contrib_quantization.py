@@ -45,6 +45,9 @@ order of float32 operations where that order decides the rounding:
   and transposed to ONNX's layout, then ONNX LSTM. onnxruntime also quantizes X and each step's
   hidden state to uint8 for its integer products; plugnn keeps them float32, so the two differ by
   that quantization's error (the documented equations are LSTM's).
+- QEmbedLayerNormalization (input_ids, segment_ids, the 8-bit word, position and segment
+  embeddings, gamma and beta, mask, then their scales and zero points; epsilon): each 8-bit
+  tensor dequantized (scale * (q - zero point), float32), then EmbedLayerNormalization.
 """
 
 from __future__ import annotations
@@ -555,4 +558,35 @@ def dynamic_quantize_lstm(ctx: NodeContext) -> Any:
     attrs = {k: ctx.attr(k) for k in _LSTM_ATTRIBUTES if ctx.has(k)}
     outputs = [nodes.output(i) for i in range(len(ctx.node.output))]
     nodes.add("LSTM", inputs, "lstm", outputs=outputs, **attrs)
+    return nodes.expansion()
+
+
+_QEMBED_QUANTIZED = ((2, "word_embedding"), (3, "position_embedding"), (4, "segment_embedding"), (5, "gamma"),
+                     (6, "beta"))
+
+
+@op("QEmbedLayerNormalization", ("epsilon",), domain=MICROSOFT_DOMAIN)
+def qembed_layer_normalization(ctx: NodeContext) -> Any:
+    names = ("input_ids", "segment_ids", "word_embedding_quant", "position_embedding_quant", "segment_embedding",
+             "gamma_quant", "beta_quant", "mask") + tuple(f"{r}_scale" for _, r in _QEMBED_QUANTIZED) + \
+        tuple(f"{r}_zero_point" for _, r in _QEMBED_QUANTIZED)
+    _required(ctx, names, frozenset({1, 4, 7, 10, 15}))
+    if ctx.has_input(4) != ctx.has_input(10) or ctx.has_input(4) != ctx.has_input(15):
+        raise ctx.error("inputs 4 (segment_embedding), 10 (its scale) and 15 (its zero point) are given together or "
+                        "not at all")
+    nodes = Nodes(ctx)
+    floats = {}
+    for i, role in _QEMBED_QUANTIZED:
+        if not ctx.has_input(i):
+            continue
+        dtype = _eight_bit(ctx, i, role)
+        floats[i] = _dequantize(nodes, nodes.input(i), _scale(ctx, nodes, i + 6, f"{role}_scale"),
+                                _zero_point(ctx, nodes, i + 11, f"{role}_zero_point", dtype), f"{role}_dequantize")
+    inputs = [nodes.input(0), nodes.input(1)] + [floats.get(i, "") for i, _ in _QEMBED_QUANTIZED] + [nodes.input(7)]
+    while not inputs[-1]:
+        inputs.pop()
+    attrs = {"epsilon": float(ctx.attr("epsilon"))} if ctx.has("epsilon") else {}
+    outputs = [nodes.output(i) for i in range(len(ctx.node.output))]
+    nodes.add("EmbedLayerNormalization", inputs, "embed_layer_norm", outputs=outputs, domain=MICROSOFT_DOMAIN,
+              **attrs)
     return nodes.expansion()
