@@ -415,3 +415,12 @@ def test_qembed_layer_normalization_malformed() -> None:
     names = ["ids", "", "w", "w", "w", "g", "g", "", "s", "s", "", "s", "s", "z", "z", "", "z", "z"]
     _expect_error([node("QEmbedLayerNormalization", names, ["y"])], {"ids": ([1, 3], I32)}, inits,
                   "qembedlayernormalization.*segment_embedding.*together")
+
+
+def test_quantize_dequantize_float16() -> None:
+    m = model([node("QuantizeLinear", ["x", "s", "z"], ["q"]), node("DequantizeLinear", ["q", "s", "z"], ["y"])],
+              {"x": ([2, 3, 5], TensorProto.FLOAT16)}, ["q", "y"], {"s": np.float16(0.03), "z": np.uint8(5)})
+    x = (np.random.default_rng(1).standard_normal((2, 3, 5)) * 3).astype(np.float16)
+    got, want = run_both(m, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
