@@ -92,7 +92,7 @@ def _register_all() -> None:
     from plugnn.onnx import ops_string  # noqa: F401
     from plugnn.onnx import ops_ml, ops_ml_trees  # noqa: F401
     from plugnn.onnx import ops_contrib_activation, ops_contrib_attention, ops_contrib_linear  # noqa: F401
-    from plugnn.onnx import ops_contrib_normalization  # noqa: F401
+    from plugnn.onnx import ops_contrib_normalization, ops_contrib_quantization  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------

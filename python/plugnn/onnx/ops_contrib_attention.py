@@ -5,7 +5,8 @@ Attention, MultiHeadAttention, GroupQueryAttention, RotaryEmbedding.
 Every attention is the unfused form: Q, K, V split into heads (Reshape, Transpose),
 MatMul(Q, K^T), Mul by the scale (default 1/sqrt(head_size)), Add of the mask and bias,
 Softmax over the last axis, MatMul with V, the heads merged back: the pattern CpuAcc fuses into
-one attention layer.
+one attention layer. `self_attention` is the part after the Q, K, V projection, which
+QAttention (ops_contrib_quantization.py) shares.
 
 - Attention(input, weights[, bias][, mask_index][, past][, attention_bias]): the Q, K, V
   projection is one MatMul (+ bias) split by `qkv_hidden_sizes`. mask_index: [B, T] or
@@ -176,7 +177,7 @@ def _mask_and_bias(ctx: NodeContext, nodes: Nodes, mask_index: int, bias_index: 
     if causal and seq > 1:
         mask = _causal(nodes, mask, seq, total, past, dtype)
     additive = []
-    if ctx.has_input(bias_index):
+    if bias_index >= 0 and ctx.has_input(bias_index):
         check_same(ctx, bias_index, "attention_bias", dtype)
         shape = ctx.shape(bias_index)
         if len(shape) != 4 or shape[2:] != (seq, total) or shape[0] not in (1, batch) or shape[1] not in (1, heads):
@@ -202,35 +203,55 @@ def _scale(ctx: NodeContext, head_size: int) -> float:
 def attention(ctx: NodeContext) -> Any:
     nodes = Nodes(ctx)
     dtype = check_float(ctx, 0, "input", ("float32", "float16"))
-    batch, seq, _ = shape_of(ctx, 0, "input", (3,))
-    heads = _positive(ctx, "num_heads")
-    _refuse_attrs(ctx, ("do_rotary", "past_present_share_buffer"))
     _refuse_inputs(ctx, {6: "past_sequence_length"})
     check_same(ctx, 1, "weights", dtype)
-    weights = shape_of(ctx, 1, "weights", (2,))
-    sizes = ctx.ints("qkv_hidden_sizes") or [weights[1] // 3] * 3
-    if len(sizes) != 3 or sum(sizes) != weights[1] or sizes[0] != sizes[1] or any(s % heads for s in sizes):
-        raise ctx.error(f"the Q, K, V hidden sizes {sizes} must be 3 multiples of num_heads = {heads} adding up to "
-                        f"the weights' width {weights[1]}, Q's equal to K's")
-    head, v_head = sizes[0] // heads, sizes[2] // heads
+    sizes = qkv_sizes(ctx, attention_shapes(ctx, "weights"))
     projected = nodes.add("MatMul", [nodes.input(0), nodes.input(1)], "qkv")
     if ctx.has_input(2):
         check_same(ctx, 2, "bias", dtype)
         projected = nodes.add("Add", [projected, nodes.input(2)], "qkv_bias")
+    return self_attention(ctx, nodes, projected, dtype, sizes, past=4, mask=3, attention_bias=5)
+
+
+def attention_shapes(ctx: NodeContext, weights_name: str) -> tuple[int, ...]:
+    """Checks input [B, S, H] and the 2-D weights and the refused forms; the weights' shape."""
+    shape_of(ctx, 0, "input", (3,))
+    _positive(ctx, "num_heads")
+    _refuse_attrs(ctx, ("do_rotary", "past_present_share_buffer"))
+    return shape_of(ctx, 1, weights_name, (2,))
+
+
+def qkv_sizes(ctx: NodeContext, weights: tuple[int, ...]) -> list[int]:
+    heads = _positive(ctx, "num_heads")
+    sizes = ctx.ints("qkv_hidden_sizes") or [weights[1] // 3] * 3
+    if len(sizes) != 3 or sum(sizes) != weights[1] or sizes[0] != sizes[1] or any(s % heads for s in sizes):
+        raise ctx.error(f"the Q, K, V hidden sizes {sizes} must be 3 multiples of num_heads = {heads} adding up to "
+                        f"the weights' width {weights[1]}, Q's equal to K's")
+    return list(sizes)
+
+
+def self_attention(ctx: NodeContext, nodes: Nodes, projected: str, dtype: np.dtype, sizes: list[int], *, past: int,
+                    mask: int, attention_bias: int) -> Any:
+    """Attention's and QAttention's common part: the projected [B, S, Q + K + V] split into heads,
+    the past (input `past`) before K and V, output 1 the present, the mask (input `mask`) and
+    attention bias (input `attention_bias`; -1: none) added to the scaled scores."""
+    batch, seq, _ = ctx.shape(0)
+    heads = _positive(ctx, "num_heads")
+    head, v_head = sizes[0] // heads, sizes[2] // heads
     q, k, v = nodes.add("Split", [projected, nodes.ints(sizes, "qkv_sizes")], "qkv_split", outputs=3, axis=-1)
     q = _to_heads(nodes, q, batch, seq, heads, head, "q")
     k = _to_heads(nodes, k, batch, seq, heads, head, "k")
     v = _to_heads(nodes, v, batch, seq, heads, v_head, "v")
     past_length = 0
-    if ctx.has_input(4):
-        check_same(ctx, 4, "past", dtype)
-        past_shape = ctx.shape(4)
+    if ctx.has_input(past):
+        check_same(ctx, past, "past", dtype)
+        past_shape = ctx.shape(past)
         if len(past_shape) != 5 or past_shape[:3] != (2, batch, heads) or past_shape[4] != head or head != v_head:
-            raise ctx.error(f"input 4 (past) has shape {list(past_shape)}; it takes [2, B, N, P, h] = [2, {batch}, "
-                            f"{heads}, P, {head}] (with equal Q, K and V hidden sizes)")
+            raise ctx.error(f"input {past} (past) has shape {list(past_shape)}; it takes [2, B, N, P, h] = "
+                            f"[2, {batch}, {heads}, P, {head}] (with equal Q, K and V hidden sizes)")
         past_length = past_shape[3]
         for index, role in ((0, "k"), (1, "v")):
-            earlier = nodes.add("Gather", [nodes.input(4), nodes.const(index, f"past_{role}_index", np.int64)],
+            earlier = nodes.add("Gather", [nodes.input(past), nodes.const(index, f"past_{role}_index", np.int64)],
                                 f"past_{role}", axis=0)
             merged = nodes.add("Concat", [earlier, k if role == "k" else v], f"{role}_with_past", axis=2)
             if role == "k":
@@ -238,13 +259,13 @@ def attention(ctx: NodeContext) -> Any:
             else:
                 v = merged
     if nodes.output(1):
-        if not ctx.has_input(4):
-            raise ctx.error("output 1 (present) is used without input 4 (past); onnxruntime pairs them")
+        if not ctx.has_input(past):
+            raise ctx.error(f"output 1 (present) is used without input {past} (past); onnxruntime pairs them")
         stacked = [nodes.add("Unsqueeze", [t, nodes.ints([0], f"present_{r}_axis")], f"present_{r}")
                    for t, r in ((k, "k"), (v, "v"))]
         nodes.add("Concat", stacked, "present", outputs=[nodes.output(1)], axis=0)
     total = past_length + seq
-    additive = _mask_and_bias(ctx, nodes, 3, 5, dtype, batch, heads, seq, total, past_length,
+    additive = _mask_and_bias(ctx, nodes, mask, attention_bias, dtype, batch, heads, seq, total, past_length,
                               bool(ctx.attr("unidirectional", 0)))
     _attend(nodes, q, k, v, _Scores(_scale(ctx, head), additive), dtype, batch, seq, heads, v_head, nodes.output(0))
     return nodes.expansion()

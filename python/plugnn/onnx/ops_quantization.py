@@ -10,7 +10,9 @@ types: float64 when one is int32), DequantizeLinear multiplies in float32 (float
 `saturate` applies to float8 outputs only (ONNX), which plugnn has none of: both values are
 accepted. The float8, float6, float4, int4 and int2 types have no plugnn element type: a node
 using one is refused naming it. A per-row zero point or scale of QLinearMatMul's or
-MatMulInteger's a given as an [M] vector (ONNX's 2-D form) becomes [M, 1]. When every input is
+MatMulInteger's a given as an [M] vector (ONNX's 2-D form) becomes [M, 1]. A one-element zero
+point whose shape differs from its one-element scale's ([] and [1], as onnxruntime's quantizer
+writes for biases) takes the scale's shape, as onnxruntime accepts it. When every input is
 known at import, each operator is folded with quant_numeric.py (the layer's arithmetic in NumPy).
 """
 
@@ -119,6 +121,17 @@ def _value(ctx: NodeContext, i: int, what: str) -> Any:
     return ctx.value(i) if ctx.is_const(i) else ctx.tensor(i, what)
 
 
+def _zero_like_scale(ctx: NodeContext, zero: Any, scale: Any, role: str) -> Any:
+    """A one-element zero point in the shape of a one-element scale when they differ ([] and [1]:
+    onnxruntime's quantizer writes such pairs for biases, and onnxruntime accepts them)."""
+    z_shape, s_shape = tuple(zero.shape), tuple(scale.shape)
+    if z_shape == s_shape or int(np.prod(z_shape)) != 1 or int(np.prod(s_shape)) != 1 or len(s_shape) > 1:
+        return zero
+    if isinstance(zero, Tensor):
+        return ctx.network.add_reshape(zero, s_shape, name=ctx.aux(role))
+    return np.asarray(zero).reshape(s_shape)
+
+
 # ---- QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear ---------------------------------------
 
 
@@ -157,6 +170,7 @@ def _fold_quantize(ctx: NodeContext) -> list[Any]:
     if truncate:
         x, scale = _as_int32(ctx, x, "x"), _as_int32(ctx, scale, "y_scale")
     zero = np.asarray(ctx.value(2)) if ctx.has_input(2) else np.zeros(scale.shape, output.numpy_dtype)
+    zero = _zero_like_scale(ctx, zero, scale, "y_zero_point")
     _check_fold_shapes(ctx, x, scale, zero, axis, block_size)
     chosen = precision or shapes.promote_float(DataType.from_any(x.dtype), DataType.from_any(scale.dtype))
     return [qn.quantize(x, scale, zero, axis, block_size, chosen)]
@@ -168,7 +182,7 @@ def quantize_linear(ctx: NodeContext) -> list[Any]:
     x, scale = _value(ctx, 0, "x"), _value(ctx, 1, "y_scale")
     if truncate:
         x, scale = _as_int32(ctx, x, "x_int32"), _as_int32(ctx, scale, "y_scale_int32")
-    zero = _value(ctx, 2, "y_zero_point") if ctx.has_input(2) else None
+    zero = _zero_like_scale(ctx, _value(ctx, 2, "y_zero_point"), scale, "y_zero_point") if ctx.has_input(2) else None
     return [ctx.network.add_quantize_linear(x, scale, zero, axis=axis, block_size=block_size, dtype=output,
                                             precision=precision, name=ctx.name())]
 
@@ -189,6 +203,7 @@ def _fold_dequantize(ctx: NodeContext) -> list[Any]:
     axis, block_size, output = _dequantize_setup(ctx)
     x, scale = np.asarray(ctx.value(0)), np.asarray(ctx.value(1))
     zero = np.asarray(ctx.value(2)) if ctx.has_input(2) else np.zeros(scale.shape, x.dtype)
+    zero = _zero_like_scale(ctx, zero, scale, "x_zero_point")
     _check_fold_shapes(ctx, x, scale, zero, axis, block_size)
     precision = shapes.promote_float(shapes.promote_float(T.FLOAT32, DataType.from_any(x.dtype)),
                                      DataType.from_any(scale.dtype))
@@ -198,8 +213,9 @@ def _fold_dequantize(ctx: NodeContext) -> list[Any]:
 @op("DequantizeLinear", ("axis", "block_size", "output_dtype"), fold=_fold_dequantize)
 def dequantize_linear(ctx: NodeContext) -> list[Any]:
     axis, block_size, output = _dequantize_setup(ctx)
-    zero = _value(ctx, 2, "x_zero_point") if ctx.has_input(2) else None
-    return [ctx.network.add_dequantize_linear(_value(ctx, 0, "x"), _value(ctx, 1, "x_scale"), zero, axis=axis,
+    scale = _value(ctx, 1, "x_scale")
+    zero = _zero_like_scale(ctx, _value(ctx, 2, "x_zero_point"), scale, "x_zero_point") if ctx.has_input(2) else None
+    return [ctx.network.add_dequantize_linear(_value(ctx, 0, "x"), scale, zero, axis=axis,
                                               block_size=block_size, dtype=output, name=ctx.name())]
 
 
