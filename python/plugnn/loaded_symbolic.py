@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -176,8 +176,21 @@ class SymbolicLoadedNetwork:
             self._by_shapes[tuple(shapes[n] for n in self._input_names)] = instance
         return instance
 
-    def acquire(self, binding: Mapping[str, int]) -> Instance:
-        """The instance for `binding` (made if new), with a use counted: release() ends it."""
+    def hold_last(self) -> Instance | None:
+        """The last instance made, with a use counted (so it is neither re-sized nor unloaded until
+        release()), or None: what another network of the same model may re-size its workloads
+        from (their prepacked weights shared)."""
+        with self._lock:
+            instance = self.last_instance
+            if instance is None or instance.evicted or not instance.loaded.loaded:
+                return None
+            instance.users += 1
+            return instance
+
+    def acquire(self, binding: Mapping[str, int], donors: Sequence[Any] = ()) -> Instance:
+        """The instance for `binding` (made if new), with a use counted: release() ends it.
+        `donors`: loaded networks of the same model (held loaded by the caller) that a first
+        instance re-sizes its workloads from, as Runtime.load_network's reshape_from."""
         key = tuple(binding[s] for s in self._symbols)
         with self._lock:
             instance = self._hit(key)
@@ -198,7 +211,7 @@ class SymbolicLoadedNetwork:
                 source = self.last_instance if self.last_instance is not None and not self.last_instance.evicted \
                     else next(reversed(self._instances.values()), None)
             instance = self._resized(key, binding, values, victim) if victim is not None \
-                else self._make(key, binding, values, source)
+                else self._make(key, binding, values, source, donors)
             with self._lock:
                 instance.users += 1
                 self._instances[key] = instance
@@ -273,11 +286,11 @@ class SymbolicLoadedNetwork:
         return BindingError(f"network {self.name!r} cannot be loaded at the shapes {dict(binding)}: {exc}")
 
     def _make(self, key: tuple[int, ...], binding: Mapping[str, int], values: tuple[int, ...],
-              source: Instance | None) -> Instance:
+              source: Instance | None, donors: Sequence[Any] = ()) -> Instance:
         concrete, shape_values, remake = self._concrete(values)
         graph = concrete.graph
         try:
-            loaded = self._load(concrete, [source.loaded] if source is not None else [], remake)
+            loaded = self._load(concrete, [source.loaded] if source is not None else list(donors), remake)
         except (BackendError, PlugnnError) as exc:
             if isinstance(exc, RuntimeClosedError):
                 raise

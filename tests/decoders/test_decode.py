@@ -54,3 +54,18 @@ def test_greedy_tokens_match_onnxruntime_with_one_network_for_the_steps(model: t
         ours_only, _ = decode.greedy(lambda f: dict(zip(names, session.run(None, f))), entry, batch, prompt=8,
                                      steps=STEPS, seed=batch)
     np.testing.assert_array_equal(ours_only, tokens)
+
+
+def test_the_prompts_and_the_steps_networks_share_one_packed_copy_of_the_weights(model: tuple[dict, bytes]) -> None:
+    """The decode steps' build (its guards differ from the prompt's: the cache is not empty) re-sizes
+    its workloads from the prompt's network: CpuAcc packs the weights once for both."""
+    entry, data = model
+    with plugnn.InferenceSession(data, backends=["CpuAcc", "CpuRef"]) as session:
+        decode.greedy(lambda f: dict(zip([o.name for o in session.get_outputs()], session.run(None, f))), entry, 1,
+                      prompt=8, steps=0)
+        packed = int(session.runtime.backend("CpuAcc").get_option("packed_weight_bytes"))
+        assert packed > 0
+        decode.greedy(lambda f: dict(zip([o.name for o in session.get_outputs()], session.run(None, f))), entry, 1,
+                      prompt=8, steps=4)
+        assert session.networks_built == 2
+        assert int(session.runtime.backend("CpuAcc").get_option("packed_weight_bytes")) == packed

@@ -244,13 +244,23 @@ class SessionNetworks:
         optimized = optimize(network, self.runtime, self.backends)
         self._share_computed_constants(optimized)
         optimized_at = clock()
-        sources = [b.network for b in reversed(self._builds.values())
-                   if isinstance(b.network, LoadedNetwork) and b.network.loaded]
-        loaded = self.runtime.load_network(optimized, reshape_from=sources) if env is None or not env.hints \
-            else self.runtime.load_network(optimized)
-        if isinstance(loaded, SymbolicLoadedNetwork):
-            loaded.acquire(loaded.program.bind(feed_shapes))  # the first instance, made now
-            loaded.release(loaded.last_instance)  # type: ignore[arg-type]
+        # The other builds' networks (a symbolic one's last instance, held meanwhile): the new one's
+        # workloads are re-sized from theirs where the layer is the same, sharing prepacked weights.
+        held = [(b.network, b.network.hold_last()) for b in reversed(self._builds.values())
+                if isinstance(b.network, SymbolicLoadedNetwork)]
+        try:
+            sources = [b.network for b in reversed(self._builds.values())
+                       if isinstance(b.network, LoadedNetwork) and b.network.loaded]
+            sources += [instance.loaded for _, instance in held if instance is not None]
+            loaded = self.runtime.load_network(optimized, reshape_from=sources) if env is None or not env.hints \
+                else self.runtime.load_network(optimized)
+            if isinstance(loaded, SymbolicLoadedNetwork):
+                loaded.acquire(loaded.program.bind(feed_shapes), sources)  # the first instance, made now
+                loaded.release(loaded.last_instance)  # type: ignore[arg-type]
+        finally:
+            for network, instance in held:
+                if instance is not None:
+                    network.release(instance)
         done = clock()
         stages = {"import": (imported - start) * 1e3, "optimize": (optimized_at - imported) * 1e3,
                   "load": (done - optimized_at) * 1e3}
