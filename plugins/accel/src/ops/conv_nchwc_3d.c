@@ -1,0 +1,343 @@
+/* CpuAcc's direct blocked 3-D convolution (FORWARD, groups 1, float32, AVX-512): the
+ * NCHW16c kernels of kernels/nchwc_conv_avx512.c run over the depth taps.
+ *
+ * A tensor [N, C, D, H, W] in NCDHW16c is [N][ceil(C/16)][D][H][W][16]. Viewed with D * H
+ * storage rows per block, plane z of it is a 2-D blocked image whose view (nchwc_view) starts
+ * z * H * W * 16 floats further: the 2-D kernels read and write planes of a 3-D tensor without
+ * a change. Output plane oz of a convolution with kd depth taps is
+ *   y[oz] = clamp(bias + sum over the taps tz whose input plane iz = oz * sd - pd + tz * dd
+ *                 lies in [0, D) of conv2d(x[iz], w[:, :, tz]))
+ * computed as one call of accel_nchwc_conv_rows_avx512 per tap on the same output tile: the
+ * first starts from the bias, each later one adds its products to the sums the one before
+ * stored (the output tile as its addend, in place, as the kernel's passes over input blocks
+ * do), and only the last clamps (relu and clip; any other activation runs on the NCDHW rows
+ * after the transpose). The taps that read only the depth padding are skipped, as CpuRef
+ * skips them (their products would be with zeros).
+ *
+ * The workload copies the NCDHW input into a zero-padded NCDHW16c image (the padding along H
+ * and W becomes each plane's halo; along D nothing is stored, the taps are skipped), runs jobs
+ * of (image, output block pair, output plane, output row group) on the pool, and transposes
+ * each job's rows into the NCDHW output while they are in the core's cache. Weights are packed
+ * once (a shared block, ACCEL_PACK_NCHWC_3D): per depth tap the 2-D layout
+ * [ocb][cb][kh][kw][ib][16] of accel_nchwc_pack_weights, then the bias padded to whole blocks,
+ * then as many zeros (the later taps' bias). Each output element is summed in one fixed order
+ * (taps in order), so the result does not depend on the thread count. */
+#include "kernels/gemm_kernels.h"
+#include "ops/conv_nchwc.h"
+#include "ops/conv_nchwc_3d.h"
+#include "ops/shared_weights.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define B NCHWC_BLOCK
+
+static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
+
+/* What pack3d_range packs: output blocks [begin, end) of every depth tap. */
+typedef struct pack3d_ctx {
+    const float* w;          /* [o][c][kd][kh][kw] */
+    float* dst;
+    int64_t o, c, kd, kh, kw, ib, cb, slice;
+} pack3d_ctx;
+
+static void pack3d_range(void* vctx, int64_t begin, int64_t end) {
+    const pack3d_ctx* p = (const pack3d_ctx*)vctx;
+    const int64_t kk = p->kh * p->kw;
+    for (int64_t tz = 0; tz < p->kd; ++tz) {
+        for (int64_t ob = begin; ob < end; ++ob) {
+            float* dst = p->dst + tz * p->slice + ob * p->cb * kk * p->ib * B;
+            for (int64_t co = 0; co < B; ++co) {
+                int64_t oc = ob * B + co;
+                for (int64_t ic = 0; ic < p->cb * p->ib; ++ic) {
+                    float* d = dst + ((ic / p->ib) * kk * p->ib + ic % p->ib) * B + co; /* + t * ib * B */
+                    const float* src = oc < p->o && ic < p->c ? p->w + ((oc * p->c + ic) * p->kd + tz) * kk : NULL;
+                    for (int64_t t = 0; t < kk; ++t) d[t * p->ib * B] = src != NULL ? src[t] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+#if defined(ACCEL_HAVE_X86_KERNELS) /* the blocked kernels exist only with the AVX-512 build */
+
+typedef struct conv3d_state {
+    accel_env env;
+    nchwc_geom g;            /* one plane's 2-D geometry (the kernel's) */
+    int64_t n, c, o;
+    int64_t d, h, w;         /* input */
+    int64_t od;              /* output planes (g.oh x g.ow each) */
+    int64_t kd, sd, dd, pd;  /* depth taps, stride, dilation, padding before */
+    int64_t rows, cols;      /* one input plane's storage rows and columns (halo included) */
+    size_t x_image, y_image; /* floats of one blocked image */
+    int64_t kb;              /* input blocks per pass (accel_nchwc_pass_blocks), 0: one */
+    int has_act;
+    pn_activation_desc act;  /* applied after the transpose (has_act), else the clamp */
+    float lo, hi;
+    uint32_t num_inputs;
+    const float* wb;         /* kd slices of [ocb][cb][kh][kw][ib][16] */
+    size_t slice;            /* floats of one slice */
+    const float* bias;       /* ocb * 16, followed by ocb * 16 zeros */
+} conv3d_state;
+
+static void conv3d_release(void* vs) { free(vs); }
+
+typedef struct conv3d_run {
+    const conv3d_state* s;
+    const float* x;          /* NCDHW */
+    float* y;                /* NCDHW */
+    float* xb;               /* the blocked input */
+    float* yb;               /* the blocked output */
+} conv3d_run;
+
+/* Storage rows [begin, end) of the blocked input, row = (image, block, plane, storage row). */
+static void pack_x_range(void* vctx, int64_t begin, int64_t end) {
+    const conv3d_run* r = (const conv3d_run*)vctx;
+    const conv3d_state* s = r->s;
+    const int64_t ib = s->g.ib, cb = s->g.cb, ht = s->g.img_top, hl = s->g.img_left;
+    const int64_t plane = s->d * s->h * s->w;
+    for (int64_t row = begin; row < end; ++row) {
+        int64_t sr = row % s->rows, z = (row / s->rows) % s->d, b = (row / (s->rows * s->d)) % cb;
+        int64_t n = row / (s->rows * s->d * cb);
+        float* dst = r->xb + n * s->x_image + ((b * s->d + z) * s->rows + sr) * s->cols * ib;
+        int64_t y = sr - ht;
+        if (y < 0 || y >= s->h) {
+            memset(dst, 0, (size_t)(s->cols * ib) * sizeof(float));
+            continue;
+        }
+        if (hl > 0) {
+            memset(dst, 0, (size_t)(hl * ib) * sizeof(float));
+        }
+        if (s->cols > hl + s->w) {
+            memset(dst + (hl + s->w) * ib, 0, (size_t)((s->cols - hl - s->w) * ib) * sizeof(float));
+        }
+        float* d = dst + hl * ib;
+        int64_t channels = s->c - b * ib < ib ? s->c - b * ib : ib;
+        const float* src = r->x + ((n * s->c + b * ib) * s->d + z) * s->h * s->w + y * s->w;
+        if (channels < ib) { /* the lanes past the last channel stay zero */
+            memset(d, 0, (size_t)(s->w * ib) * sizeof(float));
+        }
+        if (ib == 3 && channels == 3) {
+            accel_nchwc_pack_row3_avx512(src, plane, d, s->w);
+            continue;
+        }
+        gemm_store_t_avx512(src, plane, d, ib, channels, s->w); /* d[x * ib + ci] = src[ci * plane + x] */
+    }
+}
+
+/* Output rows [oy, oy + rows) of plane oz of block ob of image n: transposed into the NCDHW
+ * output, then the activation that is not a clamp. */
+static void unpack_rows(const conv3d_run* r, int64_t n, int64_t ob, int64_t oz, int64_t oy, int64_t rows) {
+    const conv3d_state* s = r->s;
+    const nchwc_geom* g = &s->g;
+    const int64_t plane = s->od * g->oh * g->ow, count = rows * g->ow;
+    const float* src = r->yb + n * s->y_image + ((ob * s->od + oz) * g->oh + oy) * g->ow * B;
+    int64_t channels = s->o - ob * B < B ? s->o - ob * B : B;
+    float* dst = r->y + (n * s->o + ob * B) * plane + (oz * g->oh + oy) * g->ow;
+    gemm_store_t_avx512(src, B, dst, plane, count, channels); /* dst[co * plane + p] = src[p * 16 + co] */
+    if (s->has_act) {
+        for (int64_t co = 0; co < channels; ++co) {
+            accel_apply_activation(s->env.isa, &s->act, dst + co * plane, count);
+        }
+    }
+}
+
+/* Jobs [begin, end), job = (image, output block pair, output plane, row group), row groups
+ * fastest (consecutive jobs share the pair's weights). */
+static void conv3d_range(void* vctx, int64_t begin, int64_t end) {
+    const conv3d_run* r = (const conv3d_run*)vctx;
+    const conv3d_state* s = r->s;
+    const nchwc_geom* g = &s->g;
+    const int64_t pairs = (g->ocb + 1) / 2;
+    const int64_t rpj = accel_nchwc_rows_per_job(g->ow, g->ocb), groups = (g->oh + rpj - 1) / rpj;
+    const int64_t xplane = s->rows * s->cols * g->ib, yplane = g->oh * g->ow * B;
+    for (int64_t job = begin; job < end; ++job) {
+        int64_t oy = (job % groups) * rpj, oz = (job / groups) % s->od, pair = (job / (groups * s->od)) % pairs;
+        int64_t n = job / (groups * s->od * pairs), ob = pair * 2;
+        int64_t nb = g->ocb - ob >= 2 ? 2 : 1, rows = g->oh - oy < rpj ? g->oh - oy : rpj;
+        nchwc_view yv = {r->yb + n * s->y_image + oz * yplane, s->od * g->oh, g->ow};
+        /* the taps whose input plane lies inside the image */
+        int64_t z0 = oz * s->sd - s->pd, t0 = 0, t1 = s->kd;
+        while (t0 < t1 && z0 + t0 * s->dd < 0) ++t0;
+        while (t1 > t0 && z0 + (t1 - 1) * s->dd >= s->d) --t1;
+        if (t0 == t1) { /* only depth padding: the bias, clamped */
+            for (int64_t b = 0; b < nb; ++b) {
+                float* row = yv.data + ((ob + b) * yv.rows + oy) * yv.cols * B;
+                for (int64_t p = 0; p < rows * g->ow; ++p)
+                    for (int64_t l = 0; l < B; ++l) {
+                        float v = s->bias[(ob + b) * B + l];
+                        v = v < s->lo ? s->lo : v;
+                        row[p * B + l] = v > s->hi ? s->hi : v;
+                    }
+            }
+        }
+        for (int64_t tz = t0; tz < t1; ++tz) {
+            int64_t iz = z0 + tz * s->dd;
+            nchwc_view xv = {r->xb + n * s->x_image + iz * xplane, s->d * s->rows, s->cols};
+            nchwc_epilogue epi = {{NULL, 0, 0}, s->lo, s->hi};
+            if (tz > t0) {
+                epi.addend = yv; /* the sums of the taps before, added in place */
+            }
+            if (tz + 1 < t1) {
+                epi.lo = -INFINITY;
+                epi.hi = INFINITY;
+            }
+            const float* bias = tz == t0 ? s->bias : s->bias + g->ocb * B;
+            accel_nchwc_conv_rows_passes_avx512(g, &xv, s->wb + tz * s->slice, bias, &yv, &epi, ob, (int)nb, oy,
+                                                rows, s->kb);
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+            unpack_rows(r, n, ob + b, oz, oy, rows);
+        }
+    }
+}
+
+static pn_status conv3d_execute(void* vs, const pn_execute_args* args, pn_string_out* msg) {
+    const conv3d_state* s = (const conv3d_state*)vs;
+    if (args == NULL || args->num_inputs != s->num_inputs || args->num_outputs != 1) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution expects %u inputs and 1 output",
+                       s->num_inputs);
+    }
+    if (args->inputs[0].data == NULL || args->outputs[0].data == NULL) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution input or output has no data");
+    }
+    if (args->workspace == NULL) {
+        return pn_fail(msg, PN_ERR_INVALID_ARGUMENT, "CpuAcc execute: Convolution needs a workspace");
+    }
+    const nchwc_geom* g = &s->g;
+    conv3d_run r = {s, (const float*)args->inputs[0].data, (float*)args->outputs[0].data, NULL, NULL};
+    r.xb = accel_align64((float*)args->workspace);
+    r.yb = accel_align64(r.xb + s->n * s->x_image);
+    int64_t xrows = s->n * g->cb * s->d * s->rows;
+    accel_parallel_for_grain(s->env.threads, xrows, ACCEL_NCHWC_MIN_PART_FLOATS / (s->cols * g->ib) + 1, pack_x_range,
+                             &r);
+    const int64_t rpj = accel_nchwc_rows_per_job(g->ow, g->ocb), groups = (g->oh + rpj - 1) / rpj;
+    const int64_t per_job = 2 * s->kd * g->kh * g->kw * g->cb * g->ib * (g->ocb >= 2 ? 2 : 1) * B * g->ow * rpj;
+    const int64_t jobs = s->n * ((g->ocb + 1) / 2) * s->od * groups;
+    accel_parallel_for_grain(s->env.threads, jobs, ACCEL_NCHWC_MIN_PART_FLOPS / per_job + 1, conv3d_range, &r);
+    return PN_OK;
+}
+
+pn_status accel_conv3d_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                   pn_workload** workload_out, pn_string_out* message_out) {
+    *workload_out = NULL;
+    const pn_convolution_desc* d = (const pn_convolution_desc*)layer->descriptor;
+    if (!accel_kernel_set_for(env->isa)->nchwc || d->op != PN_CONVOLUTION_FORWARD || d->spatial_rank != 3 ||
+        d->groups != 1 || layer->constant_data == NULL || layer->constant_data[1] == NULL) {
+        return PN_OK;
+    }
+    const int has_bias = (d->flags & PN_LAYER_FLAG_HAS_BIAS) != 0;
+    if (has_bias && layer->constant_data[2] == NULL) {
+        return PN_OK; /* a bias known only at run time: the GEMM path reads it then */
+    }
+    const pn_tensor_info* xi = &layer->inputs[0];
+    const pn_tensor_info* wi = &layer->inputs[1];
+    const pn_tensor_info* yi = &layer->outputs[0];
+    const int64_t n = xi->dims[0], c = xi->dims[1], o = yi->dims[1];
+    const int64_t ib = accel_nchwc_input_block(c);
+    if (ib == 0 || !accel_nchwc_blocks_pay(o) || n * yi->dims[2] * yi->dims[3] * yi->dims[4] == 0 ||
+        xi->dims[2] * xi->dims[3] * xi->dims[4] == 0) {
+        return PN_OK;
+    }
+    conv3d_state* s = (conv3d_state*)calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    s->env = *env;
+    s->n = n;
+    s->c = c;
+    s->o = o;
+    s->d = xi->dims[2];
+    s->h = xi->dims[3];
+    s->w = xi->dims[4];
+    s->od = yi->dims[2];
+    s->kd = wi->dims[2];
+    s->sd = d->strides[0];
+    s->dd = d->dilations[0];
+    s->pd = d->pads_begin[0];
+    nchwc_geom* g = &s->g;
+    g->cb = (c + ib - 1) / ib;
+    g->ib = ib;
+    g->ic_last = c - (g->cb - 1) * ib;
+    g->ocb = blocks(o);
+    g->oc_last = o - (g->ocb - 1) * B;
+    g->oh = yi->dims[3];
+    g->ow = yi->dims[4];
+    g->kh = wi->dims[3];
+    g->kw = wi->dims[4];
+    g->sh = d->strides[1];
+    g->sw = d->strides[2];
+    g->dh = d->dilations[1];
+    g->dw = d->dilations[2];
+    g->img_top = d->pads_begin[1]; /* the kernel reads x from the storage's origin */
+    g->img_h = s->h;
+    g->img_left = d->pads_begin[2];
+    g->img_w = s->w;
+    /* each plane's padded storage holds every tap of every output (at least the padded image) */
+    int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    int64_t rows = s->h + d->pads_begin[1] + d->pads_end[1], cols = s->w + d->pads_begin[2] + d->pads_end[2];
+    s->rows = rows > need_h ? rows : need_h;
+    s->cols = cols > need_w ? cols : need_w;
+    s->x_image = (size_t)(g->cb * s->d * s->rows * s->cols * ib);
+    s->y_image = (size_t)(g->ocb * s->od * g->oh * g->ow * B);
+    s->kb = accel_nchwc_pass_blocks(g);
+    s->has_act = accel_copy_activation(d->fused_activation, &s->act);
+    s->lo = -INFINITY;
+    s->hi = INFINITY;
+    if (s->has_act && (s->act.kind == PN_ACTIVATION_RELU || s->act.kind == PN_ACTIVATION_BOUNDED_RELU)) {
+        s->lo = s->act.kind == PN_ACTIVATION_RELU ? 0.0f : s->act.alpha;
+        s->hi = s->act.kind == PN_ACTIVATION_RELU ? INFINITY : s->act.beta;
+        s->has_act = 0;
+    }
+    s->num_inputs = layer->num_inputs;
+    const float* wsrc = (const float*)layer->constant_data[1];
+    const float* bsrc = has_bias ? (const float*)layer->constant_data[2] : NULL;
+    s->slice = (size_t)(g->ocb * g->cb * g->kh * g->kw * ib * B);
+    accel_pack_key key;
+    accel_pack_key_init(&key, ACCEL_PACK_NCHWC_3D, ACCEL_ISA_AVX512, wsrc, bsrc);
+    key.params[0] = o;
+    key.params[1] = c;
+    key.params[2] = s->kd;
+    key.params[3] = g->kh;
+    key.params[4] = g->kw;
+    key.params[5] = ib;
+    int fresh = 0;
+    float* wb = accel_packs_get(packs, &key, (size_t)s->kd * s->slice + (size_t)(2 * g->ocb * B), &fresh);
+    if (wb == NULL) {
+        conv3d_release(s);
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory packing weights");
+    }
+    if (fresh) {
+        pack3d_ctx p = {wsrc, wb, o, c, s->kd, g->kh, g->kw, ib, g->cb, (int64_t)s->slice};
+        accel_parallel_for(env->threads, g->ocb, pack3d_range, &p);
+        float* bdst = wb + (size_t)s->kd * s->slice; /* a multiple of 16 floats: 64-byte aligned */
+        for (int64_t oc = 0; oc < 2 * g->ocb * B; ++oc) {
+            bdst[oc] = bsrc != NULL && oc < o ? bsrc[oc] : 0.0f;
+        }
+    }
+    s->wb = wb;
+    s->bias = wb + (size_t)s->kd * s->slice;
+    size_t ws = ((size_t)n * (s->x_image + s->y_image) + 32) * sizeof(float);
+    pn_workload* wl = pn_workload_new(s, conv3d_execute, conv3d_release, ws);
+    if (wl == NULL) { /* s released by pn_workload_new */
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    *workload_out = wl;
+    return PN_OK;
+}
+
+#else
+
+pn_status accel_conv3d_nchwc_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
+                                   pn_workload** workload_out, pn_string_out* message_out) {
+    (void)env;
+    (void)layer;
+    (void)packs;
+    (void)message_out;
+    (void)pack3d_range;
+    *workload_out = NULL; /* no AVX-512 kernel on this architecture */
+    return PN_OK;
+}
+
+#endif
