@@ -37,6 +37,8 @@
 #define CONV3D_SEGMENT_COLS 112
 #define CONV3D_PAIRS_INNER_BYTES (512 * 1024)
 
+#if defined(ACCEL_HAVE_X86_KERNELS) /* the blocked kernels exist only with the AVX-512 build */
+
 static int64_t blocks(int64_t v) { return (v + B - 1) / B; }
 
 /* What pack3d_range packs: output blocks [begin, end) of every depth tap. */
@@ -63,8 +65,6 @@ static void pack3d_range(void* vctx, int64_t begin, int64_t end) {
         }
     }
 }
-
-#if defined(ACCEL_HAVE_X86_KERNELS) /* the blocked kernels exist only with the AVX-512 build */
 
 typedef struct conv3d_state {
     accel_env env;
@@ -394,7 +394,6 @@ pn_status accel_conv3d_nchwc_build(const accel_env* env, const pn_layer* layer, 
     (void)layer;
     (void)packs;
     (void)message_out;
-    (void)pack3d_range;
     *workload_out = NULL; /* no AVX-512 kernel on this architecture */
     return PN_OK;
 }
