@@ -5,7 +5,8 @@ GEMM path it leaves the other layers to (grouped, run-time weights, the portable
 The sweep: kernels 1x1x1, 3x3x3, 1x3x3 and 3x1x1 (R(2+1)D's pairs), R3D's 3x7x7 stem on 3
 channels, strides, asymmetric pads, dilations, pads that leave output planes with no depth tap
 inside the input, channel counts that are not multiples of 16 (45, 60, 80), an input of more
-than 64 channels with weights run in passes over the input blocks, batch 2, and the fused
+than 64 channels with weights run in passes over the input blocks, kd x 1 x 1 kernels folded into
+one 2-D convolution (depth-dilated, rows in segments, weights past 512 KiB), batch 2, and the fused
 activations (relu and clip as the kernels' clamp, sigmoid after the transpose). Weights are
 scaled by 1 / sqrt(fan-in), so outputs are of unit scale; every kernel set this machine runs, at
 1, 2, 3 and 7 threads: within rtol 1e-4, atol 1e-5 of CpuRef elementwise (the measured worst:
@@ -58,6 +59,12 @@ CASES: dict[str, tuple[Any, ...]] = {
                                     True, None),
     "768 in, passes over the input blocks": ((1, 768, 2, 4, 4), (32, 768, 1, 3, 3), (1, 1, 1), (0, 1, 1), (0, 1, 1),
                                              (1, 1, 1), 1, True, "relu"),
+    # kd x 1 x 1 kernels run as one 2-D convolution over D rows of H * W pixels, rows of more than
+    # 112 pixels in segments; the pairs outermost when the weights pass 512 KiB
+    "3x1x1 depth-dilated, row segments": ((1, 32, 6, 15, 17), (48, 32, 3, 1, 1), (1, 1, 1), (2, 0, 0), (1, 0, 0),
+                                          (2, 1, 1), 1, True, "relu"),
+    "3x1x1 weights beyond 512 KiB": ((1, 384, 3, 15, 17), (128, 384, 3, 1, 1), (1, 1, 1), (1, 0, 0), (1, 0, 0),
+                                     (1, 1, 1), 1, True, None),
     "grouped (the GEMM path)": ((1, 32, 3, 5, 5), (32, 16, 3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), (1, 1, 1), 2,
                                 True, "relu"),
 }
