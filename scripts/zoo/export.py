@@ -162,6 +162,25 @@ def torchvision_segmentation() -> None:
                  image_input(), [("out", ["batch", 21, "height", "width"])], IMG_CI, IMG_FULL))
 
 
+def video_input() -> list[Input]:
+    return [Input("video", "float32", ["batch", 3, "frames", "height", "width"],
+                  {"kind": "normal", "mean": 0.0, "std": 1.0})]
+
+
+VIDEO_CI = {"frames": 4, "height": 32, "width": 32}
+VIDEO_FULL = {"frames": 8, "height": 112, "width": 112}
+
+
+def torchvision_video() -> None:
+    from torchvision.models import video
+
+    # 3-D convolutions: R3D-18's 3x3x3 everywhere, R(2+1)D-18's 1x3x3 / 3x1x1 pairs (issue 35)
+    for name in ("r3d_18", "r2plus1d_18"):
+        add(Spec(name, "torchvision-video", 13, f"torchvision.models.video.{name}(weights=None)",
+                 lambda n=name: getattr(video, n)(weights=None), video_input(), [("logits", ["batch", 400])],
+                 VIDEO_CI, VIDEO_FULL))
+
+
 def detection_backbone() -> None:
     def build() -> nn.Module:
         from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
@@ -281,6 +300,7 @@ def own_models() -> None:
 
 torchvision_classification()
 torchvision_segmentation()
+torchvision_video()
 detection_backbone()
 hf_transformers()
 own_models()

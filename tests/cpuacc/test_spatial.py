@@ -1,6 +1,6 @@
 """CpuAcc's 1.1 spatial kinds against CpuRef (the oracle, itself checked against NumPy by
 tests/conformance): CONVOLUTION (forward 1-D and 2-D on CONVOLUTION_2D's paths, 3-D through a
-GEMM; transposed 1-, 2- and 3-D through a GEMM and col2im: stride, kernel, dilation, padding,
+GEMM here (too few channels for the blocked 3-D path, which test_conv3d_blocked.py sweeps); transposed 1-, 2- and 3-D through a GEMM and col2im: stride, kernel, dilation, padding,
 output_padding, groups, bias, fused activations, constant and run-time weights), POOLING 1-D and
 2-D (3-D refused), RESIZE (NEAREST on any axes with every nearest mode and coordinate
 transform; LINEAR and CUBIC along the last two axes, antialias, exclude_outside, extrapolation;

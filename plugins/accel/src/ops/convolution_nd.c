@@ -5,7 +5,9 @@
  *   (x [N, C, L] -> [N, C, 1, L], w [O, C/g, K] -> [O, C/g, 1, K], kernel, stride and dilation
  *   1 and no padding along the added axis). The importer maps every 1-D Conv here (the zoo's
  *   audio_m5), and so does a network built with add_convolution.
- * - FORWARD 3-D: per image and group one GEMM Y_g[O/g, out] = W_g[O/g, C/g * kvol] x
+ * - FORWARD 3-D of groups 1 with constant weights, on CPUs with the AVX-512 kernels: the direct
+ *   blocked convolution of ops/conv_nchwc_3d.c (the 2-D NCHW16c kernels over the depth taps).
+ * - FORWARD 3-D otherwise (grouped, weights given at run time, no AVX-512): per image and group one GEMM Y_g[O/g, out] = W_g[O/g, C/g * kvol] x
  *   im2col[C/g * kvol, out], the weights prepacked, im2col packed straight into the GEMM's
  *   panels (never stored whole), bias and activation in the GEMM's epilogue.
  * - TRANSPOSED 1-, 2- and 3-D (ONNX ConvTranspose: U-Net's 2x2 stride-2 upsampling): per image
@@ -28,6 +30,7 @@
  * 1. Every workload is reshapable and keeps its packed weights in shared blocks
  * (ops/shared_weights.h). */
 #include "ops/create.h"
+#include "ops/conv_nchwc_3d.h"
 #include "gemm/gemm.h"
 
 #include <stdlib.h>
@@ -256,6 +259,10 @@ static pn_status fwd_execute(void* vs, const pn_execute_args* args, pn_string_ou
 static pn_status forward_3d_build(const accel_env* env, const pn_layer* layer, accel_packs* packs,
                                   pn_workload** workload_out, pn_string_out* message_out) {
     const pn_convolution_desc* d = (const pn_convolution_desc*)layer->descriptor;
+    pn_status blocked = accel_conv3d_nchwc_build(env, layer, packs, workload_out, message_out);
+    if (blocked != PN_OK || *workload_out != NULL) {
+        return blocked;
+    }
     fwd_state* s = (fwd_state*)calloc(1, sizeof(*s));
     if (s == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
