@@ -1,8 +1,8 @@
 /* QUANTIZED_MATMUL and QUANTIZED_CONVOLUTION on CpuAcc (ONNX MatMulInteger / QLinearMatMul,
  * ConvInteger / QLinearConv), INTEGER and QLINEAR, over the integer GEMM (gemm/qgemm.h): the
  * weights (b; w) packed once at create with their column sums, the activations shifted to u8
- * and packed per execute (the convolution's through an im2col row per output position, padding
- * as x_zero_point), the zero-point compensation, bias, requantization (double product and sum,
+ * and packed per execute (the convolution's through im2col rows gathered from the image padded
+ * with x_zero_point and laid out channels-last, so each tap is a run of C bytes), the zero-point compensation, bias, requantization (double product and sum,
  * round half to even, zero point, saturation: backend_api.h's formula) and the store in the
  * GEMM's epilogue. The integer sums are exact, so CpuAcc gives CpuRef's bits, INTEGER and
  * QLINEAR, at every thread count and on every kernel set.
@@ -80,6 +80,7 @@ typedef struct qprod_state {
     int64_t b_zero_step, b_scale_step; /* index step per column of b's zero point / scale (0: one) */
     /* convolution: geometry, spatial axes right-aligned in 3-D */
     int64_t batch, channels, in[3], kd[3], out[3], stride[3], dil[3], pad[3];
+    int64_t padded[3];         /* the padded image's sizes (every tap any output reads) */
     pn_data_type scale_type;
     double lo, hi;             /* the output type's range */
 } qprod_state;
@@ -120,6 +121,7 @@ typedef struct qprod_run {
     int64_t image;             /* conv: the image whose positions the GEMM's rows are */
     atomic_int oom;            /* conv: an im2col row could not be allocated */
     const uint8_t* x_image;    /* conv: x of that image */
+    uint8_t* image_hwc;        /* conv: that image padded, channels-last, a' */
 } qprod_run;
 
 /* matmul: rows [b, e) of a packed with their sums. */
@@ -133,8 +135,37 @@ static void pack_rows_matmul(void* raw, int64_t b, int64_t e) {
     }
 }
 
-/* conv: the im2col rows [b, e) of one image (position p: k = (c, kz, ky, kx), w's order; a tap
- * in the padding is x_zero_point, already a'), packed with their sums. */
+/* conv: one image as a' channels-last ([Dp][Hp][Wp][C], the padding x_zero_point, already a'):
+ * padded rows [b, e) (z * Hp + y) of it. */
+static void pad_image_rows(void* raw, int64_t b, int64_t e) {
+    const qprod_run* r = (const qprod_run*)raw;
+    const qprod_state* s = r->s;
+    const uint8_t flip = s->a_signed ? 0x80 : 0;
+    const uint8_t pad = (uint8_t)(r->za[0]);
+    const int64_t c_count = s->channels, wp = s->padded[2], plane = s->in[0] * s->in[1] * s->in[2];
+    for (int64_t row = b; row < e; ++row) {
+        const int64_t iz = row / s->padded[1] - s->pad[0], iy = row % s->padded[1] - s->pad[1];
+        uint8_t* dst = r->image_hwc + row * wp * c_count;
+        if (iz < 0 || iz >= s->in[0] || iy < 0 || iy >= s->in[1]) {
+            memset(dst, pad, (size_t)(wp * c_count));
+            continue;
+        }
+        const int64_t left = s->pad[2], width = s->in[2];
+        memset(dst, pad, (size_t)(left * c_count));
+        memset(dst + (left + width) * c_count, pad, (size_t)((wp - left - width) * c_count));
+        const uint8_t* src = r->x_image + (iz * s->in[1] + iy) * width;
+        for (int64_t c = 0; c < c_count; ++c) {
+            const uint8_t* sc = src + c * plane;
+            uint8_t* dc = dst + left * c_count + c;
+            for (int64_t ix = 0; ix < width; ++ix) {
+                dc[ix * c_count] = (uint8_t)(sc[ix] ^ flip);
+            }
+        }
+    }
+}
+
+/* conv: the im2col rows [b, e) of one image (position p; k = (kz, ky, kx, c), the order w was
+ * packed in: each tap a run of C bytes of the padded channels-last image), packed with their sums. */
 static void pack_rows_conv(void* raw, int64_t b, int64_t e) {
     const qprod_run* r = (const qprod_run*)raw;
     const qprod_state* s = r->s;
@@ -143,24 +174,17 @@ static void pack_rows_conv(void* raw, int64_t b, int64_t e) {
         atomic_store(&((qprod_run*)raw)->oom, 1);
         return;
     }
-    const uint8_t flip = s->a_signed ? 0x80 : 0;
-    const uint8_t pad = (uint8_t)(r->za[0]); /* za' is a' of the zero point */
-    const int64_t plane = s->in[0] * s->in[1] * s->in[2];
+    const int64_t c_count = s->channels;
     for (int64_t p = b; p < e; ++p) {
         const int64_t oz = p / (s->out[1] * s->out[2]), oy = (p / s->out[2]) % s->out[1], ox = p % s->out[2];
-        int64_t t = 0;
-        for (int64_t c = 0; c < s->channels; ++c) {
-            const uint8_t* xc = r->x_image + c * plane;
-            for (int64_t kz = 0; kz < s->kd[0]; ++kz) {
-                const int64_t iz = oz * s->stride[0] - s->pad[0] + kz * s->dil[0];
-                for (int64_t ky = 0; ky < s->kd[1]; ++ky) {
-                    const int64_t iy = oy * s->stride[1] - s->pad[1] + ky * s->dil[1];
-                    const int inside = iz >= 0 && iz < s->in[0] && iy >= 0 && iy < s->in[1];
-                    const uint8_t* xr = xc + (iz * s->in[1] + iy) * s->in[2];
-                    for (int64_t kx = 0; kx < s->kd[2]; ++kx, ++t) {
-                        const int64_t ix = ox * s->stride[2] - s->pad[2] + kx * s->dil[2];
-                        row[t] = inside && ix >= 0 && ix < s->in[2] ? (uint8_t)(xr[ix] ^ flip) : pad;
-                    }
+        uint8_t* t = row;
+        for (int64_t kz = 0; kz < s->kd[0]; ++kz) {
+            const int64_t iz = oz * s->stride[0] + kz * s->dil[0];
+            for (int64_t ky = 0; ky < s->kd[1]; ++ky) {
+                const int64_t iy = oy * s->stride[1] + ky * s->dil[1];
+                const uint8_t* src = r->image_hwc + ((iz * s->padded[1] + iy) * s->padded[2]) * c_count;
+                for (int64_t kx = 0; kx < s->kd[2]; ++kx, t += c_count) {
+                    memcpy(t, src + (ox * s->stride[2] + kx * s->dil[2]) * c_count, (size_t)c_count);
                 }
             }
         }
@@ -248,7 +272,8 @@ static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string
     const int64_t rows_za = !s->conv && s->a_zero_off != NULL ? m : 1;
     const int64_t units = qgemm_a_units(s->arch, m, s->k);
     /* one block: packed a, R, za', zb'', d, bias, m */
-    size_t bytes = (size_t)units * 4 + (size_t)m * 4 + (size_t)rows_za * 4 + (size_t)n * 12 + (size_t)n * 8 + 64;
+    const size_t image_bytes = s->conv ? (size_t)(s->padded[0] * s->padded[1] * s->padded[2] * s->channels) : 0;
+    size_t bytes = (size_t)units * 4 + (size_t)m * 4 + (size_t)rows_za * 4 + (size_t)n * 12 + (size_t)n * 8 + image_bytes + 64;
     char* mem = (char*)malloc(bytes);
     if (mem == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory running a quantized %s layer "
@@ -267,6 +292,7 @@ static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string
     r.zb = r.za + rows_za;
     r.d = r.zb + n;
     r.bias = r.d + n;
+    r.image_hwc = (uint8_t*)(r.bias + n);
     const pn_data_type at = s->infos[s->ia].dtype, bt = s->infos[s->ib_zero].dtype;
     for (int64_t i = 0; i < rows_za; ++i) {
         int64_t z = pn_load_int64(at, in[s->ia_zero], s->a_zero_off != NULL ? s->a_zero_off[i] : 0);
@@ -293,6 +319,7 @@ static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string
         r.image = img;
         if (s->conv) {
             r.x_image = (const uint8_t*)in[s->ia] + img * per_image;
+            accel_parallel_for_grain(s->env.threads, s->padded[0] * s->padded[1], 4, pad_image_rows, &r);
             accel_parallel_for_grain(s->env.threads, m, 64, pack_rows_conv, &r);
             if (atomic_load(&r.oom)) {
                 failed = 1;
@@ -464,6 +491,8 @@ pn_status accel_quantized_convolution_create(void* context, const pn_layer* laye
         s->stride[i] = a >= 0 ? d->strides[a] : 1;
         s->dil[i] = a >= 0 ? d->dilations[a] : 1;
         s->pad[i] = a >= 0 ? d->pads_begin[a] : 0;
+        const int64_t reach = s->out[i] > 0 ? (s->out[i] - 1) * s->stride[i] + (s->kd[i] - 1) * s->dil[i] + 1 : 0;
+        s->padded[i] = reach > s->pad[i] + s->in[i] ? reach : s->pad[i] + s->in[i];
     }
     s->m = s->out[0] * s->out[1] * s->out[2];
     s->k = s->channels * s->kd[0] * s->kd[1] * s->kd[2];
@@ -474,8 +503,11 @@ pn_status accel_quantized_convolution_create(void* context, const pn_layer* laye
         qprod_release(s);
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a QuantizedConvolution workload");
     }
-    for (int64_t k = 0; k < s->k; ++k) {
-        koff[k] = k; /* w [O, C * taps]: column o at o * K */
+    const int64_t taps = s->kd[0] * s->kd[1] * s->kd[2];
+    for (int64_t t = 0; t < taps; ++t) { /* k = (tap, c); w [O, C, taps]: column o at o * K */
+        for (int64_t c = 0; c < s->channels; ++c) {
+            koff[t * s->channels + c] = c * taps + t;
+        }
     }
     pn_status st = qprod_finish(s, layer, iw, koff, s->k, workload_out, message_out);
     free(koff);
