@@ -336,3 +336,58 @@ def test_what_cpuacc_refuses_runs_on_cpuref_with_the_reason(name: str) -> None:
         got, _ = run(rt, model, feeds, ["CpuAcc", "CpuRef"])
         want, _ = run(rt, model, feeds, ["CpuRef"])
     np.testing.assert_array_equal(got, want)
+
+
+# ---- A QDQ model from onnxruntime's quantizer ------------------------------------------------------
+
+
+def tiny_float_cnn(rng: np.random.Generator) -> Any:
+    """Conv-ReLU, strided Conv-ReLU, global average pool, a dense head: weights from `rng`."""
+    def init(name: str, shape: tuple[int, ...], spread: float) -> Any:
+        return numpy_helper.from_array((rng.standard_normal(shape) * spread).astype(np.float32), name)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("MatMul", ["f", "w3"], ["m"]), helper.make_node("Add", ["m", "b3"], ["y"])]
+    inits = [init("w1", (8, 3, 3, 3), 0.3), init("b1", (8,), 0.1), init("w2", (16, 8, 3, 3), 0.2),
+             init("b2", (16,), 0.1), init("w3", (16, 10), 0.3), init("b3", (10,), 0.1)]
+    graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TP.FLOAT, [2, 3, 16, 16])],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, [2, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_a_quantize_static_qdq_model_runs_on_cpuacc_and_matches_onnxruntime(tmp_path: Any) -> None:
+    """onnxruntime.quantization.quantize_static (QDQ, per-channel int8 weights, int8 activations,
+    calibrated on seeded inputs) of a tiny CNN: every layer on CpuAcc (the QuantizeLinear /
+    DequantizeLinear pairs on its int8 rows, the products in float32 between them), the output
+    within one quantization step of onnxruntime's on every element."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    import onnx
+
+    rng = np.random.default_rng(11)
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = iter([{"x": rng.standard_normal((2, 3, 16, 16)).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.feeds, None)
+
+    float_path, qdq_path = tmp_path / "float.onnx", tmp_path / "qdq.onnx"
+    onnx.save(tiny_float_cnn(rng), str(float_path))
+    quantization.quantize_static(str(float_path), str(qdq_path), Reader(), quant_format=quantization.QuantFormat.QDQ,
+                                 per_channel=True, activation_type=quantization.QuantType.QInt8,
+                                 weight_type=quantization.QuantType.QInt8)
+    model = onnx.load(str(qdq_path))
+    last = model.graph.node[-1]
+    assert last.op_type == "DequantizeLinear"
+    step = float(numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == last.input[1])))
+    x = rng.standard_normal((2, 3, 16, 16)).astype(np.float32)
+    with plugnn.Runtime() as rt:
+        got, layers = run(rt, model, {"x": x}, ["CpuAcc", "CpuRef"])
+    assert {layer.backend_id for layer in layers} == {"CpuAcc"}, [(layer.kind, layer.backend_id) for layer in layers]
+    assert sum(layer.kind is LayerKind.QUANTIZATION for layer in layers) >= 10
+    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], {"x": x})[0]
+    assert np.abs(got - theirs).max() <= step * 1.0001, np.abs(got - theirs).max() / step
