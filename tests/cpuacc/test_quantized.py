@@ -130,6 +130,44 @@ def test_dequantize_linear_gives_cpurefs_bits(runtimes: dict[tuple[str, int], pl
     check_cpuacc(runtimes, make_model([node], {"x": x}, {"s": scale, "z": zero}), {"x": x}, LayerKind.QUANTIZATION)
 
 
+@pytest.mark.parametrize("shape", [(0, 5), (1,), (7, 33), (3, 70001)])
+@pytest.mark.parametrize("kind", ["mixed", "positive", "negative", "zeros", "nan"])
+def test_dynamic_quantize_linear_gives_cpurefs_bits(runtimes: dict[tuple[str, int], plugnn.Runtime],
+                                                   shape: tuple[int, ...], kind: str) -> None:
+    """The range (NaN left out, 0 always in it), scale, zero point and y: CpuRef's bits, the
+    scale and zero point outputs too (a Concat of the three as float32 is the graph's output)."""
+    rng = np.random.default_rng(int(np.prod(shape)) + len(kind))
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    if kind == "positive":
+        x = np.abs(x) + 0.5
+    elif kind == "negative":
+        x = -np.abs(x) - 0.25
+    elif kind == "zeros":
+        x = np.zeros(shape, np.float32)
+    elif kind == "nan" and x.size:
+        x.reshape(-1)[::5] = np.nan
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "qs", "qz"]),
+             helper.make_node("Cast", ["q"], ["qf"], to=TP.FLOAT), helper.make_node("Cast", ["qz"], ["zf"], to=TP.FLOAT),
+             helper.make_node("Reshape", ["qf", "flat"], ["qr"]), helper.make_node("Reshape", ["qs", "one"], ["sr"]),
+             helper.make_node("Reshape", ["zf", "one"], ["zr"]), helper.make_node("Concat", ["qr", "sr", "zr"], ["y"], axis=0)]
+    model = make_model(nodes, {"x": x}, {"flat": np.array([-1], np.int64), "one": np.array([1], np.int64)})
+    check_cpuacc(runtimes, model, {"x": x}, LayerKind.QUANTIZATION)
+
+
+def test_a_dynamically_quantized_matmul_runs_on_cpuacc(runtimes: dict[tuple[str, int], plugnn.Runtime]) -> None:
+    """What onnxruntime's quantize_dynamic writes for a MatMul: DynamicQuantizeLinear of the
+    activations, MatMulInteger with constant uint8 weights and the run-time zero point, the float
+    rescale: CpuRef's bits."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 20, 64)).astype(np.float32)
+    inits = {"w": ints(rng, (64, 48), np.int8), "wz": np.int8(0), "ws": np.float32(0.01)}
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "qs", "qz"]),
+             helper.make_node("MatMulInteger", ["q", "w", "qz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TP.FLOAT), helper.make_node("Mul", ["qs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    check_cpuacc(runtimes, make_model(nodes, {"x": x}, inits), {"x": x}, LayerKind.QUANTIZED_MATMUL)
+
+
 # ---- QLinearMatMul / MatMulInteger --------------------------------------------------------------
 
 # a's shape, N; sizes across the micro-tiles (8 x 32, 6 x 16, 4 x 16), the 96 x 256 C blocks and
@@ -316,17 +354,13 @@ def refused_case(name: str) -> tuple[Any, dict[str, np.ndarray], LayerKind, str]
         a, b = ints(rng, (2, 3, 5), np.uint8), ints(rng, (2, 5, 4), np.int8)
         node = helper.make_node("MatMulInteger", ["a", "b"], ["y"])
         return make_model([node], {"a": a}, {"b": b}), {"a": a}, LayerKind.QUANTIZED_MATMUL, "one b for every batch"
-    if name == "dynamic":
-        x = rng.standard_normal((4, 6)).astype(np.float32)
-        node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"])
-        return make_model([node], {"x": x}, {}), {"x": x}, LayerKind.QUANTIZATION, "no DynamicQuantizeLinear kernel"
     x = ints(rng, (4, 64), np.int8)  # blocked
     node = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=1, block_size=16)
     inits = {"s": rng.uniform(0.1, 1, (4, 4)).astype(np.float32), "z": np.zeros((4, 4), np.int8)}
     return make_model([node], {"x": x}, inits), {"x": x}, LayerKind.QUANTIZATION, "blocked (block_size 16)"
 
 
-@pytest.mark.parametrize("name", ["grouped", "runtime_b", "batched_b", "dynamic", "blocked"])
+@pytest.mark.parametrize("name", ["grouped", "runtime_b", "batched_b", "blocked"])
 def test_what_cpuacc_refuses_runs_on_cpuref_with_the_reason(name: str) -> None:
     model, feeds, kind, reason = refused_case(name)
     with plugnn.Runtime() as rt:

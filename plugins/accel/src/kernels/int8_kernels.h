@@ -64,6 +64,8 @@ typedef struct accel_int8_kernels {
      * (is_signed) or uint8; lo/hi inside the type's range (a fused ReLU raises lo to yz). */
     void (*requantize)(const int32_t* acc, void* y, int64_t n, const double* m, int step,
                        double yz, double lo, double hi, int is_signed);
+    /* *lo = min(*lo, min x), *hi = max(*hi, max x) over x[0..n), NaN left out (DYNAMIC_QUANTIZE_LINEAR). */
+    void (*range)(const float* x, int64_t n, float* lo, float* hi);
 } accel_int8_kernels;
 
 extern const accel_int8_kernels accel_int8_kernels_portable;

@@ -125,9 +125,34 @@ static void KSUF(requantize)(const int32_t* acc, void* y, int64_t n, const doubl
     }
 }
 
+static void KSUF(range)(const float* x, int64_t n, float* lo, float* hi) {
+    float l[16], h[16]; /* lanes, so the loop vectorizes */
+    for (int t = 0; t < 16; ++t) {
+        l[t] = *lo;
+        h[t] = *hi;
+    }
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int t = 0; t < 16; ++t) {
+            const float v = x[i + t];
+            l[t] = v < l[t] ? v : l[t]; /* NaN compares false: left out */
+            h[t] = v > h[t] ? v : h[t];
+        }
+    }
+    for (; i < n; ++i) {
+        l[0] = x[i] < l[0] ? x[i] : l[0];
+        h[0] = x[i] > h[0] ? x[i] : h[0];
+    }
+    for (int t = 0; t < 16; ++t) {
+        *lo = l[t] < *lo ? l[t] : *lo;
+        *hi = h[t] > *hi ? h[t] : *hi;
+    }
+}
+
 const accel_int8_kernels KINT8TABLE = {
     KSUF(quantize),
     KSUF(dequantize),
     KSUF(compensate),
     KSUF(requantize),
+    KSUF(range),
 };

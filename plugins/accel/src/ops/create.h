@@ -106,7 +106,7 @@ pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_ou
  * copies. */
 pn_status accel_move_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 /* QUANTIZATION (ops/quantization.c): QUANTIZE_LINEAR float32 -> int8/uint8 and
- * DEQUANTIZE_LINEAR int8/uint8 -> float32, per tensor or per axis; DYNAMIC_QUANTIZE_LINEAR,
+ * DEQUANTIZE_LINEAR int8/uint8 -> float32, per tensor or per axis; DYNAMIC_QUANTIZE_LINEAR;
  * blocked scales and other types refused. */
 pn_status accel_quantization_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_quantization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
