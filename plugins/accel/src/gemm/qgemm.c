@@ -61,38 +61,45 @@ int64_t qgemm_a_units(const qgemm_arch* arch, int64_t m, int64_t k) {
     return ceil_div(m, arch->mr) * arch->mr * ceil_div(k, arch->kr);
 }
 
-int32_t qgemm_pack_a_row(const qgemm_arch* arch, const uint8_t* row, uint8_t flip, int64_t k,
-                         uint32_t* a_packed, int64_t i) {
-    const int mr = arch->mr;
-    const int64_t kg = ceil_div(k, arch->kr);
-    uint32_t* dst = a_packed + (i / mr) * kg * mr + (i % mr);
+/* The part [k0, k0 + len) of row i (K = k): k0 a multiple of arch->kr, len too unless the part ends
+ * the row; returns the part's sum (0 without want_sum). */
+static int32_t pack_a_part(const qgemm_arch* arch, const uint8_t* src, uint8_t flip, int64_t k0, int64_t len,
+                           int64_t k, uint32_t* a_packed, int64_t i, int want_sum) {
+    const int mr = arch->mr, kr = arch->kr;
+    const int64_t kg = ceil_div(k, kr);
+    uint32_t* dst = a_packed + (i / mr) * kg * mr + (i % mr) + (k0 / kr) * mr;
     uint32_t sum = 0;
     int64_t g = 0;
-    if (arch->kr == 4) {
+    if (want_sum) {
+        for (int64_t t = 0; t < len; ++t) {
+            sum += (uint32_t)(uint8_t)(src[t] ^ flip);
+        }
+    }
+    if (kr == 4) {
         const uint32_t flips = (uint32_t)flip * 0x01010101u;
-        for (; 4 * g + 4 <= k; ++g) {
+        for (; 4 * g + 4 <= len; ++g) {
             uint32_t u;
-            memcpy(&u, row + 4 * g, 4);
-            u ^= flips;
-            dst[g * mr] = u;
-            sum += (u & 0xffu) + (u >> 8 & 0xffu) + (u >> 16 & 0xffu) + (u >> 24);
+            memcpy(&u, src + 4 * g, 4);
+            dst[g * mr] = u ^ flips;
         }
     } else {
-        for (; 2 * g + 2 <= k; ++g) {
-            const uint32_t lo = (uint32_t)(row[2 * g] ^ flip), hi = (uint32_t)(row[2 * g + 1] ^ flip);
-            dst[g * mr] = lo | hi << 16;
-            sum += lo + hi;
+        for (; 2 * g + 2 <= len; ++g) {
+            dst[g * mr] = (uint32_t)(src[2 * g] ^ flip) | (uint32_t)(src[2 * g + 1] ^ flip) << 16;
         }
     }
-    if (g * arch->kr < k) { /* the last unit, its k past K zero */
+    if (g * kr < len) { /* the row's last unit, its k past K zero */
         int32_t v[4] = {0, 0, 0, 0};
-        for (int t = 0; g * arch->kr + t < k; ++t) {
-            v[t] = (int32_t)(uint8_t)(row[g * arch->kr + t] ^ flip);
-            sum += (uint32_t)v[t];
+        for (int t = 0; g * kr + t < len; ++t) {
+            v[t] = (int32_t)(uint8_t)(src[g * kr + t] ^ flip);
         }
-        dst[g * mr] = unit_of(arch->kr, v);
+        dst[g * mr] = unit_of(kr, v);
     }
     return (int32_t)sum;
+}
+
+int32_t qgemm_pack_a_row(const qgemm_arch* arch, const uint8_t* row, uint8_t flip, int64_t k,
+                         uint32_t* a_packed, int64_t i, int want_sum) {
+    return pack_a_part(arch, row, flip, 0, k, k, a_packed, i, want_sum);
 }
 
 void qgemm_pad_a(const qgemm_arch* arch, uint32_t* a_packed, int64_t m, int64_t k) {

@@ -52,9 +52,10 @@ void qgemm_packed_b_free(qgemm_packed_b* b);
 int64_t qgemm_a_units(const qgemm_arch* arch, int64_t m, int64_t k);
 
 /* Writes row i of a packed a from the k bytes `row` ^ flip (a' values: flip 0x80 turns int8 into
- * a'), the k past K zero; returns R_i (modulo 2^32). */
+ * a'), the k past K zero; returns R_i (modulo 2^32), or 0 without want_sum (R_i is needed only
+ * when some zb'' is not 0). */
 int32_t qgemm_pack_a_row(const qgemm_arch* arch, const uint8_t* row, uint8_t flip, int64_t k,
-                         uint32_t* a_packed, int64_t i);
+                         uint32_t* a_packed, int64_t i, int want_sum);
 
 /* Zeroes the rows [m, whole panels) of a packed a (the padding rows of its last panel). */
 void qgemm_pad_a(const qgemm_arch* arch, uint32_t* a_packed, int64_t m, int64_t k);

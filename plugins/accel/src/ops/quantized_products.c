@@ -120,6 +120,7 @@ typedef struct qprod_run {
     double a_scale, y_scale, yz;
     int64_t image;             /* conv: the image whose positions the GEMM's rows are */
     atomic_int oom;            /* conv: an im2col row could not be allocated */
+    int want_sum;              /* some zb''_j is not 0: R_i is needed */
     const uint8_t* x_image;    /* conv: x of that image */
     uint8_t* image_hwc;        /* conv: that image padded, channels-last, a' */
 } qprod_run;
@@ -131,7 +132,7 @@ static void pack_rows_matmul(void* raw, int64_t b, int64_t e) {
     const uint8_t* a = (const uint8_t*)r->in[s->ia];
     const uint8_t flip = s->a_signed ? 0x80 : 0;
     for (int64_t i = b; i < e; ++i) {
-        r->rowsum[i] = qgemm_pack_a_row(s->arch, a + i * s->k, flip, s->k, r->a_packed, i);
+        r->rowsum[i] = qgemm_pack_a_row(s->arch, a + i * s->k, flip, s->k, r->a_packed, i, r->want_sum);
     }
 }
 
@@ -169,12 +170,12 @@ static void pad_image_rows(void* raw, int64_t b, int64_t e) {
 static void pack_rows_conv(void* raw, int64_t b, int64_t e) {
     const qprod_run* r = (const qprod_run*)raw;
     const qprod_state* s = r->s;
+    const int64_t c_count = s->channels;
     uint8_t* row = (uint8_t*)malloc((size_t)(s->k > 0 ? s->k : 1));
     if (row == NULL) {
         atomic_store(&((qprod_run*)raw)->oom, 1);
         return;
     }
-    const int64_t c_count = s->channels;
     for (int64_t p = b; p < e; ++p) {
         const int64_t oz = p / (s->out[1] * s->out[2]), oy = (p / s->out[2]) % s->out[1], ox = p % s->out[2];
         uint8_t* t = row;
@@ -188,7 +189,7 @@ static void pack_rows_conv(void* raw, int64_t b, int64_t e) {
                 }
             }
         }
-        r->rowsum[p] = qgemm_pack_a_row(s->arch, row, 0, s->k, r->a_packed, p);
+        r->rowsum[p] = qgemm_pack_a_row(s->arch, row, 0, s->k, r->a_packed, p, r->want_sum);
     }
     free(row);
 }
@@ -303,6 +304,7 @@ static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string
         r.zb[j] = (int32_t)(bt == PN_DTYPE_UINT8 ? z - 128 : z);
         r.d[j] = (int32_t)((uint32_t)s->b.colsum[j] - (uint32_t)s->k * (uint32_t)r.zb[j]);
         r.bias[j] = s->ibias >= 0 ? ((const int32_t*)in[s->ibias])[j] : 0;
+        r.want_sum |= r.zb[j] != 0;
     }
     if (s->qlinear) {
         r.y_scale = pn_load_double(s->scale_type, in[s->iy_scale], 0);
