@@ -48,6 +48,8 @@ struct accel_kernels;      /* kernels/vector_kernels.h */
 struct accel_row_kernels;  /* kernels/row_kernels.h */
 struct accel_resize_rows;  /* kernels/resize_rows.h */
 struct gemm_arch;          /* kernels/gemm_kernels.h */
+struct qgemm_arch;         /* kernels/int8_kernels.h */
+struct accel_int8_kernels; /* kernels/int8_kernels.h */
 
 typedef struct accel_kernel_set {
     accel_isa isa;
@@ -56,6 +58,9 @@ typedef struct accel_kernel_set {
                                              * linear epilogue, fused attention */
     const struct accel_resize_rows* resize; /* Resize's separable rows */
     const struct gemm_arch* gemm;           /* SGEMM micro-kernels and their blocking */
+    const struct qgemm_arch* qgemm;         /* the integer GEMM's micro-kernel: AVX512-VNNI in
+                                             * the AVX-512 set when the CPU has it, else AVX2's */
+    const struct accel_int8_kernels* int8;  /* quantize, dequantize, requantize rows */
     int nchwc;                              /* 1: the NCHW16c kernels (kernels/nchwc_kernels.h)
                                              * run: blocked convolutions and chains */
 } accel_kernel_set;

@@ -59,8 +59,9 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
 }
 
 /* Every kind CpuAcc runs: float32, but for the kinds that move bytes (accel_move_check), CAST,
- * the mask kinds (ops/mask_ops.c) and TREE_ENSEMBLE (x float32 or float64: the shared
- * validation's rules, ops/tree_ensemble.c). */
+ * the mask kinds (ops/mask_ops.c), TREE_ENSEMBLE (x float32 or float64: the shared
+ * validation's rules, ops/tree_ensemble.c) and the quantization kinds (int8 / uint8:
+ * ops/quantization.c, ops/quantized_products.c). */
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
     {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
@@ -90,6 +91,9 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_RECURRENT, accel_recurrent_check, accel_recurrent_create},
     {PN_LAYER_CAST, accel_cast_check, accel_cast_create},
     {PN_LAYER_TREE_ENSEMBLE, accel_tree_ensemble_check, accel_tree_ensemble_create},
+    {PN_LAYER_QUANTIZATION, accel_quantization_check, accel_quantization_create},
+    {PN_LAYER_QUANTIZED_MATMUL, accel_quantized_matmul_check, accel_quantized_matmul_create},
+    {PN_LAYER_QUANTIZED_CONVOLUTION, accel_quantized_convolution_check, accel_quantized_convolution_create},
 };
 
 /* The PRECOMPILED layers optimize_subgraph makes, each payload starting with a magic number that

@@ -2,6 +2,7 @@
  * cache, and the one place that maps an ISA to its kernel tables (accel_kernel_set_for). */
 #include "accel.h"
 #include "kernels/gemm_kernels.h"
+#include "kernels/int8_kernels.h"
 #include "kernels/resize_rows.h"
 #include "kernels/row_kernels.h"
 #include "kernels/vector_kernels.h"
@@ -55,24 +56,45 @@ int64_t accel_llc_bytes(void) {
 }
 
 /* Every table of one ISA, by the suffix its builds give their tables (kernels/). */
-#define ACCEL_KERNEL_SET(ISA, SUFFIX, NCHWC)                                                      \
-    [ISA] = {.isa = ISA,                                                                         \
-             .vector = &accel_kernels_##SUFFIX,                                                  \
-             .rows = &accel_row_kernels_##SUFFIX,                                                \
-             .resize = &accel_resize_rows_##SUFFIX,                                              \
-             .gemm = &accel_gemm_##SUFFIX,                                                       \
-             .nchwc = NCHWC}
+#define ACCEL_KERNEL_SET(ISA, SUFFIX, QGEMM, NCHWC)                                               \
+    {.isa = ISA,                                                                                 \
+     .vector = &accel_kernels_##SUFFIX,                                                          \
+     .rows = &accel_row_kernels_##SUFFIX,                                                        \
+     .resize = &accel_resize_rows_##SUFFIX,                                                      \
+     .gemm = &accel_gemm_##SUFFIX,                                                               \
+     .qgemm = &accel_qgemm_##QGEMM,                                                              \
+     .int8 = &accel_int8_kernels_##SUFFIX,                                                       \
+     .nchwc = NCHWC}
 
 static const accel_kernel_set KERNEL_SETS[] = {
-    ACCEL_KERNEL_SET(ACCEL_ISA_PORTABLE, portable, 0),
+    [ACCEL_ISA_PORTABLE] = ACCEL_KERNEL_SET(ACCEL_ISA_PORTABLE, portable, portable, 0),
 #if defined(ACCEL_HAVE_X86_KERNELS)
-    ACCEL_KERNEL_SET(ACCEL_ISA_AVX2, avx2, 0),
-    ACCEL_KERNEL_SET(ACCEL_ISA_AVX512, avx512, 1),
+    [ACCEL_ISA_AVX2] = ACCEL_KERNEL_SET(ACCEL_ISA_AVX2, avx2, avx2, 0),
+    [ACCEL_ISA_AVX512] = ACCEL_KERNEL_SET(ACCEL_ISA_AVX512, avx512, avx512vnni, 1),
 #endif
 };
 
+#if defined(ACCEL_HAVE_X86_KERNELS)
+/* The AVX-512 set of a CPU without AVX512-VNNI (Skylake-SP): its integer GEMM is AVX2's. */
+static const accel_kernel_set AVX512_WITHOUT_VNNI = ACCEL_KERNEL_SET(ACCEL_ISA_AVX512, avx512, avx2, 1);
+
+static int cpu_has_avx512_vnni(void) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+#endif
+
 const accel_kernel_set* accel_kernel_set_for(accel_isa isa) {
     size_t i = (size_t)isa;
+#if defined(ACCEL_HAVE_X86_KERNELS)
+    if (isa == ACCEL_ISA_AVX512 && !cpu_has_avx512_vnni()) {
+        return &AVX512_WITHOUT_VNNI;
+    }
+#endif
     if (i < sizeof(KERNEL_SETS) / sizeof(KERNEL_SETS[0]) && KERNEL_SETS[i].vector != NULL) {
         return &KERNEL_SETS[i];
     }

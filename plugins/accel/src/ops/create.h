@@ -105,6 +105,17 @@ pn_status accel_logic_create(void*, const pn_layer*, pn_workload**, pn_string_ou
  * RESHAPE, COPY, CONCAT and GATHER's data too); CONCAT (declared above) runs on the same region
  * copies. */
 pn_status accel_move_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+/* QUANTIZATION (ops/quantization.c): QUANTIZE_LINEAR float32 -> int8/uint8 and
+ * DEQUANTIZE_LINEAR int8/uint8 -> float32, per tensor or per axis; DYNAMIC_QUANTIZE_LINEAR;
+ * blocked scales and other types refused. */
+pn_status accel_quantization_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_quantization_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* QUANTIZED_MATMUL, QUANTIZED_CONVOLUTION (ops/quantized_products.c): over the integer GEMM
+ * (gemm/qgemm.h); constant b / w, b shared by every batch, convolutions of groups 1. */
+pn_status accel_quantized_matmul_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_quantized_matmul_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+pn_status accel_quantized_convolution_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_quantized_convolution_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 /* CAST (ops/cast.c): every pair of element types (pn_convert's rules), plain tensors; saturate
  * only to integer and BOOL targets. */
 pn_status accel_cast_check(const pn_plugin*, const pn_layer*, pn_string_out*);
