@@ -233,6 +233,7 @@ def test_a_session_packs_the_weights_once() -> None:
         for batch in (1, 2, 4, 3):
             x = RNG.standard_normal((batch, 16, 8, 8)).astype(np.float32)
             outputs[batch] = (x, session.run(None, {"x": x})[0].copy())
+            session.run(None, {"x": x})  # run twice: each batch keeps an instance of its own
             if batch == 1:
                 packed = packed_bytes(rt)
                 assert packed > 0
