@@ -117,6 +117,7 @@ def test_a_session_packs_the_forest_once() -> None:
         for batch in (3, 500, 40):
             x = rows(batch, 4, np.float32, seed=batch)
             outputs[batch] = (x, session.run(None, {"x": x})[0].copy())
+            session.run(None, {"x": x})  # run twice: each batch keeps an instance of its own
             if batch == 3:
                 packed = packed_bytes()
                 assert packed > 0
