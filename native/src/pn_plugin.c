@@ -70,6 +70,7 @@ typedef struct plugin_factory {
     pn_workload_factory base;
     const pn_plugin* plugin;
     void* context; /* the factory's own copy, or NULL */
+    size_t context_size;
 } plugin_factory;
 
 static void factory_destroy(pn_workload_factory* factory) {
@@ -81,6 +82,13 @@ static void factory_destroy(pn_workload_factory* factory) {
 static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
                                          pn_workload** workload_out, pn_string_out* message_out) {
     plugin_factory* f = (plugin_factory*)factory->self;
+    if (f->plugin->flags & PN_PLUGIN_SHAPES_AT_EXECUTE) {
+        if (layer == NULL || workload_out == NULL) { /* named as pn_plugin_create_workload names them */
+            return pn_plugin_create_workload(f->plugin, f->context, layer, workload_out, message_out);
+        }
+        return pn_plugin_create_shaped_workload(f->plugin, f->context, f->context_size, layer, workload_out,
+                                                message_out);
+    }
     return pn_plugin_create_workload(f->plugin, f->context, layer, workload_out, message_out);
 }
 
@@ -108,6 +116,7 @@ pn_status pn_plugin_factory_new(const pn_plugin* plugin, const void* context,
     f->base.create_workload = factory_create_workload;
     f->plugin = plugin;
     f->context = copy;
+    f->context_size = context_size;
     *factory_out = &f->base;
     return PN_OK;
 }

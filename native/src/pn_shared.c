@@ -25,13 +25,13 @@ pn_shared* pn_shared_new(void* data, void (*release)(void* data)) {
 
 pn_shared* pn_shared_ref(pn_shared* shared) {
     if (shared != NULL) {
-        shared->refs += 1;
+        __atomic_add_fetch(&shared->refs, 1u, __ATOMIC_RELAXED);
     }
     return shared;
 }
 
 void pn_shared_unref(pn_shared* shared) {
-    if (shared == NULL || --shared->refs > 0) {
+    if (shared == NULL || __atomic_sub_fetch(&shared->refs, 1u, __ATOMIC_ACQ_REL) > 0) {
         return;
     }
     if (shared->release != NULL) {
@@ -42,4 +42,4 @@ void pn_shared_unref(pn_shared* shared) {
 
 void* pn_shared_data(const pn_shared* shared) { return shared != NULL ? shared->data : NULL; }
 
-unsigned pn_shared_refs(const pn_shared* shared) { return shared != NULL ? shared->refs : 0u; }
+unsigned pn_shared_refs(const pn_shared* shared) { return shared != NULL ? __atomic_load_n(&shared->refs, __ATOMIC_RELAXED) : 0u; }

@@ -86,6 +86,10 @@ class Workload(ABC):
     """One layer ready to run. `execute` is never called from two threads at once."""
 
     workspace_bytes: int = 0
+    # Whether execute() takes non-constant inputs and outputs at other dims than its layer's
+    # (ABI 1.3's PN_WORKLOAD_SHAPES_AT_EXECUTE): a network re-sized to new shapes then keeps
+    # the workload and binds the tensors at their new shapes (LoadedNetwork.resize).
+    shapes_at_execute: bool = False
 
     @abstractmethod
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None

@@ -44,7 +44,7 @@ from plugnn.loader import is_bundled
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import MOVES, elided_layers, movement_views
-from plugnn.step_runner import batched
+from plugnn.step_runner import NativeRun, batched
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
 
@@ -175,6 +175,8 @@ class LoadedNetwork:
         self.reshaped_layers: list[str] = []
         # The layers a resize left as they were (their shapes did not change).
         self.kept_layers: list[str] = []
+        # The layers a resize kept with their workloads, their tensors bound at the new shapes (ABI 1.3).
+        self.rebound_layers: list[str] = []
         self.elided_layers: list[str] = []  # Reshapes and Gathers planned as views: never called (movement_views)
         self._load()
         self._reshape_from = []
@@ -290,9 +292,11 @@ class LoadedNetwork:
             moved = set(changed)
             graph.nodes = [node if p in moved else old.nodes[p] for p, node in enumerate(graph.nodes)]
             made: list[tuple[int, Workload, str]] = []  # position, its new workload, "reshaped" | "created" | "fused again"
+            # the layers whose workloads take the new shapes at execute: kept, their tensors re-bound
+            at_execute = {p for p in changed if self._takes_shapes_at_execute(old, old.nodes[p], graph, graph.nodes[p])}
             try:
                 for p in changed:
-                    if graph.nodes[p].backend_id is not None:
+                    if graph.nodes[p].backend_id is not None and p not in at_execute:
                         workload, how = self._resized_workload(old, old.nodes[p], graph, p, remake)
                         made.append((p, workload, how))
             except BaseException:
@@ -304,7 +308,7 @@ class LoadedNetwork:
                 retired = self._swap_workloads(old, graph, made)
                 self._graph, self._optimized, self._remake = graph, optimized, remake
                 self.__dict__.pop("_nodes_by_name", None)
-                self._rebind(old, graph, changed)
+                self._rebind(old, graph, changed, at_execute)
             except BaseException:
                 self.__dict__.clear()
                 self.__dict__.update(saved)
@@ -316,6 +320,19 @@ class LoadedNetwork:
             self.reshaped_layers = [graph.nodes[p].name for p, _, how in made if how == "reshaped"]
             self.refused_layers = [graph.nodes[p].name for p, _, how in made if how == "fused again"]
             self.kept_layers = [n.name for p, n in enumerate(graph.nodes) if p not in moved and n.backend_id is not None]
+            self.rebound_layers = [graph.nodes[p].name for p in sorted(at_execute)]
+
+    def _takes_shapes_at_execute(self, old_graph: Any, old_node: Node, graph: Any, node: Node) -> bool:
+        """Whether layer `node` (at the new shapes) can keep `old_node`'s workload: the same layer
+        but shapes (ranks included), a native workload that takes its tensors' shapes at execute
+        (ABI 1.3), and not a data-dependent layer (whose outputs stay at their bounds)."""
+        workload = self._node_workloads.get(old_node.name)
+        if workload is None or not workload.shapes_at_execute or node.kind in DATA_DEPENDENT_KINDS \
+                or not _same_layer_but_shapes(old_graph, old_node, graph, node):
+            return False
+        if node.kind is LayerKind.PRECOMPILED and node is not old_node:
+            return False  # its payload is made for its shapes
+        return all(graph.infos[k].rank == old_graph.infos[k].rank for k in (*node.inputs, *node.outputs))
 
     def _resized_workload(self, old_graph: Any, old_node: Node, graph: Any, position: int,
                           remake: Callable[[Node, Backend], Node | None] | None) -> tuple[Workload, str]:
@@ -363,9 +380,11 @@ class LoadedNetwork:
         self._workloads, self._node_workloads = workloads, by_name
         return retired
 
-    def _rebind(self, old: Any, graph: Any, changed: Sequence[int]) -> None:
+    def _rebind(self, old: Any, graph: Any, changed: Sequence[int], at_execute: Collection[int] = ()) -> None:
         """Bind the changed layers' steps to their tensors at the new shapes, in the arena as it
-        is planned when they fit, else planned again (see resize)."""
+        is planned when they fit, else planned again (see resize). The steps of the layers
+        `at_execute` stay: their tensors are bound again at the new shapes (_BoundTensors.rebind);
+        the others get new steps, put in place in the batched runs."""
         keys = {k for p in changed for n in (old.nodes[p], graph.nodes[p]) for k in (*n.inputs, *n.outputs)
                 if graph.infos[k] is not old.infos.get(k) and graph.infos[k] != old.infos.get(k)}
         views = self.movement_views
@@ -401,9 +420,22 @@ class LoadedNetwork:
                 if k in self._staging:
                     self._staging[k] = buffers[k]
         steps = self._steps = list(self._steps)
+        replaced = []
         for p in changed:
-            steps[p] = self._step(graph.nodes[p])
-        self._plan_runs()
+            node = graph.nodes[p]
+            if p in at_execute:
+                step = steps[p]
+                for bound, names in ((step.inputs, node.inputs), (step.outputs, node.outputs)):
+                    for index, key in enumerate(names):
+                        if key in keys:
+                            bound.rebind(index, buffers[key])
+            else:
+                replaced.append((p, steps[p]))
+                steps[p] = self._step(node)
+        if not self._replace_calls(replaced):
+            self._plan_runs()
+        else:
+            self._plan_binding()
 
     def _views_may_change(self, old: Any, graph: Any, changed: Sequence[int]) -> bool:
         """Whether the movement views can differ at the new shapes: only a changed Concat, Split,
@@ -541,6 +573,43 @@ class LoadedNetwork:
 
     def _plan_runs(self) -> None:
         """The batched calls of the steps, and what each run binds (from the bound steps)."""
+        skipped = set(self.elided_layers)
+        self._calls = batched([step.call for step in self._steps if step.name not in skipped])
+        self._plan_binding()
+
+    def _replace_calls(self, replaced: Sequence[tuple[int, _Step]]) -> bool:
+        """Put the new steps at positions `replaced` (with the steps they replace) in place of
+        the old ones in the batched calls; False when one cannot be (the calls are then to be
+        planned again): a step that was elided, or that is not a native step where the old one was."""
+        if not replaced:
+            return True
+        skipped = set(self.elided_layers)
+        where: dict[int, tuple[Any, int]] = {}
+        for j, call in enumerate(self._calls):
+            if isinstance(call, NativeRun):
+                for i, step in enumerate(call.steps):
+                    where[id(step)] = (call, i)
+            else:
+                where[id(call)] = (None, j)
+        for p, old_step in replaced:
+            new = self._steps[p]
+            if new.name in skipped:
+                return False
+            run, index = where.get(id(old_step.call), (False, -1))
+            if run is False or type(new.call) is not type(old_step.call):
+                return False
+            if run is None:
+                continue
+        for p, old_step in replaced:
+            run, index = where[id(old_step.call)]
+            if run is None:
+                self._calls[index] = self._steps[p].call
+            else:
+                run.replace(index, self._steps[p].call)
+        return True
+
+    def _plan_binding(self) -> None:
+        """What each run binds (from the bound steps)."""
         graph = self._graph
         nodes = graph.nodes
         bounded = self._bounded_at
@@ -550,8 +619,6 @@ class LoadedNetwork:
                 for index, key in enumerate(keys):
                     if key in slots:
                         slots[key].append((bound, index))
-        skipped = set(self.elided_layers)
-        self._calls = batched([step.call for step in self._steps if step.name not in skipped])
         # What each run binds, per input then output: (slot, name, key, dtype, shape, the step
         # buffers (bound sequence, index) to point at the caller's array, source). An output's
         # source is where run() copies it from when it cannot be bound: ("in", input name) for a

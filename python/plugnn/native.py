@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from plugnn._abi import NULL, Message, check, covers, ffi, function
 from plugnn._abi_defs import PN_BACKEND_HOST_MEMORY, PN_MAX_DIMS as MAX_DIMS, LayerKind, Status
-from plugnn._abi_defs import PN_BACKEND_MOVES_IN_PLACE, PN_OPTION_READ_ONLY, OptionType
+from plugnn._abi_defs import PN_BACKEND_MOVES_IN_PLACE, PN_OPTION_READ_ONLY, PN_WORKLOAD_SHAPES_AT_EXECUTE, OptionType
 from plugnn.backend import (
     Backend,
     BackendContext,
@@ -126,6 +126,9 @@ class NativeWorkload(_NativeChild, Workload):
         # A data-dependent layer's workload (ABI 1.1): execute reports its outputs' dims (output_dims).
         self.reports_dims = False
         self.workspace_bytes = int(c_obj.workspace_bytes) if covers(c_obj, "pn_workload", "workspace_bytes") else 0
+        # ABI 1.3: execute() takes its tensors at other dims (BoundExecution.rebind)
+        self.shapes_at_execute = covers(c_obj, "pn_workload", "flags") and \
+            bool(int(c_obj.flags) & PN_WORKLOAD_SHAPES_AT_EXECUTE)
         self._execute = self._fn("execute")
 
     def prepare(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> BoundExecution:
@@ -231,6 +234,20 @@ class _BoundTensors(MutableSequence[Any]):
         self._tensors[index].data = data
         self._views[index] = view
         self._items[index] = item
+
+    def rebind(self, index: int, item: Any) -> None:
+        """Point tensor `index` at `item`, a host array of the same rank and element type at
+        other dims, writing those dims into its info: for a workload that takes its tensors'
+        shapes at execute (NativeWorkload.shapes_at_execute)."""
+        info = self._tensors[index].info
+        shape = item.shape
+        info.rank = len(shape)
+        dims = info.dims
+        for k, dim in enumerate(shape):
+            dims[k] = dim
+        for k in range(len(shape), MAX_DIMS):
+            dims[k] = 0
+        self[index] = item
 
     def __delitem__(self, index: Any) -> None:
         raise TypeError("a workload's bound buffers cannot be removed")

@@ -58,6 +58,14 @@ class NativeRun:
         self._run = library.pnr_run_steps_checked
         self._watch = library.pnr_watch_interrupts
 
+    def replace(self, index: int, step: BoundExecution) -> None:
+        """Run `step` in place of step `index` (a layer given a new workload)."""
+        self.steps[index] = step
+        entry = self._array[index]
+        entry.workload = step._workload._c
+        entry.args = step._args
+        entry.message = step._message.out
+
     def __call__(self) -> None:
         first = self.steps[0]._workload
         if first.closed:

@@ -23,7 +23,7 @@ def test_version_is_read_from_the_header() -> None:
     text = REPO_HEADER.read_text()
     major = int(re.search(r"#define PLUGNN_BACKEND_API_VERSION_MAJOR (\d+)", text).group(1))
     minor = int(re.search(r"#define PLUGNN_BACKEND_API_VERSION_MINOR (\d+)", text).group(1))
-    assert plugnn.BACKEND_API_VERSION == (major, minor) == (1, 2)
+    assert plugnn.BACKEND_API_VERSION == (major, minor) == (1, 3)
 
 
 @pytest.mark.parametrize("py_enum, c_enum, prefix", [

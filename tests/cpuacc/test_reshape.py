@@ -244,9 +244,11 @@ def test_a_session_packs_the_weights_once() -> None:
             heavy = {n.name for n in loaded.optimized.layers
                      if n.kind in (LayerKind.PRECOMPILED, LayerKind.CONVOLUTION_2D, LayerKind.FULLY_CONNECTED)}
             assert len(heavy) >= 2 and heavy <= set(loaded.reshaped_layers) | set(loaded.refused_layers)
-            # the blocked chain, fused at batch 1, is fused again at this batch, then re-sized from the
-            # old one: its packed weights are the first instance's (packed_bytes above)
-            assert loaded.refused_layers and set(loaded.refused_layers) <= set(loaded.reshaped_layers)
+            # the blocked chain (AVX-512), fused at batch 1, is fused again at this batch, then re-sized
+            # from the old one: its packed weights are the first instance's (packed_bytes above)
+            if BEST_ISA == "avx512":
+                assert loaded.refused_layers
+            assert set(loaded.refused_layers) <= set(loaded.reshaped_layers)
     for batch, (x, got) in outputs.items():
         with plugnn.InferenceSession(model, backend_options={"CpuAcc": {"num_threads": 2}}) as alone:
             np.testing.assert_array_equal(got, alone.run(None, {"x": x})[0])

@@ -50,6 +50,12 @@ def test_greedy_tokens_match_onnxruntime_with_one_network_for_the_steps(model: t
         # each step's binding is new: one instance, re-sized in place at every step
         assert steps["instances_made"] == 1 and steps["instances_resized"] == STEPS - 1
         assert len(steps["instances"]) == 1
+        # its layers whose shapes follow the cache keep their workloads (ABI 1.3, shapes at execute):
+        # only fused layers, whose payloads are made for their shapes, get new ones
+        loaded = session._cache.builds()[-1].network.last_instance.loaded  # noqa: SLF001
+        fused = {n.name for n in loaded.optimized.layers if n.kind.name == "PRECOMPILED"}
+        assert loaded.rebound_layers and not fused & set(loaded.rebound_layers)
+        assert set(loaded.reshaped_layers) | set(loaded.refused_layers) <= fused
     with plugnn.InferenceSession(data) as session:  # plugnn on its own: the same tokens
         ours_only, _ = decode.greedy(lambda f: dict(zip(names, session.run(None, f))), entry, batch, prompt=8,
                                      steps=STEPS, seed=batch)

@@ -1,4 +1,4 @@
-"""A plugin built against the 1.0 header keeps loading and running under the 1.2 runtime, and
+"""A plugin built against the 1.0 header keeps loading and running under the 1.3 runtime, and
 refuses, with its own reason, what 1.1 and 1.2 added (the work falls back to the next backend)."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def _runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> Runtime:
     return Runtime()
 
 
-def test_a_1_0_plugin_loads_under_the_1_2_runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert plugnn.BACKEND_API_VERSION == (1, 2)
+def test_a_1_0_plugin_loads_under_the_1_3_runtime(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert plugnn.BACKEND_API_VERSION == (1, 3)
     with _runtime(plugin_dir, monkeypatch) as runtime:
         backend = runtime.backend("MockAbi10")
         assert backend.version == (1, 0)
@@ -44,6 +44,8 @@ def test_a_1_0_plugin_runs_its_layers(plugin_dir: PluginDir, monkeypatch: pytest
         with runtime.load_network(optimized) as loaded:
             for _ in range(2):
                 np.testing.assert_array_equal(loaded.run({"a": a, "b": b})["out"], np.maximum(a + b, 0))
+            # its workloads end before 1.3's flags: none takes shapes at execute
+            assert not any(w.shapes_at_execute for w in loaded._workloads)  # noqa: SLF001
 
 
 def test_what_1_1_added_is_refused_by_the_1_0_plugin(plugin_dir: PluginDir, monkeypatch: pytest.MonkeyPatch) -> None:

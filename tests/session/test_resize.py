@@ -91,6 +91,30 @@ def test_past_the_instances_kept_the_oldest_is_re_sized_and_only_changed_layers_
         assert session.networks_built == 1
 
 
+@pytest.mark.parametrize("backend", ["CpuRef", "CpuAcc"])
+def test_workloads_that_take_shapes_at_execute_are_kept_and_bound_at_the_new_shapes(backend: str) -> None:
+    """ABI 1.3: CpuRef's and CpuAcc's workloads take their tensors' shapes at execute, so a resize
+    makes no workload: the changed layers keep theirs (the very objects), their tensors are bound
+    at the new shapes, within the arena as planned and when it is planned again."""
+    with plugnn.InferenceSession(MODEL, backends=[backend]) as session:
+        check(session, 2, 1)
+        one_instance(session)
+        loaded = session.loaded_for({"a": (2, 4), "b": (1, 4)})
+        assert loaded is not None
+        workloads = list(loaded._workloads)  # noqa: SLF001 - the workload objects, to see they stay
+        plans = {id(loaded.memory_plan)}
+        for m in (2, 3, 40, 7, 81, 1, 300):  # within the room and past it (planned again)
+            check(session, 2, m)
+            assert session.loaded_for({"a": (2, 4), "b": (m, 4)}) is loaded
+            assert sorted(loaded.rebound_layers) == ["add", "sigmoid"]
+            assert loaded.reshaped_layers == [] and loaded.refused_layers == []
+            assert [a is b for a, b in zip(loaded._workloads, workloads)] == [True] * len(workloads)  # noqa: SLF001
+            plans.add(id(loaded.memory_plan))
+        check(session, 5, 300)  # the other branch: its layers are bound again too
+        assert sorted(loaded.rebound_layers) == ["mul", "relu", "softmax"]
+        assert len(plans) > 1 and session.networks_built == 1
+
+
 def one_instance(session: plugnn.InferenceSession) -> Any:
     """The session's network for every shape, keeping one instance (so each new binding re-sizes it)."""
     network = session._cache.builds()[0].network  # noqa: SLF001 - the symbolic network the session built

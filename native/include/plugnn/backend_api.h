@@ -37,7 +37,8 @@
  * "since 1.x" below; the runtime never sends a layer whose appended fields are
  * not zero to a plugin built against an older minor version (it answers for
  * that plugin that the layer is not supported). Everything marked "since 1.1"
- * arrived in 1.1, "since 1.2" in 1.2; everything unmarked is 1.0. The
+ * arrived in 1.1, "since 1.2" in 1.2, "since 1.3" in 1.3; everything unmarked
+ * is 1.0. The
  * additions of each version are listed in CHANGELOG.md beside this header.
  *
  * Reading appended fields: every ABI struct begins with uint32_t struct_size,
@@ -92,7 +93,7 @@ extern "C" {
  * ======================================================================== */
 
 #define PLUGNN_BACKEND_API_VERSION_MAJOR 1
-#define PLUGNN_BACKEND_API_VERSION_MINOR 2
+#define PLUGNN_BACKEND_API_VERSION_MINOR 3
 
 /* Fixed limits. Changing one is a MAJOR change.
  *
@@ -178,7 +179,11 @@ typedef struct pn_tensor_info {
  * workload keeps no pointer to it after execute() returns. */
 typedef struct pn_tensor {
     uint32_t struct_size;
-    const pn_tensor_info* info;   /* never NULL; equals the info the layer had at creation */
+    const pn_tensor_info* info;   /* never NULL; equals the info the layer had at creation
+                                     (or was reshaped to), except for a workload with
+                                     PN_WORKLOAD_SHAPES_AT_EXECUTE (since 1.3): then the
+                                     dims of a non-constant input or of an output may be
+                                     other ones (see pn_workload.flags) */
     void* data;                   /* may be NULL only for a tensor with zero elements */
     const void* extension;        /* NULL (array element: never grows) */
 } pn_tensor;
@@ -1754,7 +1759,35 @@ typedef struct pn_workload {
      * failed. On failure *count_out (when not NULL) is 0. */
     pn_status (*read_profile)(struct pn_workload* workload, pn_profile_entry* entries, uint32_t capacity,
                               uint32_t* count_out, pn_string_out* message_out);
+    /* Since 1.3 (0, or past the struct_size a 1.0, 1.1 or 1.2 plugin wrote: no
+     * flag): PN_WORKLOAD_* bits, written by the backend before it returns the
+     * workload and never changed after. */
+    uint32_t flags;
 } pn_workload;
+
+/* Since 1.3: pn_workload.flags bit. The workload runs at shapes other than the
+ * ones it was made for, read from the arguments of each execute(): the runtime
+ * may pass non-constant inputs and outputs whose pn_tensor.info has other dims
+ * (same rank and element type) than the layer the workload was created from
+ * or reshaped to, such that the layer with those dims is one reshape() would
+ * be given (the same kind, name, descriptor, element types, ranks and constant
+ * inputs). A network whose shapes change at every run (a KV cache growing by
+ * one token per decoding step) then touches no workload: it writes the new
+ * dims into the execute arguments.
+ *
+ * The workload judges such dims as create_workload would judge the layer at
+ * them (never trusting the runtime) and, at dims it has not run at before, may
+ * do the work reshape() would (plan, allocate). It fails with
+ * PN_ERR_INVALID_ARGUMENT when they do not form a valid layer (a rank or
+ * element type that differs, a constant input's dims, an output shape that
+ * does not follow the inputs), PN_ERR_UNSUPPORTED when it does not run the
+ * layer at those dims, PN_ERR_OUT_OF_MEMORY; on any failure the outputs'
+ * contents are unspecified and the workload stays usable at any dims it
+ * accepts. workspace_bytes keeps its value: scratch a workload needs beyond
+ * it at other dims is its own (allocated and freed by it). The runtime keeps
+ * the layer's constant data (and a PRECOMPILED payload) alive and unchanged
+ * while the workload exists, as for reshape(). Threads: as execute(). */
+#define PN_WORKLOAD_SHAPES_AT_EXECUTE 0x1u
 
 /* Owned by the runtime until destroy. Workloads it created stay valid after the
  * factory is destroyed (the runtime may destroy the factory first). */

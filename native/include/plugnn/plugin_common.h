@@ -135,8 +135,9 @@ void* pn_workload_state(const pn_workload* workload);
 
 /* A reference-counted block of immutable state (prepacked weights, tables) that a
  * workload and the workloads reshaped from it share (pn_workload.reshape). The
- * count is plain, not atomic: backend_api.h's rules never let reshape and
- * destroy of workloads sharing state run on two threads at once. */
+ * count is atomic: a workload with PN_WORKLOAD_SHAPES_AT_EXECUTE re-sizes itself
+ * inside execute() (pn_plugin.h), which may run on one thread while the runtime
+ * reshapes or destroys another workload sharing the state on another. */
 typedef struct pn_shared pn_shared;
 
 /* A block holding `data` with one reference; release(data) (when not NULL) runs

@@ -64,7 +64,18 @@ struct pn_plugin {
      * pn_plugin_check_layer refuses PRECOMPILED layers either way, unless `kinds`
      * has an entry for them. */
     pn_plugin_create_fn create_precompiled;
+    /* PN_PLUGIN_* bits (0 in a table that names none). */
+    uint32_t flags;
 };
+
+/* pn_plugin.flags: the workloads pn_plugin_factory_new's factory makes run at the
+ * shapes each execute() passes (backend_api.h 1.3, PN_WORKLOAD_SHAPES_AT_EXECUTE):
+ * every kind but DATA_DEPENDENT and PRECOMPILED (whose payloads are made for
+ * their dims) gets pn_plugin_create_shaped_workload's workload. A plugin sets it
+ * when every create of its table copies what it keeps from the layer (the
+ * skeleton's rule) and its shared state is a pn_shared (reference counted
+ * atomically). */
+#define PN_PLUGIN_SHAPES_AT_EXECUTE 0x1u
 
 /* The whole judgement of `layer` (the order above): PN_OK when the plugin runs
  * it, else PN_ERR_INVALID_ARGUMENT (malformed) or PN_ERR_UNSUPPORTED (well
@@ -91,10 +102,28 @@ pn_status pn_plugin_create_workload(const pn_plugin* plugin, void* context,
                                     const pn_layer* layer, pn_workload** workload_out,
                                     pn_string_out* message_out);
 
+/* pn_plugin_create_workload's workload of `layer`, made to run at other shapes
+ * (PN_WORKLOAD_SHAPES_AT_EXECUTE) unless the layer is DATA_DEPENDENT or
+ * PRECOMPILED (then the plain workload). It keeps copies of the layer (its
+ * constants' data borrowed, as the ABI lets it) and of the `context_size` bytes
+ * at `context`. An execute() whose non-constant inputs or outputs have other
+ * dims makes the plugin's workload again at them (its reshape() when it has
+ * one, sharing prepacked weights, else the kind's create after
+ * pn_plugin_check_layer judged the layer at those dims) and destroys the old
+ * one only then: a refusal (PN_ERR_INVALID_ARGUMENT for another rank, element
+ * type or constant dims, else the plugin's own status) leaves it at its last
+ * dims. Workspace beyond the first one's workspace_bytes is its own. reshape()
+ * gives such a workload too; read_profile() is the plugin's. Errors: those of
+ * pn_plugin_create_workload, PN_ERR_OUT_OF_MEMORY. */
+pn_status pn_plugin_create_shaped_workload(const pn_plugin* plugin, const void* context, size_t context_size,
+                                           const pn_layer* layer, pn_workload** workload_out,
+                                           pn_string_out* message_out);
+
 /* pn_backend.create_workload_factory: a new factory whose create_workload is
  * pn_plugin_create_workload with the factory's own copy of the
  * `context_size` bytes at `context` (NULL context for 0 bytes), so the factory
- * keeps what the backend had when it was made. *factory_out is the caller's,
+ * keeps what the backend had when it was made; pn_plugin_create_shaped_workload
+ * instead when the plugin sets PN_PLUGIN_SHAPES_AT_EXECUTE. *factory_out is the caller's,
  * released with its destroy(); workloads it made stay valid after that.
  * PN_ERR_INVALID_ARGUMENT when factory_out is NULL, PN_ERR_OUT_OF_MEMORY. */
 pn_status pn_plugin_factory_new(const pn_plugin* plugin, const void* context,

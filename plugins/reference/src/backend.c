@@ -50,7 +50,8 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_TREE_ENSEMBLE, cpuref_any_type, cpuref_tree_ensemble_create},
 };
 
-static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};
+static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL,
+                                 PN_PLUGIN_SHAPES_AT_EXECUTE};
 
 pn_status cpuref_create_workload(const pn_layer* layer, pn_workload** workload_out,
                                  pn_string_out* message_out) {
