@@ -44,6 +44,7 @@ from plugnn.loader import is_bundled
 from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import MOVES, elided_layers, movement_views
+from plugnn.native import BoundExecution
 from plugnn.step_runner import NativeRun, batched
 from plugnn.optimized import OptimizedNetwork
 from plugnn.shapes import DATA_DEPENDENT_KINDS
@@ -392,13 +393,15 @@ class LoadedNetwork:
         offsets = self.memory_plan.offsets
         need = max((w.workspace_bytes for w in self._workloads), default=0)
         have = self._workspace.nbytes if self._workspace is not None else 0
-        fits = need <= have and not any(k in self._bounded_at for k in keys)
+        fits = not any(k in self._bounded_at for k in keys)
         if fits and self._views_may_change(old, graph, changed):  # the views must be the same ones
             fits = self._movement_views(graph, self._location, self._externals, self._location,
                                         self._bounded_at) == views
         blocks = self._block_bytes
         fits = fits and all(graph.infos[k].num_bytes + (views[k].offset if k in views else 0)
                             <= blocks[views[k].root if k in views else k] for k in keys if k in offsets)
+        if fits and need > have:
+            fits = self._grow_workspace(need)
         if not fits:
             planned = dict(self._block_bytes)
             for k in keys:
@@ -436,6 +439,20 @@ class LoadedNetwork:
             self._plan_runs()
         else:
             self._plan_binding()
+
+    def _grow_workspace(self, need: int) -> bool:
+        """A workspace of twice `need` bytes in place of the one every step is bound to (a layer
+        re-sized to larger shapes asks for more, as a fused attention over a longer KV cache),
+        the native steps pointed at it; False (nothing changed) when a step of a Python backend
+        holds the old one."""
+        steps = [step for step in self._steps if step.backend_id != "runtime"]
+        if any(not isinstance(step.call, BoundExecution) for step in steps):
+            return False
+        workspace = self._host_memory(-(-2 * need // ALIGNMENT) * ALIGNMENT)
+        for step in steps:
+            step.call.bind_workspace(workspace)
+        self._workspace = workspace
+        return True
 
     def _views_may_change(self, old: Any, graph: Any, changed: Sequence[int]) -> bool:
         """Whether the movement views can differ at the new shapes: only a changed Concat, Split,

@@ -283,6 +283,13 @@ class BoundExecution(PreparedWorkload):
         if status:
             workload._check(status, f"execute(layer {workload.layer_name!r})")
 
+    def bind_workspace(self, workspace: Any) -> None:
+        """Execute with `workspace` (host memory of at least the workload's workspace_bytes) from
+        now on."""
+        view = ffi.from_buffer(workspace)
+        self._keep.append(view)
+        self._args.workspace = view
+
     def profiled_call(self) -> Callable[[], list[tuple[str, float]] | None] | None:
         """Run once with pn_execute_args.profile set; returns the workload's read_profile (the
         time of each original layer). A plugin without read_profile runs as __call__ does (None)."""

@@ -75,3 +75,30 @@ def test_the_prompts_and_the_steps_networks_share_one_packed_copy_of_the_weights
                       prompt=8, steps=4)
         assert session.networks_built == 2
         assert int(session.runtime.backend("CpuAcc").get_option("packed_weight_bytes")) == packed
+
+
+def test_a_long_generation_plans_its_arena_again_a_logarithmic_number_of_times(model: tuple[dict, bytes]) -> None:
+    """48 steps after a prompt of 8 (the cache grows from 9 to 56): the arena is planned again
+    only when a tensor outgrows twice its room, never for a fused attention's workspace, which
+    grows with the cache: a workspace of twice the size is bound in its place."""
+    entry, data = model
+    plans, workspaces, kept = set(), set(), []
+    with plugnn.InferenceSession(data) as session:
+        names = [o.name for o in session.get_outputs()]
+
+        def run(feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            out = dict(zip(names, session.run(None, feed)))
+            if feed["input_ids"].shape[1] == 1:  # a decode step
+                loaded = session._cache.builds()[-1].network.last_instance.loaded  # noqa: SLF001
+                kept.append((loaded.memory_plan, loaded._workspace))  # noqa: SLF001 - alive, so ids stay unique
+                plans.add(id(loaded.memory_plan))
+                workspaces.add(id(loaded._workspace))  # noqa: SLF001
+            return out
+
+        decode.greedy(run, entry, 1, prompt=8, steps=48, seed=3)
+        attention = any(n.kind.name == "PRECOMPILED" and "attention" in n.descriptor.label
+                        for n in session._cache.builds()[-1].network.optimized.layers)  # noqa: SLF001
+    assert len(kept) == 48
+    assert len(plans) <= 4, len(plans)  # about log2(56 / 9) + 1
+    if attention:
+        assert len(workspaces) > len(plans)  # grew without planning the arena again

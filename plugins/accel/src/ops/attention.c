@@ -193,6 +193,169 @@ static int same_info(const pn_tensor_info* a, const pn_tensor_info* b) {
     return a->dtype == b->dtype && pn_same_dims(a, b);
 }
 
+int accel_attention_batch_strides(uint32_t rank, const int64_t* dims, const int64_t* strides, uint32_t nb,
+                                  const int64_t* bd, int64_t* out) {
+    const int32_t ob = (int32_t)rank - 2;
+    for (uint32_t i = 0; i < nb; ++i) {
+        const int32_t a = (int32_t)i - ((int32_t)nb - ob);
+        if (a < 0 || dims[a] == 1) {
+            out[i] = 0;
+        } else if (dims[a] == bd[i]) {
+            out[i] = strides[a];
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void contiguous(uint32_t rank, const int64_t* dims, int64_t* strides) {
+    int64_t n = 1;
+    for (int32_t i = (int32_t)rank - 1; i >= 0; --i) {
+        strides[i] = n;
+        n *= dims[i];
+    }
+}
+
+static int64_t count(uint32_t rank, const int64_t* dims) {
+    int64_t n = 1;
+    for (uint32_t i = 0; i < rank; ++i) {
+        n *= dims[i];
+    }
+    return n;
+}
+
+/* The payload `a` at the dims of `layer`'s tensors, worked out again from its recipe into *at:
+ * 1, or 0 when they do not follow from it (attention.h). */
+static int attention_at(const accel_attention* a, const pn_layer* layer, accel_attention* at) {
+    *at = *a;
+    const uint32_t nb = a->batch_rank, r = nb + 2;
+    for (uint32_t i = 0; i < 3; ++i) {
+        const pn_tensor_info* x = &layer->inputs[i];
+        const uint32_t rank = a->op_rank[i];
+        if (x->dtype != a->inputs[i].dtype || x->rank != a->inputs[i].rank || rank < 2 || rank > PN_MAX_DIMS) {
+            return 0;
+        }
+        if (a->reshaped[i]) { /* where a Reshape lies between, the tensor read keeps its dims */
+            if (!pn_same_dims(x, &a->inputs[i])) {
+                return 0;
+            }
+            continue;
+        }
+        if (x->rank != rank) {
+            return 0;
+        }
+        int64_t s[PN_MAX_DIMS];
+        contiguous(x->rank, x->dims, s);
+        for (uint32_t j = 0; j < rank; ++j) {
+            const uint32_t from = a->permuted[i] ? a->perm[i][j] : j;
+            if (from >= x->rank) {
+                return 0;
+            }
+            at->op_dims[i][j] = x->dims[from];
+            at->op_strides[i][j] = s[from];
+        }
+    }
+    const int64_t* q = at->op_dims[0];
+    const int64_t* k = at->op_dims[1];
+    const int64_t* v = at->op_dims[2];
+    const uint32_t rq = a->op_rank[0], rk = a->op_rank[1], rv = a->op_rank[2];
+    if (rq - 2 > nb || rk - 2 > nb || rv - 2 > nb) {
+        return 0;
+    }
+    /* the batch: q's and k's broadcast (v may broadcast to it, never widen it) */
+    for (uint32_t i = 0; i < nb; ++i) {
+        const int32_t iq = (int32_t)i - (int32_t)(nb - (rq - 2)), ik = (int32_t)i - (int32_t)(nb - (rk - 2));
+        const int64_t dq = iq >= 0 ? q[iq] : 1, dk = ik >= 0 ? k[ik] : 1;
+        if (dq != dk && dq != 1 && dk != 1) {
+            return 0;
+        }
+        at->bdims[i] = dq == 1 ? dk : dq;
+    }
+    at->sq = q[rq - 2];
+    at->d = q[rq - 1];
+    at->sk = k[rk - 1];
+    at->dv = v[rv - 1];
+    if (k[rk - 2] != at->d || v[rv - 2] != at->sk || at->sk < 1) {
+        return 0;
+    }
+    if (!accel_attention_batch_strides(rq, q, at->op_strides[0], nb, at->bdims, at->qb) ||
+        !accel_attention_batch_strides(rk, k, at->op_strides[1], nb, at->bdims, at->kb) ||
+        !accel_attention_batch_strides(rv, v, at->op_strides[2], nb, at->bdims, at->vb)) {
+        return 0;
+    }
+    at->q_rs = at->op_strides[0][rq - 2];
+    at->q_cs = at->op_strides[0][rq - 1];
+    at->k_ps = at->op_strides[1][rk - 2];
+    at->k_js = at->op_strides[1][rk - 1];
+    at->v_js = at->op_strides[2][rv - 2];
+    at->v_cs = at->op_strides[2][rv - 1];
+    /* the mask, broadcast to the scores [batch, sq, sk]; a summed constant one is made for its dims */
+    pn_tensor_info scores;
+    memset(&scores, 0, sizeof(scores));
+    scores.struct_size = (uint32_t)sizeof(scores);
+    scores.dtype = PN_DTYPE_FLOAT32;
+    scores.rank = r;
+    memcpy(scores.dims, at->bdims, nb * sizeof(int64_t));
+    scores.dims[nb] = at->sq;
+    scores.dims[nb + 1] = at->sk;
+    if (a->own_mask != NULL) {
+        if (at->sq != a->sq || at->sk != a->sk || memcmp(at->bdims, a->bdims, nb * sizeof(int64_t)) != 0) {
+            return 0;
+        }
+    } else if (a->num_inputs > 3) {
+        const pn_tensor_info* m = &layer->inputs[3];
+        int64_t ms[PN_MAX_DIMS];
+        if (m->dtype != a->inputs[3].dtype || m->rank != a->inputs[3].rank || pn_broadcast_strides(m, &scores, ms) != 0) {
+            return 0;
+        }
+        memcpy(at->mb, ms, nb * sizeof(int64_t));
+        at->m_rs = ms[nb];
+        at->m_cs = ms[nb + 1];
+    }
+    /* the output: the product [batch, sq, dv], through its Transpose and Reshape */
+    int64_t od[PN_MAX_DIMS], os[PN_MAX_DIMS], fd[PN_MAX_DIMS];
+    memcpy(od, at->bdims, nb * sizeof(int64_t));
+    od[nb] = at->sq;
+    od[nb + 1] = at->dv;
+    contiguous(r, od, os);
+    memcpy(fd, od, sizeof(od));
+    if (a->out_permuted) {
+        int64_t fs[PN_MAX_DIMS];
+        for (uint32_t i = 0; i < r; ++i) {
+            if (a->perm_out[i] >= r) {
+                return 0;
+            }
+            fd[i] = od[a->perm_out[i]];
+        }
+        contiguous(r, fd, fs);
+        for (uint32_t i = 0; i < r; ++i) {
+            os[a->perm_out[i]] = fs[i];
+        }
+    }
+    const pn_tensor_info* out = &layer->outputs[0];
+    if (out->dtype != a->output.dtype || out->rank != a->output.rank) {
+        return 0;
+    }
+    if (a->out_reshaped) {
+        if (pn_num_elements(out) != count(r, od)) {
+            return 0;
+        }
+    } else if (out->rank != r || memcmp(out->dims, fd, r * sizeof(int64_t)) != 0) {
+        return 0;
+    }
+    memcpy(at->ob, os, nb * sizeof(int64_t));
+    at->o_rs = os[r - 2];
+    at->o_cs = os[r - 1];
+    for (uint32_t i = 0; i < a->num_inputs; ++i) {
+        at->inputs[i].rank = layer->inputs[i].rank;
+        memcpy(at->inputs[i].dims, layer->inputs[i].dims, sizeof(at->inputs[i].dims));
+    }
+    at->output.rank = out->rank;
+    memcpy(at->output.dims, out->dims, sizeof(at->output.dims));
+    return 1;
+}
+
 pn_status accel_attention_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                                  pn_string_out* message_out) {
     const accel_env* env = (const accel_env*)context;
@@ -203,17 +366,18 @@ pn_status accel_attention_create(void* context, const pn_layer* layer, pn_worklo
                        "CpuAcc: precompiled attention '%s' has %u inputs and %u outputs, its payload %u and 1",
                        layer->name, layer->num_inputs, layer->num_outputs, a->num_inputs);
     }
+    int same = same_info(&layer->outputs[0], &a->output);
     for (uint32_t i = 0; i < a->num_inputs; ++i) {
-        if (!same_info(&layer->inputs[i], &a->inputs[i])) {
-            return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                           "CpuAcc: precompiled attention '%s' input %u does not have its payload's shape",
-                           layer->name, i);
-        }
+        same = same && same_info(&layer->inputs[i], &a->inputs[i]);
     }
-    if (!same_info(&layer->outputs[0], &a->output)) {
-        return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "CpuAcc: precompiled attention '%s' output does not have its payload's shape",
-                       layer->name);
+    accel_attention derived;
+    if (!same) {
+        if (!attention_at(a, layer, &derived)) {
+            return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
+                           "CpuAcc: precompiled attention '%s': its tensors' dims are not ones its payload "
+                           "(made for other dims) derives its operands from", layer->name);
+        }
+        a = &derived;
     }
     attn_state* s = (attn_state*)calloc(1, sizeof(*s));
     if (s == NULL) {

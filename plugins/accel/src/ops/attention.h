@@ -52,15 +52,37 @@ typedef struct accel_attention {
                                 added (Reshapes between them), of the scores' shape: read
                                 through mb, m_rs, m_cs like a mask input; owned (malloc) */
     char label[ACCEL_ATTN_LABEL_MAX];
+    /* The recipe for other dims (accel_attention_create at dims other than these): q, k and v
+     * (i = 0, 1, 2) as the products read them, of rank op_rank[i], dims op_dims[i] and element
+     * strides op_strides[i] in the tensor read (input i); axis j of a permuted operand is axis
+     * perm[i][j] of that tensor, read contiguously; a reshaped one (a Reshape between) keeps
+     * its input's dims. The output: the product's axis perm_out[j] is axis j of a Transpose's
+     * output (out_permuted), which may be reshaped into the layer's output (out_reshaped). */
+    uint32_t op_rank[3];
+    int64_t op_dims[3][PN_MAX_DIMS];
+    int64_t op_strides[3][PN_MAX_DIMS];
+    uint32_t perm[3][PN_MAX_DIMS];
+    unsigned char permuted[3], reshaped[3];
+    uint32_t perm_out[PN_MAX_DIMS];
+    unsigned char out_permuted, out_reshaped;
 } accel_attention;
+
+/* Batch strides (elements) of an operand of rank `rank`, dims and strides, broadcast to the batch
+ * dims bd[0..nb) into out[0..nb): 1, or 0 when it does not broadcast to them. */
+int accel_attention_batch_strides(uint32_t rank, const int64_t* dims, const int64_t* strides, uint32_t nb,
+                                  const int64_t* bd, int64_t* out);
 
 #define ACCEL_ATTN_MAGIC 0x4e545441u /* "ATTN" */
 
 /* pn_precompiled_desc.release_payload of an attention (frees it and its own mask). */
 void accel_attention_release(void* payload);
 
-/* The workload of a PRECOMPILED layer whose payload is an accel_attention (checked against
- * the layer's tensors); context is the factory's accel_env. */
+/* The workload of a PRECOMPILED layer whose payload is an accel_attention; context is the
+ * factory's accel_env. The layer's tensors are the payload's, or the same at other dims that
+ * its recipe derives everything from (a KV cache one token longer, another batch): the
+ * operands' dims and strides, the batch, the mask's broadcast and the output's layout are
+ * worked out again at them; other dims are refused (PN_ERR_INVALID_ARGUMENT: the runtime then
+ * fuses the layers again). */
 pn_status accel_attention_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                                  pn_string_out* message_out);
 

@@ -15,6 +15,8 @@ typedef struct operand {
     uint32_t rank;                  /* the logical operand */
     int64_t dims[PN_MAX_DIMS];
     int64_t strides[PN_MAX_DIMS];   /* elements of the tensor read */
+    uint32_t perm[PN_MAX_DIMS];     /* axis j is axis perm[j] of the Transpose's input (permuted) */
+    int permuted, reshaped;         /* a Transpose, a Reshape absorbed */
 } operand;
 
 /* A factor of a Mul or Div by a constant scalar that keeps the shape, read only by the next
@@ -57,6 +59,10 @@ static void input_operand(pat_ctx* c, uint32_t id, const pn_tensor_info* info, d
     contiguous_strides(info, o->strides);
     o->id = id;
     o->info = *info;
+    o->permuted = o->reshaped = 0;
+    for (uint32_t i = 0; i < PN_MAX_DIMS; ++i) {
+        o->perm[i] = i;
+    }
     int64_t p = prod(c, id);
     if (p >= 0 && inner(c, id, 1) && layer_at(c, p)->kind == PN_LAYER_TRANSPOSE && add_member(c, p)) {
         const pn_layer* t = layer_at(c, p);
@@ -65,7 +71,9 @@ static void input_operand(pat_ctx* c, uint32_t id, const pn_tensor_info* info, d
         contiguous_strides(&t->inputs[0], s);
         for (uint32_t i = 0; i < d->rank; ++i) {
             o->strides[i] = s[d->perm[i]];
+            o->perm[i] = d->perm[i];
         }
+        o->permuted = 1;
         id = t->input_ids[0];
         o->id = id;
         o->info = t->inputs[0];
@@ -77,23 +85,13 @@ static void input_operand(pat_ctx* c, uint32_t id, const pn_tensor_info* info, d
     if (p >= 0 && inner(c, o->id, 1) && layer_at(c, p)->kind == PN_LAYER_RESHAPE && add_member(c, p)) {
         o->id = layer_at(c, p)->input_ids[0]; /* the same elements in the same order */
         o->info = layer_at(c, p)->inputs[0];
+        o->reshaped = 1;
     }
 }
 
 /* Batch strides of operand o (matrix dims last) broadcast to the batch dims bd[0..nb). */
 static int batch_strides(const operand* o, uint32_t nb, const int64_t* bd, int64_t* out) {
-    const int32_t ob = (int32_t)o->rank - 2;
-    for (uint32_t i = 0; i < nb; ++i) {
-        const int32_t a = (int32_t)i - ((int32_t)nb - ob);
-        if (a < 0 || o->dims[a] == 1) {
-            out[i] = 0;
-        } else if (o->dims[a] == bd[i]) {
-            out[i] = o->strides[a];
-        } else {
-            return 0;
-        }
-    }
-    return 1;
+    return accel_attention_batch_strides(o->rank, o->dims, o->strides, nb, bd, out);
 }
 
 /* The masks added to the scores between the first product (and its scale) and the softmax. */
@@ -273,6 +271,8 @@ int accel_match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
     contiguous_strides(oi, os);
     uint32_t out_id = ml2->output_ids[0];
     pn_tensor_info out_info = *oi;
+    uint32_t perm_out[PN_MAX_DIMS];
+    int out_permuted = 0, out_reshaped = 0;
     int64_t pt = consumer(c, out_id);
     if (pt >= 0 && layer_at(c, pt)->kind == PN_LAYER_TRANSPOSE && add_member(c, pt)) {
         const pn_layer* tl = layer_at(c, pt);
@@ -281,13 +281,16 @@ int accel_match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
         contiguous_strides(&tl->outputs[0], fs);
         for (uint32_t i = 0; i < d->rank; ++i) {
             os[d->perm[i]] = fs[i];
+            perm_out[i] = d->perm[i];
         }
+        out_permuted = 1;
         out_id = tl->output_ids[0];
         out_info = tl->outputs[0];
         const int64_t pr = consumer(c, out_id);
         if (pr >= 0 && layer_at(c, pr)->kind == PN_LAYER_RESHAPE && add_member(c, pr)) {
             out_id = layer_at(c, pr)->output_ids[0];
             out_info = layer_at(c, pr)->outputs[0];
+            out_reshaped = 1;
         }
     }
     /* dims: A [.., sq, d] B [.., d, sk] V [.., sk, dv] out [.., sq, dv] */
@@ -353,6 +356,19 @@ int accel_match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
     a->o_cs = os[r - 1];
     a->scale = (float)scale;
     const operand* ops[3] = {&q, &k, &v};
+    for (uint32_t i = 0; i < 3; ++i) {
+        a->op_rank[i] = ops[i]->rank;
+        memcpy(a->op_dims[i], ops[i]->dims, sizeof(a->op_dims[i]));
+        memcpy(a->op_strides[i], ops[i]->strides, sizeof(a->op_strides[i]));
+        memcpy(a->perm[i], ops[i]->perm, sizeof(a->perm[i]));
+        a->permuted[i] = (unsigned char)ops[i]->permuted;
+        a->reshaped[i] = (unsigned char)ops[i]->reshaped;
+    }
+    for (uint32_t i = 0; out_permuted && i < r; ++i) {
+        a->perm_out[i] = perm_out[i];
+    }
+    a->out_permuted = (unsigned char)out_permuted;
+    a->out_reshaped = (unsigned char)out_reshaped;
     for (uint32_t i = 0; i < 3; ++i) {
         m->input_ids[i] = ops[i]->id;
         m->inputs[i] = ops[i]->info;

@@ -1,0 +1,135 @@
+"""CpuAcc's fused attention at dims other than the ones it was fused at (ops/attention.c: its payload
+keeps the recipe of each operand, a Transpose's permutation or a Reshape's input, and works out
+the operands' strides, the batch, the mask's broadcast and the output's layout again): one
+network with a symbolic KV length or batch re-sizes its fused attention without fusing it again,
+giving the bits a network fused at those dims gives; an operand read through a Reshape whose
+input changes is refused by the payload, and the layers are fused again.
+
+Oracle: a session built for the one shape (fused at its dims) must give the same bits; both
+against NumPy in float64 within 1e-5 * sqrt(depth)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import plugnn
+from plugnn.descriptors import LayerKind
+
+from .common import HAVE_CPUACC
+
+pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
+
+HEADS, DEPTH = 2, 16
+SCALE = np.float32(1 / np.sqrt(DEPTH))
+
+
+def kv_model() -> bytes:
+    """q [B, H, S, D], k and v [B, L, H, D] (a cache laid out as some exporters keep it), mask
+    [B, 1, 1, L]: softmax(q @ k^T * scale + mask) @ v, transposed back to [B, S, H, D]; B, S and
+    L symbolic."""
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),     # [B, H, D, L]
+             helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),     # [B, H, L, D]
+             helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Mul", ["s", "scale"], ["ss"]),
+             helper.make_node("Add", ["ss", "mask"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "vt"], ["o"]),
+             helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3])]
+    graph = helper.make_graph(
+        nodes, "kv_attention",
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["B", HEADS, "S", DEPTH]),
+         helper.make_tensor_value_info("k", TensorProto.FLOAT, ["B", "L", HEADS, DEPTH]),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, ["B", "L", HEADS, DEPTH]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["B", 1, 1, "L"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", HEADS, DEPTH])],
+        [numpy_helper.from_array(np.asarray(SCALE), "scale")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def feed(b: int, s: int, length: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1000 * b + 100 * s + length)
+    mask = np.where(rng.random((b, 1, 1, length)) < 0.2, np.float32(-1e4), np.float32(0))
+    return {"q": rng.standard_normal((b, HEADS, s, DEPTH)).astype(np.float32),
+            "k": rng.standard_normal((b, length, HEADS, DEPTH)).astype(np.float32),
+            "v": rng.standard_normal((b, length, HEADS, DEPTH)).astype(np.float32),
+            "mask": mask.astype(np.float32)}
+
+
+def numpy_attention(f: dict[str, np.ndarray]) -> np.ndarray:
+    q, k, v, m = (f[n].astype(np.float64) for n in ("q", "k", "v", "mask"))
+    s = q @ k.transpose(0, 2, 3, 1) * float(SCALE) + m
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ v.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+
+
+def fused(session: plugnn.InferenceSession, shapes: dict[str, tuple[int, ...]]) -> Any:
+    loaded = session.loaded_for(shapes)
+    assert loaded is not None
+    layers = [n for n in loaded.optimized.layers if n.kind is LayerKind.PRECOMPILED]
+    assert len(layers) == 1 and "attention" in layers[0].descriptor.label
+    return loaded
+
+
+def test_one_network_re_sizes_its_fused_attention_to_every_kv_length_and_batch() -> None:
+    model = kv_model()
+    shapes = [(1, 1, 5), (1, 1, 6), (1, 1, 7), (1, 1, 40), (2, 1, 40), (2, 3, 41), (1, 1, 300), (3, 2, 9)]
+    with plugnn.InferenceSession(model, backends=["CpuAcc"]) as session:
+        for b, s, length in shapes:
+            f = feed(b, s, length)
+            got, = session.run(None, f)
+            loaded = fused(session, {n: a.shape for n, a in f.items()})
+            assert loaded.refused_layers == []  # made at the new dims from its payload, not fused again
+            with plugnn.InferenceSession(model, backends=["CpuAcc"]) as alone:  # fused at these dims
+                want, = alone.run(None, f)
+            np.testing.assert_array_equal(got, want, err_msg=f"batch {b}, queries {s}, keys {length}")
+            expected = numpy_attention(f)
+            assert np.abs(got - expected).max() <= 1e-5 * np.sqrt(max(DEPTH, length)) * max(1.0, np.abs(expected).max())
+        assert session.networks_built == 1
+        assert session.networks()[0]["instances_resized"] >= len(shapes) - 1
+
+
+def reshaped_q_model() -> bytes:
+    """q [B, S, H * D] split into heads by a Reshape (its shape from the input's, as exported),
+    k^T [B, H, D, L], v [B, H, L, D]: the fused attention reads q through the Reshape."""
+    nodes = [helper.make_node("Shape", ["q"], ["qs"], start=0, end=2),
+             helper.make_node("Concat", ["qs", "heads"], ["target"], axis=0),
+             helper.make_node("Reshape", ["q", "target"], ["qh"]),
+             helper.make_node("Transpose", ["qh"], ["qt"], perm=[0, 2, 1, 3]),
+             helper.make_node("MatMul", ["qt", "kt"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "reshaped_q",
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["B", "S", HEADS * DEPTH]),
+         helper.make_tensor_value_info("kt", TensorProto.FLOAT, ["B", HEADS, DEPTH, "L"]),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, ["B", HEADS, "L", DEPTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", HEADS, "S", DEPTH])],
+        [numpy_helper.from_array(np.asarray([HEADS, DEPTH], np.int64), "heads")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_an_operand_behind_a_reshape_whose_input_changes_is_fused_again() -> None:
+    model = reshaped_q_model()
+    rng = np.random.default_rng(4)
+
+    def inputs(b: int, s: int, length: int) -> dict[str, np.ndarray]:
+        return {"q": rng.standard_normal((b, s, HEADS * DEPTH)).astype(np.float32),
+                "kt": rng.standard_normal((b, HEADS, DEPTH, length)).astype(np.float32),
+                "v": rng.standard_normal((b, HEADS, length, DEPTH)).astype(np.float32)}
+
+    with plugnn.InferenceSession(model, backends=["CpuAcc"]) as session:
+        for (b, s, length), refit in (((1, 4, 8), None), ((1, 4, 9), False), ((1, 6, 9), True), ((2, 6, 30), True)):
+            f = inputs(b, s, length)
+            got, = session.run(None, f)
+            loaded = session.loaded_for({n: a.shape for n, a in f.items()})
+            assert loaded is not None
+            if refit is not None:  # only the keys changed: re-sized; the queries changed: fused again
+                assert bool(loaded.refused_layers) is refit, (b, s, length, loaded.refused_layers)
+            with plugnn.InferenceSession(model, backends=["CpuAcc"]) as alone:
+                want, = alone.run(None, f)
+            np.testing.assert_array_equal(got, want)
