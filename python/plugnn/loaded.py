@@ -456,20 +456,23 @@ class LoadedNetwork:
 
     def _views_may_change(self, old: Any, graph: Any, changed: Sequence[int]) -> bool:
         """Whether the movement views can differ at the new shapes: only a changed Concat, Split,
-        Slice or Gather with a tensor in the arena places views by shapes (offsets, contiguous
-        blocks); a changed Reshape only where a size becomes or stops being 0."""
+        Slice or Gather places views by shapes (offsets, contiguous blocks), and only where both
+        the tensor holding the bytes (a Concat's output, the others' data input) and one it
+        holds are in the arena; a changed Reshape only where a size becomes or stops being 0."""
         def in_arena(key: str) -> bool:
             return self._location.get(key) == "host" and key not in self._externals \
                 and key not in graph.constants and key not in self._bounded_at
 
         for p in changed:
             node = graph.nodes[p]
-            keys = (*node.inputs, *node.outputs)
             if node.kind in MOVES or node.kind is LayerKind.GATHER:
-                if any(in_arena(k) for k in keys):
+                roots, held = (node.outputs, node.inputs) if node.kind is LayerKind.CONCAT \
+                    else (node.inputs[:1], node.outputs)
+                if any(in_arena(k) for k in roots) and any(in_arena(k) for k in held):
                     return True
             elif node.kind is LayerKind.RESHAPE:
-                if any((graph.infos[k].num_bytes == 0) != (old.infos[k].num_bytes == 0) for k in keys if k in old.infos):
+                if any((graph.infos[k].num_bytes == 0) != (old.infos[k].num_bytes == 0)
+                       for k in (*node.inputs, *node.outputs) if k in old.infos):
                     return True
         return False
 

@@ -82,6 +82,11 @@ class ShapeProgram:
                 self._fused[id(node)] = {f: _map(v, index) for f, v in fields.items()}
         self._shape_values = [(key, np.vectorize(index, otypes=[object])(exprs) if exprs.size else exprs)
                               for key, exprs in graph.shape_values.items()]
+        # per descriptor entry, the evaluated values its fields hold
+        self._descriptor_slots = [frozenset(v.i for value in fields.values()
+                                            for v in (value if isinstance(value, tuple) else (value,))
+                                            if isinstance(v, _Slot))
+                                  for _, fields in self._descriptors]
         self._dims = dims
         self._program = env.compile(dims)
         self._layers_of_slot = _layers_of_slots(graph, self._infos, self._descriptors, self._fused)
@@ -138,10 +143,11 @@ class ShapeProgram:
                     ) -> tuple[Graph, dict[str, np.ndarray]]:
         """The concrete graph at `values` (from `evaluate`) and its shape values' arrays (extra
         inputs of the graph, by tensor key). `since`: the concrete graph, shape values and values
-        of another binding, whose tensor infos and shape values are taken where they do not
-        change (only the changed ones are made again; descriptors are all made)."""
+        of another binding, whose tensor infos, shape values and layers are taken where they do
+        not change (only those holding a changed value are made again)."""
         source = self.graph
         graph = Graph()
+        changed: list[int] = []
         if since is None:
             graph.infos = dict(source.infos)
             entries: Any = self._infos
@@ -157,7 +163,11 @@ class ShapeProgram:
             shape = tuple(values[d.i] if isinstance(d, _Slot) else d for d in dims)
             graph.infos[key] = TensorInfo(shape, info.dtype, info.quant_scale, info.quant_zero_point)
         graph.nodes = list(source.nodes)  # shared: a loaded network reads its nodes, never changes them
-        for position, fields in self._descriptors:  # every one: a layer whose tensors changed is read concrete
+        moved = set(changed) if since is not None else None
+        for (position, fields), slots in zip(self._descriptors, self._descriptor_slots):
+            if moved is not None and moved.isdisjoint(slots):
+                graph.nodes[position] = since[0].nodes[position]  # its values did not change: the same layer
+                continue
             node = _copy(graph.nodes[position])
             node.descriptor = dataclasses.replace(node.descriptor, **{f: _unmap(v, values) for f, v in fields.items()})
             graph.nodes[position] = node
