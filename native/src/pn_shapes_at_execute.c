@@ -31,6 +31,8 @@ typedef struct shaped_workload {
     char* name;
     void* descriptor;
     pn_activation_desc activation;
+    char* label;                 /* a PRECOMPILED layer's label */
+    uint32_t fixed;              /* inputs that keep their dims (pn_workload.fixed_inputs) */
     pn_tensor_info* inputs;
     pn_tensor_info* outputs;
     const void** constant_data;
@@ -52,7 +54,8 @@ static void lock(shaped_workload* w) {
 static void unlock(shaped_workload* w) { __atomic_clear(&w->busy, __ATOMIC_RELEASE); }
 
 /* Where a kind's descriptor points at a pn_activation_desc (backend_api.h 1.3: the only
- * pointers in descriptors but a PRECOMPILED payload, which is never wrapped); -1: none. */
+ * pointers in descriptors but a PRECOMPILED one's payload, kept alive by the runtime, and label,
+ * copied); -1: none. */
 static ptrdiff_t activation_offset(pn_layer_kind kind) {
     switch (kind) {
     case PN_LAYER_CONVOLUTION_2D:
@@ -83,6 +86,7 @@ static void release(shaped_workload* w) {
     free(w->context);
     free(w->name);
     free(w->descriptor);
+    free(w->label);
     free(w->inputs);
     free(w->outputs);
     free((void*)w->constant_data);
@@ -120,6 +124,18 @@ static int copy_layer(shaped_workload* w, const pn_layer* layer) {
             return 0;
         }
         memcpy(w->descriptor, layer->descriptor, size >= sizeof(uint32_t) ? size : sizeof(uint32_t));
+        if (layer->kind == PN_LAYER_PRECOMPILED && size >= sizeof(pn_precompiled_desc)) {
+            pn_precompiled_desc* d = (pn_precompiled_desc*)w->descriptor;
+            if (d->label != NULL) { /* the caller's, for the call: copied */
+                w->label = (char*)malloc(strlen(d->label) + 1);
+                if (w->label == NULL) {
+                    return 0;
+                }
+                strcpy(w->label, d->label);
+                d->label = w->label;
+            }
+            d->release_payload = NULL; /* the runtime's to call, never the workload's */
+        }
         ptrdiff_t at = activation_offset(layer->kind);
         if (at >= 0 && (size_t)at + sizeof(void*) <= size) {
             const pn_activation_desc* act;
@@ -187,7 +203,8 @@ static pn_status judge(const shaped_workload* w, const char* role, uint32_t inde
     }
     if (constant && !same_dims(info, had)) {
         return pn_fail(message_out, PN_ERR_INVALID_ARGUMENT,
-                       "%s layer '%s': execute() gives constant input %u other dims than the layer's",
+                       "%s layer '%s': execute() gives input %u, whose dims are fixed (a constant, or "
+                       "in pn_workload.fixed_inputs), other dims than the layer's",
                        w->plugin->id, w->name, index);
     }
     return PN_OK;
@@ -200,7 +217,8 @@ static pn_status replan(shaped_workload* w, const pn_execute_args* args, pn_stri
     pn_tensor_info* out = w->trial + ni;
     for (uint32_t i = 0; i < ni; ++i) {
         const pn_tensor_info* info = args->inputs[i].info;
-        pn_status s = judge(w, "input", i, info, &w->inputs[i], w->constant_data[i] != NULL, message_out);
+        const int fixed = w->constant_data[i] != NULL || (w->fixed >> (i < 31 ? i : 31)) & 1u;
+        pn_status s = judge(w, "input", i, info, &w->inputs[i], fixed, message_out);
         if (s != PN_OK) {
             return s;
         }
@@ -289,7 +307,7 @@ static pn_status shaped_read_profile(pn_workload* workload, pn_profile_entry* en
 }
 
 static pn_status wrap(const pn_plugin* plugin, const void* context, size_t context_size, const pn_layer* layer,
-                      pn_workload* inner, pn_workload** workload_out, pn_string_out* message_out);
+                      uint32_t fixed, pn_workload* inner, pn_workload** workload_out, pn_string_out* message_out);
 
 static pn_status shaped_reshape(pn_workload* workload, const pn_layer* layer, pn_workload** workload_out,
                                 pn_string_out* message_out) {
@@ -313,15 +331,16 @@ static pn_status shaped_reshape(pn_workload* workload, const pn_layer* layer, pn
     if (s != PN_OK) {
         return s;
     }
-    return wrap(w->plugin, w->context, w->context_size, layer, made, workload_out,
+    return wrap(w->plugin, w->context, w->context_size, layer, w->fixed, made, workload_out,
                 message_out);
 }
 
 static pn_status wrap(const pn_plugin* plugin, const void* context, size_t context_size, const pn_layer* layer,
-                      pn_workload* inner, pn_workload** workload_out, pn_string_out* message_out) {
+                      uint32_t fixed, pn_workload* inner, pn_workload** workload_out, pn_string_out* message_out) {
     shaped_workload* w = (shaped_workload*)calloc(1, sizeof(*w));
     if (w != NULL) {
         w->plugin = plugin;
+        w->fixed = fixed;
         w->inner = inner;
         w->context_size = context_size;
         w->context = context_size > 0 ? malloc(context_size) : NULL;
@@ -347,6 +366,7 @@ static pn_status wrap(const pn_plugin* plugin, const void* context, size_t conte
     w->base.read_profile = PN_HAS_FIELD(inner, pn_workload, read_profile) && inner->read_profile != NULL
                                ? shaped_read_profile : NULL;
     w->base.flags = PN_WORKLOAD_SHAPES_AT_EXECUTE;
+    w->base.fixed_inputs = fixed;
     *workload_out = &w->base;
     return PN_OK;
 }
@@ -360,10 +380,14 @@ pn_status pn_plugin_create_shaped_workload(const pn_plugin* plugin, const void* 
         return s;
     }
     /* Data-dependent layers report their outputs' dims; fused layers' payloads are made for
-     * their dims: both keep the dims they were made for. */
-    if (layer->kind == PN_LAYER_DATA_DEPENDENT || layer->kind == PN_LAYER_PRECOMPILED || layer->name == NULL) {
+     * their dims unless the plugin says otherwise: those keep the dims they were made for. */
+    uint32_t fixed = 0;
+    const int keep = layer->kind == PN_LAYER_DATA_DEPENDENT || layer->name == NULL ||
+                     (layer->kind == PN_LAYER_PRECOMPILED &&
+                      (plugin->precompiled_at_execute == NULL || !plugin->precompiled_at_execute(layer, &fixed)));
+    if (keep) {
         *workload_out = inner;
         return PN_OK;
     }
-    return wrap(plugin, context, context_size, layer, inner, workload_out, message_out);
+    return wrap(plugin, context, context_size, layer, fixed, inner, workload_out, message_out);
 }

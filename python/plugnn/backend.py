@@ -90,6 +90,9 @@ class Workload(ABC):
     # (ABI 1.3's PN_WORKLOAD_SHAPES_AT_EXECUTE): a network re-sized to new shapes then keeps
     # the workload and binds the tensors at their new shapes (LoadedNetwork.resize).
     shapes_at_execute: bool = False
+    # With shapes_at_execute: bit i set when non-constant input i must keep its dims (bit 31:
+    # inputs 31 and up); a resize that changes one makes the workload again.
+    fixed_inputs: int = 0
 
     @abstractmethod
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None

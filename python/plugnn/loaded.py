@@ -325,14 +325,19 @@ class LoadedNetwork:
 
     def _takes_shapes_at_execute(self, old_graph: Any, old_node: Node, graph: Any, node: Node) -> bool:
         """Whether layer `node` (at the new shapes) can keep `old_node`'s workload: the same layer
-        but shapes (ranks included), a native workload that takes its tensors' shapes at execute
-        (ABI 1.3), and not a data-dependent layer (whose outputs stay at their bounds)."""
+        but shapes (ranks, and the dims of the inputs it keeps fixed, included), a native workload
+        that takes its tensors' shapes at execute (ABI 1.3), and not a data-dependent layer
+        (whose outputs stay at their bounds)."""
         workload = self._node_workloads.get(old_node.name)
         if workload is None or not workload.shapes_at_execute or node.kind in DATA_DEPENDENT_KINDS \
                 or not _same_layer_but_shapes(old_graph, old_node, graph, node):
             return False
         if node.kind is LayerKind.PRECOMPILED and node is not old_node:
-            return False  # its payload is made for its shapes
+            return False  # another payload
+        fixed = workload.fixed_inputs
+        if fixed and any(fixed >> min(i, 31) & 1 and graph.infos[k].shape != old_graph.infos[k].shape
+                         for i, k in enumerate(node.inputs)):
+            return False  # an input it reads at the dims it was made for changes
         return all(graph.infos[k].rank == old_graph.infos[k].rank for k in (*node.inputs, *node.outputs))
 
     def _resized_workload(self, old_graph: Any, old_node: Node, graph: Any, position: int,

@@ -129,6 +129,9 @@ class NativeWorkload(_NativeChild, Workload):
         # ABI 1.3: execute() takes its tensors at other dims (BoundExecution.rebind)
         self.shapes_at_execute = covers(c_obj, "pn_workload", "flags") and \
             bool(int(c_obj.flags) & PN_WORKLOAD_SHAPES_AT_EXECUTE)
+        # ... but for the inputs whose bits are set here (bit 31: inputs 31 and up)
+        self.fixed_inputs = int(c_obj.fixed_inputs) if self.shapes_at_execute and \
+            covers(c_obj, "pn_workload", "fixed_inputs") else 0
         self._execute = self._fn("execute")
 
     def prepare(self, inputs: Sequence[Any], outputs: Sequence[Any], workspace: Any = None) -> BoundExecution:

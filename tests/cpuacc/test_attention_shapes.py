@@ -2,8 +2,9 @@
 keeps the recipe of each operand, a Transpose's permutation or a Reshape's input, and works out
 the operands' strides, the batch, the mask's broadcast and the output's layout again): one
 network with a symbolic KV length or batch re-sizes its fused attention without fusing it again,
-giving the bits a network fused at those dims gives; an operand read through a Reshape whose
-input changes is refused by the payload, and the layers are fused again.
+giving the bits a network fused at those dims gives: the fused layer takes the new dims at
+execute (ABI 1.3). An operand read through a Reshape is a fixed input (pn_workload.fixed_inputs):
+when its dims change the layers are fused again.
 
 Oracle: a session built for the one shape (fused at its dims) must give the same bits; both
 against NumPy in float64 within 1e-5 * sqrt(depth)."""
@@ -83,7 +84,10 @@ def test_one_network_re_sizes_its_fused_attention_to_every_kv_length_and_batch()
             f = feed(b, s, length)
             got, = session.run(None, f)
             loaded = fused(session, {n: a.shape for n, a in f.items()})
-            assert loaded.refused_layers == []  # made at the new dims from its payload, not fused again
+            assert loaded.refused_layers == []  # never fused again: it takes the new dims at execute
+            if (b, s, length) != shapes[0]:
+                assert [n.name for n in loaded.optimized.layers if n.kind is LayerKind.PRECOMPILED] == \
+                    loaded.rebound_layers
             with plugnn.InferenceSession(model, backends=["CpuAcc"]) as alone:  # fused at these dims
                 want, = alone.run(None, f)
             np.testing.assert_array_equal(got, want, err_msg=f"batch {b}, queries {s}, keys {length}")
@@ -123,13 +127,19 @@ def test_an_operand_behind_a_reshape_whose_input_changes_is_fused_again() -> Non
                 "v": rng.standard_normal((b, HEADS, length, DEPTH)).astype(np.float32)}
 
     with plugnn.InferenceSession(model, backends=["CpuAcc"]) as session:
-        for (b, s, length), refit in (((1, 4, 8), None), ((1, 4, 9), False), ((1, 6, 9), True), ((2, 6, 30), True)):
+        workspace = None
+        for (b, s, length), refit in (((1, 4, 8), None), ((1, 4, 9), False), ((1, 6, 9), True), ((2, 6, 30), True),
+                                      ((2, 7, 300), True)):
             f = inputs(b, s, length)
             got, = session.run(None, f)
             loaded = session.loaded_for({n: a.shape for n, a in f.items()})
             assert loaded is not None
-            if refit is not None:  # only the keys changed: re-sized; the queries changed: fused again
+            if refit is not None:  # only the keys changed: kept (q is a fixed input); q changed: fused again
                 assert bool(loaded.refused_layers) is refit, (b, s, length, loaded.refused_layers)
+                assert bool(loaded.rebound_layers) is not refit
+            if length == 300:  # fused again over many more keys: a larger workspace, bound in place
+                assert loaded._workspace is not workspace and loaded._workspace.nbytes > workspace.nbytes  # noqa: SLF001
+            workspace = loaded._workspace  # noqa: SLF001
             with plugnn.InferenceSession(model, backends=["CpuAcc"]) as alone:
                 want, = alone.run(None, f)
             np.testing.assert_array_equal(got, want)

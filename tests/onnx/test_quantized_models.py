@@ -28,6 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxruntime import quantization as oq
 
 import plugnn
+from ort_int8 import REDUCE_RANGE
 
 F32 = TensorProto.FLOAT
 
@@ -130,7 +131,7 @@ def test_static_cnn(tmp_path: Path, quant_format: Any, activation: Any, weight: 
     source, target = tmp_path / "cnn.onnx", tmp_path / "cnn.int8.onnx"
     onnx.save(cnn(), str(source))
     oq.quantize_static(str(source), str(target), _Calibration((1, 3, 16, 16)), quant_format=quant_format,
-                       activation_type=activation, weight_type=weight, per_channel=per_channel)
+                       activation_type=activation, weight_type=weight, per_channel=per_channel, reduce_range=REDUCE_RANGE)
     ops = {(n.domain, n.op_type) for n in onnx.load(str(target)).graph.node}
     if quant_format == oq.QuantFormat.QOperator:
         # The contrib operators this test exists for are in the file.
@@ -150,7 +151,7 @@ def test_static_cnn(tmp_path: Path, quant_format: Any, activation: Any, weight: 
 def test_dynamic_mlp(tmp_path: Path, weight: Any, per_channel: bool) -> None:
     source, target = tmp_path / "mlp.onnx", tmp_path / "mlp.dyn.onnx"
     onnx.save(mlp(), str(source))
-    oq.quantize_dynamic(str(source), str(target), weight_type=weight, per_channel=per_channel)
+    oq.quantize_dynamic(str(source), str(target), weight_type=weight, per_channel=per_channel, reduce_range=REDUCE_RANGE)
     data = target.read_bytes()
     reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
     session = plugnn.InferenceSession(data)
@@ -170,7 +171,7 @@ def test_static_cnn_contrib_qdq(tmp_path: Path, activation: Any) -> None:
     onnx.save(cnn(), str(source))
     oq.quantize_static(str(source), str(target), _Calibration((1, 3, 16, 16)), quant_format=oq.QuantFormat.QDQ,
                        activation_type=activation, weight_type=oq.QuantType.QInt8,
-                       extra_options={"UseQDQContribOps": True})
+                       extra_options={"UseQDQContribOps": True}, reduce_range=REDUCE_RANGE)
     model = onnx.load(str(target))
     assert {n.domain for n in model.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")} == \
         {"com.microsoft"}
@@ -199,7 +200,7 @@ def attention_block() -> onnx.ModelProto:
 def test_dynamic_attention(tmp_path: Path) -> None:
     source, target = tmp_path / "block.onnx", tmp_path / "block.dyn.onnx"
     onnx.save(attention_block(), str(source))
-    oq.quantize_dynamic(str(source), str(target), weight_type=oq.QuantType.QInt8)
+    oq.quantize_dynamic(str(source), str(target), weight_type=oq.QuantType.QInt8, reduce_range=REDUCE_RANGE)
     assert "QAttention" in {n.op_type for n in onnx.load(str(target)).graph.node}
     data = target.read_bytes()
     reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
@@ -231,7 +232,7 @@ def test_dynamic_lstm(tmp_path: Path, direction: str, per_channel: bool) -> None
     at most 0.3 % of the outputs' range, less than either differs from the float model)."""
     source, target = tmp_path / "lstm.onnx", tmp_path / "lstm.dyn.onnx"
     onnx.save(lstm(direction), str(source))
-    oq.quantize_dynamic(str(source), str(target), weight_type=oq.QuantType.QInt8, per_channel=per_channel)
+    oq.quantize_dynamic(str(source), str(target), weight_type=oq.QuantType.QInt8, per_channel=per_channel, reduce_range=REDUCE_RANGE)
     assert [n.op_type for n in onnx.load(str(target)).graph.node] == ["DynamicQuantizeLSTM"]
     data = target.read_bytes()
     reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
@@ -276,7 +277,7 @@ def test_static_glue(tmp_path: Path, quant_format: Any, activation: Any) -> None
     source, target = tmp_path / "glue.onnx", tmp_path / "glue.int8.onnx"
     onnx.save(glue(), str(source))
     oq.quantize_static(str(source), str(target), _Calibration((1, 3, 16, 16)), quant_format=quant_format,
-                       activation_type=activation, weight_type=oq.QuantType.QInt8)
+                       activation_type=activation, weight_type=oq.QuantType.QInt8, reduce_range=REDUCE_RANGE)
     model = onnx.load(str(target))
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     producers = {o: n for n in model.graph.node for o in n.output}

@@ -111,7 +111,7 @@ def test_other_ranks_types_constants_or_shapes_are_refused_and_the_workload_goes
         workload.execute([x[0], w, b], [out[0]])
     with pytest.raises(BackendError, match=r"PN_ERR_INVALID_ARGUMENT.*input 0 is float64 of rank 4, the layer's float32"):
         workload.execute([x.astype(np.float64), w, b], [out])
-    with pytest.raises(BackendError, match=r"PN_ERR_INVALID_ARGUMENT.*gives constant input 1 other dims"):
+    with pytest.raises(BackendError, match=r"PN_ERR_INVALID_ARGUMENT.*gives input 1, whose dims are fixed \(a constant"):
         workload.execute([x, np.ascontiguousarray(w[:4]), b], [np.empty((2, 4, 6, 6), np.float32)])
     with pytest.raises(BackendError, match="PN_ERR_INVALID_ARGUMENT"):  # an output that does not follow the input
         workload.execute([x, w, b], [np.empty((2, 6, 5, 5), np.float32)])

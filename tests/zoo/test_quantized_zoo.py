@@ -31,6 +31,7 @@ optimizer = pytest.importorskip("onnxruntime.transformers.optimizer")
 import plugnn  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 from onnxruntime.quantization.shape_inference import quant_pre_process  # noqa: E402
+from ort_int8 import REDUCE_RANGE  # noqa: E402
 from zoo import weights  # noqa: E402
 
 
@@ -77,7 +78,7 @@ def test_qoperator_cnn(name: str, contrib: set[str], tmp_path: Path) -> None:
     onnx.save(weights.materialize(weights.model_path(entry), seed=0), str(raw))
     quant_pre_process(str(raw), str(prepared))
     oq.quantize_static(str(prepared), str(target), _Calibration(entry), quant_format=oq.QuantFormat.QOperator,
-                       per_channel=True, activation_type=oq.QuantType.QUInt8, weight_type=oq.QuantType.QInt8)
+                       per_channel=True, activation_type=oq.QuantType.QUInt8, weight_type=oq.QuantType.QInt8, reduce_range=REDUCE_RANGE)
     assert contrib <= {n.op_type for n in onnx.load(str(target)).graph.node if n.domain == "com.microsoft"}
     step = _output_step(target)
     data = target.read_bytes()
@@ -98,7 +99,7 @@ def test_dynamic_optimized_transformer(name: str, tmp_path: Path) -> None:
     optimizer.optimize_model(str(source), model_type="bert", num_heads=4, hidden_size=64,
                              opt_level=0).save_model_to_file(str(fused))
     oq.quantize_dynamic(str(fused), str(target), weight_type=oq.QuantType.QInt8,
-                        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+                        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT}, reduce_range=REDUCE_RANGE)
     ops = {n.op_type for n in onnx.load(str(target)).graph.node if n.domain == "com.microsoft"}
     assert {"QAttention", "QEmbedLayerNormalization"} <= ops
     data = target.read_bytes()

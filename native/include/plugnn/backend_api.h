@@ -1763,13 +1763,20 @@ typedef struct pn_workload {
      * flag): PN_WORKLOAD_* bits, written by the backend before it returns the
      * workload and never changed after. */
     uint32_t flags;
+    /* Since 1.3, with PN_WORKLOAD_SHAPES_AT_EXECUTE: bit i set when non-constant
+     * input i must keep the dims the layer gave it (bit 31 stands for inputs 31
+     * and up): the runtime passes other dims only for the others (a fused layer
+     * that reads one input through a Reshape made for its dims). Constant inputs
+     * keep theirs whatever the bits say. */
+    uint32_t fixed_inputs;
 } pn_workload;
 
 /* Since 1.3: pn_workload.flags bit. The workload runs at shapes other than the
  * ones it was made for, read from the arguments of each execute(): the runtime
  * may pass non-constant inputs and outputs whose pn_tensor.info has other dims
- * (same rank and element type) than the layer the workload was created from
- * or reshaped to, such that the layer with those dims is one reshape() would
+ * (same rank and element type; for an input of pn_workload.fixed_inputs, the
+ * same dims) than the layer the workload was created from or reshaped to,
+ * such that the layer with those dims is one reshape() would
  * be given (the same kind, name, descriptor, element types, ranks and constant
  * inputs). A network whose shapes change at every run (a KV cache growing by
  * one token per decoding step) then touches no workload: it writes the new

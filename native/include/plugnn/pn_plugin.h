@@ -66,12 +66,19 @@ struct pn_plugin {
     pn_plugin_create_fn create_precompiled;
     /* PN_PLUGIN_* bits (0 in a table that names none). */
     uint32_t flags;
+    /* With PN_PLUGIN_SHAPES_AT_EXECUTE, optional (NULL: none does): whether the
+     * workload of a PRECOMPILED layer takes other dims at execute (its
+     * create_precompiled then makes it at them from the same payload): 1 with
+     * the inputs that must keep their dims in *fixed_inputs
+     * (pn_workload.fixed_inputs), else 0. */
+    int (*precompiled_at_execute)(const pn_layer* layer, uint32_t* fixed_inputs);
 };
 
 /* pn_plugin.flags: the workloads pn_plugin_factory_new's factory makes run at the
  * shapes each execute() passes (backend_api.h 1.3, PN_WORKLOAD_SHAPES_AT_EXECUTE):
  * every kind but DATA_DEPENDENT and PRECOMPILED (whose payloads are made for
- * their dims) gets pn_plugin_create_shaped_workload's workload. A plugin sets it
+ * their dims, unless precompiled_at_execute says otherwise) gets
+ * pn_plugin_create_shaped_workload's workload. A plugin sets it
  * when every create of its table copies what it keeps from the layer (the
  * skeleton's rule) and its shared state is a pn_shared (reference counted
  * atomically). */
@@ -103,8 +110,9 @@ pn_status pn_plugin_create_workload(const pn_plugin* plugin, void* context,
                                     pn_string_out* message_out);
 
 /* pn_plugin_create_workload's workload of `layer`, made to run at other shapes
- * (PN_WORKLOAD_SHAPES_AT_EXECUTE) unless the layer is DATA_DEPENDENT or
- * PRECOMPILED (then the plain workload). It keeps copies of the layer (its
+ * (PN_WORKLOAD_SHAPES_AT_EXECUTE) unless the layer is DATA_DEPENDENT, or
+ * PRECOMPILED without the plugin's precompiled_at_execute saying so (then the
+ * plain workload; with it, the inputs it names keep their dims). It keeps copies of the layer (its
  * constants' data borrowed, as the ABI lets it) and of the `context_size` bytes
  * at `context`. An execute() whose non-constant inputs or outputs have other
  * dims makes the plugin's workload again at them (its reshape() when it has

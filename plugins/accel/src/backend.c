@@ -124,7 +124,7 @@ static pn_status precompiled_create(void* context, const pn_layer* layer, pn_wor
  * linear layers, ...), told apart by their payload (precompiled_create). The factory context of every
  * create function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
-                                precompiled_create, PN_PLUGIN_SHAPES_AT_EXECUTE};
+                                precompiled_create, PN_PLUGIN_SHAPES_AT_EXECUTE, accel_attention_at_execute};
 
 /* ---- Backend and factory ------------------------------------------------- */
 

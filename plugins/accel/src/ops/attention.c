@@ -356,6 +356,20 @@ static int attention_at(const accel_attention* a, const pn_layer* layer, accel_a
     return 1;
 }
 
+int accel_attention_at_execute(const pn_layer* layer, uint32_t* fixed_inputs) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
+    const accel_attention* a = d != NULL ? (const accel_attention*)d->payload : NULL;
+    if (a == NULL || a->magic != ACCEL_ATTN_MAGIC || a->own_mask != NULL) {
+        return 0;
+    }
+    uint32_t fixed = 0;
+    for (uint32_t i = 0; i < 3; ++i) {
+        fixed |= a->reshaped[i] ? 1u << i : 0u;
+    }
+    *fixed_inputs = fixed;
+    return 1;
+}
+
 pn_status accel_attention_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                                  pn_string_out* message_out) {
     const accel_env* env = (const accel_env*)context;

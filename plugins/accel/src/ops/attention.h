@@ -86,4 +86,9 @@ void accel_attention_release(void* payload);
 pn_status accel_attention_create(void* context, const pn_layer* layer, pn_workload** workload_out,
                                  pn_string_out* message_out);
 
+/* pn_plugin.precompiled_at_execute: 1 for a fused attention that works its operands out again
+ * at other dims (no summed constant mask, which is made for its dims), the inputs read through a
+ * Reshape in *fixed_inputs (they keep their dims); 0 for any other PRECOMPILED layer. */
+int accel_attention_at_execute(const pn_layer* layer, uint32_t* fixed_inputs);
+
 #endif /* ACCEL_ATTENTION_H */
