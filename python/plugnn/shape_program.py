@@ -160,8 +160,7 @@ class ShapeProgram:
             kept = {j for i in changed for j in self._shape_values_of_slot.get(i, ())}
             value_entries = [e for j, e in enumerate(self._shape_values) if j in kept]
         for key, info, dims in entries:
-            shape = tuple(values[d.i] if isinstance(d, _Slot) else d for d in dims)
-            graph.infos[key] = TensorInfo(shape, info.dtype, info.quant_scale, info.quant_zero_point)
+            graph.infos[key] = info.at(tuple([values[d.i] if type(d) is _Slot else d for d in dims]))
         graph.nodes = list(source.nodes)  # shared: a loaded network reads its nodes, never changes them
         moved = set(changed) if since is not None else None
         for (position, fields), slots in zip(self._descriptors, self._descriptor_slots):

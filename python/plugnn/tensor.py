@@ -35,6 +35,19 @@ class TensorInfo:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", DataType.from_any(self.dtype))
 
+    def at(self, shape: tuple[int, ...]) -> TensorInfo:
+        """This info at another shape of the same rank, `shape` a tuple of ints (a symbolic
+        network's binding evaluated: plugnn.shape_program), without the checks of a new one
+        but the sign of the dims."""
+        if len(shape) != len(self.shape) or (shape and min(shape) < 0):
+            raise ValueError(f"shape {shape} for {self}: another rank, or a negative dimension")
+        info = object.__new__(TensorInfo)
+        object.__setattr__(info, "shape", shape)
+        object.__setattr__(info, "dtype", self.dtype)
+        object.__setattr__(info, "quant_scale", self.quant_scale)
+        object.__setattr__(info, "quant_zero_point", self.quant_zero_point)
+        return info
+
     @property
     def rank(self) -> int:
         return len(self.shape)
