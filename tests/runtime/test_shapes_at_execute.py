@@ -9,6 +9,7 @@ workload's workspace is the workload's own."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,6 +59,16 @@ def operands(layer: str, batch: int, size: int) -> tuple[list[np.ndarray], tuple
     return [x, *constants], (batch, 6, size, size)
 
 
+def made_at(runtime: Runtime, backend: str, factory: Any, layer: str, batch: int, size: int) -> np.ndarray:
+    """What a workload made at these dims computes from operands(layer, batch, size)."""
+    inputs, out_shape = operands(layer, batch, size)
+    fresh = factory.create_workload(spec_of(runtime, backend, layer, batch, size))
+    want = np.full(out_shape, np.nan, np.float32)
+    fresh.execute(inputs, [want])
+    fresh.close()
+    return want
+
+
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[Runtime]:
     with Runtime() as rt:
@@ -74,11 +85,8 @@ def test_a_workload_runs_at_other_dims_as_one_made_at_them(runtime: Runtime, bac
         inputs, out_shape = operands(layer, batch, size)
         got = np.full(out_shape, np.nan, np.float32)
         workload.execute(inputs, [got])
-        fresh = factory.create_workload(spec_of(runtime, backend, layer, batch, size))
-        want = np.full(out_shape, np.nan, np.float32)
-        fresh.execute(inputs, [want])
-        fresh.close()
-        np.testing.assert_array_equal(got, want, err_msg=f"{backend} {layer} at batch {batch}, size {size}")
+        np.testing.assert_array_equal(got, made_at(runtime, backend, factory, layer, batch, size),
+                                      err_msg=f"{backend} {layer} at batch {batch}, size {size}")
     workload.close()
     factory.close()
 
@@ -117,12 +125,9 @@ def test_other_ranks_types_constants_or_shapes_are_refused_and_the_workload_goes
         workload.execute([x, w, b], [np.empty((2, 6, 5, 5), np.float32)])
     got = np.empty(out_shape, np.float32)
     workload.execute(inputs, [got])  # still runs, at new dims as at old
-    fresh = factory.create_workload(spec_of(runtime, backend, "conv", 2, 6))
-    want = np.empty(out_shape, np.float32)
-    fresh.execute(inputs, [want])
-    np.testing.assert_array_equal(got, want)
-    for o in (workload, fresh, factory):
-        o.close()
+    np.testing.assert_array_equal(got, made_at(runtime, backend, factory, "conv", 2, 6))
+    workload.close()
+    factory.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -133,13 +138,11 @@ def test_a_reshaped_workload_takes_shapes_at_execute_too(runtime: Runtime, backe
     assert reshaped is not None and reshaped.shapes_at_execute
     source.close()  # the reshaped one outlives its source (prepacked weights shared)
     inputs, out_shape = operands("conv", 2, 11)
-    got, want = np.empty(out_shape, np.float32), np.empty(out_shape, np.float32)
+    got = np.empty(out_shape, np.float32)
     reshaped.execute(inputs, [got])
-    fresh = factory.create_workload(spec_of(runtime, backend, "conv", 2, 11))
-    fresh.execute(inputs, [want])
-    np.testing.assert_array_equal(got, want)
-    for o in (reshaped, fresh, factory):
-        o.close()
+    np.testing.assert_array_equal(got, made_at(runtime, backend, factory, "conv", 2, 11))
+    reshaped.close()
+    factory.close()
 
 
 def test_a_fused_or_data_dependent_layer_keeps_its_dims(runtime: Runtime) -> None:
