@@ -10,7 +10,8 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_FULLY_CONNECTED, acme_check_fully_connected, acme_create_fully_connected},
 };
 
-static const pn_plugin acme = {"AcmeBasic", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};
+/* Named fields: those the skeleton adds later (pn_plugin.h) start at zero. */
+static const pn_plugin acme = {.id = "AcmeBasic", .kinds = kinds, .num_kinds = sizeof(kinds) / sizeof(kinds[0])};
 
 PLUGNN_BACKEND_EXPORT const char* GetBackendId(void) { return acme.id; }
 

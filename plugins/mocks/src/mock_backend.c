@@ -553,7 +553,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_ELEMENTWISE_BINARY, check_binary, create_workload},
     {PN_LAYER_CONVOLUTION_2D, check_conv, create_workload},
 };
-static const pn_plugin plugin = {MOCK_TAG, kinds, sizeof(kinds) / sizeof(kinds[0]), NULL};
+static const pn_plugin plugin = {MOCK_TAG, kinds, sizeof(kinds) / sizeof(kinds[0]), NULL, 0, NULL};
 
 /* Logged (and failed on request) before the skeleton judges and builds the workload. */
 static pn_status factory_create_workload(pn_workload_factory* factory, const pn_layer* layer,
@@ -1100,7 +1100,7 @@ pn_backend* mock_new_backend(void) {
  * ======================================================================== */
 
 /* Runs no kind: the skeleton refuses every layer ("<tag> has no <Kind> kernel"). */
-static const pn_plugin plugin = {MOCK_TAG, NULL, 0, NULL};
+static const pn_plugin plugin = {MOCK_TAG, NULL, 0, NULL, 0, NULL};
 
 pn_backend* mock_new_backend(void) { return pn_plugin_backend_new(&plugin); }
 

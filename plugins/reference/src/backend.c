@@ -51,7 +51,7 @@ static const pn_plugin_kind kinds[] = {
 };
 
 static const pn_plugin cpuref = {"CpuRef", kinds, sizeof(kinds) / sizeof(kinds[0]), NULL,
-                                 PN_PLUGIN_SHAPES_AT_EXECUTE};
+                                 PN_PLUGIN_SHAPES_AT_EXECUTE, NULL};
 
 pn_status cpuref_create_workload(const pn_layer* layer, pn_workload** workload_out,
                                  pn_string_out* message_out) {
