@@ -47,6 +47,7 @@ from plugnn.movement_views import MOVES, elided_layers, movement_views
 from plugnn.native import BoundExecution
 from plugnn.step_runner import NativeRun, batched
 from plugnn.optimized import OptimizedNetwork
+from plugnn.reshape_groups import follows_grouping
 from plugnn.shapes import DATA_DEPENDENT_KINDS
 
 
@@ -295,6 +296,8 @@ class LoadedNetwork:
             made: list[tuple[int, Workload, str]] = []  # position, its new workload, "reshaped" | "created" | "fused again"
             # the layers whose workloads take the new shapes at execute: kept, their tensors re-bound
             at_execute = {p for p in changed if self._takes_shapes_at_execute(old, old.nodes[p], graph, graph.nodes[p])}
+            for p in at_execute:  # a layer fused again at the old shapes stays that one (its workload's)
+                graph.nodes[p] = old.nodes[p]
             try:
                 for p in changed:
                     if graph.nodes[p].backend_id is not None and p not in at_execute:
@@ -327,13 +330,21 @@ class LoadedNetwork:
         """Whether layer `node` (at the new shapes) can keep `old_node`'s workload: the same layer
         but shapes (ranks, and the dims of the inputs it keeps fixed, included), a native workload
         that takes its tensors' shapes at execute (ABI 1.3), and not a data-dependent layer
-        (whose outputs stay at their bounds)."""
+        (whose outputs stay at their bounds). A fused layer is kept as `old_node` (which may be
+        `node`'s layers fused again at the old shapes) where each Reshape it absorbed groups axes
+        at the new shapes as at the old ones (backend_api.h, PN_WORKLOAD_SHAPES_AT_EXECUTE)."""
         workload = self._node_workloads.get(old_node.name)
-        if workload is None or not workload.shapes_at_execute or node.kind in DATA_DEPENDENT_KINDS \
-                or not _same_layer_but_shapes(old_graph, old_node, graph, node):
+        if workload is None or not workload.shapes_at_execute or node.kind in DATA_DEPENDENT_KINDS:
             return False
-        if node.kind is LayerKind.PRECOMPILED and node is not old_node:
-            return False  # another payload
+        if node.kind is LayerKind.PRECOMPILED:
+            if node is not old_node and not (node.fused and node.fused is old_node.fused):
+                return False  # another payload, not these layers fused again
+            if not _same_layer_but_shapes(old_graph, old_node, graph, old_node) \
+                    or not _reshapes_regroup(old_graph, graph, old_node):
+                return False
+            node = old_node
+        elif not _same_layer_but_shapes(old_graph, old_node, graph, node):
+            return False
         fixed = workload.fixed_inputs
         if fixed and any(fixed >> min(i, 31) & 1 and graph.infos[k].shape != old_graph.infos[k].shape
                          for i, k in enumerate(node.inputs)):
@@ -461,7 +472,7 @@ class LoadedNetwork:
 
     def _views_may_change(self, old: Any, graph: Any, changed: Sequence[int]) -> bool:
         """Whether the movement views can differ at the new shapes: only a changed Concat, Split,
-        Slice or Gather places views by shapes (offsets, contiguous blocks), and only where both
+        Slice or Gather (of a constant index) places views by shapes (offsets, contiguous blocks), and only where both
         the tensor holding the bytes (a Concat's output, the others' data input) and one it
         holds are in the arena; a changed Reshape only where a size becomes or stops being 0."""
         def in_arena(key: str) -> bool:
@@ -470,6 +481,8 @@ class LoadedNetwork:
 
         for p in changed:
             node = graph.nodes[p]
+            if node.kind is LayerKind.GATHER and (len(node.inputs) < 2 or node.inputs[1] not in graph.constants):
+                continue  # a view of a Gather is one block at a constant index
             if node.kind in MOVES or node.kind is LayerKind.GATHER:
                 roots, held = (node.outputs, node.inputs) if node.kind is LayerKind.CONCAT \
                     else (node.inputs[:1], node.outputs)
@@ -936,6 +949,26 @@ class LoadedNetwork:
     def __repr__(self) -> str:
         state = "loaded" if self._loaded else "unloaded"
         return f"<plugnn.LoadedNetwork {self.name!r} id={self.network_id} {state}>"
+
+
+def _reshapes_regroup(old_graph: Any, graph: Any, node: Node) -> bool:
+    """Whether every Reshape fused into `node` (through every round of fusion) that reads one of
+    `node`'s inputs reshapes it at `graph`'s shapes by the same grouping of axes as at
+    `old_graph`'s (plugnn.reshape_groups): what a fused layer that reads an input through one may
+    assume when it takes other dims at execute (backend_api.h, PN_WORKLOAD_SHAPES_AT_EXECUTE)."""
+    inputs = set(node.inputs)
+    pending = list(node.fused)
+    while pending:
+        member = pending.pop()
+        pending.extend(member.fused)
+        if member.kind is not LayerKind.RESHAPE or member.inputs[0] not in inputs:
+            continue
+        source, result = member.inputs[0], member.outputs[0]
+        old_in, old_out = old_graph.infos[source].shape, old_graph.infos[result].shape
+        new_in, new_out = graph.infos[source].shape, graph.infos[result].shape
+        if (new_in != old_in or new_out != old_out) and not follows_grouping(old_in, old_out, new_in, new_out):
+            return False
+    return True
 
 
 def _same_layer_but_shapes(old_graph: Any, old: Node, new_graph: Any, new: Node) -> bool:

@@ -1782,6 +1782,14 @@ typedef struct pn_workload {
  * one token per decoding step) then touches no workload: it writes the new
  * dims into the execute arguments.
  *
+ * A PRECOMPILED layer (made by optimize_subgraph from layers of the network)
+ * is passed other dims only where the layers it was made from are, at those
+ * dims, the same layers but shapes, and where each Reshape among them that
+ * reads one of the layer's inputs reshapes it by the same grouping of axes as
+ * at the dims the layer was made for (the rule of plugin_common.h's pn_reshape_groups: axes kept or
+ * merged follow their input axes, split ones keep their sizes): a payload may
+ * work the dims of a tensor it reads through a Reshape out by that rule.
+ *
  * The workload judges such dims as create_workload would judge the layer at
  * them (never trusting the runtime) and, at dims it has not run at before, may
  * do the work reshape() would (plan, allocate). It fails with

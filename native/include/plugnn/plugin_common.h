@@ -76,6 +76,45 @@ int pn_broadcast_strides(const pn_tensor_info* in, const pn_tensor_info* out,
 int64_t pn_window_output_size(int64_t in, uint32_t pad_begin, uint32_t pad_end, uint32_t kernel,
                               uint32_t stride, uint32_t dilation, int ceil_mode);
 
+/* ---- Reshapes ----------------------------------------------------------- */
+
+/* How a Reshape of dims in[0..in_rank) into out[0..out_rank) (the same element
+ * count) groups axes, so that a fused layer reading a tensor through it can work
+ * the Reshape's output dims out again from other input dims (a KV cache one
+ * token longer). The grouping, walking both shapes from the first axis:
+ *   - an input axis and an output axis both of size 1 pair up (the output's is
+ *     the input's);
+ *   - any other output axis of size 1 stays 1 (it belongs to no input axis);
+ *   - otherwise the fewest input axes and output axes with equal products form
+ *     a group: one output axis is the product of its input axes (an axis kept,
+ *     or adjacent axes merged); several output axes (an axis split, or a mixed
+ *     group) keep their sizes and need the group's input sizes kept;
+ *   - input axes left after the last output axis (sizes 1) join the last group.
+ * plugnn's runtime applies the same rule to every Reshape a PRECOMPILED layer
+ * absorbed that reads one of the layer's inputs before it passes that layer other dims (PN_WORKLOAD_SHAPES_AT_EXECUTE):
+ * it does so only where each such Reshape's output at the new dims is what this
+ * rule gives (python/plugnn/reshape_groups.py), so a payload may derive them so. */
+typedef struct pn_reshape_groups {
+    uint32_t in_rank, out_rank;
+    int64_t in_dims[PN_MAX_DIMS];       /* the dims the grouping was made at */
+    int64_t out_dims[PN_MAX_DIMS];
+    uint8_t first[PN_MAX_DIMS];         /* output axis j: input axes [first, first + count) */
+    uint8_t count[PN_MAX_DIMS];         /* 0: an output axis of size 1 of no input axis */
+    uint8_t kept[PN_MAX_DIMS];          /* 1: the axis keeps its size (a split or mixed group,
+                                           or count 0), its input axes must keep theirs */
+} pn_reshape_groups;
+
+/* The grouping of a Reshape of in into out into *g: 1, or 0 when the shapes do
+ * not form one (ranks above PN_MAX_DIMS, a zero or negative size, counts that
+ * differ). */
+int pn_reshape_groups_make(uint32_t in_rank, const int64_t* in, uint32_t out_rank, const int64_t* out,
+                           pn_reshape_groups* g);
+
+/* The output dims of g's Reshape at input dims in[0..g->in_rank) into out[0..g->out_rank):
+ * 1, or 0 when they do not follow from the grouping (a split group's input sizes
+ * changed, a size below 1). */
+int pn_reshape_groups_apply(const pn_reshape_groups* g, const int64_t* in, int64_t* out);
+
 /* ---- Options ------------------------------------------------------------ */
 
 /* Parses a decimal integer in [min, max] from the whole of `text`.

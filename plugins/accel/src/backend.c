@@ -120,11 +120,28 @@ static pn_status precompiled_create(void* context, const pn_layer* layer, pn_wor
     return accel_chain_create(context, layer, workload_out, message_out); /* a blocked chain (chain/chain.h) */
 }
 
+/* pn_plugin.precompiled_at_execute: the PRECOMPILED layers that run at other dims given at execute:
+ * a fused attention that derives its operands again (ops/attention.h), and the fused linear
+ * layers, whose payload holds no shape (their reshape takes any rows); not the blocked chains,
+ * made for their dims. */
+static int precompiled_at_execute(const pn_layer* layer, uint32_t* fixed_inputs) {
+    const pn_precompiled_desc* d = (const pn_precompiled_desc*)layer->descriptor;
+    const uint32_t* magic = d != NULL ? (const uint32_t*)d->payload : NULL;
+    if (magic != NULL && *magic == ACCEL_ATTN_MAGIC) {
+        return accel_attention_at_execute(layer, fixed_inputs);
+    }
+    if (magic != NULL && (*magic == ACCEL_LINEAR_MAGIC || *magic == ACCEL_LINEAR_GROUP_MAGIC)) {
+        *fixed_inputs = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* PRECOMPILED layers are those optimize_subgraph made (blocked chains, fused attentions and
  * linear layers, ...), told apart by their payload (precompiled_create). The factory context of every
  * create function is the factory's copy of the backend's accel_env. */
 static const pn_plugin accel = {"CpuAcc", kinds, sizeof(kinds) / sizeof(kinds[0]),
-                                precompiled_create, PN_PLUGIN_SHAPES_AT_EXECUTE, accel_attention_at_execute};
+                                precompiled_create, PN_PLUGIN_SHAPES_AT_EXECUTE, precompiled_at_execute};
 
 /* ---- Backend and factory ------------------------------------------------- */
 

@@ -236,23 +236,34 @@ static int attention_at(const accel_attention* a, const pn_layer* layer, accel_a
         if (x->dtype != a->inputs[i].dtype || x->rank != a->inputs[i].rank || rank < 2 || rank > PN_MAX_DIMS) {
             return 0;
         }
-        if (a->reshaped[i]) { /* where a Reshape lies between, the tensor read keeps its dims */
-            if (!pn_same_dims(x, &a->inputs[i])) {
+        /* the tensor the products read (before a Transpose): x, or the output of the Reshape of x */
+        const int64_t* td = x->dims;
+        uint32_t tr = x->rank;
+        int64_t reshaped[PN_MAX_DIMS];
+        if (a->reshaped[i]) {
+            if (!a->rs_known[i]) { /* a Reshape whose grouping is not known: x keeps its dims */
+                if (!pn_same_dims(x, &a->inputs[i])) {
+                    return 0;
+                }
+                continue;
+            }
+            if (a->rs[i].in_rank != x->rank || !pn_reshape_groups_apply(&a->rs[i], x->dims, reshaped)) {
                 return 0;
             }
-            continue;
+            td = reshaped;
+            tr = a->rs[i].out_rank;
         }
-        if (x->rank != rank) {
+        if (tr != rank) {
             return 0;
         }
         int64_t s[PN_MAX_DIMS];
-        contiguous(x->rank, x->dims, s);
+        contiguous(tr, td, s);
         for (uint32_t j = 0; j < rank; ++j) {
             const uint32_t from = a->permuted[i] ? a->perm[i][j] : j;
-            if (from >= x->rank) {
+            if (from >= tr) {
                 return 0;
             }
-            at->op_dims[i][j] = x->dims[from];
+            at->op_dims[i][j] = td[from];
             at->op_strides[i][j] = s[from];
         }
     }
@@ -364,7 +375,7 @@ int accel_attention_at_execute(const pn_layer* layer, uint32_t* fixed_inputs) {
     }
     uint32_t fixed = 0;
     for (uint32_t i = 0; i < 3; ++i) {
-        fixed |= a->reshaped[i] ? 1u << i : 0u;
+        fixed |= a->reshaped[i] && !a->rs_known[i] ? 1u << i : 0u;
     }
     *fixed_inputs = fixed;
     return 1;

@@ -55,14 +55,17 @@ typedef struct accel_attention {
     /* The recipe for other dims (accel_attention_create at dims other than these): q, k and v
      * (i = 0, 1, 2) as the products read them, of rank op_rank[i], dims op_dims[i] and element
      * strides op_strides[i] in the tensor read (input i); axis j of a permuted operand is axis
-     * perm[i][j] of that tensor, read contiguously; a reshaped one (a Reshape between) keeps
-     * its input's dims. The output: the product's axis perm_out[j] is axis j of a Transpose's
+     * perm[i][j] of that tensor, read contiguously; a reshaped one (a Reshape between) reads
+     * the Reshape's output, whose dims follow the tensor read's by the Reshape's grouping of
+     * axes rs[i] (plugin_common.h, which the runtime guarantees at other dims) where rs_known[i],
+     * else keeps its input's dims (a fixed input). The output: the product's axis perm_out[j] is axis j of a Transpose's
      * output (out_permuted), which may be reshaped into the layer's output (out_reshaped). */
     uint32_t op_rank[3];
     int64_t op_dims[3][PN_MAX_DIMS];
     int64_t op_strides[3][PN_MAX_DIMS];
     uint32_t perm[3][PN_MAX_DIMS];
-    unsigned char permuted[3], reshaped[3];
+    unsigned char permuted[3], reshaped[3], rs_known[3];
+    pn_reshape_groups rs[3];
     uint32_t perm_out[PN_MAX_DIMS];
     unsigned char out_permuted, out_reshaped;
 } accel_attention;
@@ -88,7 +91,8 @@ pn_status accel_attention_create(void* context, const pn_layer* layer, pn_worklo
 
 /* pn_plugin.precompiled_at_execute: 1 for a fused attention that works its operands out again
  * at other dims (no summed constant mask, which is made for its dims), the inputs read through a
- * Reshape in *fixed_inputs (they keep their dims); 0 for any other PRECOMPILED layer. */
+ * Reshape whose grouping of axes it does not know in *fixed_inputs (they keep their dims); 0 for
+ * any other PRECOMPILED layer. */
 int accel_attention_at_execute(const pn_layer* layer, uint32_t* fixed_inputs);
 
 #endif /* ACCEL_ATTENTION_H */

@@ -17,6 +17,8 @@ typedef struct operand {
     int64_t strides[PN_MAX_DIMS];   /* elements of the tensor read */
     uint32_t perm[PN_MAX_DIMS];     /* axis j is axis perm[j] of the Transpose's input (permuted) */
     int permuted, reshaped;         /* a Transpose, a Reshape absorbed */
+    int rs_known;                   /* the Reshape's grouping of axes in rs */
+    pn_reshape_groups rs;
 } operand;
 
 /* A factor of a Mul or Div by a constant scalar that keeps the shape, read only by the next
@@ -59,7 +61,7 @@ static void input_operand(pat_ctx* c, uint32_t id, const pn_tensor_info* info, d
     contiguous_strides(info, o->strides);
     o->id = id;
     o->info = *info;
-    o->permuted = o->reshaped = 0;
+    o->permuted = o->reshaped = o->rs_known = 0;
     for (uint32_t i = 0; i < PN_MAX_DIMS; ++i) {
         o->perm[i] = i;
     }
@@ -83,9 +85,12 @@ static void input_operand(pat_ctx* c, uint32_t id, const pn_tensor_info* info, d
     }
     p = prod(c, o->id);
     if (p >= 0 && inner(c, o->id, 1) && layer_at(c, p)->kind == PN_LAYER_RESHAPE && add_member(c, p)) {
-        o->id = layer_at(c, p)->input_ids[0]; /* the same elements in the same order */
-        o->info = layer_at(c, p)->inputs[0];
+        const pn_layer* rl = layer_at(c, p);
+        o->id = rl->input_ids[0]; /* the same elements in the same order */
+        o->info = rl->inputs[0];
         o->reshaped = 1;
+        o->rs_known = pn_reshape_groups_make(rl->inputs[0].rank, rl->inputs[0].dims, rl->outputs[0].rank,
+                                             rl->outputs[0].dims, &o->rs);
     }
 }
 
@@ -363,6 +368,8 @@ int accel_match_attention(pat_ctx* c, int64_t sm, pat_match* m) {
         memcpy(a->perm[i], ops[i]->perm, sizeof(a->perm[i]));
         a->permuted[i] = (unsigned char)ops[i]->permuted;
         a->reshaped[i] = (unsigned char)ops[i]->reshaped;
+        a->rs_known[i] = (unsigned char)ops[i]->rs_known;
+        a->rs[i] = ops[i]->rs;
     }
     for (uint32_t i = 0; out_permuted && i < r; ++i) {
         a->perm_out[i] = perm_out[i];
