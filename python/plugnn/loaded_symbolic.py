@@ -15,8 +15,12 @@ be re-sized in place into another binding's (LoadedNetwork.resize): only the lay
 differ between the two bindings (ShapeProgram.changed_layers) are touched, and its arena stays
 while their tensors fit. A binding never seen before re-sizes the last instance made when that
 one ran only once (a stream of new shapes, as decode steps or requests of varying length, keeps
-one instance); a binding seen before gets an instance of its own (shapes that come back stay
-loaded); past `capacity` (8) instances, the least recently used one no run holds is re-sized.
+one instance), and so does any new binding while the runs' recent bindings (the last
+2 x `capacity` - 1 before it) are more than `capacity` distinct ones: shapes that come back in a cycle longer
+than the table (a second generation of decode steps, lengths drawn at random) would each evict
+an instance before it is used again, so making one does not pay. Otherwise a binding seen before
+gets an instance of its own (shapes that come back stay loaded); past `capacity` (8) instances,
+the least recently used one no run holds is re-sized.
 
 A binding that breaks a guard of the network (a decision its construction took on the hints
 that does not hold at those shapes), or at which a backend refuses a layer, raises
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -79,6 +83,7 @@ class SymbolicLoadedNetwork:
         self._by_shapes: dict[tuple[tuple[int, ...], ...], Instance] = {}  # input shapes run -> instance
         self._refused: set[tuple[int, ...]] = set()
         self._seen: OrderedDict[tuple[int, ...], None] = OrderedDict()  # bindings instances were made for
+        self._recent: deque[tuple[int, ...]] = deque(maxlen=2 * capacity)  # the bindings of the last runs
         self._lock = threading.Lock()      # the instance table
         self._make_lock = threading.Lock()  # one instance made at a time (reshape's rule)
         fork_safety.fresh_locks_in_child(self, "_lock", "_make_lock")
@@ -152,6 +157,7 @@ class SymbolicLoadedNetwork:
             if instance is None or instance.evicted:
                 return None
             self._instances.move_to_end(instance.binding)
+            self._recent.append(instance.binding)
             instance.users += 1
             return instance
 
@@ -193,6 +199,7 @@ class SymbolicLoadedNetwork:
         instance re-sizes its workloads from, as Runtime.load_network's reshape_from."""
         key = tuple(binding[s] for s in self._symbols)
         with self._lock:
+            self._recent.append(key)
             instance = self._hit(key)
             if instance is not None:
                 return instance
@@ -248,11 +255,14 @@ class SymbolicLoadedNetwork:
         """The instance to re-size into the new binding `key`'s, taken out of the table (under the
         table lock), or None to make a new one. A stream of shapes never seen before (decode
         steps, requests of varying length): the last instance made, if it ran once and no run
-        holds it, so such a stream keeps one instance, re-sized at each shape. A binding seen
-        before (shapes that come back) gets an instance of its own. When the table is full: its
-        least recently used instance no run holds."""
+        holds it, so such a stream keeps one instance, re-sized at each shape; the same for any
+        binding while the recent runs cycle over more bindings than the table holds. A binding
+        seen before (shapes that come back) gets an instance of its own. When the table is full:
+        its least recently used instance no run holds."""
         last = self.last_instance
-        if key not in self._seen and last is not None and not last.evicted and last.uses == 1 \
+        before = list(self._recent)[:-1]  # the runs' bindings before this one's
+        cycling = len(before) == self._recent.maxlen - 1 and len(set(before)) > self.capacity
+        if last is not None and (cycling or (key not in self._seen and last.uses == 1)) and not last.evicted \
                 and last.users == 0 and last.loaded.resizable and self._instances.get(last.binding) is last:
             del self._instances[last.binding]
             last.evicted = True
