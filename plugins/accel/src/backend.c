@@ -64,7 +64,7 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
  * ops/quantization.c, ops/quantized_products.c). */
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
-    {PN_LAYER_POOLING_2D, pn_plugin_float32_only, accel_pooling2d_create},
+    {PN_LAYER_POOLING_2D, accel_pooling2d_check, accel_pooling2d_create},
     {PN_LAYER_ELEMENTWISE_BINARY, check_binary, accel_binary_create},
     {PN_LAYER_ELEMENTWISE_VARIADIC, pn_plugin_float32_only, accel_variadic_create},
     {PN_LAYER_ACTIVATION, pn_plugin_float32_only, accel_activation_create},

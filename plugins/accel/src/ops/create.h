@@ -50,6 +50,8 @@ pn_status accel_binary_create(void*, const pn_layer*, pn_workload**, pn_string_o
 pn_status accel_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_activation_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_pooling2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+/* POOLING_2D's limits: float32, or MAX on int8 / uint8 (input and output of one type). */
+pn_status accel_pooling2d_check(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason);
 pn_status accel_softmax_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_concat_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_copy_create(void*, const pn_layer*, pn_workload**, pn_string_out*);

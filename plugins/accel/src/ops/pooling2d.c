@@ -1,11 +1,15 @@
 /* POOLING_2D: MAX, AVERAGE (EXCLUDE/INCLUDE) and LP, NCHW or NHWC; output rows split over
  * the pool. NCHW: the pool_nchw kernel (row buffer of stride phases, vectors of output
  * columns); NHWC vectorizes over channels. Global MAX/AVERAGE (the window is the whole
- * unpadded plane) is a reduction: per plane (NCHW) or per block of channels (NHWC). */
+ * unpadded plane) is a reduction: per plane (NCHW) or per block of channels (NHWC).
+ * MAX also on int8 and uint8 tensors (ONNX MaxPool since opset 12: a quantized network's
+ * pooling), exactly: see int_pool_rows below. */
 #include "ops/create.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Channels per NHWC global-pooling item. */
 #define GLOBAL_NHWC_BLOCK 256
@@ -78,6 +82,129 @@ static void global_nhwc_range(void* raw, int64_t u0, int64_t u1) {
             k->scale(y, 1.0f / (float)hw, len);
         }
     }
+}
+
+/* ---- MAX over int8 / uint8 --------------------------------------------------------------- */
+
+/* Elements of the row buffer on the stack; wider rows take the per-tap path. */
+#define INT_POOL_ROW_MAX 16384
+
+/* Output rows [oy0, oy1) of one plane (NCHW, c = 1) or image (NHWC, c channels per pixel) of
+ * type T: the valid rows of each window max'ed into a row buffer (contiguous: vector maxima),
+ * then each output pixel the max of its valid columns in it (INT_POOL_COLUMNS); a row wider than
+ * the buffer gives its columns to the output row by row. Taps in the padding are never
+ * candidates; a window with none (all padding) gives the type's minimum. */
+#define INT_POOL_ROWS(NAME, T, T_MIN)                                                                   \
+    static void NAME(const accel_pooling_params* pp, int64_t c, const T* x, T* y, int64_t oy0,        \
+                     int64_t oy1) {                                                                     \
+        T row[INT_POOL_ROW_MAX];                                                                        \
+        const int64_t iwc = pp->iw * c, owc = pp->ow * c;                                               \
+        const int buffered = iwc <= INT_POOL_ROW_MAX;                                                   \
+        for (int64_t oy = oy0; oy < oy1; ++oy) {                                                        \
+            T* out = y + oy * owc;                                                                      \
+            for (int64_t i = 0; i < owc; ++i) {                                                         \
+                out[i] = T_MIN;                                                                         \
+            }                                                                                           \
+            int64_t rows = 0;                                                                           \
+            for (int64_t ky = 0; ky < pp->kh; ++ky) {                                                   \
+                const int64_t iy = oy * pp->sh - pp->pt + ky * pp->dh;                                  \
+                if (iy < 0 || iy >= pp->ih) {                                                           \
+                    continue;                                                                           \
+                }                                                                                       \
+                const T* src = x + iy * iwc;                                                            \
+                if (buffered) { /* the window's rows max'ed into row, its columns taken once below */ \
+                    if (rows++ == 0) {                                                                  \
+                        memcpy(row, src, (size_t)iwc * sizeof(T));                                      \
+                    } else {                                                                            \
+                        for (int64_t i = 0; i < iwc; ++i) {                                             \
+                            row[i] = src[i] > row[i] ? src[i] : row[i];                                 \
+                        }                                                                               \
+                    }                                                                                   \
+                    continue;                                                                           \
+                }                                                                                       \
+                int_pool_columns_##NAME(pp, c, src, out); /* a row too wide for the buffer */           \
+            }                                                                                           \
+            if (buffered && rows > 0) {                                                                 \
+                int_pool_columns_##NAME(pp, c, row, out);                                               \
+            }                                                                                           \
+        }                                                                                               \
+    }
+
+/* out (ow pixels of c) = max(out, the window columns of each output pixel in src, a row of iw
+ * pixels): per column tap, over the output columns whose tap is inside the row (no branch in
+ * the inner loops). */
+#define INT_POOL_COLUMNS(NAME, T)                                                                       \
+    static void int_pool_columns_##NAME(const accel_pooling_params* pp, int64_t c, const T* src, T* out) { \
+        for (int64_t kx = 0; kx < pp->kw; ++kx) {                                                       \
+            const int64_t off = kx * pp->dw - pp->pl; /* ix = ox * sw + off */                          \
+            int64_t lo = off >= 0 ? 0 : (-off + pp->sw - 1) / pp->sw;                                   \
+            int64_t hi = pp->iw - 1 - off < 0 ? 0 : (pp->iw - 1 - off) / pp->sw + 1;                    \
+            hi = hi < pp->ow ? hi : pp->ow;                                                             \
+            if (c == 1) {                                                                               \
+                for (int64_t ox = lo; ox < hi; ++ox) {                                                  \
+                    const T v = src[ox * pp->sw + off];                                                 \
+                    out[ox] = v > out[ox] ? v : out[ox];                                                \
+                }                                                                                       \
+                continue;                                                                               \
+            }                                                                                           \
+            for (int64_t ox = lo; ox < hi; ++ox) {                                                      \
+                const T* s = src + (ox * pp->sw + off) * c;                                             \
+                T* o = out + ox * c;                                                                    \
+                for (int64_t ch = 0; ch < c; ++ch) {                                                    \
+                    o[ch] = s[ch] > o[ch] ? s[ch] : o[ch];                                              \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }
+
+INT_POOL_COLUMNS(int_pool_rows_u8, uint8_t)
+INT_POOL_COLUMNS(int_pool_rows_s8, int8_t)
+INT_POOL_ROWS(int_pool_rows_u8, uint8_t, 0)
+INT_POOL_ROWS(int_pool_rows_s8, int8_t, INT8_MIN)
+
+typedef struct int_pool_job {
+    const accel_pooling_params* pp;
+    const void* x;
+    void* y;
+    int64_t x_image, y_image; /* elements per plane (NCHW) or image (NHWC) */
+    int64_t c;                /* elements per pixel: 1 (NCHW) or the channels (NHWC) */
+    int is_signed;
+} int_pool_job;
+
+static void int_pool_range(void* raw, int64_t u0, int64_t u1) {
+    const int_pool_job* j = (const int_pool_job*)raw;
+    const int64_t oh = j->pp->oh;
+    for (int64_t u = u0; u < u1;) {
+        const int64_t image = u / oh, oy = u % oh;
+        const int64_t oy_end = oy + (u1 - u) < oh ? oy + (u1 - u) : oh;
+        if (j->is_signed) {
+            int_pool_rows_s8(j->pp, j->c, (const int8_t*)j->x + image * j->x_image,
+                             (int8_t*)j->y + image * j->y_image, oy, oy_end);
+        } else {
+            int_pool_rows_u8(j->pp, j->c, (const uint8_t*)j->x + image * j->x_image,
+                             (uint8_t*)j->y + image * j->y_image, oy, oy_end);
+        }
+        u += oy_end - oy;
+    }
+}
+
+static void int_pooling2d_kernel(const accel_op* op, const float* const* in, float* const* out) {
+    const accel_pooling_params* pp = (const accel_pooling_params*)op->priv;
+    const int nhwc = op->desc.pool.layout == PN_LAYOUT_NHWC;
+    int64_t xn[4], yn[4];
+    pn_layout_nchw(&op->inputs[0], op->desc.pool.layout, xn);
+    pn_layout_nchw(&op->outputs[0], op->desc.pool.layout, yn);
+    int_pool_job j = {pp, in[0], out[0], xn[2] * xn[3], yn[2] * yn[3], 1,
+                      op->inputs[0].dtype == PN_DTYPE_INT8};
+    int64_t images = xn[0] * xn[1];
+    if (nhwc) {
+        j.c = xn[1];
+        j.x_image *= xn[1];
+        j.y_image *= yn[1];
+        images = xn[0];
+    }
+    const int64_t work_per_row = pp->ow * j.c * (pp->kh + pp->kw) + 1;
+    accel_parallel_for_grain(op->env.threads, images * pp->oh, POOL_GRAIN_WORK / work_per_row, int_pool_range, &j);
 }
 
 /* Whether the layer pools MAX or AVERAGE over each whole unpadded plane. */
@@ -153,6 +280,16 @@ pn_status accel_pooling2d_create(void* context, const pn_layer* layer,
     pp->pb = d->pad_bottom;
     pp->pr = d->pad_right;
     pp->stream_out = accel_streams(env, layer);
-    return accel_workload_new(env, layer, sizeof(*d), NULL, pooling2d_kernel, pp, workload_out,
-                              message_out);
+    const int integer = layer->inputs[0].dtype != PN_DTYPE_FLOAT32; /* int8 / uint8 MAX (accel_pooling2d_check) */
+    return accel_workload_new(env, layer, sizeof(*d), NULL, integer ? int_pooling2d_kernel : pooling2d_kernel, pp,
+                              workload_out, message_out);
+}
+
+pn_status accel_pooling2d_check(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
+    /* the shared validation admits int8 and uint8 for MAX alone (ONNX MaxPool) */
+    const pn_data_type t = layer->num_inputs > 0 ? layer->inputs[0].dtype : PN_DTYPE_FLOAT32;
+    if (t == PN_DTYPE_UINT8 || t == PN_DTYPE_INT8) {
+        return pn_plugin_check_dtype(plugin, layer, t, reason);
+    }
+    return pn_plugin_float32_only(plugin, layer, reason);
 }

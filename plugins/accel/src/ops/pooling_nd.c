@@ -1,4 +1,5 @@
-/* CpuAcc POOLING (the N-D kind, pn_pooling_desc) on float32, 1-D and 2-D: POOLING_2D's
+/* CpuAcc POOLING (the N-D kind, pn_pooling_desc) on float32 (and MAX on int8 / uint8: ONNX MaxPool of
+ * a quantized network), 1-D and 2-D: POOLING_2D's
  * workload (ops/pooling2d.c: the sub-plane and blocked-row kernels) on the 2-D view of the layer, a
  * 1-D layer as one of height 1 (x [N, C, L] -> [N, C, 1, L]; kernel, stride and dilation 1 and
  * no padding along the added axis). The view's workload checks its tensors against the view's
@@ -10,8 +11,12 @@
 #include <string.h>
 
 pn_status accel_pooling_nd_check(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
-    pn_status s = pn_plugin_float32_only(plugin, layer, reason);
+    /* float32, or MAX on int8 / uint8 (what the shared validation admits for integers), as POOLING_2D */
+    const pn_data_type t = layer->num_inputs > 0 ? layer->inputs[0].dtype : PN_DTYPE_FLOAT32;
     const pn_pooling_desc* d = (const pn_pooling_desc*)layer->descriptor;
+    pn_status s = (t == PN_DTYPE_UINT8 || t == PN_DTYPE_INT8) && d->kind == PN_POOLING_MAX
+                      ? pn_plugin_check_dtype(plugin, layer, t, reason)
+                      : pn_plugin_float32_only(plugin, layer, reason);
     if (s == PN_OK && d->spatial_rank > 2) {
         return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs Pooling on 1-D and 2-D inputs only; this one is %u-D",
                        plugin->id, d->spatial_rank);
