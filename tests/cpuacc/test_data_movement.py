@@ -311,7 +311,8 @@ def cast_source(dtype: DataType, n: int) -> np.ndarray:
 CASTS = [(DataType.INT64, DataType.BOOL), (DataType.INT32, DataType.BOOL), (DataType.FLOAT32, DataType.BOOL),
          (DataType.BOOL, DataType.FLOAT32), (DataType.FLOAT32, DataType.INT64), (DataType.INT64, DataType.FLOAT32),
          (DataType.FLOAT64, DataType.FLOAT16), (DataType.INT64, DataType.INT8), (DataType.UINT8, DataType.FLOAT64),
-         (DataType.BOOL, DataType.INT64), (DataType.FLOAT16, DataType.BFLOAT16), (DataType.INT64, DataType.INT64)]
+         (DataType.BOOL, DataType.INT64), (DataType.FLOAT16, DataType.BFLOAT16), (DataType.INT64, DataType.INT64),
+         (DataType.UINT8, DataType.FLOAT32), (DataType.INT8, DataType.FLOAT32), (DataType.INT32, DataType.FLOAT32)]
 
 
 @pytest.mark.parametrize("src, dst", CASTS, ids=lambda d: d.name)

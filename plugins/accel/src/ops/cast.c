@@ -1,6 +1,7 @@
 /* CAST between any two element types (ONNX Cast's rules, backend_api.h's pn_cast_desc): the
  * same type is a copy of bytes; the casts exports build attention masks with (an integer or
- * float32 to BOOL, BOOL to float32) are loops of their own; every other pair goes through
+ * float32 to BOOL, BOOL to float32) and a quantized network's integers to float32 are loops of
+ * their own; every other pair goes through
  * plugin_common's pn_convert (pn_elements.h: the conversion CpuRef runs, so the results are
  * CpuRef's). Chunks of elements split over the pool. Refused: quantized tensors (CpuRef
  * refuses them too) and `saturate` with a float target other than the input's type (CpuAcc
@@ -35,7 +36,12 @@ pn_status accel_cast_check(const pn_plugin* plugin, const pn_layer* layer, pn_st
     return PN_OK;
 }
 
-typedef enum cast_path { CAST_COPY, CAST_I64_BOOL, CAST_I32_BOOL, CAST_F32_BOOL, CAST_BOOL_F32, CAST_ANY } cast_path;
+/* CAST_U8_F32, CAST_I8_F32, CAST_I32_F32: the integers of a quantized network's glue (a QLinearAdd's
+ * operands, its sums) to float32, in loops the compiler vectorizes: exact for 8-bit values, and
+ * for int32 the one rounding to nearest pn_convert does (through double, which holds every int32). */
+typedef enum cast_path {
+    CAST_COPY, CAST_I64_BOOL, CAST_I32_BOOL, CAST_F32_BOOL, CAST_BOOL_F32, CAST_U8_F32, CAST_I8_F32, CAST_I32_F32, CAST_ANY
+} cast_path;
 
 typedef struct cast_state {
     accel_env env;
@@ -82,6 +88,24 @@ static void cast_range(void* raw, int64_t b, int64_t e) {
         for (int64_t i = 0; i < n; ++i) out[i] = v[i] != 0 ? 1.0f : 0.0f;
         break;
     }
+    case CAST_U8_F32: {
+        const uint8_t* v = (const uint8_t*)x;
+        float* out = (float*)y;
+        for (int64_t i = 0; i < n; ++i) out[i] = (float)v[i];
+        break;
+    }
+    case CAST_I8_F32: {
+        const int8_t* v = (const int8_t*)x;
+        float* out = (float*)y;
+        for (int64_t i = 0; i < n; ++i) out[i] = (float)v[i];
+        break;
+    }
+    case CAST_I32_F32: {
+        const int32_t* v = (const int32_t*)x;
+        float* out = (float*)y;
+        for (int64_t i = 0; i < n; ++i) out[i] = (float)v[i];
+        break;
+    }
     case CAST_ANY: pn_convert(s->infos[1].dtype, y, s->infos[0].dtype, x, n); break;
     }
 }
@@ -122,6 +146,9 @@ pn_status accel_cast_create(void* context, const pn_layer* layer, pn_workload** 
               : to == PN_DTYPE_BOOL && from == PN_DTYPE_INT32   ? CAST_I32_BOOL
               : to == PN_DTYPE_BOOL && from == PN_DTYPE_FLOAT32 ? CAST_F32_BOOL
               : to == PN_DTYPE_FLOAT32 && from == PN_DTYPE_BOOL ? CAST_BOOL_F32
+              : to == PN_DTYPE_FLOAT32 && from == PN_DTYPE_UINT8 ? CAST_U8_F32
+              : to == PN_DTYPE_FLOAT32 && from == PN_DTYPE_INT8 ? CAST_I8_F32
+              : to == PN_DTYPE_FLOAT32 && from == PN_DTYPE_INT32 ? CAST_I32_F32
                                                                 : CAST_ANY;
     *workload_out = pn_workload_new(s, cast_execute, cast_release, 0);
     if (*workload_out == NULL) { /* s released by pn_workload_new */
