@@ -20,6 +20,8 @@ from conformance.test_conv2d import conv2d_reference
 with plugnn.Runtime() as _rt:
     HAVE_CPUACC = "CpuAcc" in _rt.backend_ids
     BEST_ISA = _rt.backend("CpuAcc").get_option("isa") if HAVE_CPUACC else "portable"
+    # AMX-INT8 for the integer GEMM (option amx: on by default where the CPU has it and Linux grants it)
+    HAVE_AMX = HAVE_CPUACC and _rt.backend("CpuAcc").get_option("amx") == "1"
 
 THREADS = (1, 2, 3, 7)
 # Every kernel set this machine runs, each at every thread count (the first is the reference

@@ -22,7 +22,7 @@ import plugnn
 import plugnn.onnx
 from plugnn.descriptors import LayerKind
 
-from .common import BEST_ISA, HAVE_CPUACC, ISA_ORDER
+from .common import BEST_ISA, HAVE_AMX, HAVE_CPUACC, ISA_ORDER
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
 
@@ -36,9 +36,13 @@ QUANTIZED_KINDS = {LayerKind.QUANTIZATION, LayerKind.QUANTIZED_MATMUL, LayerKind
 
 @pytest.fixture(scope="module")
 def runtimes() -> Iterator[dict[tuple[str, int], plugnn.Runtime]]:
-    """A runtime per (kernel set, thread count): every kernel set at 1 and 3 threads."""
-    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}})
+    """A runtime per (kernel set, thread count): every kernel set at 1 and 3 threads, the avx512 set
+    with its integer GEMM on AVX512-VNNI (amx 0) and, where the CPU has AMX-INT8, on AMX too."""
+    rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa, "amx": 0}})
            for isa in ISAS for n in (1, 3)}
+    if HAVE_AMX:
+        rts.update({("avx512+amx", n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": "avx512"}})
+                    for n in (1, 3)})
     yield rts
     for rt in rts.values():
         rt.close()

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.plugins
 
 REPO = Path(__file__).resolve().parent.parent.parent
 HEADER = REPO / "native" / "include" / "plugnn" / "backend_api.h"
-CPUACC_OPTIONS = ["num_threads", "isa", "fuse", "blocked_chains", "nontemporal_bytes", "packed_weight_bytes"]
+CPUACC_OPTIONS = ["num_threads", "isa", "fuse", "amx", "blocked_chains", "nontemporal_bytes", "packed_weight_bytes"]
 
 
 def bundled(backend_id: str) -> Path:
@@ -53,6 +53,7 @@ def test_cpuacc_lists_its_options_from_one_table() -> None:
         assert by_name["fuse"].type == "bool" and by_name["fuse"].default == "1"
         assert by_name["blocked_chains"].default == "1"
         assert by_name["isa"].type == "string" and by_name["isa"].default in ("portable", "avx2", "avx512")
+        assert by_name["amx"].type == "bool" and by_name["amx"].default in ("0", "1")
         assert by_name["packed_weight_bytes"].read_only and not by_name["fuse"].read_only
         assert all(o.help for o in options)
         for option in options:  # a new backend reads each listed default
@@ -74,7 +75,7 @@ def test_cpuacc_options_parse_and_refuse_as_before() -> None:
             with pytest.raises(BackendOptionError, match=text) as info:
                 backend.set_option(key, value)
             assert info.value.status == "PN_ERR_INVALID_ARGUMENT"
-        with pytest.raises(BackendOptionError, match=r"no option 'threads' \(options: num_threads, isa, fuse, "
+        with pytest.raises(BackendOptionError, match=r"no option 'threads' \(options: num_threads, isa, fuse, amx, "
                                                      r"blocked_chains, nontemporal_bytes, packed_weight_bytes\)") as info:
             backend.get_option("threads")
         assert info.value.status == "PN_ERR_NOT_FOUND"
@@ -168,3 +169,22 @@ def test_the_options_table_in_the_docs_is_cpuaccs() -> None:
     for option in options:
         row = f"| `{option.name}` | {option.type}{', read-only' if option.read_only else ''} | {option.help} |"
         assert row in docs, row
+
+
+def test_cpuacc_option_amx_is_on_where_the_cpu_has_it_and_refused_where_not() -> None:
+    """amx (the integer GEMM on AMX-INT8 tiles): the default says whether this CPU has AMX-INT8 and
+    Linux lets the process use it; 0 is always taken; 1 is refused where it cannot run."""
+    with Runtime() as runtime:
+        backend = runtime.backend("CpuAcc")
+        usable = backend.get_option("amx") == "1"
+        has_flag = "amx_int8" in Path("/proc/cpuinfo").read_text()
+        assert usable <= has_flag  # never on without the CPU's flag
+        backend.set_option("amx", "0")
+        assert backend.get_option("amx") == "0"
+        if usable:
+            backend.set_option("amx", "1")
+            assert backend.get_option("amx") == "1"
+        else:
+            with pytest.raises(BackendOptionError, match="no AMX-INT8") as info:
+                backend.set_option("amx", "1")
+            assert info.value.status == "PN_ERR_UNSUPPORTED"

@@ -80,7 +80,16 @@ typedef struct accel_env {
                                               * judges layers with it (ops/shared_weights.h) */
     struct accel_pack_counter* packed;       /* the backend's count of packed weight bytes
                                               * (ops/shared_weights.h), or NULL */
+    int amx;                /* the integer GEMM runs on AMX-INT8 (option amx; only where
+                             * accel_amx_usable() and isa is avx512) */
 } accel_env;
+
+/* Whether this CPU has AMX-INT8 and Linux lets this process use the tile data (asked once, with
+ * arch_prctl(ARCH_REQ_XCOMP_PERM)); 0 on builds without the x86 kernels. */
+int accel_amx_usable(void);
+
+/* The integer GEMM's micro-kernel of env: AMX-INT8's where env->amx, else env->isa's set's. */
+const struct qgemm_arch* accel_qgemm_for(const accel_env* env);
 
 /* ---- Shared helpers (ops/layer_workload.c) ------------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define ACCEL_NUM_OPTIONS 6 /* rows of OPTIONS */
+#define ACCEL_NUM_OPTIONS 7 /* rows of OPTIONS */
 
 typedef struct accel_backend {
     pn_backend base;
@@ -258,6 +258,23 @@ static pn_status set_fuse(accel_backend* b, const char* key, const char* value, 
 
 static void get_fuse(const accel_backend* b, pn_string_out* value_out) { pn_write(value_out, "%d", b->fuse); }
 
+/* Option amx: 1 only where the CPU has AMX-INT8 and Linux lets this process use it. */
+static pn_status set_amx(accel_backend* b, const char* key, const char* value, pn_string_out* message_out) {
+    int on = 0;
+    pn_status s = parse_flag(&on, key, value, message_out);
+    if (s != PN_OK) {
+        return s;
+    }
+    if (on && !accel_amx_usable()) {
+        return pn_fail(message_out, PN_ERR_UNSUPPORTED,
+                       "CpuAcc option amx=1: this CPU has no AMX-INT8, or Linux does not let this process use it");
+    }
+    b->env.amx = on;
+    return PN_OK;
+}
+
+static void get_amx(const accel_backend* b, pn_string_out* value_out) { pn_write(value_out, "%d", b->env.amx); }
+
 static pn_status set_chains(accel_backend* b, const char* key, const char* value, pn_string_out* message_out) {
     return parse_flag(&b->chains, key, value, message_out);
 }
@@ -342,6 +359,11 @@ static const accel_option OPTIONS[ACCEL_NUM_OPTIONS] = {
     {"fuse", PN_OPTION_TYPE_BOOL,
      "1: optimize_subgraph fuses layers (pattern, linear and layer fusion); 0: it does not",
      set_fuse, get_fuse},
+    {"amx", PN_OPTION_TYPE_BOOL,
+     "1: the integer GEMM (quantized matmuls and convolutions) runs on AMX-INT8 tiles with the avx512 kernel "
+     "set, 0: on AVX512-VNNI; the same sums either way (default: 1 where the CPU has AMX-INT8 and Linux grants "
+     "it); applies to workloads created afterwards",
+     set_amx, get_amx},
     {"blocked_chains", PN_OPTION_TYPE_BOOL,
      "1: optimize_subgraph runs runs of convolutions as blocked NCHW16c chains (AVX-512 only); 0: it does not",
      set_chains, get_chains},
@@ -453,6 +475,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     b->env.isa = b->best_isa;
     b->env.stream_bytes = accel_llc_bytes();
     b->env.plugin = &accel;
+    b->env.amx = accel_amx_usable();
     b->env.packed = accel_pack_counter_new();
     if (b->env.packed == NULL) {
         free(b);

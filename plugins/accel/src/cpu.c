@@ -9,6 +9,17 @@
 
 #include <stdio.h>
 
+#if defined(ACCEL_HAVE_X86_KERNELS) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
+    defined(__x86_64__)
+#include <cpuid.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define ACCEL_AMX_PROBE 1
+#define ARCH_REQ_XCOMP_PERM 0x1023 /* Linux 5.16+ */
+#define XFEATURE_XTILEDATA 18
+#endif
+
 accel_isa accel_detect_isa(void) {
 #if defined(ACCEL_HAVE_X86_KERNELS) && (defined(__GNUC__) || defined(__clang__)) && \
     (defined(__x86_64__) || defined(__i386__))
@@ -99,4 +110,37 @@ const accel_kernel_set* accel_kernel_set_for(accel_isa isa) {
         return &KERNEL_SETS[i];
     }
     return &KERNEL_SETS[ACCEL_ISA_PORTABLE];
+}
+
+#if defined(ACCEL_AMX_PROBE)
+static int amx_usable;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+/* CPUID leaf 7 EDX bits 24 (AMX-TILE) and 25 (AMX-INT8), then Linux's permission for the tile
+ * data (without it the first tile instruction faults). */
+static void amx_probe(void) {
+    unsigned int a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) {
+        return;
+    }
+    amx_usable = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+#endif
+
+int accel_amx_usable(void) {
+#if defined(ACCEL_AMX_PROBE)
+    pthread_once(&amx_once, amx_probe);
+    return amx_usable;
+#else
+    return 0;
+#endif
+}
+
+const struct qgemm_arch* accel_qgemm_for(const accel_env* env) {
+#if defined(ACCEL_HAVE_X86_KERNELS)
+    if (env->amx && env->isa == ACCEL_ISA_AVX512 && accel_amx_usable()) {
+        return &accel_qgemm_amx;
+    }
+#endif
+    return accel_kernel_set_for(env->isa)->qgemm;
 }

@@ -8,6 +8,11 @@
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Packed 32-bit units of k per row or column: ceil(k / kr), a multiple of kg_align. */
+static int64_t packed_kg(const qgemm_arch* arch, int64_t k) {
+    return ceil_div(ceil_div(k, arch->kr), arch->kg_align) * arch->kg_align;
+}
+
 /* The 32-bit unit of kr k values v[0..kr) (a' bytes, b'' bytes, or either widened to int16). */
 static uint32_t unit_of(int kr, const int32_t* v) {
     if (kr == 4) {
@@ -20,7 +25,7 @@ static uint32_t unit_of(int kr, const int32_t* v) {
 int qgemm_pack_b(const qgemm_arch* arch, const void* b, int b_signed, int64_t k, int64_t n,
                  const int64_t* koff, int64_t col_stride, qgemm_packed_b* out) {
     const int nr = arch->nr, kr = arch->kr;
-    const int64_t kg = ceil_div(k, kr), panels = ceil_div(n, nr);
+    const int64_t kg = packed_kg(arch, k), panels = ceil_div(n, nr);
     memset(out, 0, sizeof(*out));
     out->k = k;
     out->n = n;
@@ -58,7 +63,7 @@ void qgemm_packed_b_free(qgemm_packed_b* b) {
 }
 
 int64_t qgemm_a_units(const qgemm_arch* arch, int64_t m, int64_t k) {
-    return ceil_div(m, arch->mr) * arch->mr * ceil_div(k, arch->kr);
+    return ceil_div(m, arch->mr) * arch->mr * packed_kg(arch, k);
 }
 
 /* The part [k0, k0 + len) of row i (K = k): k0 a multiple of arch->kr, len too unless the part ends
@@ -66,8 +71,10 @@ int64_t qgemm_a_units(const qgemm_arch* arch, int64_t m, int64_t k) {
 static int32_t pack_a_part(const qgemm_arch* arch, const uint8_t* src, uint8_t flip, int64_t k0, int64_t len,
                            int64_t k, uint32_t* a_packed, int64_t i, int want_sum) {
     const int mr = arch->mr, kr = arch->kr;
-    const int64_t kg = ceil_div(k, kr);
-    uint32_t* dst = a_packed + (i / mr) * kg * mr + (i % mr) + (k0 / kr) * mr;
+    const int64_t kg = packed_kg(arch, k);
+    const int64_t mr_ = arch->a_rows ? 1 : mr; /* units between consecutive units of the row */
+    uint32_t* row = a_packed + (i / mr) * kg * mr + (arch->a_rows ? (i % mr) * kg : i % mr);
+    uint32_t* dst = row + (k0 / kr) * mr_;
     uint32_t sum = 0;
     int64_t g = 0;
     if (want_sum) {
@@ -80,11 +87,11 @@ static int32_t pack_a_part(const qgemm_arch* arch, const uint8_t* src, uint8_t f
         for (; 4 * g + 4 <= len; ++g) {
             uint32_t u;
             memcpy(&u, src + 4 * g, 4);
-            dst[g * mr] = u ^ flips;
+            dst[g * mr_] = u ^ flips;
         }
     } else {
         for (; 2 * g + 2 <= len; ++g) {
-            dst[g * mr] = (uint32_t)(src[2 * g] ^ flip) | (uint32_t)(src[2 * g + 1] ^ flip) << 16;
+            dst[g * mr_] = (uint32_t)(src[2 * g] ^ flip) | (uint32_t)(src[2 * g + 1] ^ flip) << 16;
         }
     }
     if (g * kr < len) { /* the row's last unit, its k past K zero */
@@ -92,7 +99,12 @@ static int32_t pack_a_part(const qgemm_arch* arch, const uint8_t* src, uint8_t f
         for (int t = 0; g * kr + t < len; ++t) {
             v[t] = (int32_t)(uint8_t)(src[g * kr + t] ^ flip);
         }
-        dst[g * mr] = unit_of(kr, v);
+        dst[g * mr_] = unit_of(kr, v);
+    }
+    if (k0 + len == k) { /* the units past K up to the packed kg are zero */
+        for (int64_t u = ceil_div(k, kr); u < kg; ++u) {
+            row[u * mr_] = 0;
+        }
     }
     return (int32_t)sum;
 }
@@ -104,14 +116,14 @@ int32_t qgemm_pack_a_row(const qgemm_arch* arch, const uint8_t* row, uint8_t fli
 
 void qgemm_pad_a(const qgemm_arch* arch, uint32_t* a_packed, int64_t m, int64_t k) {
     const int mr = arch->mr;
-    const int64_t kg = ceil_div(k, arch->kr);
+    const int64_t kg = packed_kg(arch, k);
     if (m % mr == 0) {
         return;
     }
     uint32_t* panel = a_packed + (m / mr) * kg * mr;
     for (int64_t g = 0; g < kg; ++g) {
         for (int64_t r = m % mr; r < mr; ++r) {
-            panel[g * mr + r] = 0;
+            panel[arch->a_rows ? r * kg + g : g * mr + r] = 0;
         }
     }
 }
@@ -147,11 +159,16 @@ static void qgemm_blocks(void* raw, int64_t begin, int64_t end) {
         }
         for (int64_t g0 = 0; g0 < kg; g0 += QGEMM_KCG) {
             const int64_t gk = kg - g0 < QGEMM_KCG ? kg - g0 : QGEMM_KCG;
-            for (int64_t q = 0; q < pj; ++q) {
-                const uint32_t* bp = j->b->data + (j0 / nr + q) * kg * nr + g0 * nr;
-                for (int64_t p = 0; p < pi; ++p) {
-                    const uint32_t* ap = j->a + (i0 / mr + p) * kg * mr + g0 * mr;
-                    arch->ukr(gk, ap, bp, c + p * mr * QGEMM_NC + q * nr, QGEMM_NC, g0 > 0);
+            /* row-major a panels (AMX) each meet every b panel in turn (measured: 1290 against 894
+             * GOPS for 256 x 1024 x 1024 on a Xeon with AMX); interleaved ones (VNNI, 8 rows) are
+             * cheaper to cycle over one b panel (549 against 510) */
+            const int64_t outer = arch->a_rows ? pi : pj, inner = arch->a_rows ? pj : pi;
+            for (int64_t o = 0; o < outer; ++o) {
+                for (int64_t t = 0; t < inner; ++t) {
+                    const int64_t p = arch->a_rows ? o : t, q = arch->a_rows ? t : o;
+                    const uint32_t* bp = j->b->data + (j0 / nr + q) * kg * nr + g0 * nr;
+                    const uint32_t* ap = j->a + (i0 / mr + p) * kg * mr + g0 * (arch->a_rows ? 1 : mr);
+                    arch->ukr(gk, ap, kg, bp, c + p * mr * QGEMM_NC + q * nr, QGEMM_NC, g0 > 0);
                 }
             }
         }

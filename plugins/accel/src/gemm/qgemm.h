@@ -35,7 +35,8 @@
 #define QGEMM_NC 256  /* columns of a C block (a multiple of every arch's nr) */
 #define QGEMM_KCG 256 /* 32-bit units of k per K block */
 
-/* b'' packed for an arch: ceil(n / nr) panels of [kg][nr] units, kg = ceil(k / kr); S_j. */
+/* b'' packed for an arch: ceil(n / nr) panels of [kg][nr] units, kg = ceil(k / kr) rounded up to
+ * a multiple of the arch's kg_align; S_j. */
 typedef struct qgemm_packed_b {
     int64_t k, n, kg;
     uint32_t* data;

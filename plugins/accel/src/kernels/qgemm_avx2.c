@@ -9,8 +9,9 @@
 #define MR 6
 #define NR 16
 
-static void qgemm_ukr_avx2_6x16(int64_t kg, const uint32_t* a, const uint32_t* b, int32_t* c,
+static void qgemm_ukr_avx2_6x16(int64_t kg, const uint32_t* a, int64_t lda, const uint32_t* b, int32_t* c,
                                 int64_t ldc, int accumulate) {
+    (void)lda; /* panels interleaved by unit */
     __m256i c0[MR], c1[MR];
     for (int r = 0; r < MR; ++r) {
         c0[r] = accumulate ? _mm256_loadu_si256((const __m256i*)(c + r * ldc)) : _mm256_setzero_si256();
@@ -31,4 +32,4 @@ static void qgemm_ukr_avx2_6x16(int64_t kg, const uint32_t* a, const uint32_t* b
     }
 }
 
-const qgemm_arch accel_qgemm_avx2 = {"avx2", MR, NR, 2, qgemm_ukr_avx2_6x16};
+const qgemm_arch accel_qgemm_avx2 = {"avx2", MR, NR, 2, 1, 0, qgemm_ukr_avx2_6x16};

@@ -9,8 +9,9 @@
 #define MR 8
 #define NR 32
 
-static void qgemm_ukr_avx512vnni_8x32(int64_t kg, const uint32_t* a, const uint32_t* b, int32_t* c,
+static void qgemm_ukr_avx512vnni_8x32(int64_t kg, const uint32_t* a, int64_t lda, const uint32_t* b, int32_t* c,
                                       int64_t ldc, int accumulate) {
+    (void)lda; /* panels interleaved by unit */
     __m512i c0[MR], c1[MR];
     for (int r = 0; r < MR; ++r) {
         c0[r] = accumulate ? _mm512_loadu_si512((const void*)(c + r * ldc)) : _mm512_setzero_si512();
@@ -31,4 +32,4 @@ static void qgemm_ukr_avx512vnni_8x32(int64_t kg, const uint32_t* a, const uint3
     }
 }
 
-const qgemm_arch accel_qgemm_avx512vnni = {"avx512vnni", MR, NR, 4, qgemm_ukr_avx512vnni_8x32};
+const qgemm_arch accel_qgemm_avx512vnni = {"avx512vnni", MR, NR, 4, 1, 0, qgemm_ukr_avx512vnni_8x32};

@@ -6,8 +6,9 @@
 #define MR 4
 #define NR 16
 
-static void qgemm_ukr_portable_4x16(int64_t kg, const uint32_t* a, const uint32_t* b, int32_t* c,
+static void qgemm_ukr_portable_4x16(int64_t kg, const uint32_t* a, int64_t lda, const uint32_t* b, int32_t* c,
                                     int64_t ldc, int accumulate) {
+    (void)lda; /* panels interleaved by unit */
     uint32_t t[MR][NR];
     for (int r = 0; r < MR; ++r) {
         for (int j = 0; j < NR; ++j) {
@@ -36,4 +37,4 @@ static void qgemm_ukr_portable_4x16(int64_t kg, const uint32_t* a, const uint32_
     }
 }
 
-const qgemm_arch accel_qgemm_portable = {"portable", MR, NR, 2, qgemm_ukr_portable_4x16};
+const qgemm_arch accel_qgemm_portable = {"portable", MR, NR, 2, 1, 0, qgemm_ukr_portable_4x16};

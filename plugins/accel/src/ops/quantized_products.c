@@ -350,7 +350,7 @@ static qprod_state* qprod_new(const accel_env* env, const pn_layer* layer, int c
     }
     s->env = *env;
     const accel_kernel_set* ks = accel_kernel_set_for(env->isa);
-    s->arch = ks->qgemm;
+    s->arch = accel_qgemm_for(env);
     s->kern = ks->int8;
     s->conv = conv;
     s->qlinear = qlinear;
