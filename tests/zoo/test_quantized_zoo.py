@@ -6,6 +6,10 @@ onnxruntime with the same seeded inputs at the CI shape:
   on 4 seeded inputs): com.microsoft QGemm, QLinearAdd, QLinearGlobalAveragePool, QLinearMul,
   QLinearSigmoid. Compared in quantization steps of the output: at most one, on at most 1 % of
   the logits (measured: 0 steps, every element equal).
+- the same CNNs in the QDQ format (ResNet-18, MobileNetV2): plugnn rewrites every
+  DequantizeLinear -> Conv -> QuantizeLinear group into QLinearConv (plugnn.onnx.qdq), as
+  onnxruntime's optimizer does; no float Conv, Gemm or Add is left; compared against onnxruntime
+  with its optimizations on, in steps of the output as above.
 - BERT- and DistilBERT-tiny through onnxruntime's transformer optimizer and `quantize_dynamic`:
   QAttention, QEmbedLayerNormalization; float outputs within 1e-3 of the output range. Most
   elements agree to 1e-6; where an activation lies on a rounding boundary of a
@@ -80,6 +84,31 @@ def test_qoperator_cnn(name: str, contrib: set[str], tmp_path: Path) -> None:
     oq.quantize_static(str(prepared), str(target), _Calibration(entry), quant_format=oq.QuantFormat.QOperator,
                        per_channel=True, activation_type=oq.QuantType.QUInt8, weight_type=oq.QuantType.QInt8, reduce_range=REDUCE_RANGE)
     assert contrib <= {n.op_type for n in onnx.load(str(target)).graph.node if n.domain == "com.microsoft"}
+    step = _output_step(target)
+    data = target.read_bytes()
+    reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    session = plugnn.InferenceSession(data)
+    feeds = _feeds(entry, 0)
+    want, got = reference.run(None, feeds)[0], session.run(None, feeds)[0]
+    steps = np.abs(got.astype(np.float64) - want.astype(np.float64)) / step
+    assert steps.max() <= 1.0 + 1e-3 and (steps > 1e-3).mean() <= 0.01, (steps.max(), (steps > 1e-3).mean())
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_qdq_cnn(name: str, tmp_path: Path) -> None:
+    from plugnn.onnx.importer import read_model
+
+    entry = _entry(name)
+    raw, prepared, target = tmp_path / "raw.onnx", tmp_path / "prepared.onnx", tmp_path / "qdq.onnx"
+    onnx.save(weights.materialize(weights.model_path(entry), seed=0), str(raw))
+    quant_pre_process(str(raw), str(prepared))
+    oq.quantize_static(str(prepared), str(target), _Calibration(entry), quant_format=oq.QuantFormat.QDQ,
+                       per_channel=True, activation_type=oq.QuantType.QUInt8, weight_type=oq.QuantType.QInt8,
+                       reduce_range=REDUCE_RANGE)
+    written = {n.op_type for n in onnx.load(str(target)).graph.node}
+    assert {"Conv", "QuantizeLinear", "DequantizeLinear"} <= written
+    rewritten = {n.op_type for n in read_model(str(target))[0].graph.node}
+    assert "QLinearConv" in rewritten and not rewritten & {"Conv", "Gemm", "Add"}, rewritten
     step = _output_step(target)
     data = target.read_bytes()
     reference = ort.InferenceSession(data, providers=["CPUExecutionProvider"])

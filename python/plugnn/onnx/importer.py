@@ -37,7 +37,7 @@ from plugnn.onnx.context import (
     onnx_module,
     type_name,
 )
-from plugnn.onnx import expansion, functions, legacy, symbolic_folds, tidy, validation
+from plugnn.onnx import expansion, functions, legacy, qdq, symbolic_folds, tidy, validation
 from plugnn.onnx.registry import DOMAINS, MICROSOFT_DOMAIN, OPS, ORT_DEFAULT_DOMAIN, converter_for
 from plugnn.symbolic import ShapeEnv
 from plugnn.tensor import MAX_DIMS, DataType
@@ -98,8 +98,11 @@ def _register_all() -> None:
 # ---- reading --------------------------------------------------------------------------------
 
 
-def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None) -> tuple[Any, str]:
-    """(ModelProto with external data loaded, a description of the source for messages)."""
+def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None, *,
+               integer_qdq: bool = True) -> tuple[Any, str]:
+    """(ModelProto with external data loaded, tidied (tidy.py) and, unless `integer_qdq` is
+    False, with its QDQ groups as integer operators (qdq.py); a description of the source for
+    messages)."""
     onnx = onnx_module()
     from google.protobuf.message import DecodeError
 
@@ -133,7 +136,10 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None) -> tu
     validation.check_model(proto, source)
     loaded = _load_external_data(proto, base_dir, source, copy=proto is model)
     _refuse_high_ranks(loaded, source)
-    return tidy.tidy(loaded, source, owned=loaded is not model), source
+    tidied = tidy.tidy(loaded, source, owned=loaded is not model)
+    if integer_qdq:
+        tidied = qdq.integer_operators(tidied, source, owned=tidied is not model)
+    return tidied, source
 
 
 def _refuse_high_ranks(proto: Any, source: str) -> None:
@@ -205,12 +211,14 @@ def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool) -> A
 
 
 def load(model: Any, *, name: str | None = None, input_shapes: Mapping[str, Sequence[int]] | None = None,
-         base_dir: Any = None, hints: Mapping[str, int] | None = None) -> Network:
+         base_dir: Any = None, hints: Mapping[str, int] | None = None, integer_qdq: bool = True) -> Network:
     """The model as a Network. Dims the model leaves dynamic and `input_shapes` does not fix stay
     symbols (plugnn.symbolic): the network runs at every binding of them that keeps the guards its
     import recorded. A symbol's hint (its value when backends are asked, at optimize) is
-    `hints[name]` (name: the dim's dim_param, or `<input>:<axis>` for an unnamed dim), else 1."""
-    proto, source = read_model(model, base_dir)
+    `hints[name]` (name: the dim's dim_param, or `<input>:<axis>` for an unnamed dim), else 1.
+    A QDQ model's `DequantizeLinear -> op -> QuantizeLinear` groups import as integer operators
+    (plugnn.onnx.qdq) unless `integer_qdq` is False (the graph as written, in float32)."""
+    proto, source = read_model(model, base_dir, integer_qdq=integer_qdq)
     if name is None and isinstance(model, (str, os.PathLike)):
         name = proto.graph.name or Path(model).stem
     hint_shapes = _symbolic_hints(proto, input_shapes or {}, hints or {}, source)

@@ -74,19 +74,26 @@ def tidy(proto: Any, source: str, *, owned: bool) -> Any:
             for value_info in _loop_conditions(graph):
                 value_info.type.tensor_type.ClearField("shape")
     for graph, outer in _scoped_graphs(proto.graph):
-        order = _order(graph, outer, source)
-        if order is not None:
-            LOG.info("%s: graph %r: nodes sorted topologically (%d nodes)", source, graph.name, len(order))
-            nodes = [graph.node[i] for i in order]
-            copies = []
-            for node in nodes:
-                onnx = onnx_module()
-                copy_node = onnx.NodeProto()
-                copy_node.CopyFrom(node)
-                copies.append(copy_node)
-            del graph.node[:]
-            graph.node.extend(copies)
+        if sort_nodes(graph, source, outer):
+            LOG.info("%s: graph %r: nodes sorted topologically (%d nodes)", source, graph.name, len(graph.node))
     return proto
+
+
+def sort_nodes(graph: Any, source: str, outer: frozenset[str] = frozenset()) -> bool:
+    """Put `graph`'s nodes in their stable topological order, in place; whether they moved.
+    ModelError names a cycle."""
+    order = _order(graph, outer, source)
+    if order is None:
+        return False
+    onnx = onnx_module()
+    copies = []
+    for i in order:
+        copy_node = onnx.NodeProto()
+        copy_node.CopyFrom(graph.node[i])
+        copies.append(copy_node)
+    del graph.node[:]
+    graph.node.extend(copies)
+    return True
 
 
 # ---- graphs and their scopes --------------------------------------------------------------------
@@ -141,6 +148,14 @@ def _free_names(graph: Any) -> set[str]:
         for sub in _subgraphs(node):
             free.update(n for n in _free_names(sub) if n not in defined)
     return free
+
+
+def node_reads(node: Any) -> set[str]:
+    """The names a node reads: its inputs and what its subgraphs read from the enclosing scopes."""
+    names = {n for n in node.input if n}
+    for sub in _subgraphs(node):
+        names |= _free_names(sub)
+    return names
 
 
 # ---- the topological order --------------------------------------------------------------------

@@ -149,13 +149,15 @@ class SessionModel:
     `dims_by_name` / `dims_by_denotation` fix the inputs' symbolic dims of that name (or
     denotation); `initializers` replace the model's initializers of those names (read-only
     arrays of the same type and shape; an initializer whose external data is missing may be
-    given this way)."""
+    given this way). A QDQ model's groups become integer operators (plugnn.onnx.qdq) unless
+    `integer_qdq` is False."""
 
     def __init__(self, model: Any, dims_by_name: Mapping[str, int] | None = None,
                  dims_by_denotation: Mapping[str, int] | None = None,
                  initializers: Mapping[str, np.ndarray] | None = None,
-                 external_files: Mapping[str, memoryview] | None = None) -> None:
+                 external_files: Mapping[str, memoryview] | None = None, integer_qdq: bool = True) -> None:
         onnx = onnx_module()
+        self._integer_qdq = integer_qdq
         if isinstance(model, (str, os.PathLike)) and not Path(model).exists():
             raise NoSuchFile(f"{model}: no such file (Load model from {model} failed. File doesn't exist)")
         replaced = dict(initializers or {})
@@ -163,7 +165,7 @@ class SessionModel:
             if replaced or external_files:
                 proto, self.source = self._read_replacing(model, replaced, external_files or {})
             else:
-                proto, self.source = read_model(model)
+                proto, self.source = read_model(model, integer_qdq=integer_qdq)
         except ModelError as exc:
             if isinstance(model, (bytes, bytearray, memoryview)) and "not an ONNX model" in str(exc):
                 raise InvalidProtobuf(str(exc)) from None
@@ -217,7 +219,7 @@ class SessionModel:
             proto.CopyFrom(model)
             source = f"<ModelProto {model.graph.name!r}>"
         else:
-            proto, source = read_model(model)
+            proto, source = read_model(model, integer_qdq=False)
         by_name = {t.name: t for t in proto.graph.initializer}
         for name, array in replaced.items():
             tensor = by_name.get(name)
@@ -233,7 +235,7 @@ class SessionModel:
         proto.graph.initializer.extend(kept)
         for tensor in proto.graph.initializer:
             _external_from_memory(tensor, files, source)
-        proto, _ = read_model(proto, base_dir=base_dir)
+        proto, _ = read_model(proto, base_dir=base_dir, integer_qdq=self._integer_qdq)
         return proto, source
 
     def save(self, path: str, external_file: str | None = None, min_external_bytes: int = 1024) -> None:

@@ -114,6 +114,9 @@ class SessionOptions:
       and not ONNX; the session config entries
       "session.optimized_model_external_initializers_file_name" / "..._min_size_in_bytes"
       put its large initializers in an external file as onnxruntime does;
+    - the session config entry "session.disable_quant_qdq" = "1": a QDQ model runs as written
+      (float ops between its QuantizeLinear and DequantizeLinear nodes) instead of with its
+      groups as integer operators (plugnn.onnx.qdq), as on onnxruntime;
     - `log_severity_level`, `log_verbosity_level`, `logid`: accepted, no effect: plugnn logs
       through the process-wide logger "plugnn" (set_default_logger_severity, or logging);
     - `enable_cpu_mem_arena`, `enable_mem_pattern`, `enable_mem_reuse`,
@@ -154,7 +157,8 @@ class SessionOptions:
 
     def add_session_config_entry(self, key: str, value: str) -> None:
         """Set a session config entry (onnxruntime's string key/value pairs). plugnn reads
-        the optimized-model external-initializer entries; others are kept and returned."""
+        the optimized-model external-initializer entries and "session.disable_quant_qdq";
+        others are kept and returned."""
         if not isinstance(key, str) or not isinstance(value, str):
             raise SessionError(f"add_session_config_entry takes two str, got {key!r}, {value!r}")
         if not key:

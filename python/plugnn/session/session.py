@@ -105,7 +105,8 @@ class InferenceSession:
         self._options = (sess_options or SessionOptions()).copy()
         options = self._options
         by_name, by_denotation = options.free_dimension_overrides
-        self._model = SessionModel(model, by_name, by_denotation, options.initializers, options.external_files)
+        self._model = SessionModel(model, by_name, by_denotation, options.initializers, options.external_files,
+                                   integer_qdq=options.config_entries().get("session.disable_quant_qdq") != "1")
         self._node_type_map: dict[str, str] | None = None  # _node_types
         config = self._model.metadata.custom_metadata_map.get("ort_config")
         if config is not None and os.environ.get("ORT_LOAD_CONFIG_FROM_MODEL") == "1":
