@@ -12,8 +12,9 @@ order of float32 operations where that order decides the rounding:
   plugnn rounds separately: a result on a rounding boundary can differ by one step.
 - QLinearMul: the exact integer product (A - A_zp)(B - B_zp) in float32 times
   (A_scale * B_scale) / C_scale, plus C_zero_point, rounded half to even, saturated.
-- QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp; channels_last): the exact int32 sum
-  over the spatial dims minus x_zp * size, times x_scale / (y_scale * size) in float32, rounded,
+- QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp; channels_last): the exact sum over
+  the spatial dims minus x_zp * size (in float32 while every partial sum is an integer below 2^24,
+  else in int32), times x_scale / (y_scale * size) in float32, rounded,
   plus y_zp, saturated.
 - QLinearAveragePool (auto_pad, ceil_mode, channels_last, count_include_pad, kernel_shape, pads,
   strides): X dequantized to float32, ONNX AveragePool, then y / y_scale + y_zp rounded half to
@@ -241,15 +242,24 @@ def qlinear_global_average_pool(ctx: NodeContext) -> Any:
     axes = _spatial_axes(ctx, _channels_last_attr(ctx))
     size = int(np.prod([ctx.shape(0)[a] for a in axes]))
     x_zero = _zero_point(ctx, nodes, 2, "x_zero_point", dtype)
-    sums = nodes.add("ReduceSum", [nodes.add("Cast", [nodes.input(0)], "x_i32", to=ONNX_INT32),
-                                   nodes.ints(axes, "axes")], "sum", keepdims=1)
-    offset = nodes.add("Mul", [nodes.add("Cast", [x_zero], "x_zero_i32", to=ONNX_INT32),
-                               nodes.const(np.int32(size), "size_i32")], "offset")
-    centred = nodes.add("Sub", [sums, offset], "centred")
+    if size * 256 <= 1 << 24:
+        # Every partial sum of 8-bit values is an integer below 2^24, so float32 sums them
+        # exactly in any order (and the float kinds run on every backend).
+        sums = nodes.add("ReduceSum", [_as_float(nodes, nodes.input(0), "x_f"), nodes.ints(axes, "axes")], "sum",
+                         keepdims=1)
+        offset = nodes.add("Mul", [_as_float(nodes, x_zero, "x_zero_f"), nodes.const(np.float32(size), "size_f")],
+                           "offset")
+        centred = nodes.add("Sub", [sums, offset], "centred_f")
+    else:
+        sums = nodes.add("ReduceSum", [nodes.add("Cast", [nodes.input(0)], "x_i32", to=ONNX_INT32),
+                                       nodes.ints(axes, "axes")], "sum", keepdims=1)
+        offset = nodes.add("Mul", [nodes.add("Cast", [x_zero], "x_zero_i32", to=ONNX_INT32),
+                                   nodes.const(np.int32(size), "size_i32")], "offset")
+        centred = _as_float(nodes, nodes.add("Sub", [sums, offset], "centred"), "centred_f")
     denominator = nodes.add("Mul", [_scale(ctx, nodes, 3, "y_scale"), nodes.const(np.float32(size), "size")],
                             "denominator")
     scale = nodes.add("Div", [_scale(ctx, nodes, 1, "x_scale"), denominator], "scale")
-    value = nodes.add("Mul", [_as_float(nodes, centred, "centred_f"), scale], "scaled")
+    value = nodes.add("Mul", [centred, scale], "scaled")
     _round_saturate(nodes, value, dtype, nodes.output(0), _zero_point(ctx, nodes, 4, "y_zero_point", dtype))
     return nodes.expansion()
 

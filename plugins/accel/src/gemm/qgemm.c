@@ -114,6 +114,26 @@ int32_t qgemm_pack_a_row(const qgemm_arch* arch, const uint8_t* row, uint8_t fli
     return pack_a_part(arch, row, flip, 0, k, k, a_packed, i, want_sum);
 }
 
+uint8_t* qgemm_a_row_bytes(const qgemm_arch* arch, uint32_t* a_packed, int64_t i, int64_t k) {
+    if (!arch->a_rows || arch->kr != 4) {
+        return NULL;
+    }
+    const int64_t kg = packed_kg(arch, k);
+    return (uint8_t*)(a_packed + (i / arch->mr) * kg * arch->mr + (i % arch->mr) * kg);
+}
+
+int32_t qgemm_seal_a_row(const qgemm_arch* arch, uint32_t* a_packed, int64_t i, int64_t k, int want_sum) {
+    uint8_t* row = qgemm_a_row_bytes(arch, a_packed, i, k);
+    memset(row + k, 0, (size_t)(packed_kg(arch, k) * 4 - k));
+    uint32_t sum = 0;
+    if (want_sum) {
+        for (int64_t t = 0; t < k; ++t) {
+            sum += row[t];
+        }
+    }
+    return (int32_t)sum;
+}
+
 void qgemm_pad_a(const qgemm_arch* arch, uint32_t* a_packed, int64_t m, int64_t k) {
     const int mr = arch->mr;
     const int64_t kg = packed_kg(arch, k);

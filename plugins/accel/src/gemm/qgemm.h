@@ -58,6 +58,15 @@ int64_t qgemm_a_units(const qgemm_arch* arch, int64_t m, int64_t k);
 int32_t qgemm_pack_a_row(const qgemm_arch* arch, const uint8_t* row, uint8_t flip, int64_t k,
                          uint32_t* a_packed, int64_t i, int want_sum);
 
+/* Row i of a packed a (K = k) as bytes in k order, when the arch's layout keeps a row's 4-byte units one
+ * after another (row-major panels, kr 4: AMX), for the caller to write its k a' bytes into
+ * directly and then call qgemm_seal_a_row; NULL for other layouts (use qgemm_pack_a_row). */
+uint8_t* qgemm_a_row_bytes(const qgemm_arch* arch, uint32_t* a_packed, int64_t i, int64_t k);
+
+/* After the k a' bytes of row i were written at qgemm_a_row_bytes: zeroes the row's bytes past K
+ * up to the packed kg; returns R_i (modulo 2^32), or 0 without want_sum. */
+int32_t qgemm_seal_a_row(const qgemm_arch* arch, uint32_t* a_packed, int64_t i, int64_t k, int want_sum);
+
 /* Zeroes the rows [m, whole panels) of a packed a (the padding rows of its last panel). */
 void qgemm_pad_a(const qgemm_arch* arch, uint32_t* a_packed, int64_t m, int64_t k);
 

@@ -14,6 +14,7 @@
 #include "ops/create.h"
 
 #include "gemm/qgemm.h"
+#include "kernels/byte_transpose.h"
 #include "kernels/int8_kernels.h"
 #include "plugnn/pn_elements.h"
 
@@ -155,13 +156,7 @@ static void pad_image_rows(void* raw, int64_t b, int64_t e) {
         memset(dst, pad, (size_t)(left * c_count));
         memset(dst + (left + width) * c_count, pad, (size_t)((wp - left - width) * c_count));
         const uint8_t* src = r->x_image + (iz * s->in[1] + iy) * width;
-        for (int64_t c = 0; c < c_count; ++c) {
-            const uint8_t* sc = src + c * plane;
-            uint8_t* dc = dst + left * c_count + c;
-            for (int64_t ix = 0; ix < width; ++ix) {
-                dc[ix * c_count] = (uint8_t)(sc[ix] ^ flip);
-            }
-        }
+        accel_transpose_bytes(src, plane, dst + left * c_count, c_count, c_count, width, flip);
     }
 }
 
@@ -171,25 +166,32 @@ static void pack_rows_conv(void* raw, int64_t b, int64_t e) {
     const qprod_run* r = (const qprod_run*)raw;
     const qprod_state* s = r->s;
     const int64_t c_count = s->channels;
-    uint8_t* row = (uint8_t*)malloc((size_t)(s->k > 0 ? s->k : 1));
-    if (row == NULL) {
-        atomic_store(&((qprod_run*)raw)->oom, 1);
-        return;
-    }
+    /* a row of taps: with dilation 1 along x, the kd[2] taps of one (kz, ky) are one run of the
+     * padded image */
+    const int64_t run = s->dil[2] == 1 ? s->kd[2] * c_count : c_count, runs = s->dil[2] == 1 ? 1 : s->kd[2];
+    uint8_t* row = NULL;
     for (int64_t p = b; p < e; ++p) {
+        /* the packed row itself where the arch keeps a row's bytes in order (AMX), else a copy
+         * packed after */
+        uint8_t* direct = qgemm_a_row_bytes(s->arch, r->a_packed, p, s->k);
+        if (direct == NULL && row == NULL && (row = (uint8_t*)malloc((size_t)(s->k > 0 ? s->k : 1))) == NULL) {
+            atomic_store(&((qprod_run*)raw)->oom, 1);
+            return;
+        }
         const int64_t oz = p / (s->out[1] * s->out[2]), oy = (p / s->out[2]) % s->out[1], ox = p % s->out[2];
-        uint8_t* t = row;
+        uint8_t* t = direct != NULL ? direct : row;
         for (int64_t kz = 0; kz < s->kd[0]; ++kz) {
             const int64_t iz = oz * s->stride[0] + kz * s->dil[0];
             for (int64_t ky = 0; ky < s->kd[1]; ++ky) {
                 const int64_t iy = oy * s->stride[1] + ky * s->dil[1];
                 const uint8_t* src = r->image_hwc + ((iz * s->padded[1] + iy) * s->padded[2]) * c_count;
-                for (int64_t kx = 0; kx < s->kd[2]; ++kx, t += c_count) {
-                    memcpy(t, src + (ox * s->stride[2] + kx * s->dil[2]) * c_count, (size_t)c_count);
+                for (int64_t kx = 0; kx < runs; ++kx, t += run) {
+                    memcpy(t, src + (ox * s->stride[2] + kx * s->dil[2]) * c_count, (size_t)run);
                 }
             }
         }
-        r->rowsum[p] = qgemm_pack_a_row(s->arch, row, 0, s->k, r->a_packed, p, r->want_sum);
+        r->rowsum[p] = direct != NULL ? qgemm_seal_a_row(s->arch, r->a_packed, p, s->k, r->want_sum)
+                                      : qgemm_pack_a_row(s->arch, row, 0, s->k, r->a_packed, p, r->want_sum);
     }
     free(row);
 }
@@ -250,12 +252,7 @@ static void epilogue(void* ctx, int32_t* c, int64_t ldc, int64_t i0, int64_t row
                          s->y_signed);
     }
     uint8_t* y = (uint8_t*)r->y + r->image * s->n * positions;
-    for (int64_t o = 0; o < cols; ++o) {
-        uint8_t* yo = y + (j0 + o) * positions + i0;
-        for (int64_t t = 0; t < rows; ++t) {
-            yo[t] = q[t * QGEMM_NC + o];
-        }
-    }
+    accel_transpose_bytes(q, QGEMM_NC, y + j0 * positions + i0, positions, rows, cols, 0);
 }
 
 static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string_out* message_out) {
