@@ -266,13 +266,13 @@ CONVS = [
 
 
 def qlinear_conv_case(case: tuple[Any, ...], types: tuple[Any, Any, Any], per_channel: bool, bias: bool,
-                      seed: int) -> tuple[Any, dict[str, np.ndarray]]:
+                      seed: int, group: int = 1) -> tuple[Any, dict[str, np.ndarray]]:
     x_shape, o, kernel, strides, pads, dilations = case
     xt, wt, yt = types
     rng = np.random.default_rng(seed)
     c = x_shape[1]
     x = ints(rng, x_shape, xt)
-    w = ints(rng, (o, c, *kernel), wt)
+    w = ints(rng, (o, c // group, *kernel), wt)
     inits = {"xs": np.float32(0.03), "xz": ints(rng, (), xt), "w": w,
              "ws": rng.uniform(0.002, 0.02, o if per_channel else ()).astype(np.float32),
              "wz": ints(rng, (o,) if per_channel else (), wt) if wt == np.uint8 else np.zeros((o,) if per_channel else (), np.int8),
@@ -284,7 +284,7 @@ def qlinear_conv_case(case: tuple[Any, ...], types: tuple[Any, Any, Any], per_ch
         inits["b"] = rng.integers(-20000, 20000, o).astype(np.int32)
         names.append("b")
     node = helper.make_node("QLinearConv", names, ["y"], strides=list(strides), pads=list(pads),
-                            dilations=list(dilations), kernel_shape=list(kernel))
+                            dilations=list(dilations), kernel_shape=list(kernel), group=group)
     return make_model([node], {"x": x}, inits), {"x": x}
 
 
@@ -298,6 +298,41 @@ def test_qlinear_conv_gives_cpurefs_bits(runtimes: dict[tuple[str, int], plugnn.
     model, feeds = qlinear_conv_case(case, types, per_channel, bias, sum(case[0]) + case[1])
     y = check_cpuacc(runtimes, model, feeds, LayerKind.QUANTIZED_CONVOLUTION)
     assert len(np.unique(y)) > 8
+
+
+# depthwise (group = C): x shape, O (a multiple of C), kernel, strides, pads, dilations
+DEPTHWISE = [
+    ((1, 8, 12, 12), 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    ((2, 6, 15, 13), 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    ((1, 4, 11, 9), 8, (5, 3), (1, 3), (2, 0, 1, 2), (2, 1)),
+    ((1, 5, 20), 5, (7,), (1,), (3, 3), (1,)),
+    ((1, 3, 4, 6, 6), 3, (3, 3, 3), (1, 1, 1), (1, 1, 1, 1, 1, 1), (1, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("types, per_channel, bias", [((np.uint8, np.int8, np.uint8), True, True),
+                                                      ((np.int8, np.int8, np.int8), False, True),
+                                                      ((np.uint8, np.uint8, np.int8), True, False)],
+                         ids=["u8s8u8-per-channel-bias", "s8s8s8-per-tensor-bias", "u8u8s8-per-channel"])
+@pytest.mark.parametrize("case", DEPTHWISE, ids=[f"{c[0]}-o{c[1]}-k{c[2]}-s{c[3]}" for c in DEPTHWISE])
+def test_depthwise_qlinear_conv_gives_cpurefs_bits(runtimes: dict[tuple[str, int], plugnn.Runtime],
+                                                   case: tuple[Any, ...], types: tuple[Any, Any, Any],
+                                                   per_channel: bool, bias: bool) -> None:
+    """One group per input channel (MobileNet's 3 x 3 layers), channel multipliers 1 and 2,
+    strides, dilations and uneven pads, 1-D to 3-D: CpuAcc's direct path, CpuRef's bits."""
+    model, feeds = qlinear_conv_case(case, types, per_channel, bias, sum(case[0]) + case[1], group=case[0][1])
+    y = check_cpuacc(runtimes, model, feeds, LayerKind.QUANTIZED_CONVOLUTION)
+    assert len(np.unique(y)) > 8
+
+
+def test_depthwise_conv_integer_gives_cpurefs_bits(runtimes: dict[tuple[str, int], plugnn.Runtime]) -> None:
+    x_shape, o, kernel, strides, pads, dilations = DEPTHWISE[1]
+    rng = np.random.default_rng(3)
+    x = ints(rng, x_shape, np.uint8)
+    inits = {"w": ints(rng, (o, 1, *kernel), np.uint8), "xz": ints(rng, (), np.uint8), "wz": ints(rng, (o,), np.uint8)}
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], strides=list(strides), pads=list(pads),
+                            dilations=list(dilations), kernel_shape=list(kernel), group=x_shape[1])
+    check_cpuacc(runtimes, make_model([node], {"x": x}, inits), {"x": x}, LayerKind.QUANTIZED_CONVOLUTION)
 
 
 @pytest.mark.parametrize("xt, wt", [(np.uint8, np.int8), (np.int8, np.uint8)])
@@ -356,7 +391,7 @@ def refused_case(name: str) -> tuple[Any, dict[str, np.ndarray], LayerKind, str]
         x = ints(rng, (1, 4, 6, 6), np.uint8)
         inits = {"w": ints(rng, (4, 2, 3, 3), np.int8), "xz": np.uint8(3), "wz": np.int8(0)}
         node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], group=2, kernel_shape=[3, 3])
-        return make_model([node], {"x": x}, inits), {"x": x}, LayerKind.QUANTIZED_CONVOLUTION, "groups 1 only"
+        return make_model([node], {"x": x}, inits), {"x": x}, LayerKind.QUANTIZED_CONVOLUTION, "groups 1 or one group per input channel (depthwise) only"
     if name == "runtime_b":
         a, b = ints(rng, (3, 5), np.uint8), ints(rng, (5, 4), np.int8)
         node = helper.make_node("MatMulInteger", ["a", "b"], ["y"])

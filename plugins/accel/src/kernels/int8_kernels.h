@@ -73,6 +73,11 @@ typedef struct accel_int8_kernels {
                        double yz, double lo, double hi, int is_signed);
     /* *lo = min(*lo, min x), *hi = max(*hi, max x) over x[0..n), NaN left out (DYNAMIC_QUANTIZE_LINEAR). */
     void (*range)(const float* x, int64_t n, float* lo, float* hi);
+    /* acc[r * cols + i] += x[r * row_stride + i * col_stride] * w modulo 2^32 for r < rows,
+     * i < cols (a depthwise convolution's tap over an output plane: x - x_zero_point in int16,
+     * w - w_zero_point). */
+    void (*multiply_add)(uint32_t* acc, int64_t rows, int64_t cols, const int16_t* x, int64_t row_stride,
+                         int64_t col_stride, int32_t w);
 } accel_int8_kernels;
 
 extern const accel_int8_kernels accel_int8_kernels_portable;

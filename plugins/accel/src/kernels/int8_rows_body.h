@@ -149,10 +149,31 @@ static void KSUF(range)(const float* x, int64_t n, float* lo, float* hi) {
     }
 }
 
+static void KSUF(multiply_add)(uint32_t* acc, int64_t rows, int64_t cols, const int16_t* x, int64_t row_stride,
+                               int64_t col_stride, int32_t w) {
+    /* unsigned sums: they wrap modulo 2^32, as CpuRef's */
+    for (int64_t r = 0; r < rows; ++r, acc += cols, x += row_stride) {
+        if (col_stride == 1) {
+            for (int64_t i = 0; i < cols; ++i) {
+                acc[i] += (uint32_t)((int32_t)x[i] * w);
+            }
+        } else if (col_stride == 2) {
+            for (int64_t i = 0; i < cols; ++i) {
+                acc[i] += (uint32_t)((int32_t)x[2 * i] * w);
+            }
+        } else {
+            for (int64_t i = 0; i < cols; ++i) {
+                acc[i] += (uint32_t)((int32_t)x[i * col_stride] * w);
+            }
+        }
+    }
+}
+
 const accel_int8_kernels KINT8TABLE = {
     KSUF(quantize),
     KSUF(dequantize),
     KSUF(compensate),
     KSUF(requantize),
     KSUF(range),
+    KSUF(multiply_add),
 };

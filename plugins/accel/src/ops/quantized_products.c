@@ -50,9 +50,11 @@ pn_status accel_quantized_convolution_check(const pn_plugin* plugin, const pn_la
                                             pn_string_out* reason) {
     const pn_quantized_convolution_desc* d = (const pn_quantized_convolution_desc*)layer->descriptor;
     const int iw = d->op == PN_QUANTIZED_QLINEAR ? 3 : 2;
-    if (d->groups != 1) {
-        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs QuantizedConvolution with groups 1 only; this one "
-                       "has %u groups", plugin->id, d->groups);
+    const int64_t channels = layer->inputs[0].dims[1];
+    if (d->groups != 1 && (int64_t)d->groups != channels) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs QuantizedConvolution with groups 1 or one group per "
+                       "input channel (depthwise) only; this one has %u groups of %lld channels", plugin->id,
+                       d->groups, (long long)(channels / (d->groups > 0 ? d->groups : 1)));
     }
     if (!input_constant(layer, iw)) {
         return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs QuantizedConvolution with constant weights only "
@@ -84,6 +86,9 @@ typedef struct qprod_state {
     int64_t padded[3];         /* the padded image's sizes (every tap any output reads) */
     pn_data_type scale_type;
     double lo, hi;             /* the output type's range */
+    /* depthwise convolution (groups = C): output channel o reads input channel o / multiplier */
+    int depthwise;
+    int64_t multiplier, taps;
 } qprod_state;
 
 static void qprod_release(void* raw) {
@@ -338,6 +343,152 @@ static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string
     return PN_OK;
 }
 
+/* ---- Depthwise convolution ---------------------------------------------------------------- */
+
+/* A depthwise convolution (one input channel per group) has no GEMM to speak of (K = the taps
+ * of one channel), so it runs directly: per (image, output channel), the input channel as
+ * x - x_zero_point in int16 with the padding 0 (it adds nothing, as backend_api.h says), each
+ * tap's row of products summed into the plane's int32 sums by the ISA's multiply_add row kernel
+ * (kernels/int8_kernels.h; modulo 2^32, as CpuRef), the bias,
+ * then the plane requantized with the channel's multiplier by the same row kernel as the GEMM's
+ * epilogue: CpuRef's bits. */
+
+typedef struct dw_run {
+    const qprod_state* s;
+    const void* const* in;
+    void* y;
+    int32_t xz;
+    const double* mult;        /* [O] or [1] */
+    double yz;
+    atomic_int oom;
+} dw_run;
+
+static void dw_units(void* raw, int64_t b, int64_t e) {
+    dw_run* r = (dw_run*)raw;
+    const qprod_state* s = r->s;
+    const int64_t dp = s->padded[0], hp = s->padded[1], wp = s->padded[2];
+    const int64_t plane_in = s->in[0] * s->in[1] * s->in[2], plane_out = s->out[0] * s->out[1] * s->out[2];
+    /* stride 1 in y and x: the sums of a plane computed as rows of the padded width wp, so a tap is
+     * one long run (out[1] * wp, the columns past out[2] computed and dropped) instead of out[1]
+     * short ones; x then reads up to (kd[2] - 1) * dil[2] < wp past the padded image */
+    const int wide = s->stride[1] == 1 && s->stride[2] == 1;
+    const int64_t acc_width = wide ? wp : s->out[2], acc_plane = s->out[1] * acc_width;
+    const int64_t xp_count = dp * hp * wp + wp;
+    int16_t* xp = (int16_t*)malloc((size_t)xp_count * sizeof(int16_t));
+    uint32_t* acc = (uint32_t*)malloc((size_t)(s->out[0] * acc_plane > 0 ? s->out[0] * acc_plane : 1) *
+                                      sizeof(uint32_t));
+    if (xp == NULL || acc == NULL) {
+        free(xp);
+        free(acc);
+        atomic_store(&r->oom, 1);
+        return;
+    }
+    const pn_data_type wt = s->infos[s->qlinear ? 3 : 2].dtype, zt = s->infos[s->ib_zero].dtype;
+    const void* w = r->in[s->qlinear ? 3 : 2];
+    const int signed_x = s->a_signed;
+    int64_t filled = -1; /* the image * C + channel xp holds */
+    for (int64_t unit = b; unit < e; ++unit) {
+        const int64_t img = unit / s->n, o = unit % s->n, c = o / s->multiplier;
+        if (filled != img * s->channels + c) {
+            memset(xp, 0, (size_t)xp_count * sizeof(int16_t));
+            const uint8_t* xu = (const uint8_t*)r->in[s->ia] + (img * s->channels + c) * plane_in;
+            const int8_t* xs = (const int8_t*)xu;
+            for (int64_t z = 0; z < s->in[0]; ++z) {
+                for (int64_t yy = 0; yy < s->in[1]; ++yy) {
+                    int16_t* dst = xp + ((z + s->pad[0]) * hp + yy + s->pad[1]) * wp + s->pad[2];
+                    const int64_t at = (z * s->in[1] + yy) * s->in[2];
+                    for (int64_t xx = 0; xx < s->in[2]; ++xx) {
+                        dst[xx] = (int16_t)((signed_x ? (int32_t)xs[at + xx] : (int32_t)xu[at + xx]) - r->xz);
+                    }
+                }
+            }
+            filled = img * s->channels + c;
+        }
+        const int32_t wz = (int32_t)pn_load_int64(zt, r->in[s->ib_zero], o * s->b_zero_step);
+        memset(acc, 0, (size_t)(s->out[0] * acc_plane) * sizeof(uint32_t));
+        for (int64_t t = 0; t < s->taps; ++t) {
+            const int64_t kz = t / (s->kd[1] * s->kd[2]), ky = (t / s->kd[2]) % s->kd[1], kx = t % s->kd[2];
+            const int32_t wv = (int32_t)pn_load_int64(wt, w, o * s->taps + t) - wz;
+            if (wv == 0) {
+                continue;
+            }
+            for (int64_t oz = 0; oz < s->out[0]; ++oz) {
+                const int16_t* src = xp + ((oz * s->stride[0] + kz * s->dil[0]) * hp + ky * s->dil[1]) * wp +
+                                     kx * s->dil[2];
+                if (wide) {
+                    s->kern->multiply_add(acc + oz * acc_plane, 1, acc_plane, src, 0, 1, wv);
+                } else {
+                    s->kern->multiply_add(acc + oz * acc_plane, s->out[1], s->out[2], src, s->stride[1] * wp,
+                                          s->stride[2], wv);
+                }
+            }
+        }
+        if (wide && acc_width != s->out[2]) { /* the rows' first out[2] sums, packed */
+            for (int64_t row = 1; row < s->out[0] * s->out[1]; ++row) {
+                memmove(acc + row * s->out[2], acc + row * acc_width, (size_t)s->out[2] * sizeof(uint32_t));
+            }
+        }
+        if (s->ibias >= 0) {
+            const uint32_t bias = (uint32_t)((const int32_t*)r->in[s->ibias])[o];
+            for (int64_t p = 0; p < plane_out; ++p) {
+                acc[p] += bias;
+            }
+        }
+        const int64_t at = (img * s->n + o) * plane_out;
+        if (!s->qlinear) {
+            memcpy((int32_t*)r->y + at, acc, (size_t)plane_out * sizeof(int32_t));
+            continue;
+        }
+        s->kern->requantize((const int32_t*)acc, (uint8_t*)r->y + at, plane_out, r->mult + (s->b_scale_step ? o : 0),
+                            0, r->yz, s->lo, s->hi, s->y_signed);
+    }
+    free(xp);
+    free(acc);
+}
+
+static pn_status dw_execute(void* raw, const pn_execute_args* args, pn_string_out* message_out) {
+    const qprod_state* s = (const qprod_state*)raw;
+    pn_status st = pn_check_execute_args(args, s->num_inputs, s->infos, 1, &s->infos[s->num_inputs], "CpuAcc",
+                                         message_out);
+    if (st != PN_OK) {
+        return st;
+    }
+    const void* in[QP_MAX_INPUTS];
+    for (uint32_t i = 0; i < s->num_inputs; ++i) {
+        in[i] = args->inputs[i].data;
+    }
+    double* mult = (double*)malloc((size_t)(s->n > 0 ? s->n : 1) * sizeof(double));
+    if (mult == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory running a depthwise quantized "
+                       "convolution");
+    }
+    dw_run r;
+    memset(&r, 0, sizeof(r));
+    atomic_init(&r.oom, 0);
+    r.s = s;
+    r.in = in;
+    r.y = args->outputs[0].data;
+    r.mult = mult;
+    r.xz = (int32_t)pn_load_int64(s->infos[s->ia].dtype, in[s->ia_zero], 0);
+    if (s->qlinear) {
+        qprod_run q; /* the GEMM path's multipliers, computed the same way */
+        memset(&q, 0, sizeof(q));
+        q.s = s;
+        q.in = in;
+        q.y_scale = pn_load_double(s->scale_type, in[s->iy_scale], 0);
+        row_multipliers(&q, pn_load_double(s->scale_type, in[s->ia_scale], 0), 0, s->b_scale_step != 0 ? s->n : 1,
+                        mult);
+        r.yz = (double)pn_load_int64(s->infos[s->num_inputs].dtype, in[s->iy_zero], 0);
+    }
+    accel_parallel_for_grain(s->env.threads, s->batch * s->n, 1, dw_units, &r);
+    free(mult);
+    if (atomic_load(&r.oom)) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory running a depthwise quantized "
+                       "convolution");
+    }
+    return PN_OK;
+}
+
 /* ---- Create ------------------------------------------------------------------------------ */
 
 static qprod_state* qprod_new(const accel_env* env, const pn_layer* layer, int conv, int qlinear) {
@@ -379,6 +530,11 @@ static qprod_state* qprod_new(const accel_env* env, const pn_layer* layer, int c
 static pn_status qprod_finish(qprod_state* s, const pn_layer* layer, int ib, const int64_t* koff, int64_t col_stride,
                               pn_workload** workload_out, pn_string_out* message_out) {
     const char* what = s->conv ? "QuantizedConvolution" : "QuantizedMatMul";
+    if (s->arch->kg_align * s->arch->kr > 2 * s->k) {
+        /* K fills less than half of the arch's k step (AMX: 64 bytes a tile row): the ISA's
+         * kernel set's GEMM (VNNI) wastes less */
+        s->arch = accel_kernel_set_for(s->env.isa)->qgemm;
+    }
     if (qgemm_pack_b(s->arch, layer->constant_data[ib], layer->inputs[ib].dtype == PN_DTYPE_INT8, s->k, s->n, koff,
                      col_stride, &s->b) != 0) {
         qprod_release(s);
@@ -497,6 +653,17 @@ pn_status accel_quantized_convolution_create(void* context, const pn_layer* laye
     s->k = s->channels * s->kd[0] * s->kd[1] * s->kd[2];
     s->b_zero_step = pn_num_elements(&layer->inputs[s->ib_zero]) > 1 ? 1 : 0;
     s->b_scale_step = q && pn_num_elements(&layer->inputs[s->ib_scale]) > 1 ? 1 : 0;
+    if (d->groups > 1) { /* depthwise (the check admits no other grouping) */
+        s->depthwise = 1;
+        s->multiplier = s->n / (s->channels > 0 ? s->channels : 1);
+        s->taps = s->kd[0] * s->kd[1] * s->kd[2];
+        *workload_out = pn_workload_new(s, dw_execute, qprod_release, 0);
+        if (*workload_out == NULL) { /* s released */
+            return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a QuantizedConvolution "
+                           "workload");
+        }
+        return PN_OK;
+    }
     int64_t* koff = (int64_t*)malloc((size_t)(s->k > 0 ? s->k : 1) * sizeof(int64_t));
     if (koff == NULL) {
         qprod_release(s);
