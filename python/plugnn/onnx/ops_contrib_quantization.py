@@ -204,13 +204,15 @@ def qlinear_mul(ctx: NodeContext) -> Any:
     nodes = Nodes(ctx)
     dtype, (a, a_scale, a_zero, b, b_scale, b_zero, c_scale, c_zero) = _binary_setup(ctx, nodes)
 
+    # In float32: the centred 8-bit values and their product (at most 256^2) are integers below
+    # 2^24, exact, as their int32 forms would be (and the float kinds run on every backend).
     def centred(x: str, zero: str, role: str) -> str:
-        return nodes.add("Sub", [nodes.add("Cast", [x], f"{role}_i32", to=ONNX_INT32),
-                                 nodes.add("Cast", [zero], f"{role}_zero_i32", to=ONNX_INT32)], f"{role}_centred")
+        return nodes.add("Sub", [_as_float(nodes, x, f"{role}_f"), _as_float(nodes, zero, f"{role}_zero_f")],
+                         f"{role}_centred")
 
-    product = nodes.add("Mul", [centred(a, a_zero, "a"), centred(b, b_zero, "b")], "product")
+    product = nodes.add("Mul", [centred(a, a_zero, "a"), centred(b, b_zero, "b")], "product_f")
     ratio = nodes.add("Div", [nodes.add("Mul", [a_scale, b_scale], "scales"), c_scale], "ratio")
-    value = nodes.add("Add", [nodes.add("Mul", [_as_float(nodes, product, "product_f"), ratio], "scaled"),
+    value = nodes.add("Add", [nodes.add("Mul", [product, ratio], "scaled"),
                               _as_float(nodes, c_zero, "c_zero_f")], "shifted")
     _round_saturate(nodes, value, dtype, nodes.output(0))
     return nodes.expansion()
