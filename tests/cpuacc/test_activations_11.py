@@ -156,7 +156,7 @@ def test_streamed_activation_and_binary_layers(name: str) -> None:
     net.add_output(net.add_activation(net.add_add(a, b, name="add"), act.kind, act.alpha, act.beta, name="act2"), "z")
     inputs = {"a": data((3, 1001)), "b": data((3, 1001), special=False)}
     for isa in ISAS:
-        options = {"num_threads": "2", "isa": isa, "nontemporal_bytes": "0"}
+        options = {"num_threads": "2", "isa": isa, "nontemporal_bytes": "0", "flush_denormals": "0"}
         with plugnn.Runtime(backend_options={"CpuAcc": options}) as rt:
             optimized = plugnn.optimize(net, rt, ["CpuAcc"])
             assert [r["layer"] for r in optimized.assignments()] == ["act", "add+act2"]
@@ -261,7 +261,7 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
 @pytest.fixture(scope="module")
 def fused_runtimes() -> Iterator[dict[tuple[str, int], plugnn.Runtime]]:
     rts = {(isa, n): plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa,
-                                                                "blocked_chains": "0"}})
+                                                                "blocked_chains": "0", "flush_denormals": "0"}})
            for isa in ISAS for n in (1, 2, 3)}
     yield rts
     for rt in rts.values():

@@ -87,7 +87,8 @@ def run_everywhere(net: Network, inputs: Mapping[str, np.ndarray], expected: np.
     for isa in ISAS:
         first = None
         for n in THREADS:
-            with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa}}) as rt:
+            with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": n, "isa": isa,
+                                                            "flush_denormals": "0"}}) as rt:
                 optimized = plugnn.optimize(net, rt, ["CpuAcc"])
                 with rt.load_network(optimized) as loaded:
                     y = loaded.run(dict(inputs))["y"].copy()
@@ -362,7 +363,7 @@ def test_silu_in_chains_keeps_the_swish_accuracy() -> None:
     h = net.add_input("x", x.shape)
     h = add_act(net, net.add_convolution2d(h, ones, groups=16, name="c1"), "swish", "silu")
     net.add_output(net.add_convolution2d(h, ones, groups=16, name="c2"), "y")
-    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": 2}}) as rt:
+    with plugnn.Runtime(backend_options={"CpuAcc": {"num_threads": 2, "flush_denormals": "0"}}) as rt:
         optimized = plugnn.optimize(net, rt, ["CpuAcc"])
         assert [ch.replaces for ch in chains_of(optimized)] == [("c1", "silu", "c2")]
         with rt.load_network(optimized) as loaded:

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.plugins
 
 REPO = Path(__file__).resolve().parent.parent.parent
 HEADER = REPO / "native" / "include" / "plugnn" / "backend_api.h"
-CPUACC_OPTIONS = ["num_threads", "isa", "fuse", "amx", "blocked_chains", "nontemporal_bytes", "packed_weight_bytes"]
+CPUACC_OPTIONS = ["num_threads", "isa", "fuse", "amx", "blocked_chains", "nontemporal_bytes", "flush_denormals",
+                  "packed_weight_bytes"]
 
 
 def bundled(backend_id: str) -> Path:
@@ -76,7 +77,7 @@ def test_cpuacc_options_parse_and_refuse_as_before() -> None:
                 backend.set_option(key, value)
             assert info.value.status == "PN_ERR_INVALID_ARGUMENT"
         with pytest.raises(BackendOptionError, match=r"no option 'threads' \(options: num_threads, isa, fuse, amx, "
-                                                     r"blocked_chains, nontemporal_bytes, packed_weight_bytes\)") as info:
+                                                     r"blocked_chains, nontemporal_bytes, flush_denormals, packed_weight_bytes\)") as info:
             backend.get_option("threads")
         assert info.value.status == "PN_ERR_NOT_FOUND"
         with pytest.raises(BackendOptionError) as info:

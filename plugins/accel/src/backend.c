@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define ACCEL_NUM_OPTIONS 7 /* rows of OPTIONS */
+#define ACCEL_NUM_OPTIONS 8 /* rows of OPTIONS */
 
 typedef struct accel_backend {
     pn_backend base;
@@ -22,6 +22,7 @@ typedef struct accel_backend {
     int fuse;            /* option fuse: optimize_subgraph fuses layers (opt/layer_fusion.h) */
     int chains;          /* option blocked_chains: it runs runs of convolutions as blocked
                             chains (opt/chain_plan.h) */
+    int flush_denormals; /* option flush_denormals: the pool's loops flush subnormals (thread_pool.h) */
     accel_isa best_isa;  /* the best kernels this build has for this CPU */
     int threads_shared;  /* env.threads was handed to a factory (workloads may hold it) */
     accel_threads** retired; /* pools replaced by a later num_threads, joined in destroy */
@@ -195,6 +196,7 @@ static pn_status backend_create_workload_factory(pn_backend* backend, pn_memory_
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY,
                            "CpuAcc: cannot start a pool of %d threads", b->num_threads);
         }
+        accel_threads_set_flush_denormals(b->env.threads, b->flush_denormals);
     }
     pn_status s = pn_plugin_factory_new(&accel, &b->env, sizeof(b->env), factory_out, message_out);
     if (s == PN_OK) {
@@ -280,6 +282,20 @@ static pn_status set_chains(accel_backend* b, const char* key, const char* value
 }
 
 static void get_chains(const accel_backend* b, pn_string_out* value_out) { pn_write(value_out, "%d", b->chains); }
+
+/* Option flush_denormals: the pool's loops from the next run on, every workload's. */
+static pn_status set_flush_denormals(accel_backend* b, const char* key, const char* value,
+                                     pn_string_out* message_out) {
+    pn_status s = parse_flag(&b->flush_denormals, key, value, message_out);
+    if (s == PN_OK) {
+        accel_threads_set_flush_denormals(b->env.threads, b->flush_denormals);
+    }
+    return s;
+}
+
+static void get_flush_denormals(const accel_backend* b, pn_string_out* value_out) {
+    pn_write(value_out, "%d", b->flush_denormals);
+}
 
 /* Option nontemporal_bytes applies to workloads created afterwards. */
 static pn_status set_stream_bytes(accel_backend* b, const char* key, const char* value,
@@ -371,6 +387,12 @@ static const accel_option OPTIONS[ACCEL_NUM_OPTIONS] = {
      "layers (outside blocked chains) whose inputs and outputs together exceed this many bytes store their "
      "output non-temporally (default: the last-level cache size); applies to workloads created afterwards",
      set_stream_bytes, get_stream_bytes},
+    {"flush_denormals", PN_OPTION_TYPE_BOOL,
+     "1: workloads compute with subnormal floats flushed to zero (x86: MXCSR FTZ and DAZ on the pool's "
+     "threads while they run; the caller's mode restored after), which spares Intel cores a microcode assist "
+     "per subnormal operand; values below 2^-126 then read and come out as 0; 0: subnormals kept (the "
+     "caller's floating-point mode); takes effect at the next run",
+     set_flush_denormals, get_flush_denormals},
     {"packed_weight_bytes", PN_OPTION_TYPE_INT,
      "read-only: the bytes of prepacked weights the backend's workloads hold now",
      NULL, get_packed_bytes},
@@ -483,6 +505,7 @@ PLUGNN_BACKEND_EXPORT void* BackendFactory(void) {
     }
     b->fuse = 1;
     b->chains = 1;
+    b->flush_denormals = 1;
     b->base.struct_size = (uint32_t)sizeof(pn_backend);
     b->base.flags = PN_BACKEND_HOST_MEMORY;
     b->base.flags |= PN_BACKEND_MOVES_IN_PLACE; /* ops/data_movement.c skips inputs already in place */
