@@ -8,8 +8,8 @@ it writes:
   QDQ        DequantizeLinear -> Conv -> QuantizeLinear groups, which plugnn rewrites into
              integer operators at load (plugnn.onnx.qdq) as onnxruntime's optimizer does.
 
-For each, both runtimes run the same seeded input in one process, alternating call by call:
-the median time per call (ms) over `--runs` calls after 5 warm-up calls, and the largest
+For each, both runtimes run the same seeded input in one process, in 3 alternating blocks of
+calls each (3 warm-up calls per block): the median time per call (ms) over `--runs` calls, and the largest
 difference of the outputs in quantization steps of the output (its last DequantizeLinear's
 scale; relative to the output's range for float32). Prints a Markdown table
 (docs/performance.md, "Quantized models"). Run from the repository root:
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+ROUNDS = 3  # alternating blocks of calls per runtime
 
 
 def cpu_model() -> str:
@@ -89,15 +90,17 @@ def measure(path: Path, inputs: dict[str, np.ndarray], threads: int, runs: int) 
     session = plugnn.InferenceSession(data, backend_options={"CpuAcc": {"num_threads": str(threads)}})
     clock = time.perf_counter
     times: dict[str, list[float]] = {"plugnn": [], "onnxruntime": []}
-    for k in range(5 + runs):
-        start = clock()
-        ours = session.run(None, inputs)[0]
-        middle = clock()
-        theirs = reference.run(None, inputs)[0]
-        end = clock()
-        if k >= 5:
-            times["plugnn"].append((middle - start) * 1e3)
-            times["onnxruntime"].append((end - middle) * 1e3)
+    results: dict[str, Any] = {}
+    # Blocks of calls, alternating: call by call, onnxruntime's threads still spinning after its
+    # run would take the second CPU from plugnn's next one (and the other way round).
+    for _ in range(ROUNDS):
+        for name, run in (("plugnn", session.run), ("onnxruntime", reference.run)):
+            for k in range(3 + max(1, runs // ROUNDS)):
+                start = clock()
+                results[name] = run(None, inputs)[0]
+                if k >= 3:
+                    times[name].append((clock() - start) * 1e3)
+    ours, theirs = results["plugnn"], results["onnxruntime"]
     step = output_step(path)
     diff = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
     difference = float(diff.max()) / step if step else float(diff.max()) / max(float(np.abs(theirs).max()), 1e-30)

@@ -49,7 +49,7 @@ import numpy as np
 
 from plugnn.onnx.context import onnx_module
 from plugnn.onnx.registry import MICROSOFT_DOMAIN
-from plugnn.onnx.tidy import node_reads, sort_nodes
+from plugnn.onnx.tidy import node_reads, owned_copy, set_nodes, sort_nodes
 
 LOG = logging.getLogger("plugnn")
 
@@ -473,11 +473,7 @@ def integer_operators(proto: Any, source: str, *, owned: bool) -> Any:
                 taken.add(rewrite.quantize)
     if not rewrites:
         return proto
-    if not owned:
-        onnx = onnx_module()
-        copy = onnx.ModelProto()
-        copy.CopyFrom(proto)
-        proto = copy
+    proto = owned_copy(proto, owned)
     _apply(proto, rewrites, taken, source)
     counts = Counter(r.node.op_type for r in rewrites)
     LOG.info("%s: %d QDQ group(s) run as integer operators (%s)", source, len(rewrites),
@@ -501,14 +497,7 @@ def _apply(proto: Any, rewrites: list[_Rewrite], quantizes: set[int], source: st
         if len(kept) == len(nodes):
             break
         nodes = kept
-    copies = []
-    onnx = onnx_module()
-    for node in nodes:
-        copy = onnx.NodeProto()
-        copy.CopyFrom(node)
-        copies.append(copy)
-    del graph.node[:]
-    graph.node.extend(copies)
+    set_nodes(graph, nodes)
     read_after = {name for node in graph.node for name in node_reads(node)} | outputs | {v.name for v in graph.input}
     unread = read_before - read_after
     if any(t.name in unread for t in graph.initializer):
@@ -525,4 +514,4 @@ def _apply(proto: Any, rewrites: list[_Rewrite], quantizes: set[int], source: st
     sort_nodes(graph, source)  # a scale read first by the rewritten node may come after it
     if any(node.domain == MICROSOFT_DOMAIN for node in graph.node) and \
             MICROSOFT_DOMAIN not in {o.domain for o in proto.opset_import}:
-        proto.opset_import.append(onnx.helper.make_opsetid(MICROSOFT_DOMAIN, 1))
+        proto.opset_import.append(onnx_module().helper.make_opsetid(MICROSOFT_DOMAIN, 1))

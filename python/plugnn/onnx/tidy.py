@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from plugnn.errors import ModelError
@@ -53,11 +53,7 @@ def tidy(proto: Any, source: str, *, owned: bool) -> Any:
     unsorted = any(_order(graph, outer, source) is not None for graph, outer in _scoped_graphs(proto.graph))
     if not (called or negative or unsorted or conditions or sparse):
         return proto
-    if not owned:
-        onnx = onnx_module()
-        copy = onnx.ModelProto()
-        copy.CopyFrom(proto)
-        proto = copy
+    proto = owned_copy(proto, owned)
     if called:
         _Inliner(proto, source, functions).graph(proto.graph, 0)
     if negative:
@@ -85,15 +81,30 @@ def sort_nodes(graph: Any, source: str, outer: frozenset[str] = frozenset()) -> 
     order = _order(graph, outer, source)
     if order is None:
         return False
+    set_nodes(graph, [graph.node[i] for i in order])
+    return True
+
+
+def set_nodes(graph: Any, nodes: Sequence[Any]) -> None:
+    """`graph`'s nodes become copies of `nodes` (which may be its own, in another order)."""
     onnx = onnx_module()
     copies = []
-    for i in order:
+    for node in nodes:
         copy_node = onnx.NodeProto()
-        copy_node.CopyFrom(graph.node[i])
+        copy_node.CopyFrom(node)
         copies.append(copy_node)
     del graph.node[:]
     graph.node.extend(copies)
-    return True
+
+
+def owned_copy(proto: Any, owned: bool) -> Any:
+    """`proto` itself when the caller owns it, else a copy to change."""
+    if owned:
+        return proto
+    onnx = onnx_module()
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    return copy
 
 
 # ---- graphs and their scopes --------------------------------------------------------------------

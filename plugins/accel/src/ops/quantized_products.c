@@ -260,16 +260,23 @@ static void epilogue(void* ctx, int32_t* c, int64_t ldc, int64_t i0, int64_t row
     accel_transpose_bytes(q, QGEMM_NC, y + j0 * positions + i0, positions, rows, cols, 0);
 }
 
-static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string_out* message_out) {
-    const qprod_state* s = (const qprod_state*)raw;
+/* The execute's arguments checked against the layer's, and its input pointers into in. */
+static pn_status qprod_inputs(const qprod_state* s, const pn_execute_args* args, const void** in,
+                              pn_string_out* message_out) {
     pn_status st = pn_check_execute_args(args, s->num_inputs, s->infos, 1, &s->infos[s->num_inputs], "CpuAcc",
                                          message_out);
+    for (uint32_t i = 0; st == PN_OK && i < s->num_inputs; ++i) {
+        in[i] = args->inputs[i].data;
+    }
+    return st;
+}
+
+static pn_status qprod_execute(void* raw, const pn_execute_args* args, pn_string_out* message_out) {
+    const qprod_state* s = (const qprod_state*)raw;
+    const void* in[QP_MAX_INPUTS];
+    pn_status st = qprod_inputs(s, args, in, message_out);
     if (st != PN_OK) {
         return st;
-    }
-    const void* in[QP_MAX_INPUTS];
-    for (uint32_t i = 0; i < s->num_inputs; ++i) {
-        in[i] = args->inputs[i].data;
     }
     const int64_t m = s->m, n = s->n;
     const int64_t rows_za = !s->conv && s->a_zero_off != NULL ? m : 1;
@@ -448,14 +455,10 @@ static void dw_units(void* raw, int64_t b, int64_t e) {
 
 static pn_status dw_execute(void* raw, const pn_execute_args* args, pn_string_out* message_out) {
     const qprod_state* s = (const qprod_state*)raw;
-    pn_status st = pn_check_execute_args(args, s->num_inputs, s->infos, 1, &s->infos[s->num_inputs], "CpuAcc",
-                                         message_out);
+    const void* in[QP_MAX_INPUTS];
+    pn_status st = qprod_inputs(s, args, in, message_out);
     if (st != PN_OK) {
         return st;
-    }
-    const void* in[QP_MAX_INPUTS];
-    for (uint32_t i = 0; i < s->num_inputs; ++i) {
-        in[i] = args->inputs[i].data;
     }
     double* mult = (double*)malloc((size_t)(s->n > 0 ? s->n : 1) * sizeof(double));
     if (mult == NULL) {
