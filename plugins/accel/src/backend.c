@@ -388,9 +388,9 @@ static const accel_option OPTIONS[ACCEL_NUM_OPTIONS] = {
      "output non-temporally (default: the last-level cache size); applies to workloads created afterwards",
      set_stream_bytes, get_stream_bytes},
     {"flush_denormals", PN_OPTION_TYPE_BOOL,
-     "1: workloads compute with subnormal floats flushed to zero (x86: MXCSR FTZ and DAZ on the pool's "
-     "threads while they run; the caller's mode restored after), which spares Intel cores a microcode assist "
-     "per subnormal operand; values below 2^-126 then read and come out as 0; 0: subnormals kept (the "
+     "1: workloads flush subnormal float results to zero (x86: MXCSR FTZ on the pool's threads while they "
+     "run; the caller's mode restored after), which spares Intel cores a microcode assist per subnormal "
+     "result; a result below 2^-126 is then 0, inputs are read as they are; 0: subnormal results kept (the "
      "caller's floating-point mode); takes effect at the next run",
      set_flush_denormals, get_flush_denormals},
     {"packed_weight_bytes", PN_OPTION_TYPE_INT,

@@ -55,7 +55,7 @@ void accel_parallel_for_grain(accel_threads* threads, int64_t n, int64_t grain, 
 void accel_parallel_for_owned(accel_threads* threads, int64_t n, int64_t grain, const int64_t* cuts,
                               accel_range_fn fn, void* ctx);
 
-/* Whether the pool's loops run with subnormals flushed to zero (x86: MXCSR FTZ and DAZ, set on
+/* Whether the pool's loops run with subnormal results flushed to zero (x86: MXCSR FTZ, set on
  * every thread of a loop and the caller's restored after it; no effect elsewhere). Every thread
  * of a loop otherwise runs with the caller's floating-point mode. Default 0; NULL is a no-op. */
 void accel_threads_set_flush_denormals(accel_threads* threads, int flush);
