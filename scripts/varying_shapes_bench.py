@@ -4,10 +4,13 @@ model (bert_tiny, seeded weights), as an embedding or classification service see
   lengths   60 requests of random length 8..128 tokens at batch 1 (seeded);
   batches   batches 1..16 in random order at length 128, twice each.
 
-For each, both runtimes run the same requests in one process, alternating request by request:
-the mean time per request, the first call at a shape (what a new shape costs) against the same
-shape's next call, the outputs compared, and how many times plugnn imported the model
-(`session.networks_built`: 1 means one network served every shape). Prints a Markdown report
+For each, both runtimes are created and run one warm-up request at a shape outside the set (what
+a service does before it takes traffic; plugnn builds its network at its first run, onnxruntime
+in its constructor: "start" is creation plus that request, for each), then run the same requests
+in one process, alternating request by request: the mean time per request, the first call at a
+shape (what a new shape costs) against the same shape's next call, the outputs compared, and how
+many times plugnn imported the model (`session.networks_built`: 1 means one network served every
+shape). Prints a Markdown report
 (docs/performance.md, "Run-time shapes"). Run from the repository root:
 
     python scripts/varying_shapes_bench.py [--threads N] [--model bert_tiny] [--json]
@@ -47,22 +50,29 @@ def feed(entry: dict[str, Any], batch: int, length: int, rng: np.random.Generato
     return out
 
 
-def measure(name: str, requests: list[tuple[int, int]], entry: dict[str, Any], model: bytes,
-            threads: int) -> dict[str, Any]:
+def measure(name: str, requests: list[tuple[int, int]], warm_up: tuple[int, int], entry: dict[str, Any],
+            model: bytes, threads: int) -> dict[str, Any]:
     import onnxruntime as ort
 
     import plugnn
 
+    rng = np.random.default_rng(0)
+    clock = time.perf_counter
+    first_inputs = feed(entry, *warm_up, rng)
+    start = clock()
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     reference = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    reference.run(None, first_inputs)
+    reference_start_ms = (clock() - start) * 1e3
+    start = clock()
     session = plugnn.InferenceSession(model, backend_options={"CpuAcc": {"num_threads": str(threads)}})
-    rng = np.random.default_rng(0)
+    session.run(None, first_inputs)
+    start_ms = (clock() - start) * 1e3
     times: dict[str, list[float]] = {"plugnn": [], "onnxruntime": []}
     first: list[tuple[float, float]] = []  # plugnn's first call at a shape, its second call
     seen: set[tuple[int, int]] = set()
     worst = 0.0
-    clock = time.perf_counter
     for batch, length in requests:
         inputs = feed(entry, batch, length, rng)
         start = clock()
@@ -87,6 +97,8 @@ def measure(name: str, requests: list[tuple[int, int]], entry: dict[str, Any], m
         "first_call_over_steady_median": statistics.median(ratios), "first_call_over_steady_max": max(ratios),
         "first_call_ms_median": statistics.median(f for f, _ in first),
         "networks_built": session.networks_built, "max_relative_difference": worst,
+        "warm_up": list(warm_up), "plugnn_start_ms": start_ms, "onnxruntime_start_ms": reference_start_ms,
+        "steady_resizes": session.networks()[0].get("steady_resizes", 0) if session.networks() else 0,
     }
     session.close()
     return result
@@ -108,21 +120,23 @@ def main() -> int:
     order = list(range(1, 17)) * 2
     rng.shuffle(order)
     batches = [(int(b), 128) for b in order]
-    results = [measure("lengths 8..128, batch 1", lengths, entry, model, args.threads),
-               measure("batches 1..16, length 128", batches, entry, model, args.threads)]
+    results = [measure("lengths 8..128, batch 1", lengths, (1, 7), entry, model, args.threads),
+               measure("batches 1..16, length 128", batches, (1, 64), entry, model, args.threads)]
     if args.json:
         print(json.dumps({"cpu": cpu_model(), "threads": args.threads, "model": args.model, "results": results},
                          indent=2))
         return 0
     print(f"{args.model}, {args.threads} thread(s), {cpu_model()}, {time.strftime('%Y-%m-%d')}\n")
     print("| workload | requests (shapes) | plugnn ms/request | onnxruntime ms/request | ratio | first call / "
-          "steady (median, max) | networks built | max rel. diff |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "steady (median, max) | start ms plugnn / onnxruntime | networks built | steady re-sizes | "
+          "max rel. diff |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         print(f"| {r['workload']} | {r['requests']} ({r['distinct_shapes']}) | {r['plugnn_mean_ms']:.3f} | "
               f"{r['onnxruntime_mean_ms']:.3f} | {r['plugnn_mean_ms'] / r['onnxruntime_mean_ms']:.2f} | "
               f"{r['first_call_over_steady_median']:.1f}, {r['first_call_over_steady_max']:.1f} | "
-              f"{r['networks_built']} | {r['max_relative_difference']:.1e} |")
+              f"{r['plugnn_start_ms']:.0f} / {r['onnxruntime_start_ms']:.0f} | "
+              f"{r['networks_built']} | {r['steady_resizes']} | {r['max_relative_difference']:.1e} |")
     return 0
 
 

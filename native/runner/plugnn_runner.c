@@ -1,7 +1,8 @@
 /* libplugnn_runner: the runtime's C helpers on the hot path (plugnn_runner.h). pnr_run_steps
  * only calls pn_workload.execute as the runtime would: the same workload, arguments and message
  * buffer, in the same order, stopping at the first failure; pnr_plan_memory plans an arena (a
- * symbolic network plans one per binding). Loaded with dlopen (cffi) from the package's lib/
+ * symbolic network plans one per binding); pnr_apply_dims re-sizes bound tensors in place (a
+ * symbolic network's steady re-size, each decode step). Loaded with dlopen (cffi) from the package's lib/
  * directory; only the pnr_ functions are exported. Its one piece of state is the interrupt flag
  * (pnr_watch_interrupts) and the handler it chains to. */
 #if !defined(_POSIX_C_SOURCE)
@@ -114,4 +115,58 @@ __attribute__((visibility("default"))) uint64_t pnr_plan_memory(int64_t n, const
     }
     free(order);
     return peak;
+}
+
+/* The dim k of rule r at `values`, or -1 when it reads outside them or is negative. */
+static int64_t rule_dim(const pnr_dims_rule* r, uint32_t k, const int64_t* values, int64_t num_values) {
+    const int64_t d = r->dims[k];
+    if (d >= 0) {
+        return d;
+    }
+    if (d < -num_values) {
+        return -1;
+    }
+    const int64_t v = values[-1 - d];
+    return v >= 0 ? v : -1;
+}
+
+static int rule_holds(const pnr_dims_rule* r, const int64_t* values, int64_t num_values) {
+    if (r->rank > PN_MAX_DIMS || r->itemsize == 0) {
+        return 0;
+    }
+    uint64_t bytes = r->itemsize;
+    for (uint32_t k = 0; k < r->rank; ++k) {
+        const int64_t d = rule_dim(r, k, values, num_values);
+        if (d <= 0 || __builtin_mul_overflow(bytes, (uint64_t)d, &bytes)) {
+            return 0;
+        }
+    }
+    return r->max_bytes == 0 || bytes <= r->max_bytes;
+}
+
+/* Two passes over the rules (check, then write) so that a failing rule leaves every target as it
+ * was: the caller then re-sizes the slow way, from the state it knows. */
+__attribute__((visibility("default"))) int64_t pnr_apply_dims(const int64_t* values, int64_t num_values,
+                                                              const pnr_dims_rule* rules, int64_t num_rules,
+                                                              pn_tensor_info* const* targets,
+                                                              const int64_t* target_rule, int64_t num_targets) {
+    for (int64_t i = 0; i < num_rules; ++i) {
+        if (!rule_holds(&rules[i], values, num_values)) {
+            return i;
+        }
+    }
+    for (int64_t t = 0; t < num_targets; ++t) {
+        if (target_rule[t] < 0 || target_rule[t] >= num_rules) {
+            return num_rules;
+        }
+    }
+    for (int64_t t = 0; t < num_targets; ++t) {
+        const pnr_dims_rule* r = &rules[target_rule[t]];
+        pn_tensor_info* info = targets[t];
+        info->rank = r->rank;
+        for (uint32_t k = 0; k < PN_MAX_DIMS; ++k) {
+            info->dims[k] = k < r->rank ? rule_dim(r, k, values, num_values) : 0;
+        }
+    }
+    return -1;
 }

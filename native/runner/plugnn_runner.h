@@ -44,6 +44,29 @@ uint64_t pnr_plan_memory(int64_t n, const uint64_t* sizes, const int64_t* first,
  * lets Python run its handler (KeyboardInterrupt), then calls again for the steps left. */
 int32_t pnr_watch_interrupts(void);
 int64_t pnr_run_steps_checked(const pnr_step* steps, int64_t n, int32_t* status_out, int32_t check);
+
+/* A tensor's dims at one binding of a symbolic network's symbols (python/plugnn/steady_resize.py):
+ * dims[k] >= 0 is that dim, dims[k] < 0 is values[-1 - dims[k]] (one of the values the shape
+ * program evaluated); dims[rank..] are unused. The tensor takes itemsize times the product of its
+ * dims bytes, at most max_bytes (the bytes planned for it in the arena, less its offset in the
+ * block it is a view of) when max_bytes is not 0. Owned by the caller. */
+typedef struct pnr_dims_rule {
+    uint32_t rank;       /* 0..8 (PN_MAX_DIMS) */
+    uint32_t itemsize;   /* bytes per element, > 0 */
+    uint64_t max_bytes;  /* 0: no limit (a tensor outside the arena) */
+    int64_t dims[8];
+} pnr_dims_rule;
+
+/* Re-sizes bound tensors in place: rules[0..num_rules) evaluated at values[0..num_values), then
+ * every targets[t] (a pn_tensor_info a bound pn_execute_args holds; t < num_targets) gets the
+ * rank and dims of rules[target_rule[t]], its dims past the rank zeroed; nothing else of it is
+ * touched (its data pointer stays). Returns -1 when every rule held; otherwise the index of the
+ * first rule that did not, and no target is written: a value index outside values, a negative
+ * value, a tensor of no elements (zero-size tensors are planned again by the caller), a byte
+ * count that overflows 64 bits or exceeds max_bytes, or a rank above 8 or a target_rule outside
+ * rules (returned as num_rules). No allocation, no other state. */
+int64_t pnr_apply_dims(const int64_t* values, int64_t num_values, const pnr_dims_rule* rules, int64_t num_rules,
+                       pn_tensor_info* const* targets, const int64_t* target_rule, int64_t num_targets);
 /* PLUGNN_RUNNER_CDEF_END */
 
 /* *status_out of pnr_run_steps_checked when it stopped for an interrupt (step_runner.py's

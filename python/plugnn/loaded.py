@@ -45,6 +45,8 @@ from plugnn.graph import Node
 from plugnn.memory_plan import ALIGNMENT, Block, MemoryPlan, plan
 from plugnn.movement_views import MOVES, elided_layers, movement_views
 from plugnn.native import BoundExecution
+from plugnn.runner_library import runner_library
+from plugnn.steady_resize import Materialize, SteadyResize, shape_at
 from plugnn.step_runner import NativeRun, batched
 from plugnn.optimized import OptimizedNetwork
 from plugnn.reshape_groups import follows_grouping
@@ -151,12 +153,22 @@ class LoadedNetwork:
                  remake: Callable[[Node, Backend], Node | None] | None = None) -> None:
         self.network_id = network_id
         self.name = optimized.network_name
+        # A steady re-size leaves the concrete graph at the new shapes to be made when read
+        # (_materialize): until then, `_pending` makes it and `_stale_keys` are the tensors whose
+        # buffers and bound views still have older shapes (their pn_tensor_info the new ones).
+        self._pending: Materialize | None = None
+        self._stale_keys: set[str] = set()
+        # The steady re-sizes recorded (SteadyResize), by the values they change; valid while the
+        # arena and the steps stay (cleared by _bind and by a re-size that replaces steps).
+        self._steady: dict[Any, SteadyResize] = {}
+        self._steady_record: tuple[tuple[int, ...], frozenset[str]] | None = None
         self._backends = dict(backends)
         self._contexts = list(contexts)
         self._on_unload = on_unload
         self._optimized = optimized
         self._graph = optimized.graph
-        self._lock = threading.Lock()
+        # Re-entrant: reading the graph inside a run (an error message) may make it (_materialize).
+        self._lock = threading.RLock()
         self._managers: dict[str, MemoryManager] = {}
         self._factories: dict[str, WorkloadFactory] = {}
         self._workloads: list[Workload] = []
@@ -189,6 +201,72 @@ class LoadedNetwork:
         # A run in flight in another thread of the parent may have bound some of its arrays and
         # not yet recorded them: the child's first run binds every input and output again.
         self._bound = [None] * len(self._bound)
+
+    # -- the concrete graph, made when read after a steady re-size -------------------------
+
+    @property
+    def _graph(self) -> Any:
+        if self._pending is not None:
+            self._materialize()
+        return self._graph_now
+
+    @_graph.setter
+    def _graph(self, graph: Any) -> None:
+        self._graph_now = graph
+
+    @property
+    def _optimized(self) -> OptimizedNetwork:
+        if self._pending is not None:
+            self._materialize()
+        return self._optimized_now
+
+    @_optimized.setter
+    def _optimized(self, optimized: OptimizedNetwork) -> None:
+        self._optimized_now = optimized
+
+    @property
+    def _buffers(self) -> dict[str, Any]:
+        if self._pending is not None:
+            self._materialize()
+        return self._buffers_now
+
+    @_buffers.setter
+    def _buffers(self, buffers: dict[str, Any]) -> None:
+        self._buffers_now = buffers
+
+    def _materialize(self) -> None:
+        """Make the concrete graph a steady re-size left pending, and the buffers and bound views
+        of its tensors at their new shapes (the same bytes: the arena stayed). Under the run lock:
+        another network may read this one's graph (reshape_from) while a thread runs it."""
+        with self._lock:
+            pending = self._pending
+            if pending is None:
+                return
+            optimized, remake = pending()
+            graph = optimized.graph
+            graph.nodes = list(self._graph_now.nodes)  # every changed layer kept its workload
+            buffers = dict(self._buffers_now)
+            offsets = self.memory_plan.offsets
+            stale = self._stale_keys
+            for key in stale:
+                info = graph.infos[key]
+                dtype = info.dtype.numpy_dtype
+                if key in offsets:
+                    start = offsets[key]
+                    buffers[key] = self._arena[start:start + info.num_bytes].view(dtype).reshape(info.shape)
+                elif key in self._staging:  # a staged input: its buffer (resize_steady made it)
+                    buffers[key] = self._staging[key]
+                else:  # bound per run; a placeholder until then
+                    buffers[key] = np.zeros(info.shape, dtype)
+            for node, step in zip(graph.nodes, self._steps):
+                for bound, names in ((step.inputs, node.inputs), (step.outputs, node.outputs)):
+                    for index, key in enumerate(names):
+                        if key in stale:
+                            bound.rebind(index, buffers[key])
+            self._graph_now, self._optimized_now, self._remake, self._buffers_now = graph, optimized, remake, buffers
+            self._bound = [None] * len(self._bound)  # the placeholders replaced the callers' arrays
+            self._stale_keys = set()
+            self._pending = None
 
     # -- loading ------------------------------------------------------------------------
 
@@ -312,7 +390,7 @@ class LoadedNetwork:
                 retired = self._swap_workloads(old, graph, made)
                 self._graph, self._optimized, self._remake = graph, optimized, remake
                 self.__dict__.pop("_nodes_by_name", None)
-                self._rebind(old, graph, changed, at_execute)
+                kept = self._rebind(old, graph, changed, at_execute)
             except BaseException:
                 self.__dict__.clear()
                 self.__dict__.update(saved)
@@ -325,6 +403,117 @@ class LoadedNetwork:
             self.refused_layers = [graph.nodes[p].name for p, _, how in made if how == "fused again"]
             self.kept_layers = [n.name for p, n in enumerate(graph.nodes) if p not in moved and n.backend_id is not None]
             self.rebound_layers = [graph.nodes[p].name for p in sorted(at_execute)]
+            steady = kept is not None and not made and all(p in at_execute for p in changed)
+            self._steady_record = (tuple(changed), kept) if steady and kept is not None else None
+
+    def keeps_workloads(self, layers: Collection[int], described: Collection[int], tensors: Collection[str]) -> bool:
+        """Whether a re-size that changes layers `layers` (positions), the descriptors of
+        `described` and the shapes of `tensors` would keep every changed layer's workload, as
+        far as that follows from what changes (resize judges the rest: the grouping of axes of
+        the Reshapes a fused layer absorbed): each a native workload that takes its tensors'
+        shapes at execute, not data-dependent, its descriptor unchanged (a fused layer's payload
+        stands for its descriptor) and no input it keeps fixed among `tensors`."""
+        nodes = self._graph_now.nodes
+        for p in layers:
+            node = nodes[p]
+            workload = self._node_workloads.get(node.name) if node.backend_id is not None else None
+            if workload is None or not workload.shapes_at_execute or node.kind in DATA_DEPENDENT_KINDS:
+                return False
+            if node.kind is not LayerKind.PRECOMPILED and p in described:
+                return False
+            fixed = workload.fixed_inputs
+            if fixed and any(fixed >> min(i, 31) & 1 and k in tensors for i, k in enumerate(node.inputs)):
+                return False
+        return True
+
+    def steady_resize(self, slots: Any) -> SteadyResize | None:
+        """The steady re-size recorded for `slots` (see record_steady_resize), or None."""
+        return self._steady.get(slots)
+
+    def record_steady_resize(self, slots: Any, rule_of: Callable[[str], tuple[int, ...] | None],
+                             values: Sequence[int]) -> SteadyResize | None:
+        """Record the last re-size as a SteadyResize under `slots` (the values it changed) when it
+        kept every changed layer's workload, step, buffer place and movement view; `rule_of`
+        gives a tensor's dims as a rule over `values`, the evaluated values of the shapes this
+        network is at now (ShapeProgram.dims_rule). None when that re-size was not one."""
+        record, self._steady_record = self._steady_record, None
+        library = runner_library()
+        if record is None or library is None or not self._loaded:
+            return None
+        changed, keys = record
+        graph = self._graph
+        offsets, views, blocks = self.memory_plan.offsets, self.movement_views, self._block_bytes
+        if keys & set(self._bounded_at):
+            return None
+        rules = []
+        for key in sorted(keys):
+            rule, info = rule_of(key), graph.infos[key]
+            if rule is None or shape_at(rule, values) != info.shape:
+                return None
+            if key in offsets:
+                view = views.get(key)
+                limit = blocks[view.root] - view.offset if view is not None else blocks[key]
+            elif key in self._externals:
+                limit = 0
+            else:
+                return None
+            rules.append((key, rule, info.dtype.itemsize, limit))
+        targets, regroups = [], []
+        staged: dict[str, list[tuple[Any, int]]] = {key: [] for key in keys & self._staged}
+        for p in changed:
+            node, step = graph.nodes[p], self._steps[p]
+            if type(step.call) is not BoundExecution:
+                return None
+            for bound, names in ((step.inputs, node.inputs), (step.outputs, node.outputs)):
+                targets.extend((bound.info_pointer(index), key) for index, key in enumerate(names) if key in keys)
+                for index, key in enumerate(names):
+                    if key in staged:
+                        staged[key].append((bound, index))
+            if node.kind is LayerKind.PRECOMPILED:
+                for member in _fused_reshapes(node):
+                    pair = [rule_of(k) or tuple(graph.infos[k].shape) for k in (member.inputs[0], member.outputs[0])]
+                    regroups.append((pair[0], pair[1]))
+        entries = [(key, "input", i) for i, (_, _, key, *_) in enumerate(self._input_plan) if key in keys]
+        for i, (_, _, key, _, _, _, source) in enumerate(self._output_plan):
+            if key in keys:
+                if source is not None and source[0] not in ("in", "out"):
+                    return None
+                entries.append((key, "output", i))
+        plan = SteadyResize(library, values, rules, targets, entries, regroups, list(self.kept_layers),
+                            list(self.rebound_layers), staged)
+        self._steady[slots] = plan
+        return plan
+
+    def resize_steady(self, plan: SteadyResize, values: Sequence[int], materialize: Materialize) -> bool:
+        """Re-do the steady re-size `plan` (recorded on this network) at `values`, the evaluated
+        values of the new shapes; `materialize` makes the concrete network at the new shapes
+        when something reads it. False, and nothing changed,
+        when the new shapes need more than the plan does (a tensor outgrows its place in the
+        arena or becomes empty, a fused Reshape groups axes otherwise): re-size with `resize`."""
+        with self._lock:
+            if not self.resizable:
+                raise RuntimeClosedError(f"network {self.name!r} (id {self.network_id}) cannot be resized: "
+                                         + ("it was unloaded" if not self._loaded else "it holds device memory"))
+            if not plan.holds(values) or not plan.write(values):
+                return False
+            inputs, outputs, bound = list(self._input_plan), list(self._output_plan), self._bound
+            for _, side, index, shape in plan.shapes(values):
+                table = inputs if side == "input" else outputs
+                entry = table[index]
+                table[index] = (*entry[:4], shape, *entry[5:])
+                bound[entry[0]] = None
+            self._input_plan, self._output_plan = inputs, outputs
+            if plan.staged:  # a staged input's buffer at its new shape, bound to its readers
+                staging = self._staging = dict(self._staging)
+                for key, shape, readers in plan.staged_shapes(values):
+                    buffer = staging[key] = np.zeros(shape, staging[key].dtype)
+                    for bound, index in readers:
+                        bound[index] = buffer
+            self._pending = materialize
+            self._stale_keys |= plan.keys
+            self.reshaped_layers, self.refused_layers = [], []
+            self.kept_layers, self.rebound_layers = plan.kept_layers, plan.rebound_layers
+            return True
 
     def _takes_shapes_at_execute(self, old_graph: Any, old_node: Node, graph: Any, node: Node) -> bool:
         """Whether layer `node` (at the new shapes) can keep `old_node`'s workload: the same layer
@@ -397,11 +586,14 @@ class LoadedNetwork:
         self._workloads, self._node_workloads = workloads, by_name
         return retired
 
-    def _rebind(self, old: Any, graph: Any, changed: Sequence[int], at_execute: Collection[int] = ()) -> None:
+    def _rebind(self, old: Any, graph: Any, changed: Sequence[int], at_execute: Collection[int] = ()
+                ) -> frozenset[str] | None:
         """Bind the changed layers' steps to their tensors at the new shapes, in the arena as it
         is planned when they fit, else planned again (see resize). The steps of the layers
         `at_execute` stay: their tensors are bound again at the new shapes (_BoundTensors.rebind);
-        the others get new steps, put in place in the batched runs."""
+        the others get new steps, put in place in the batched runs. Returns the tensors whose
+        shapes changed when no step was replaced and no movement view can move with the shapes
+        (a steady re-size can be recorded: record_steady_resize), else None."""
         keys = {k for p in changed for n in (old.nodes[p], graph.nodes[p]) for k in (*n.inputs, *n.outputs)
                 if graph.infos[k] is not old.infos.get(k) and graph.infos[k] != old.infos.get(k)}
         views = self.movement_views
@@ -410,7 +602,8 @@ class LoadedNetwork:
         need = max((w.workspace_bytes for w in self._workloads), default=0)
         have = self._workspace.nbytes if self._workspace is not None else 0
         fits = not any(k in self._bounded_at for k in keys)
-        if fits and self._views_may_change(old, graph, changed):  # the views must be the same ones
+        moving = self._views_may_change(old, graph, changed)
+        if fits and moving:  # the views must be the same ones
             fits = self._movement_views(graph, self._location, self._externals, self._location,
                                         self._bounded_at) == views
         blocks = self._block_bytes
@@ -425,7 +618,7 @@ class LoadedNetwork:
                     grown = graph.infos[k].num_bytes
                     planned[k] = max(planned.get(k, 0), -(-2 * grown // ALIGNMENT) * ALIGNMENT)
             self._bind(planned)
-            return
+            return frozenset(keys) if not moving else None
         buffers = self._buffers = dict(self._buffers)  # new containers: resize restores the old on an error
         self._staging = dict(self._staging)
         for k in keys:
@@ -451,10 +644,13 @@ class LoadedNetwork:
             else:
                 replaced.append((p, steps[p]))
                 steps[p] = self._step(node)
+        if replaced:
+            self._steady.clear()  # the recorded re-sizes point at the steps replaced
         if not self._replace_calls(replaced):
             self._plan_runs()
         else:
             self._plan_binding()
+        return frozenset(keys) if not replaced and not moving else None
 
     def _grow_workspace(self, need: int) -> bool:
         """A workspace of twice `need` bytes in place of the one every step is bound to (a layer
@@ -559,6 +755,7 @@ class LoadedNetwork:
             end = len(nodes) if key in bounded else last[key]  # read by run() after the last step
             host_blocks.append(Block(key, max(info.num_bytes, planned.get(key, 0)), first[key], end))
         self._block_bytes = {block.key: block.size for block in host_blocks}
+        self._steady = {}  # the recorded steady re-sizes knew the arena planned before
         self.memory_plan: MemoryPlan = plan(host_blocks)
         if views:
             offsets = dict(self.memory_plan.offsets)
@@ -777,7 +974,7 @@ class LoadedNetwork:
         grown = resident - self._resident_at_start
         if grown > _leak_warning_bytes():
             self._growth_warned = True
-            backends = sorted({n.backend_id for n in self._graph.nodes if n.backend_id is not None})
+            backends = sorted({n.backend_id for n in self._graph_now.nodes if n.backend_id is not None})
             log.warning("plugnn: the process grew by %s over %d runs of network %r (backends %s); a backend that "
                         "leaks memory on every call is the usual cause (%s sets the threshold)",
                         human_bytes(grown), self._runs - _WATCH_EVERY, self.name, ", ".join(backends),
@@ -786,7 +983,7 @@ class LoadedNetwork:
     def _actual(self, step: _Step, index: int, key: str) -> np.ndarray:
         """A copy of the part of data-dependent output `index` of `step` its last run reported."""
         shapes = step.output_shapes() if step.output_shapes is not None else None
-        bound = self._graph.infos[key]
+        bound = self._graph_now.infos[key]  # never a tensor a steady re-size changes
         if shapes is None or index >= len(shapes):
             raise BackendError(step.backend_id, f"execute(layer {step.name!r})",
                                "a data-dependent layer reported no output shapes")
@@ -795,7 +992,7 @@ class LoadedNetwork:
             raise BackendError(step.backend_id, f"execute(layer {step.name!r})",
                                f"output {index} reported shape {list(shape)}, not within its bound {list(bound.shape)}")
         count = int(np.prod(shape, dtype=np.int64))
-        return self._buffers[key].reshape(-1)[:count].reshape(shape).copy()
+        return self._buffers_now[key].reshape(-1)[:count].reshape(shape).copy()
 
     def _run_one_by_one(self, profile: bool, stop: Callable[[], bool] | None) -> None:
         """Each step called on its own: timed (`last_profile`: layer, backend, seconds, and
@@ -876,7 +1073,7 @@ class LoadedNetwork:
             if source is not None:
                 kind, where = source
                 copies.append((array, inputs[where] if kind == "in" else results[where] if kind == "out"
-                               else self._buffers[where]))
+                               else self._buffers_now[where]))  # never a tensor a steady re-size changes
             elif bound[slot] is not array:
                 for target, index in targets:
                     target[index] = array
@@ -956,19 +1153,25 @@ def _reshapes_regroup(old_graph: Any, graph: Any, node: Node) -> bool:
     `node`'s inputs reshapes it at `graph`'s shapes by the same grouping of axes as at
     `old_graph`'s (plugnn.reshape_groups): what a fused layer that reads an input through one may
     assume when it takes other dims at execute (backend_api.h, PN_WORKLOAD_SHAPES_AT_EXECUTE)."""
-    inputs = set(node.inputs)
-    pending = list(node.fused)
-    while pending:
-        member = pending.pop()
-        pending.extend(member.fused)
-        if member.kind is not LayerKind.RESHAPE or member.inputs[0] not in inputs:
-            continue
+    for member in _fused_reshapes(node):
         source, result = member.inputs[0], member.outputs[0]
         old_in, old_out = old_graph.infos[source].shape, old_graph.infos[result].shape
         new_in, new_out = graph.infos[source].shape, graph.infos[result].shape
         if (new_in != old_in or new_out != old_out) and not follows_grouping(old_in, old_out, new_in, new_out):
             return False
     return True
+
+
+def _fused_reshapes(node: Node) -> list[Node]:
+    """The Reshapes fused into `node` (through every round of fusion) that read one of its inputs."""
+    inputs = set(node.inputs)
+    found, pending = [], list(node.fused)
+    while pending:
+        member = pending.pop()
+        pending.extend(member.fused)
+        if member.kind is LayerKind.RESHAPE and member.inputs[0] in inputs:
+            found.append(member)
+    return found
 
 
 def _same_layer_but_shapes(old_graph: Any, old: Node, new_graph: Any, new: Node) -> bool:

@@ -20,7 +20,10 @@ one instance), and so does any new binding while the runs' recent bindings (the 
 than the table (a second generation of decode steps, lengths drawn at random) would each evict
 an instance before it is used again, so making one does not pay. Otherwise a binding seen before
 gets an instance of its own (shapes that come back stay loaded); past `capacity` (8) instances,
-the least recently used one no run holds is re-sized.
+the least recently used one no run holds is re-sized. Most re-sizes in a stream are steady
+(plugnn.steady_resize: new dims written into the bound tensors, when the re-size before that
+changed the same shape values kept every workload, step and place in the arena); the last
+instance takes any binding a steady re-size reaches, seen before or not.
 
 A binding that breaks a guard of the network (a decision its construction took on the hints
 that does not hold at those shapes), or at which a backend refuses a layer, raises
@@ -50,19 +53,24 @@ log = logging.getLogger("plugnn")
 DEFAULT_INSTANCES = 8
 
 Loader = Callable[..., Any]  # Runtime.load_network(concrete network, reshape_from, remake) -> LoadedNetwork
+Base = tuple[Any, dict[str, np.ndarray], tuple[int, ...]]  # a concrete graph, its shape values, its values
 
 
 class Instance:
     """A symbolic network at one binding: its LoadedNetwork and its shape values' arrays."""
 
-    __slots__ = ("binding", "loaded", "shape_values", "values", "users", "uses", "evicted")
+    __slots__ = ("binding", "loaded", "shape_values", "values", "base", "users", "uses", "evicted")
 
     def __init__(self, binding: tuple[int, ...], loaded: Any, shape_values: dict[str, np.ndarray],
-                 values: tuple[int, ...]) -> None:
+                 values: tuple[int, ...], base: Base) -> None:
         self.binding = binding
         self.loaded = loaded
         self.shape_values = shape_values
         self.values = values  # every expression of the network at this binding (ShapeProgram.evaluate)
+        # A concrete graph made for this instance's network (at this binding, or at an earlier
+        # one it was re-sized from steadily), its shape values and values: what the concrete
+        # graph at another binding is made from (ShapeProgram.instantiate's `since`).
+        self.base = base
         self.users = 0  # runs holding it now
         self.uses = 0   # runs it ran, ever
         self.evicted = False
@@ -90,6 +98,7 @@ class SymbolicLoadedNetwork:
         self._loaded = True
         self.instances_made = 0
         self.instances_resized = 0  # instances made by re-sizing the least recently used one in place
+        self.steady_resizes = 0  # of those, re-sized steadily (plugnn.steady_resize)
         self.last_profile: list[dict[str, Any]] = []
         self.last_instance: Instance | None = None
         shape_value_keys = set(optimized.graph.shape_values)
@@ -214,7 +223,7 @@ class SymbolicLoadedNetwork:
                     raise RuntimeClosedError(f"network {self.name!r} was unloaded")
             values = self.program.evaluate(binding)  # BindingError for a broken guard
             with self._lock:
-                victim = self._victim(key)
+                victim = self._victim(key, values)
                 source = self.last_instance if self.last_instance is not None and not self.last_instance.evicted \
                     else next(reversed(self._instances.values()), None)
             instance = self._resized(key, binding, values, victim) if victim is not None \
@@ -251,19 +260,29 @@ class SymbolicLoadedNetwork:
             instance.users += 1
         return instance
 
-    def _victim(self, key: tuple[int, ...]) -> Instance | None:
-        """The instance to re-size into the new binding `key`'s, taken out of the table (under the
-        table lock), or None to make a new one. A stream of shapes never seen before (decode
-        steps, requests of varying length): the last instance made, if it ran once and no run
-        holds it, so such a stream keeps one instance, re-sized at each shape; the same for any
-        binding while the recent runs cycle over more bindings than the table holds. A binding
-        seen before (shapes that come back) gets an instance of its own. When the table is full:
-        its least recently used instance no run holds."""
+    def _victim(self, key: tuple[int, ...], values: tuple[int, ...] | None = None) -> Instance | None:
+        """The instance to re-size into the new binding `key`'s (its `values`), taken out of the
+        table (under the table lock), or None to make a new one. The last instance made, when a
+        steady re-size takes it there (tens of microseconds: an instance of its own would not
+        pay) and no run holds it; also for a new binding when the re-size there would keep every
+        changed layer's workload (it is then recorded as a steady re-size). A stream of shapes never seen before (decode steps, requests of
+        varying length): the last instance made, if it ran once and no run holds it, so such a
+        stream keeps one instance, re-sized at each shape; the same for any binding while the
+        recent runs cycle over more bindings than the table holds. A binding seen before (shapes
+        that come back) gets an instance of its own. When the table is full: its least recently
+        used instance no run holds."""
         last = self.last_instance
         before = list(self._recent)[:-1]  # the runs' bindings before this one's
         cycling = len(before) == self._recent.maxlen - 1 and len(set(before)) > self.capacity
-        if last is not None and (cycling or (key not in self._seen and last.uses == 1)) and not last.evicted \
-                and last.users == 0 and last.loaded.resizable and self._instances.get(last.binding) is last:
+        steady = last is not None and values is not None \
+            and last.loaded.steady_resize(self.program.changed_slots(last.values, values)) is not None
+        # a new binding whose re-size would keep every changed layer's workload (so it can be
+        # recorded as a steady re-size) takes the last instance however often that one ran
+        keeps = not steady and key not in self._seen and last is not None and values is not None \
+            and self._keeps_workloads(last, values)
+        taken = steady or cycling or keeps or (key not in self._seen and last is not None and last.uses == 1)
+        if last is not None and taken and not last.evicted and last.users == 0 and last.loaded.resizable \
+                and self._instances.get(last.binding) is last:
             del self._instances[last.binding]
             last.evicted = True
             return last
@@ -276,11 +295,19 @@ class SymbolicLoadedNetwork:
                 return instance
         return None
 
-    def _concrete(self, values: tuple[int, ...], since: Instance | None = None
+    def _keeps_workloads(self, instance: Instance, values: tuple[int, ...]) -> bool:
+        """Whether re-sizing `instance` to `values` would keep every changed layer's workload
+        (LoadedNetwork.keeps_workloads; a fused Reshape's grouping of axes is left to the
+        re-size itself)."""
+        slots = self.program.changed_slots(instance.values, values)
+        return instance.loaded.keeps_workloads(self.program.changed_layers(instance.values, values),
+                                               self.program.described_layers(slots),
+                                               self.program.changed_tensors(slots))
+
+    def _concrete(self, values: tuple[int, ...], base: Base | None = None
                   ) -> tuple[OptimizedNetwork, dict[str, np.ndarray], Any]:
-        """The network at `values`: concrete (made from instance `since`'s where given), its shape
-        values, and how to fuse a layer again there."""
-        base = (since.loaded.optimized.graph, since.shape_values, since.values) if since is not None else None
+        """The network at `values`: concrete (made from `base` where given), its shape values, and
+        how to fuse a layer again there."""
         graph, shape_values = self.program.instantiate(values, base)
         concrete = OptimizedNetwork(self.optimized.network_name, self.optimized.runtime, graph,
                                     self.optimized.preferred)
@@ -310,18 +337,36 @@ class SymbolicLoadedNetwork:
             self._note_recreated(loaded, graph)
         log.debug("network %r: instance for %s (%d of %d layers re-sized, %d fused again)", self.name,
                   dict(binding), len(loaded.reshaped_layers), len(graph.nodes), len(loaded.refused_layers))
-        return Instance(key, loaded, shape_values, values)
+        return Instance(key, loaded, shape_values, values, (graph, shape_values, values))
 
     def _resized(self, key: tuple[int, ...], binding: Mapping[str, int], values: tuple[int, ...],
                  victim: Instance) -> Instance:
         """The instance of a new binding made from `victim` (out of the table, held by no run) in
-        place: only the layers whose shapes differ between the two bindings are touched
-        (LoadedNetwork.resize). The victim is unloaded if that fails."""
+        place: only the layers whose shapes differ between the two bindings are touched. Where
+        a steady re-size was recorded for the values that change, it is re-done (LoadedNetwork.
+        resize_steady: the concrete graph made only when read); else LoadedNetwork.resize, which
+        is recorded as a steady re-size when it is one. The victim is unloaded if that fails."""
         loaded = victim.loaded
+        slots = self.program.changed_slots(victim.values, values)
+        steady = loaded.steady_resize(slots)
         try:
-            concrete, shape_values, remake = self._concrete(values, victim)
+            if steady is not None:
+                base = victim.base
+
+                def materialize() -> tuple[OptimizedNetwork, Any]:
+                    concrete, _, remake = self._concrete(values, base)
+                    return concrete, remake
+
+                if loaded.resize_steady(steady, values, materialize):
+                    self.instances_resized += 1
+                    self.steady_resizes += 1
+                    shape_values = self.program.shape_value_arrays(values, victim.shape_values, victim.values)
+                    return Instance(key, loaded, shape_values, values, base)
+            since = (loaded.optimized.graph, victim.shape_values, victim.values)
+            concrete, shape_values, remake = self._concrete(values, since)
             changed = self.program.changed_layers(victim.values, values)
             loaded.resize(concrete, changed, remake)
+            loaded.record_steady_resize(slots, self.program.dims_rule, values)
         except BaseException as exc:
             loaded.unload()
             if not isinstance(exc, (BackendError, PlugnnError)) or isinstance(exc, RuntimeClosedError):
@@ -332,7 +377,7 @@ class SymbolicLoadedNetwork:
         log.debug("network %r: instance for %s re-sized from %s (%d of %d layers changed: %d re-sized, %d fused "
                   "again)", self.name, dict(binding), dict(zip(self._symbols, victim.binding)), len(changed),
                   len(concrete.graph.nodes), len(loaded.reshaped_layers), len(loaded.refused_layers))
-        return Instance(key, loaded, shape_values, values)
+        return Instance(key, loaded, shape_values, values, (concrete.graph, shape_values, values))
 
     def _note_recreated(self, loaded: Any, graph: Any) -> None:
         """Say once per backend that its workloads were created again rather than re-sized."""
@@ -360,6 +405,7 @@ class SymbolicLoadedNetwork:
                               "layers": len(i.loaded._graph.nodes)} for i in self.instances()]
         info["instances_made"] = self.instances_made
         info["instances_resized"] = self.instances_resized
+        info["steady_resizes"] = self.steady_resizes
         return info
 
     def unload(self) -> None:

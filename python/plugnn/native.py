@@ -252,6 +252,11 @@ class _BoundTensors(MutableSequence[Any]):
             dims[k] = 0
         self[index] = item
 
+    def info_pointer(self, index: int) -> Any:
+        """A cffi pointer to tensor `index`'s pn_tensor_info (alive while this is): what a steady
+        re-size writes other dims into (plugnn.steady_resize)."""
+        return self._tensors[index].info  # its own pn_tensor_info (_tensor_array), not shared
+
     def __delitem__(self, index: Any) -> None:
         raise TypeError("a workload's bound buffers cannot be removed")
 

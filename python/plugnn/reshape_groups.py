@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from plugnn.tensor import MAX_DIMS
 
-__all__ = ["regrouped", "follows_grouping"]
+__all__ = ["follows_grouping", "grouping", "regrouped", "regrouped_by"]
 
 # per output axis: (first input axis, number of input axes, kept)
 _Groups = list[tuple[int, int, bool]]
@@ -81,6 +81,19 @@ def regrouped(old_in: Sequence[int], old_out: Sequence[int], new_in: Sequence[in
         return None
     groups = _groups(old_in, old_out)
     if groups is None:
+        return None
+    return regrouped_by(groups, old_in, old_out, new_in)
+
+
+def grouping(old_in: Sequence[int], old_out: Sequence[int]) -> _Groups | None:
+    """The grouping of a Reshape of `old_in` into `old_out` (for regrouped_by), or None."""
+    return _groups(old_in, old_out)
+
+
+def regrouped_by(groups: _Groups, old_in: Sequence[int], old_out: Sequence[int],
+                 new_in: Sequence[int]) -> tuple[int, ...] | None:
+    """`regrouped` with the grouping of `old_in` into `old_out` made once (`grouping`)."""
+    if len(new_in) != len(old_in):
         return None
     out: list[int] = []
     for (first, count, kept), size in zip(groups, old_out):

@@ -52,6 +52,9 @@ class ShapeProgram:
         self.env = env
         self.name = name
         self.inputs = [(input_name, key, graph.infos[key].shape) for input_name, key in graph.inputs.items()]
+        # per input, per dim: the symbol it is (a plain symbol), else None
+        self._input_symbols = [tuple(_symbol(d) if isinstance(d, Dim) else None for d in declared)
+                               for _, _, declared in self.inputs]
         dims: list[Dim] = []
         slot: dict[int, int] = {}  # id(Dim) -> its index in `dims`
 
@@ -94,13 +97,19 @@ class ShapeProgram:
         self._infos_of_slot = _entries_of_slots(dims for _, _, dims in self._infos)
         self._shape_values_of_slot = _entries_of_slots(exprs.reshape(-1) for _, exprs in self._shape_values)
         self._changed: dict[tuple[int, ...], frozenset[int]] = {}
+        self._last_changed: tuple[Any, Any, tuple[int, ...]] = ((), (), ())
+        # per set of changed values: the shape values holding one, with their dtype, shape and
+        # elements as rules over the values (dims_rule's encoding)
+        self._shape_value_entries: dict[tuple[int, ...], list[tuple[str, Any, tuple[int, ...], tuple[int, ...]]]] = {}
+        self._rules = {key: tuple(-1 - d.i if type(d) is _Slot else int(d) for d in dims)
+                       for key, _, dims in self._infos}
 
     # -- binding ---------------------------------------------------------------------------
 
     def bind(self, shapes: Mapping[str, Sequence[int]]) -> Binding:
         """The symbols' values from the inputs' shapes; BindingError where they contradict."""
         binding: Binding = {}
-        for input_name, _, declared in self.inputs:
+        for (input_name, _, declared), symbols in zip(self.inputs, self._input_symbols):
             shape = shapes.get(input_name)
             if shape is None:
                 raise InputError(f"network {self.name!r}: missing input {input_name!r}")
@@ -109,7 +118,7 @@ class ShapeProgram:
                                  f"{_text(declared)}, got shape {tuple(shape)}")
             for axis, (dim, size) in enumerate(zip(declared, shape)):
                 if isinstance(dim, Dim):
-                    symbol = _symbol(dim)
+                    symbol = symbols[axis]
                     if symbol is None:  # pragma: no cover - inputs hold plain symbols
                         raise BindingError(f"network {self.name!r}: input {input_name!r} dim {axis} is {dim}")
                     known = binding.setdefault(symbol, int(size))
@@ -175,24 +184,78 @@ class ShapeProgram:
         arrays: dict[str, np.ndarray] = dict(since[1]) if since is not None else {}
         for key, _ in self._shape_values:
             graph.inputs[key] = key
-        for key, exprs in value_entries:
-            dtype = source.infos[key].dtype.numpy_dtype
-            flat = [values[v.i] if isinstance(v, _Slot) else int(v) for v in exprs.reshape(-1)]
-            array = np.asarray(flat, dtype=dtype).reshape(exprs.shape)
-            array.setflags(write=False)
-            arrays[key] = array
+        self._fill_shape_values(arrays, value_entries, values)
         graph.outputs = dict(source.outputs)
         graph.removed = source.removed
         graph.copies = source.copies
         graph.original_types = source.original_types
         return graph, arrays
 
+    def shape_value_arrays(self, values: Sequence[int], since: dict[str, np.ndarray], before: Sequence[int]
+                           ) -> dict[str, np.ndarray]:
+        """The shape values' arrays at `values`, from those (`since`) at another binding's values
+        `before`: only the arrays holding a changed value are made again (instantiate's)."""
+        if not self._shape_values:
+            return since
+        slots = self.changed_slots(before, values)
+        entries = self._shape_value_entries.get(slots)
+        if entries is None:
+            kept = sorted({j for i in slots for j in self._shape_values_of_slot.get(i, ())})
+            entries = [(key, self.graph.infos[key].dtype.numpy_dtype, exprs.shape,
+                        tuple(-1 - v.i if isinstance(v, _Slot) else int(v) for v in exprs.reshape(-1)))
+                       for key, exprs in (self._shape_values[j] for j in kept)]
+            if len(self._shape_value_entries) < 256:
+                self._shape_value_entries[slots] = entries
+        if not entries:
+            return since
+        arrays = dict(since)
+        for key, dtype, shape, rule in entries:
+            array = np.array([values[-1 - d] if d < 0 else d for d in rule], dtype).reshape(shape)
+            array.setflags(write=False)
+            arrays[key] = array
+        return arrays
+
+    def _fill_shape_values(self, arrays: dict[str, np.ndarray], entries: Sequence[tuple[str, np.ndarray]],
+                           values: Sequence[int]) -> None:
+        for key, exprs in entries:
+            dtype = self.graph.infos[key].dtype.numpy_dtype
+            flat = [values[v.i] if isinstance(v, _Slot) else int(v) for v in exprs.reshape(-1)]
+            array = np.asarray(flat, dtype=dtype).reshape(exprs.shape)
+            array.setflags(write=False)
+            arrays[key] = array
+
+    def dims_rule(self, key: str) -> tuple[int, ...] | None:
+        """How tensor `key`'s dims follow from `evaluate`'s values: per dim, the size (>= 0) or
+        -1 - i for values[i] (pnr_dims_rule's encoding); None for a tensor of fixed shape."""
+        return self._rules.get(key)
+
+    def changed_slots(self, before: Sequence[int], after: Sequence[int]) -> tuple[int, ...]:
+        """The indices of the values (from `evaluate`) that differ between two bindings (the
+        last answer kept: a re-size asks it several times of the same two)."""
+        last = self._last_changed
+        if last[0] is before and last[1] is after:
+            return last[2]
+        slots = tuple([i for i, (a, b) in enumerate(zip(before, after)) if a != b])
+        self._last_changed = (before, after, slots)
+        return slots
+
+    def described_layers(self, slots: Sequence[int]) -> frozenset[int]:
+        """The positions of the layers whose own descriptor holds one of the values `slots`
+        (a layer a backend fused: not its members' descriptors)."""
+        moved = set(slots)
+        return frozenset(position for (position, _), held in zip(self._descriptors, self._descriptor_slots)
+                         if not moved.isdisjoint(held))
+
+    def changed_tensors(self, slots: Sequence[int]) -> frozenset[str]:
+        """The tensors with a dim among the values `slots`."""
+        return frozenset(self._infos[j][0] for i in slots for j in self._infos_of_slot.get(i, ()))
+
     def changed_layers(self, before: Sequence[int], after: Sequence[int]) -> frozenset[int]:
         """The positions of the layers whose shapes or descriptors differ between two bindings'
         values (from `evaluate`): a layer reading or writing a tensor with a dim that changed, or
         whose descriptor (or that of a layer it fused) holds one. The rest are the same layers at
         both bindings."""
-        slots = tuple(i for i, (a, b) in enumerate(zip(before, after)) if a != b)
+        slots = self.changed_slots(before, after)
         found = self._changed.get(slots)
         if found is None:
             layers: set[int] = set()

@@ -73,18 +73,21 @@ def fill(session: plugnn.InferenceSession, n: int = 2) -> None:
 
 
 @pytest.mark.parametrize("backend", ["CpuRef", "CpuAcc"])
-def test_past_the_instances_kept_the_oldest_is_re_sized_and_only_changed_layers_are_touched(backend: str) -> None:
-    with plugnn.InferenceSession(MODEL, backends=[backend]) as session:
+def test_past_the_instances_kept_the_oldest_is_re_sized_and_only_changed_layers_are_touched(
+        picky_runtime: Runtime, backend: str) -> None:
+    """The sigmoid on a Python backend (its workload does not take shapes at execute): no steady
+    re-size, so each shape run twice keeps an instance of its own."""
+    with plugnn.InferenceSession(MODEL, runtime=picky_runtime, backends=["PickySigmoid", backend]) as session:
         fill(session)
         oldest = session.loaded_for({"a": (2, 4), "b": (1, 4)})
         assert oldest is not None
-        check(session, 2, 20)  # M changes: the sigmoid and the add are re-sized, the first branch stays
+        check(session, 2, 20)  # M changes: the sigmoid is re-sized, the add re-bound, the first branch stays
         built, = session.networks()
         assert built["instances_made"] == DEFAULT_INSTANCES and built["instances_resized"] == 1
         assert session.loaded_for({"a": (2, 4), "b": (1, 4)}) is None  # gone: it became the new one
         assert session.loaded_for({"a": (2, 4), "b": (20, 4)}) is oldest
         assert sorted(oldest.kept_layers) == ["mul", "relu", "softmax"]
-        assert sorted(oldest.reshaped_layers + [n for n in oldest.refused_layers]) <= ["add", "sigmoid"]
+        assert oldest.reshaped_layers == ["sigmoid"] and oldest.rebound_layers == ["add"]  # add takes M at execute
         assert len(built["instances"]) == DEFAULT_INSTANCES
         for n, m in ((3, 20), (2, 20), (7, 1), (2, 5), (1, 1), (2, 20)):  # every kind of change, back and forth
             check(session, n, m)
@@ -322,7 +325,8 @@ def test_shapes_that_come_back_in_a_cycle_longer_than_the_table_re_size_one_inst
     """A second generation of decode steps (the same 20 lengths again) would give each length an
     instance of its own that the next ones evict before it is used: while the recent runs hold more
     shapes than the table keeps, a new binding re-sizes the last instance instead. A few shapes
-    that alternate still get instances of their own (a lookup each)."""
+    that alternate re-size the one instance too, each time, as a steady re-size (new dims written
+    into the bound tensors: plugnn.steady_resize) costs about what a lookup does."""
     with plugnn.InferenceSession(MODEL, backends=["CpuRef"]) as session:
         for _ in range(3):
             for m in range(1, 21):
@@ -334,5 +338,5 @@ def test_shapes_that_come_back_in_a_cycle_longer_than_the_table_re_size_one_inst
             for m in (3, 5, 9):
                 check(session, 2, m)
         built, = session.networks()
-        assert built["instances_made"] == 3 and built["instances_resized"] <= 2
-        assert len(built["instances"]) == 3
+        assert built["instances_made"] == 1 and built["instances_resized"] == 17
+        assert len(built["instances"]) == 1

@@ -40,8 +40,11 @@ def test_one_network_runs_every_shape_and_is_logged(caplog: pytest.LogCaptureFix
         assert session.networks_built == 0  # symbolic dims: nothing is imported yet
         for image in images((1, 3, 8, 8), (4, 3, 8, 8), (1, 3, 8, 8), (4, 3, 8, 8), (2, 3, 12, 12), (4, 3, 8, 8)):
             check(session, image)
-        # (4, 8) is new: the first instance, run once, is re-sized into it; (1, 8) comes back: an
-        # instance of its own, run once, then re-sized into the new (2, 12); (4, 8) stays loaded.
+        # (4, 8) is new: the first instance, run once, is re-sized into it, and as only N changed
+        # and every workload takes it at execute, that is recorded as a steady re-size; (1, 8)
+        # and (4, 8) come back: the same instance re-sized steadily; (2, 12) changes the
+        # pooling's window: the instance (run once) is re-sized in full; (4, 8) comes back from
+        # there, which no steady re-size reaches: an instance of its own.
         assert session.networks_built == 1
         lines = [r.getMessage() for r in caplog.records if "built for" in r.getMessage()]
         assert len(lines) == 1
@@ -53,24 +56,26 @@ def test_one_network_runs_every_shape_and_is_logged(caplog: pytest.LogCaptureFix
         assert [i["binding"] for i in built["instances"]] == [{"N": 2, "size": 12}, {"N": 4, "size": 8}]  # least
         # recently used first
         assert all(i["arena_bytes"] > 0 for i in built["instances"])
-        assert built["instances_made"] == 2 and built["instances_resized"] == 2
+        assert built["instances_made"] == 2 and built["instances_resized"] == 4 and built["steady_resizes"] == 2
         assert built["milliseconds"] > 0 and set(built["stages_ms"]) == {"import", "optimize", "load"}
 
 
 def test_instances_are_bounded_least_recently_used_first() -> None:
+    """Image sizes change the global pooling's window (its descriptor): no steady re-size, so a
+    shape run twice keeps an instance of its own."""
     with plugnn.InferenceSession(MODEL, backends=["CpuRef"]) as session:
-        shapes = [(n, 3, 8, 8) for n in range(1, 12)]
+        shapes = [(1, 3, s, s) for s in range(6, 17)]
         for image in images(*shapes):
             check(session, image)
             check(session, image)  # run twice: kept (a shape run once is re-sized into the next new one)
         built, = session.networks()
-        assert [i["binding"]["N"] for i in built["instances"]] == list(range(4, 12))  # the last 8
+        assert [i["binding"]["size"] for i in built["instances"]] == list(range(9, 17))  # the last 8
         assert len(session.runtime.loaded_networks) == 8  # no instance beyond them is loaded
-        check(session, images((1, 3, 8, 8))[0])
+        check(session, images((1, 3, 5, 5))[0])
         # Past eight, the least recently used instance is re-sized in place into the new one.
         built, = session.networks()
         assert session.networks_built == 1 and built["instances_made"] == 8 and built["instances_resized"] == 4
-        assert [i["binding"]["N"] for i in built["instances"]] == list(range(5, 12)) + [1]
+        assert [i["binding"]["size"] for i in built["instances"]] == list(range(10, 17)) + [5]
 
 
 def test_a_stream_of_new_shapes_keeps_one_instance_re_sized_at_each() -> None:
@@ -126,11 +131,11 @@ def test_networks_share_the_models_constants() -> None:
     the network's own arrays."""
     model = models.cnn()
     with plugnn.InferenceSession(model, backends=["CpuRef"]) as session:
-        for image in images((1, 3, 8, 8), (5, 3, 8, 8), (2, 3, 6, 6)):
+        for image in images((1, 3, 8, 8), (1, 3, 6, 6), (2, 3, 10, 10)):
             check(session, image)
-            check(session, image)  # run twice: each keeps an instance of its own
+            check(session, image)  # run twice: each keeps an instance of its own (other image sizes)
         graphs = [session.loaded_for({"image": s}).optimized.graph  # type: ignore[union-attr]
-                  for s in ((1, 3, 8, 8), (5, 3, 8, 8), (2, 3, 6, 6))]
+                  for s in ((1, 3, 8, 8), (1, 3, 6, 6), (2, 3, 10, 10))]
         initializers = session._model.initializers  # noqa: SLF001 - what the session read, once
         assert not any(a.flags.writeable for a in initializers.values())
         fc_weights = [g.constants[next(k for k in g.constants if k.startswith("fc_w"))] for g in graphs]
@@ -140,18 +145,22 @@ def test_networks_share_the_models_constants() -> None:
         assert all(not np.shares_memory(f, initializers["w"]) for f in folded)  # folded: a new array, once
 
 
-def test_every_layer_is_re_sized_on_cpuref_and_results_stay_right() -> None:
+def test_every_layer_is_re_sized_or_kept_on_cpuref_and_results_stay_right() -> None:
     with plugnn.InferenceSession(MODEL, backends=["CpuRef"]) as session:
-        for image in images((1, 3, 8, 8), (3, 3, 8, 8), (3, 3, 10, 10)):
+        for image in images((1, 3, 8, 8), (1, 3, 10, 10), (1, 3, 12, 12)):
             check(session, image)
             check(session, image)  # run twice: each keeps an instance of its own, made from the last
         instances = session.networks()[0]["instances"]
-        assert [i["reshaped_layers"] for i in instances] == [0, 6, 5]
-        loaded = session.loaded_for({"image": (3, 3, 8, 8)})
-        assert loaded is not None and loaded.reshaped_layers == [n.name for n in loaded.optimized.layers]
-        # At another image size the global pooling's window (its descriptor) changes: a new workload.
-        loaded = session.loaded_for({"image": (3, 3, 10, 10)})
-        assert loaded is not None and "gap" not in loaded.reshaped_layers
+        # At another image size the global pooling's window (its descriptor) changes: a new
+        # workload; every other layer's is re-sized from the last instance's.
+        assert [i["reshaped_layers"] for i in instances] == [0, 5, 5]
+        loaded = session.loaded_for({"image": (1, 3, 12, 12)})
+        assert loaded is not None and "gap" not in loaded.reshaped_layers and len(loaded.reshaped_layers) == 5
+        # Another batch only: every workload takes it at execute, the last instance is re-sized in
+        # place and keeps them all.
+        check(session, images((3, 3, 12, 12))[0])
+        assert session.loaded_for({"image": (3, 3, 12, 12)}) is loaded
+        assert loaded.rebound_layers == [n.name for n in loaded.optimized.layers] and loaded.reshaped_layers == []
 
 
 def test_runs_of_several_threads_with_instances_evicted_in_flight() -> None:

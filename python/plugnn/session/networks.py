@@ -102,7 +102,7 @@ class Build:
                          "instances": [{"binding": {}, "arena_bytes": self.network.memory_plan.peak_bytes,
                                         "reshaped_layers": len(self.network.reshaped_layers),
                                         "layers": len(self.optimized.graph.nodes)}], "instances_made": 1,
-                         "instances_resized": 0})
+                         "instances_resized": 0, "steady_resizes": 0})
         return info
 
 

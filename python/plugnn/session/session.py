@@ -549,8 +549,9 @@ class InferenceSession:
         decisions the build took on the hints, which every binding it runs must keep),
         `specialized` (symbols pinned to their hint, with why), and `instances`: each binding
         it holds loaded with its arena size and how many workloads were re-sized;
-        `instances_made` and `instances_resized` (instances re-sized in place into a new
-        binding's: plugnn.loaded_symbolic says when)."""
+        `instances_made`, `instances_resized` (instances re-sized in place into a new
+        binding's: plugnn.loaded_symbolic says when) and `steady_resizes` (how many of those
+        only wrote new dims into the bound tensors: plugnn.steady_resize)."""
         return [b.describe(self._input_names) for b in self._cache.builds()]
 
     def loaded_for(self, shapes: Mapping[str, Sequence[int]]) -> Any:
