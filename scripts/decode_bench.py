@@ -1,8 +1,10 @@
 """Greedy decoding with a KV cache: plugnn.InferenceSession against onnxruntime (and OpenVINO when
-it is installed) on the decoders of tests/decoders (GPT-2-style and Llama-style, exported from
-transformers configs by scripts/zoo/export_decoders.py, weights from a seed).
+it is installed) on the decoders of tests/decoders (GPT-2-style and Llama-style, and T5's
+decoder with its self-attention cache, exported from transformers configs by
+scripts/zoo/export_decoders.py, weights from a seed).
 
-Each model runs a prompt of 32 tokens then 64 greedy steps (the cache fed back), at batch 1 and
+Each model runs a prompt of 32 tokens then 64 greedy steps (the cache fed back; T5: its encoder
+once on a source of 32 tokens, untimed, then its decoder from the start token), at batch 1 and
 4 and at 1 and 2 threads; the runtimes take turns, one whole generation each, twice, and the
 second generation is the one reported (the first warms up; plugnn's builds are counted over
 both). Per decode step: the median and p90 of the wall time and the median of the process's
@@ -11,7 +13,7 @@ onnxruntime's, plugnn's builds (`session.networks_built`: 2 means one network fo
 and one for every step) and instances re-sized in place. Prints a Markdown table
 (docs/performance.md, "Run-time shapes"). Run from the repository root:
 
-    python scripts/decode_bench.py [--models gpt2_kv,llama_kv] [--batches 1,4] [--threads 1,2]
+    python scripts/decode_bench.py [--models gpt2_kv,llama_kv,t5_kv] [--batches 1,4] [--threads 1,2]
                                    [--steps 64] [--json]
     python scripts/decode_bench.py --memory 200 [--models ...]   (RSS over three generations)
 """
@@ -48,7 +50,10 @@ def cpu_model() -> str:
     return this_cpu().model
 
 
-def _openvino_runner(model: bytes, threads: int) -> Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]] | None:
+def _openvino_runner(model: bytes, threads: int, out_names: list[str]
+                     ) -> Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]] | None:
+    """OpenVINO's run of the graph, its outputs by the graph's output names (in order: OpenVINO
+    may name a tensor by another of its names), or None when OpenVINO is not installed."""
     try:
         import openvino as ov
     except ImportError:
@@ -60,11 +65,9 @@ def _openvino_runner(model: bytes, threads: int) -> Callable[[dict[str, np.ndarr
     compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": threads,
                                                                  "NUM_STREAMS": 1})
     request = compiled.create_infer_request()
-    names = [o.get_any_name() for o in compiled.outputs]
-
     def run(feed: dict[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         result = request.infer(feed)
-        return {name: np.asarray(result[output]) for name, output in zip(names, compiled.outputs)}
+        return {name: np.asarray(result[output]) for name, output in zip(out_names, compiled.outputs)}
 
     return run
 
@@ -79,31 +82,50 @@ def _timed(run: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]], cpu
     return call
 
 
-def measure(name: str, batch: int, threads: int, steps: int) -> dict[str, Any]:
+Runner = Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]
+
+
+def _runners(model: bytes, threads: int, sessions: list[Any]) -> dict[str, Runner]:
+    """plugnn's, onnxruntime's and (when installed) OpenVINO's run of one graph; plugnn's
+    session is appended to `sessions`."""
     import onnxruntime as ort
 
     import plugnn
 
-    entry = decode.entries()[name]
-    model = weights.materialize(decode.model_path(entry), 0).SerializeToString()
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     reference = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     out_names = [o.name for o in reference.get_outputs()]
     session = plugnn.InferenceSession(model, backend_options={"CpuAcc": {"num_threads": str(threads)}})
-    runners: dict[str, Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]] = {
+    sessions.append(session)
+    runners: dict[str, Runner] = {
         "plugnn": lambda f: dict(zip(out_names, session.run(None, f))),
         "onnxruntime": lambda f: dict(zip(out_names, reference.run(None, f))),
     }
-    openvino = _openvino_runner(model, threads)
+    openvino = _openvino_runner(model, threads, out_names)
     if openvino is not None:
         runners["openvino"] = openvino
+    return runners
+
+
+def measure(name: str, batch: int, threads: int, steps: int) -> dict[str, Any]:
+    entry = decode.entries()[name]
+    seq2seq = entry.get("kind") == "encoder_decoder"
+    sessions: list[Any] = []
+    runners = _runners(weights.materialize(decode.model_path(entry), 0).SerializeToString(), threads, sessions)
+    encoders = _runners(weights.materialize(decode.encoder_path(entry), 0).SerializeToString(), threads, sessions) \
+        if seq2seq else {}
+    session = sessions[0]
     results: dict[str, Any] = {}
     for round_ in range(2):
         for runtime, run in runners.items():
             cpu: list[float] = []
-            tokens, seconds = decode.greedy(_timed(run, cpu), entry, batch, PROMPT, steps, seed=batch)
+            if seq2seq:  # the source as long as a prompt; the encoder runs once, untimed
+                tokens, seconds = decode.greedy_seq2seq(encoders[runtime], _timed(run, cpu), entry, batch, PROMPT,
+                                                        steps, seed=batch)
+            else:
+                tokens, seconds = decode.greedy(_timed(run, cpu), entry, batch, PROMPT, steps, seed=batch)
             if round_ == 1:
                 wall = [s * 1e3 for s in seconds[1:]]
                 results[runtime] = {"tokens": tokens, "median_ms": statistics.median(wall),
@@ -116,7 +138,8 @@ def measure(name: str, batch: int, threads: int, steps: int) -> dict[str, Any]:
     for runtime, r in results.items():
         row[runtime] = {k: v for k, v in r.items() if k != "tokens"}
         row[runtime]["same_tokens"] = bool(np.array_equal(r["tokens"], results["onnxruntime"]["tokens"]))
-    session.close()
+    for opened in sessions:
+        opened.close()
     return row
 
 
@@ -127,23 +150,33 @@ def _resident_mb() -> float:
 
 def memory_child(name: str, runtime: str, tokens: int, threads: int) -> list[float]:
     """RSS (MiB) after the session is made, then after each of three generations of `tokens`
-    tokens (prompt 32, batch 1), in this process (a fresh one per runtime)."""
+    tokens (prompt 32, batch 1; T5: a source of 32), in this process (a fresh one per runtime)."""
     import onnxruntime as ort
 
     import plugnn
 
     entry = decode.entries()[name]
-    model = weights.materialize(decode.model_path(entry), 0).SerializeToString()
-    if runtime == "plugnn":
-        session: Any = plugnn.InferenceSession(model, backend_options={"CpuAcc": {"num_threads": str(threads)}})
-    else:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
+    seq2seq = entry.get("kind") == "encoder_decoder"
+
+    def opened(path: Path) -> Runner:
+        model = weights.materialize(path, 0).SerializeToString()
+        if runtime == "plugnn":
+            session: Any = plugnn.InferenceSession(model, backend_options={"CpuAcc": {"num_threads": str(threads)}})
+        else:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        return lambda f: dict(zip(names, session.run(None, f)))
+
+    run = opened(decode.model_path(entry))
+    encode = opened(decode.encoder_path(entry)) if seq2seq else None
     rss = [_resident_mb()]
     for generation in range(3):
-        decode.greedy(lambda f: dict(zip(names, session.run(None, f))), entry, 1, PROMPT, tokens - 1, seed=generation)
+        if encode is not None:
+            decode.greedy_seq2seq(encode, run, entry, 1, PROMPT, tokens - 1, seed=generation)
+        else:
+            decode.greedy(run, entry, 1, PROMPT, tokens - 1, seed=generation)
         rss.append(_resident_mb())
     return rss
 
@@ -163,7 +196,7 @@ def main() -> int:
         print(json.dumps(memory_child(name, runtime, int(tokens), int(threads))))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="gpt2_kv,llama_kv")
+    parser.add_argument("--models", default="gpt2_kv,llama_kv,t5_kv")
     parser.add_argument("--batches", default="1,4")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--steps", type=int, default=64)

@@ -70,12 +70,10 @@ def to_c_descriptor(desc: d.Descriptor, keep: list[Any]) -> Any:
     """The C descriptor for `desc` (NULL for None)."""
     if desc is None:
         return NULL
-    ctype = type(desc).c_struct  # type: ignore[union-attr]
-    c_types = dict(DESCRIPTOR_FIELDS[ctype])
-    values: dict[str, Any] = {"struct_size": ffi.sizeof(ctype)}
-    for f in fields(desc):  # type: ignore[arg-type]
-        mapping = d.c_mapping(f)
-        value = getattr(desc, f.name)
+    ctype, c_types, size, layout = _descriptor_layout(type(desc))
+    values: dict[str, Any] = {"struct_size": size}
+    for name, mapping in layout:
+        value = getattr(desc, name)
         if mapping.codec == "value":
             values[mapping.names[0]] = _c_value(value, c_types[mapping.names[0]], keep)
         elif mapping.codec == "fields":
@@ -96,6 +94,20 @@ def to_c_descriptor(desc: d.Descriptor, keep: list[Any]) -> Any:
     c = ffi.new(ctype + "*", values)
     keep.append(c)
     return c
+
+
+_LAYOUTS: dict[type, tuple[str, dict[str, str], int, list[tuple[str, Any]]]] = {}
+
+
+def _descriptor_layout(desc_type: type) -> tuple[str, dict[str, str], int, list[tuple[str, Any]]]:
+    """A descriptor class's C struct, its fields' C types, its size and each Python field's
+    name and mapping (descriptors.c_mapping): made once per class (every layer asks for it)."""
+    layout = _LAYOUTS.get(desc_type)
+    if layout is None:
+        ctype = desc_type.c_struct  # type: ignore[attr-defined]
+        layout = _LAYOUTS[desc_type] = (ctype, dict(DESCRIPTOR_FIELDS[ctype]), ffi.sizeof(ctype),
+                                        [(f.name, d.c_mapping(f)) for f in fields(desc_type)])  # type: ignore[arg-type]
+    return layout
 
 
 def _c_item(value: Any, c_array_type: str) -> Any:

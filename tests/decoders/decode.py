@@ -1,6 +1,8 @@
 """Greedy decoding with a KV cache, the way an application drives an exported decoder: the
 prompt as one step with an empty cache, then one token per step with the cache fed back
-(`present.*` -> `past_key_values.*`). Used by the decode tests and scripts/decode_bench.py."""
+(`present.*` -> `past_key_values.*`); an encoder-decoder (T5) runs its encoder once on the
+source, then its decoder from the start token the same way. Used by the decode tests and
+scripts/decode_bench.py."""
 
 from __future__ import annotations
 
@@ -18,12 +20,20 @@ MANIFEST = DECODERS_DIR / "manifest.json"
 Run = Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]
 
 
-def entries() -> dict[str, dict[str, Any]]:
-    return {e["name"]: e for e in json.loads(MANIFEST.read_text())["models"]}
+def entries(kind: str | None = None) -> dict[str, dict[str, Any]]:
+    """The exported models by name; `kind`: "decoder" or "encoder_decoder" only."""
+    found = {e["name"]: e for e in json.loads(MANIFEST.read_text())["models"]}
+    return {n: e for n, e in found.items() if kind is None or e.get("kind", "decoder") == kind}
 
 
 def model_path(entry: Mapping[str, Any]) -> Path:
+    """The decoder's graph (an encoder-decoder's decoder with its cache)."""
     return DECODERS_DIR / entry["file"]
+
+
+def encoder_path(entry: Mapping[str, Any]) -> Path:
+    """An encoder-decoder's encoder graph."""
+    return DECODERS_DIR / entry["encoder_file"]
 
 
 def greedy(run: Run, entry: Mapping[str, Any], batch: int, prompt: int, steps: int, seed: int = 0
@@ -48,5 +58,30 @@ def greedy(run: Run, entry: Mapping[str, Any], batch: int, prompt: int, steps: i
         tokens.append(chosen)
         cache = {name: outputs[name.replace("past_key_values", "present")] for name in cache}
         length = total
+        current = chosen[:, None]
+    return np.stack(tokens, 1), seconds
+
+
+def greedy_seq2seq(encode: Run, run: Run, entry: Mapping[str, Any], batch: int, source: int, steps: int,
+                   seed: int = 0) -> tuple[np.ndarray, list[float]]:
+    """An encoder-decoder's tokens [batch, steps + 1] from a random source of `source` tokens:
+    `encode` once, then `run` (the decoder) from the start token with an empty cache, one token
+    per step; the seconds each decoder call took (the first: start token and empty cache)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, entry["vocab"], (batch, source)).astype(np.int64)
+    mask = np.ones((batch, source), np.int64)
+    hidden = encode({"input_ids": ids, "attention_mask": mask})["last_hidden_state"]
+    cache = {f"past_key_values.{i}.{part}": np.zeros((batch, entry["kv_heads"], 0, entry["head_dim"]), np.float32)
+             for i in range(entry["layers"]) for part in ("key", "value")}
+    current = np.full((batch, 1), entry["start_token"], np.int64)
+    tokens, seconds = [], []
+    for _ in range(steps + 1):
+        feed = {"decoder_input_ids": current, "encoder_hidden_states": hidden, "encoder_attention_mask": mask, **cache}
+        start = time.perf_counter()
+        outputs = run(feed)
+        seconds.append(time.perf_counter() - start)
+        chosen = outputs["logits"][:, -1].argmax(-1).astype(np.int64)
+        tokens.append(chosen)
+        cache = {name: outputs[name.replace("past_key_values", "present")] for name in cache}
         current = chosen[:, None]
     return np.stack(tokens, 1), seconds

@@ -16,7 +16,7 @@ from zoo import weights
 STEPS = 5
 
 
-@pytest.fixture(scope="module", params=sorted(decode.entries()))
+@pytest.fixture(scope="module", params=sorted(decode.entries("decoder")))
 def model(request: pytest.FixtureRequest) -> tuple[dict, bytes]:
     entry = decode.entries()[request.param]
     return entry, weights.materialize(decode.model_path(entry), seed=0).SerializeToString()

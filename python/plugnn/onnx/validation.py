@@ -13,6 +13,7 @@ larger one is refused before anything is allocated, with its size in the message
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -108,7 +109,9 @@ def _check_dims(tensor: Any, what: str) -> None:
 # ---- one node against its schema -----------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def _schema(op_type: str, opset: int, domain: str) -> Any:
+    """ONNX's schema of the operator at `opset` (immutable: kept per operator and opset)."""
     from onnx import defs
 
     try:
