@@ -195,9 +195,11 @@ pn_status pnv_type_class(const pn_layer* layer, const pn_tensor_info* info, cons
 
 pn_status pnv_same_type(const pn_layer* layer, uint32_t first, uint32_t last, int with_outputs,
                         pnv_class cls, pn_string_out* reason) {
-    char what[32];
-    snprintf(what, sizeof(what), "input %u", first);
-    PNV_TRY(pnv_type_class(layer, &layer->inputs[first], what, cls, reason));
+    if (!in_class(layer->inputs[first].dtype, cls)) { /* the label made only for the message */
+        char what[32];
+        snprintf(what, sizeof(what), "input %u", first);
+        return pnv_type_class(layer, &layer->inputs[first], what, cls, reason);
+    }
     pn_data_type t = layer->inputs[first].dtype;
     for (uint32_t i = first + 1; i <= last && i < layer->num_inputs; ++i) {
         if (layer->inputs[i].dtype != t) {

@@ -108,9 +108,11 @@ pn_status pn_validate_reduce(const pn_layer* layer, pn_string_out* reason) {
     PNV_TRY(pnv_counts(layer, 1, 1, reason));
     int arg = reduce_is_arg(d->op);
     const pn_tensor_info* x = &layer->inputs[0];
-    char what[48];
-    snprintf(what, sizeof(what), "input 0 of %s", reduce_op_name(d->op));
-    PNV_TRY(pnv_type_class(layer, x, what, reduce_class(d->op), reason));
+    if (pnv_type_class(layer, x, "input 0", reduce_class(d->op), NULL) != PN_OK) { /* the label: for the message */
+        char what[48];
+        snprintf(what, sizeof(what), "input 0 of %s", reduce_op_name(d->op));
+        return pnv_type_class(layer, x, what, reduce_class(d->op), reason);
+    }
     pn_data_type out_type = arg ? PN_DTYPE_INT64 : x->dtype;
     if (layer->outputs[0].dtype != out_type) {
         return PNV_FAIL(reason, "Reduce: the output of %s must be %s, got %s", reduce_op_name(d->op),

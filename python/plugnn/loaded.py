@@ -141,6 +141,26 @@ def _workload_step(node: Node, workload: Workload, inputs: list[Any], outputs: l
     return _Step(node.name, backend_id, call, prepared.inputs, prepared.outputs, shapes, profiled_call)
 
 
+class _MadeWhenRead:
+    """An attribute of a LoadedNetwork that a steady re-size leaves at older shapes: reading it
+    makes the concrete network at the new ones first (LoadedNetwork._materialize). The value is
+    kept in the instance's `<name>_now`, which code that knows it reads a tensor a steady re-size
+    never changes reads directly."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = name + "_now"
+
+    def __get__(self, network: Any, owner: type | None = None) -> Any:
+        if network is None:
+            return self
+        if network._pending is not None:
+            network._materialize()
+        return network.__dict__[self.slot]
+
+    def __set__(self, network: Any, value: Any) -> None:
+        network.__dict__[self.slot] = value
+
+
 class LoadedNetwork:
     """A network ready to run on its backends. Create it with `Runtime.load_network`.
 
@@ -204,35 +224,11 @@ class LoadedNetwork:
 
     # -- the concrete graph, made when read after a steady re-size -------------------------
 
-    @property
-    def _graph(self) -> Any:
-        if self._pending is not None:
-            self._materialize()
-        return self._graph_now
-
-    @_graph.setter
-    def _graph(self, graph: Any) -> None:
-        self._graph_now = graph
-
-    @property
-    def _optimized(self) -> OptimizedNetwork:
-        if self._pending is not None:
-            self._materialize()
-        return self._optimized_now
-
-    @_optimized.setter
-    def _optimized(self, optimized: OptimizedNetwork) -> None:
-        self._optimized_now = optimized
-
-    @property
-    def _buffers(self) -> dict[str, Any]:
-        if self._pending is not None:
-            self._materialize()
-        return self._buffers_now
-
-    @_buffers.setter
-    def _buffers(self, buffers: dict[str, Any]) -> None:
-        self._buffers_now = buffers
+    # The concrete graph, the optimized network and the buffers: made when read while a steady
+    # re-size left them pending (_materialize); stored as `_graph_now` and so on.
+    _graph = _MadeWhenRead()
+    _optimized = _MadeWhenRead()
+    _buffers = _MadeWhenRead()
 
     def _materialize(self) -> None:
         """Make the concrete graph a steady re-size left pending, and the buffers and bound views
@@ -250,14 +246,12 @@ class LoadedNetwork:
             stale = self._stale_keys
             for key in stale:
                 info = graph.infos[key]
-                dtype = info.dtype.numpy_dtype
                 if key in offsets:
-                    start = offsets[key]
-                    buffers[key] = self._arena[start:start + info.num_bytes].view(dtype).reshape(info.shape)
+                    buffers[key] = self._arena_view(offsets[key], info)
                 elif key in self._staging:  # a staged input: its buffer (resize_steady made it)
                     buffers[key] = self._staging[key]
                 else:  # bound per run; a placeholder until then
-                    buffers[key] = np.zeros(info.shape, dtype)
+                    buffers[key] = np.zeros(info.shape, info.dtype.numpy_dtype)
             for node, step in zip(graph.nodes, self._steps):
                 for bound, names in ((step.inputs, node.inputs), (step.outputs, node.outputs)):
                     for index, key in enumerate(names):
@@ -623,12 +617,10 @@ class LoadedNetwork:
         self._staging = dict(self._staging)
         for k in keys:
             info = graph.infos[k]
-            dtype = info.dtype.numpy_dtype
             if k in offsets:
-                offset = offsets[k]
-                buffers[k] = self._arena[offset:offset + info.num_bytes].view(dtype).reshape(info.shape)
+                buffers[k] = self._arena_view(offsets[k], info)
             elif k in self._externals:  # bound per run; a placeholder until then (a staged input's buffer)
-                buffers[k] = np.zeros(info.shape, dtype)
+                buffers[k] = np.zeros(info.shape, info.dtype.numpy_dtype)
                 if k in self._staging:
                     self._staging[k] = buffers[k]
         steps = self._steps = list(self._steps)
@@ -651,6 +643,10 @@ class LoadedNetwork:
         else:
             self._plan_binding()
         return frozenset(keys) if not replaced and not moving else None
+
+    def _arena_view(self, offset: int, info: Any) -> np.ndarray:
+        """The arena's bytes at `offset` as a tensor of `info`."""
+        return self._arena[offset:offset + info.num_bytes].view(info.dtype.numpy_dtype).reshape(info.shape)
 
     def _grow_workspace(self, need: int) -> bool:
         """A workspace of twice `need` bytes in place of the one every step is bound to (a layer
@@ -770,7 +766,7 @@ class LoadedNetwork:
         buffers: dict[str, Any] = {}
         for key, offset in self.memory_plan.offsets.items():
             info = graph.infos[key]
-            buffers[key] = self._arena[offset:offset + info.num_bytes].view(info.dtype.numpy_dtype).reshape(info.shape)
+            buffers[key] = self._arena_view(offset, info)
         for key in first:
             where = location[key]
             if where != "host" and key not in buffers:

@@ -265,12 +265,12 @@ class SymbolicLoadedNetwork:
         table (under the table lock), or None to make a new one. The last instance made, when a
         steady re-size takes it there (tens of microseconds: an instance of its own would not
         pay) and no run holds it; also for a new binding when the re-size there would keep every
-        changed layer's workload (it is then recorded as a steady re-size). A stream of shapes never seen before (decode steps, requests of
-        varying length): the last instance made, if it ran once and no run holds it, so such a
-        stream keeps one instance, re-sized at each shape; the same for any binding while the
-        recent runs cycle over more bindings than the table holds. A binding seen before (shapes
-        that come back) gets an instance of its own. When the table is full: its least recently
-        used instance no run holds."""
+        changed layer's workload (it is then recorded as a steady re-size). A stream of shapes
+        never seen before (decode steps, requests of varying length): the last instance made, if
+        it ran once and no run holds it, so such a stream keeps one instance, re-sized at each
+        shape; the same for any binding while the recent runs cycle over more bindings than the
+        table holds. A binding seen before (shapes that come back) gets an instance of its own.
+        When the table is full: its least recently used instance no run holds."""
         last = self.last_instance
         before = list(self._recent)[:-1]  # the runs' bindings before this one's
         cycling = len(before) == self._recent.maxlen - 1 and len(set(before)) > self.capacity

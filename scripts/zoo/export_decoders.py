@@ -11,9 +11,11 @@ An encoder-decoder (T5) is two graphs: the encoder, `input_ids` and `attention_m
 source] -> `last_hidden_state` [batch, source, d_model], run once per request; and the decoder
 with its self-attention cache, `decoder_input_ids` [batch, sequence], `encoder_hidden_states`,
 `encoder_attention_mask` and per layer `past_key_values.<i>.key` / `.value` [batch, heads, past,
-d_kv] -> `logits` and `present.<i>.key` / `.value` [batch, heads, total, d_kv] (the cross-attention's
-keys and values are computed from `encoder_hidden_states` at each step). Written stripped of their weights (tests/zoo/weights.py: filled back from a seed) to
-tests/decoders/models/<name>.onnx with tests/decoders/manifest.json.
+d_kv] -> `logits` and `present.<i>.key` / `.value` [batch, heads, total, d_kv] (the
+cross-attention's keys and values are computed from `encoder_hidden_states` at each step).
+Written stripped of their weights (tests/zoo/weights.py: filled back from a seed) to
+tests/decoders/models/<name>.onnx (T5: <name>_encoder.onnx and <name>_decoder.onnx) with
+tests/decoders/manifest.json. t5_kv was exported with torch 2.14.1 (the manifest's `versions`).
 
 Use the zoo's export environment (scripts/zoo/README.md; torch 2.13.0 CPU and transformers
 5.24.0 are enough here):
@@ -128,6 +130,19 @@ class T5DecoderWithCache(torch.nn.Module):
         return (out.logits, *present)
 
 
+def _add_cache(inputs: list[torch.Tensor], names: list[str], outputs: list[str], axes: dict[str, dict[int, str]],
+               layers: int, shape: tuple[int, int, int, int]) -> None:
+    """Per layer, the cache's key and value as inputs (`past_key_values.<i>.*`, random, of
+    `shape` [batch, heads, past, head_dim]) and as outputs (`present.<i>.*`), with their dynamic axes."""
+    for i in range(layers):
+        for part in ("key", "value"):
+            inputs.append(torch.randn(*shape))
+            names.append(f"past_key_values.{i}.{part}")
+            axes[names[-1]] = {0: "batch", 2: "past"}
+            outputs.append(f"present.{i}.{part}")
+            axes[outputs[-1]] = {0: "batch", 2: "total"}
+
+
 def _save_stripped(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], path: Path, names: list[str],
                    outputs: list[str], axes: dict[str, dict[int, str]]) -> dict[str, Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -166,16 +181,10 @@ def export_encoder_decoder(name: str, out_dir: Path) -> dict[str, Any]:
                                        "encoder_attention_mask": {0: "batch", 1: "source"},
                                        "logits": {0: "batch", 1: "sequence"}}
     outputs = ["logits"]
-    for i in range(layers):
-        for part in ("key", "value"):
-            inputs.append(torch.randn(batch, heads, past, dim))
-            names.append(f"past_key_values.{i}.{part}")
-            axes[names[-1]] = {0: "batch", 2: "past"}
-            outputs.append(f"present.{i}.{part}")
-            axes[outputs[-1]] = {0: "batch", 2: "total"}
+    _add_cache(inputs, names, outputs, axes, layers, (batch, heads, past, dim))
     decoder_file = f"models/{name}_decoder.onnx"
-    decoder_strip = _save_stripped(T5DecoderWithCache(model, layers).eval(), tuple(inputs), out_dir / decoder_file, names,
-                                   outputs, axes)
+    decoder_strip = _save_stripped(T5DecoderWithCache(model, layers).eval(), tuple(inputs), out_dir / decoder_file,
+                                   names, outputs, axes)
     return {"name": name, "kind": "encoder_decoder", "file": decoder_file, "encoder_file": encoder_file,
             "source": info["source"], "opset": OPSET, "layers": layers, "kv_heads": heads, "head_dim": dim,
             "vocab": info["vocab"], "d_model": info["d_model"], "start_token": info["start_token"],
@@ -200,13 +209,7 @@ def export_one(name: str, out_dir: Path) -> dict[str, Any]:
         axes["position_ids"] = {0: "batch", 1: "sequence"}
     outputs = ["logits"]
     axes["logits"] = {0: "batch", 1: "sequence"}
-    for i in range(layers):
-        for part in ("key", "value"):
-            inputs.append(torch.randn(batch, kv, past, dim))
-            names.append(f"past_key_values.{i}.{part}")
-            axes[names[-1]] = {0: "batch", 2: "past"}
-            outputs.append(f"present.{i}.{part}")
-            axes[outputs[-1]] = {0: "batch", 2: "total"}
+    _add_cache(inputs, names, outputs, axes, layers, (batch, kv, past, dim))
     path = out_dir / "models" / f"{name}.onnx"
     path.parent.mkdir(parents=True, exist_ok=True)
     wrapped = WithCache(model, layers, info["positions"])
