@@ -44,14 +44,21 @@ typedef struct accel_option {
 
 /* ---- What CpuAcc runs (the plugin skeleton, pn_plugin.h) ------------------------ */
 
-/* The arithmetic binary operations (ADD .. PRELU) on float32. Every activation kind runs, as a
- * layer and fused (a CELU with alpha 0 is malformed: the shared validation refuses it). */
+/* The arithmetic binary operations (ADD .. PRELU) on float32; the integer and comparison ones
+ * of accel_binary_typed (ops/elementwise.c). Every activation kind runs, as a layer and fused
+ * (a CELU with alpha 0 is malformed: the shared validation refuses it). */
 static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
-    if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: ops/mask_ops.c */
+    if (accel_logic_binary(layer) || accel_binary_typed(layer)) { /* ops/mask_ops.c, ops/elementwise.c */
         return PN_OK;
     }
-    pn_status s = pn_plugin_float32_only(plugin, layer, reason);
     const pn_elementwise_binary_desc* d = layer->descriptor;
+    const pn_data_type t = layer->num_inputs > 0 ? layer->inputs[0].dtype : PN_DTYPE_INVALID;
+    if (t == PN_DTYPE_INT32 || t == PN_DTYPE_INT64) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs ElementwiseBinary on %s for ADD, SUB, MUL, MAXIMUM, "
+                       "MINIMUM, the bitwise operations and the comparisons only, not operation %d",
+                       plugin->id, pn_dtype_name(t), (int)d->op);
+    }
+    pn_status s = pn_plugin_float32_only(plugin, layer, reason);
     if (s == PN_OK && d->op > PN_BINARY_PRELU) {
         return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s has no kernel for binary operation %d",
                        plugin->id, (int)d->op);
@@ -60,7 +67,7 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
 }
 
 /* Every kind CpuAcc runs: float32, but for the kinds that move bytes (accel_move_check), CAST,
- * the mask kinds (ops/mask_ops.c), TREE_ENSEMBLE (x float32 or float64: the shared
+ * ELEMENTWISE_BINARY's integer arithmetic and comparisons, the mask kinds (ops/mask_ops.c), TREE_ENSEMBLE (x float32 or float64: the shared
  * validation's rules, ops/tree_ensemble.c) and the quantization kinds (int8 / uint8:
  * ops/quantization.c, ops/quantized_products.c). */
 static const pn_plugin_kind kinds[] = {

@@ -1,6 +1,8 @@
 /* ELEMENTWISE_BINARY and ELEMENTWISE_VARIADIC: broadcasting collapsed into rows whose
  * inputs are each either contiguous or one scalar, rows (and long rows' chunks) split
- * over the pool. */
+ * over the pool. Float32 arithmetic runs the ISA's row kernels; integer arithmetic (int32,
+ * int64: the shape and position arithmetic of exported transformers) and comparisons (bool
+ * output, float32 or integer operands) run plain C loops over the same rows (accel_binary_typed). */
 #include "ops/create.h"
 
 #include <stdlib.h>
@@ -114,6 +116,137 @@ static void bcast_run(const accel_op* op, const bcast_plan* p, pn_binary_op bino
     accel_parallel_for_grain(op->env.threads, units, grain, bcast_range, &j);
 }
 
+/* ---- Integer arithmetic and comparisons ------------------------------------------ */
+
+/* Whether `op` on operands of `t` has a loop below: ADD, SUB, MUL (wrapping, as the header
+ * asks), MAXIMUM, MINIMUM and the bitwise ones on int32 / int64; the comparisons on those and
+ * float32. DIV, MOD, FMOD and POWER on integers (which fail execute() on a zero divisor or a
+ * negative exponent), the shifts and every other type are CpuRef's. */
+static int typed_op(pn_binary_op op, pn_data_type t) {
+    const int integer = t == PN_DTYPE_INT32 || t == PN_DTYPE_INT64;
+    switch (op) {
+    case PN_BINARY_ADD: case PN_BINARY_SUB: case PN_BINARY_MUL: case PN_BINARY_MAXIMUM: case PN_BINARY_MINIMUM:
+    case PN_BINARY_BITWISE_AND: case PN_BINARY_BITWISE_OR: case PN_BINARY_BITWISE_XOR:
+        return integer;
+    case PN_BINARY_EQUAL: case PN_BINARY_LESS: case PN_BINARY_LESS_EQUAL: case PN_BINARY_GREATER:
+    case PN_BINARY_GREATER_EQUAL:
+        return integer || t == PN_DTYPE_FLOAT32;
+    default:
+        return 0;
+    }
+}
+
+int accel_binary_typed(const pn_layer* layer) {
+    const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
+    return d != NULL && layer->num_inputs == 2 && typed_op(d->op, layer->inputs[0].dtype);
+}
+
+/* y[i] = a[i * ra] op b[i * rb] for i < n, T the operands' type, U its unsigned twin (the
+ * wrapping arithmetic), Y the output's (T, or unsigned char for a comparison). */
+#define TYPED_ROW(NAME, T, U)                                                                        \
+    static void NAME(pn_binary_op op, const T* a, int ra, const T* b, int rb, void* out, int64_t n) { \
+        T* y = (T*)out;                                                                              \
+        unsigned char* m = (unsigned char*)out;                                                      \
+        for (int64_t i = 0; i < n; ++i) {                                                            \
+            const T x = a[ra ? i : 0], z = b[rb ? i : 0];                                            \
+            switch (op) {                                                                            \
+            case PN_BINARY_ADD: y[i] = (T)((U)x + (U)z); break;                                      \
+            case PN_BINARY_SUB: y[i] = (T)((U)x - (U)z); break;                                      \
+            case PN_BINARY_MUL: y[i] = (T)((U)x * (U)z); break;                                      \
+            case PN_BINARY_MAXIMUM: y[i] = x > z ? x : z; break;                                     \
+            case PN_BINARY_MINIMUM: y[i] = x < z ? x : z; break;                                     \
+            case PN_BINARY_BITWISE_AND: y[i] = (T)((U)x & (U)z); break;                              \
+            case PN_BINARY_BITWISE_OR: y[i] = (T)((U)x | (U)z); break;                               \
+            case PN_BINARY_BITWISE_XOR: y[i] = (T)((U)x ^ (U)z); break;                              \
+            case PN_BINARY_EQUAL: m[i] = x == z; break;                                              \
+            case PN_BINARY_LESS: m[i] = x < z; break;                                                \
+            case PN_BINARY_LESS_EQUAL: m[i] = x <= z; break;                                         \
+            case PN_BINARY_GREATER: m[i] = x > z; break;                                             \
+            case PN_BINARY_GREATER_EQUAL: m[i] = x >= z; break;                                      \
+            default: break; /* refused at create (typed_op) */                                       \
+            }                                                                                        \
+        }                                                                                            \
+    }
+
+TYPED_ROW(row_int32, int32_t, uint32_t)
+TYPED_ROW(row_int64, int64_t, uint64_t)
+
+/* Float32 operands: only the comparisons come here (NaN compares false, as in C). */
+static void row_float32_compare(pn_binary_op op, const float* a, int ra, const float* b, int rb, void* out,
+                                int64_t n) {
+    unsigned char* m = (unsigned char*)out;
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = a[ra ? i : 0], z = b[rb ? i : 0];
+        switch (op) {
+        case PN_BINARY_EQUAL: m[i] = x == z; break;
+        case PN_BINARY_LESS: m[i] = x < z; break;
+        case PN_BINARY_LESS_EQUAL: m[i] = x <= z; break;
+        case PN_BINARY_GREATER: m[i] = x > z; break;
+        case PN_BINARY_GREATER_EQUAL: m[i] = x >= z; break;
+        default: break;
+        }
+    }
+}
+
+typedef struct typed_job {
+    const bcast_plan* plan;
+    pn_binary_op binop;
+    pn_data_type dtype;    /* the operands' */
+    size_t in_size, out_size;
+    const unsigned char* a;
+    const unsigned char* b;
+    unsigned char* y;
+} typed_job;
+
+static void typed_range(void* raw, int64_t u0, int64_t u1) {
+    const typed_job* j = (const typed_job*)raw;
+    const bcast_plan* p = j->plan;
+    const uint32_t inner = p->rank - 1;
+    const int64_t len = p->dims[inner];
+    const int ra = p->sa[inner] != 0, rb = p->sb[inner] != 0;
+    for (int64_t row = u0; row < u1; ++row) { /* one unit per row: these rows are short */
+        int64_t offa = 0, offb = 0, rem = row;
+        for (int32_t d = (int32_t)inner - 1; d >= 0; --d) {
+            int64_t idx = rem % p->dims[d];
+            rem /= p->dims[d];
+            offa += idx * p->sa[d];
+            offb += idx * p->sb[d];
+        }
+        const unsigned char* a = j->a + (size_t)offa * j->in_size;
+        const unsigned char* b = j->b + (size_t)offb * j->in_size;
+        unsigned char* y = j->y + (size_t)(row * len) * j->out_size;
+        if (j->dtype == PN_DTYPE_INT64) {
+            row_int64(j->binop, (const int64_t*)(const void*)a, ra, (const int64_t*)(const void*)b, rb, y, len);
+        } else if (j->dtype == PN_DTYPE_INT32) {
+            row_int32(j->binop, (const int32_t*)(const void*)a, ra, (const int32_t*)(const void*)b, rb, y, len);
+        } else {
+            row_float32_compare(j->binop, (const float*)(const void*)a, ra, (const float*)(const void*)b, rb, y,
+                                len);
+        }
+    }
+}
+
+static void typed_kernel(const accel_op* op, const float* const* in, float* const* out) {
+    const bcast_plan* p = (const bcast_plan*)op->priv;
+    const pn_data_type t = op->inputs[0].dtype;
+    typed_job j = {p, op->desc.binary.op, t, pn_dtype_size(t), pn_dtype_size(op->outputs[0].dtype),
+                   (const unsigned char*)(const void*)in[0], (const unsigned char*)(const void*)in[1],
+                   (unsigned char*)(void*)out[0]};
+    const int64_t len = p->dims[p->rank - 1];
+    accel_parallel_for_grain(op->env.threads, p->rows, MIN_PARALLEL / (len + 1) + 1, typed_range, &j);
+}
+
+static pn_status typed_create(const accel_env* env, const pn_layer* layer, pn_workload** workload_out,
+                              pn_string_out* message_out) {
+    bcast_plan* p = (bcast_plan*)calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
+    }
+    plan_make(&layer->inputs[0], &layer->inputs[1], &layer->outputs[0], p);
+    return accel_workload_new(env, layer, sizeof(pn_elementwise_binary_desc), NULL, typed_kernel, p,
+                              workload_out, message_out);
+}
+
 /* ---- ELEMENTWISE_BINARY ------------------------------------------------------ */
 
 /* A binary layer's plan; `expanded` (one allocation with it) is operand `which` broadcast to
@@ -145,6 +278,9 @@ pn_status accel_binary_create(void* context, const pn_layer* layer,
     const pn_elementwise_binary_desc* d = (const pn_elementwise_binary_desc*)layer->descriptor;
     if (accel_logic_binary(layer)) { /* LOGICAL_AND/OR/XOR on BOOL: ops/mask_ops.c */
         return accel_logic_create(context, layer, workload_out, message_out);
+    }
+    if (accel_binary_typed(layer)) { /* integers, comparisons: above */
+        return typed_create(env, layer, workload_out, message_out);
     }
     const pn_tensor_info* y = &layer->outputs[0];
     bcast_plan plan;
