@@ -60,6 +60,19 @@ static void plan_make(const pn_tensor_info* a, const pn_tensor_info* b, const pn
     p->chunks_per_row = len > ROW_CHUNK ? (len + ROW_CHUNK - 1) / ROW_CHUNK : 1;
 }
 
+/* Where row `row` of the plan starts in a and in b (element offsets). */
+static void row_offsets(const bcast_plan* p, int64_t row, int64_t* offa, int64_t* offb) {
+    int64_t a = 0, b = 0, rem = row;
+    for (int32_t d = (int32_t)p->rank - 2; d >= 0; --d) {
+        int64_t idx = rem % p->dims[d];
+        rem /= p->dims[d];
+        a += idx * p->sa[d];
+        b += idx * p->sb[d];
+    }
+    *offa = a;
+    *offb = b;
+}
+
 typedef struct bcast_job {
     const accel_op* op;
     const bcast_plan* plan;
@@ -80,13 +93,8 @@ static void bcast_range(void* raw, int64_t u0, int64_t u1) {
     int64_t u = u0;
     while (u < u1) {
         int64_t row = u / cpr, c = u % cpr;
-        int64_t offa = 0, offb = 0, rem = row;
-        for (int32_t d = (int32_t)inner - 1; d >= 0; --d) {
-            int64_t idx = rem % p->dims[d];
-            rem /= p->dims[d];
-            offa += idx * p->sa[d];
-            offb += idx * p->sb[d];
-        }
+        int64_t offa, offb;
+        row_offsets(p, row, &offa, &offb);
         int64_t c_end = c + (u1 - u);
         c_end = c_end > cpr ? cpr : c_end;
         int64_t begin = c * ROW_CHUNK;
@@ -205,13 +213,8 @@ static void typed_range(void* raw, int64_t u0, int64_t u1) {
     const int64_t len = p->dims[inner];
     const int ra = p->sa[inner] != 0, rb = p->sb[inner] != 0;
     for (int64_t row = u0; row < u1; ++row) { /* one unit per row: these rows are short */
-        int64_t offa = 0, offb = 0, rem = row;
-        for (int32_t d = (int32_t)inner - 1; d >= 0; --d) {
-            int64_t idx = rem % p->dims[d];
-            rem /= p->dims[d];
-            offa += idx * p->sa[d];
-            offb += idx * p->sb[d];
-        }
+        int64_t offa, offb;
+        row_offsets(p, row, &offa, &offb);
         const unsigned char* a = j->a + (size_t)offa * j->in_size;
         const unsigned char* b = j->b + (size_t)offb * j->in_size;
         unsigned char* y = j->y + (size_t)(row * len) * j->out_size;
