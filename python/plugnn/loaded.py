@@ -411,12 +411,9 @@ class LoadedNetwork:
         for p in layers:
             node = nodes[p]
             workload = self._node_workloads.get(node.name) if node.backend_id is not None else None
-            if workload is None or not workload.shapes_at_execute or node.kind in DATA_DEPENDENT_KINDS:
+            if not _at_execute(workload, node) or (node.kind is not LayerKind.PRECOMPILED and p in described):
                 return False
-            if node.kind is not LayerKind.PRECOMPILED and p in described:
-                return False
-            fixed = workload.fixed_inputs
-            if fixed and any(fixed >> min(i, 31) & 1 and k in tensors for i, k in enumerate(node.inputs)):
+            if _fixed_input_changes(workload, node, lambda k: k in tensors):
                 return False
         return True
 
@@ -517,7 +514,7 @@ class LoadedNetwork:
         `node`'s layers fused again at the old shapes) where each Reshape it absorbed groups axes
         at the new shapes as at the old ones (backend_api.h, PN_WORKLOAD_SHAPES_AT_EXECUTE)."""
         workload = self._node_workloads.get(old_node.name)
-        if workload is None or not workload.shapes_at_execute or node.kind in DATA_DEPENDENT_KINDS:
+        if not _at_execute(workload, node):
             return False
         if node.kind is LayerKind.PRECOMPILED:
             if node is not old_node and not (node.fused and node.fused is old_node.fused):
@@ -528,9 +525,7 @@ class LoadedNetwork:
             node = old_node
         elif not _same_layer_but_shapes(old_graph, old_node, graph, node):
             return False
-        fixed = workload.fixed_inputs
-        if fixed and any(fixed >> min(i, 31) & 1 and graph.infos[k].shape != old_graph.infos[k].shape
-                         for i, k in enumerate(node.inputs)):
+        if _fixed_input_changes(workload, node, lambda k: graph.infos[k].shape != old_graph.infos[k].shape):
             return False  # an input it reads at the dims it was made for changes
         return all(graph.infos[k].rank == old_graph.infos[k].rank for k in (*node.inputs, *node.outputs))
 
@@ -1156,6 +1151,18 @@ def _reshapes_regroup(old_graph: Any, graph: Any, node: Node) -> bool:
         if (new_in != old_in or new_out != old_out) and not follows_grouping(old_in, old_out, new_in, new_out):
             return False
     return True
+
+
+def _at_execute(workload: Workload | None, node: Node) -> bool:
+    """Whether `workload` takes its tensors' shapes at execute for `node` (ABI 1.3; not for a
+    data-dependent layer, whose outputs stay at their bounds)."""
+    return workload is not None and workload.shapes_at_execute and node.kind not in DATA_DEPENDENT_KINDS
+
+
+def _fixed_input_changes(workload: Workload, node: Node, changes: Callable[[str], bool]) -> bool:
+    """Whether an input `workload` keeps at the dims it was made for (fixed_inputs) changes."""
+    fixed = workload.fixed_inputs
+    return bool(fixed) and any(fixed >> min(i, 31) & 1 and changes(k) for i, k in enumerate(node.inputs))
 
 
 def _fused_reshapes(node: Node) -> list[Node]:

@@ -98,6 +98,7 @@ class ShapeProgram:
         self._shape_values_of_slot = _entries_of_slots(exprs.reshape(-1) for _, exprs in self._shape_values)
         self._changed: dict[tuple[int, ...], frozenset[int]] = {}
         self._last_changed: tuple[Any, Any, tuple[int, ...]] = ((), (), ())
+        self._described: dict[tuple[int, ...], frozenset[int]] = {}  # described_layers' answers
         # per set of changed values: the shape values holding one, with their dtype, shape and
         # elements as rules over the values (dims_rule's encoding)
         self._shape_value_entries: dict[tuple[int, ...], list[tuple[str, Any, tuple[int, ...], tuple[int, ...]]]] = {}
@@ -242,9 +243,15 @@ class ShapeProgram:
     def described_layers(self, slots: Sequence[int]) -> frozenset[int]:
         """The positions of the layers whose own descriptor holds one of the values `slots`
         (a layer a backend fused: not its members' descriptors)."""
-        moved = set(slots)
-        return frozenset(position for (position, _), held in zip(self._descriptors, self._descriptor_slots)
-                         if not moved.isdisjoint(held))
+        key = tuple(slots)
+        found = self._described.get(key)
+        if found is None:
+            moved = set(slots)
+            found = frozenset(position for (position, _), held in zip(self._descriptors, self._descriptor_slots)
+                              if not moved.isdisjoint(held))
+            if len(self._described) < 256:
+                self._described[key] = found
+        return found
 
     def changed_tensors(self, slots: Sequence[int]) -> frozenset[str]:
         """The tensors with a dim among the values `slots`."""
