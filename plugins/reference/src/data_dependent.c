@@ -225,11 +225,16 @@ typedef struct nms_scores {
     int64_t offset; /* of the (batch, class) row */
 } nms_scores;
 
-/* Higher scores first, equal scores by lower box index (the merge sort is stable). */
+/* Higher scores first, NaN after every number, equal scores (and NaNs) by lower box index (the
+ * merge sort is stable): a total order. */
 static int by_score(const void* context, int64_t a, int64_t b) {
     const nms_scores* s = (const nms_scores*)context;
     double x = pn_load_double(s->dtype, s->data, s->offset + a);
     double y = pn_load_double(s->dtype, s->data, s->offset + b);
+    int xn = x != x, yn = y != y;
+    if (xn || yn) {
+        return xn - yn;
+    }
     return (x < y) - (x > y);
 }
 

@@ -1,7 +1,7 @@
 /*
  * CpuAcc's vector kernels of the memory-bound layers (accel_kernels): activation, elementwise
- * binary, softmax rows and columns, pooling, depthwise convolution and the elementwise math
- * functions, one table per ISA. vector_kernels_body.h holds the bodies and the table, compiled
+ * binary, softmax rows and columns, pooling, depthwise convolution, the elementwise math
+ * functions and non-maximum suppression's box test, one table per ISA. vector_kernels_body.h holds the bodies and the table, compiled
  * once per ISA by vector_kernels_portable.c, _avx2.c and _avx512.c; the CPU's table is
  * accel_kernel_set_for(isa)->vector (accel.h).
  */
@@ -92,6 +92,12 @@ typedef struct accel_kernels {
     /* y[i] = fn(x[i]) (x == y allowed): the functions the activations are built from, one
      * row at a time (tests/cpuacc/test_vector_math.py measures their accuracy through it). */
     void (*math_row)(accel_math_fn fn, const float* x, float* y, int64_t n);
+    /* 1 when one of the n boxes (x0, y0, x1, y1, area: double corners and areas) suppresses the
+     * box q_* in non-maximum suppression at IoU `threshold`, exactly as CpuRef decides
+     * (kernels/box_rows.h), else 0. */
+    int (*box_suppressed)(const double* x0, const double* y0, const double* x1, const double* y1,
+                          const double* area, int64_t n, double q_x0, double q_y0, double q_x1,
+                          double q_y1, double q_area, double threshold);
 } accel_kernels;
 
 

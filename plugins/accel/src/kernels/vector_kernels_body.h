@@ -17,6 +17,7 @@
  *   kernels/subplane.h     the strided-window buffer of pooling and depthwise
  *   kernels/pooling_rows.h      pooling NCHW/NHWC
  *   kernels/depthwise_rows.h    depthwise convolution NCHW/NHWC
+ *   kernels/box_rows.h          non-maximum suppression's box test (double)
  */
 #include "kernels/vector_kernels.h"
 
@@ -39,6 +40,7 @@
 #include "kernels/subplane.h"
 #include "kernels/pooling_rows.h"
 #include "kernels/depthwise_rows.h"
+#include "kernels/box_rows.h"
 
 const accel_kernels KTABLE = {
     .activation = KSUF(activation),
@@ -57,4 +59,5 @@ const accel_kernels KTABLE = {
     .activation_stream = KSUF(activation_stream),
     .binary_row_stream = KSUF(binary_row_stream),
     .math_row = KSUF(math_row),
+    .box_suppressed = KSUF(box_suppressed),
 };

@@ -147,4 +147,10 @@ pn_status accel_recurrent_create(void*, const pn_layer*, pn_workload**, pn_strin
 pn_status accel_tree_ensemble_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_tree_ensemble_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* DATA_DEPENDENT (ops/data_dependent.c): NON_MAX_SUPPRESSION on float32 boxes and scores,
+ * NON_ZERO on plain BOOL, 8-, 32- and 64-bit integer and FLOAT32 tensors; UNIQUE and COMPRESS
+ * refused. Results bit for bit CpuRef's. */
+pn_status accel_data_dependent_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_data_dependent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */
