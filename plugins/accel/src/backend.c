@@ -103,6 +103,8 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_QUANTIZED_MATMUL, accel_quantized_matmul_check, accel_quantized_matmul_create},
     {PN_LAYER_QUANTIZED_CONVOLUTION, accel_quantized_convolution_check, accel_quantized_convolution_create},
     {PN_LAYER_DATA_DEPENDENT, accel_data_dependent_check, accel_data_dependent_create},
+    {PN_LAYER_ROI_ALIGN, accel_roi_align_check, accel_roi_align_create},
+    {PN_LAYER_SCATTER, accel_scatter_check, accel_scatter_create},
 };
 
 /* The PRECOMPILED layers optimize_subgraph makes, each payload starting with a magic number that

@@ -153,4 +153,14 @@ pn_status accel_tree_ensemble_create(void*, const pn_layer*, pn_workload**, pn_s
 pn_status accel_data_dependent_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_data_dependent_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* ROI_ALIGN (ops/roi_align.c): AVERAGE mode on float32, each bin's samples summed per axis
+ * into weights over plane indices (plugin_common's pn_roi_align_plan.h); MAX refused. */
+pn_status accel_roi_align_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_roi_align_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
+/* SCATTER (ops/scatter.c): ELEMENTS and ND; NONE on elements of 1, 2, 4 or 8 bytes, the
+ * reductions on float32, int32 and int64 (CpuRef's bits). */
+pn_status accel_scatter_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_scatter_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */
