@@ -403,11 +403,3 @@ def test_gather_index_out_of_range_fails_execute_naming_it() -> None:
                "(valid: -10 to 9)" in text
 
 
-def test_gather_cpuacc_does_not_run_is_refused() -> None:
-    """ELEMENTS and ND are refused (TAKE of every element type runs: test_data_movement.py)."""
-    with plugnn.Runtime() as rt:
-        backend = rt.backend("CpuAcc")
-        f = np.zeros((3, 4), np.float32)
-        answer = backend.is_layer_supported(spec(LayerKind.GATHER, GatherDescriptor("elements", axis=0),
-                                                 [f, np.zeros((3, 4), np.int64)], (3, 4)))
-        assert not answer.supported and answer.reason == "CpuAcc runs Gather TAKE only; it has no ELEMENTS kernel"

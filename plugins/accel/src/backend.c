@@ -81,7 +81,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_SOFTMAX, pn_plugin_float32_only, accel_softmax_create},
     {PN_LAYER_CONCAT, accel_move_check, accel_concat_create},
     {PN_LAYER_RESHAPE, accel_move_check, accel_copy_create},
-    {PN_LAYER_TRANSPOSE, pn_plugin_float32_only, accel_transpose_create},
+    {PN_LAYER_TRANSPOSE, accel_move_check, accel_transpose_create},
     {PN_LAYER_COPY, accel_move_check, accel_copy_create},
     {PN_LAYER_ELEMENTWISE_UNARY, accel_unary_check, accel_unary_create},
     {PN_LAYER_REDUCE, accel_reduce_check, accel_reduce_create},
@@ -105,6 +105,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_DATA_DEPENDENT, accel_data_dependent_check, accel_data_dependent_create},
     {PN_LAYER_ROI_ALIGN, accel_roi_align_check, accel_roi_align_create},
     {PN_LAYER_SCATTER, accel_scatter_check, accel_scatter_create},
+    {PN_LAYER_TOP_K, accel_top_k_check, accel_top_k_create},
 };
 
 /* The PRECOMPILED layers optimize_subgraph makes, each payload starting with a magic number that

@@ -163,4 +163,8 @@ pn_status accel_roi_align_create(void*, const pn_layer*, pn_workload**, pn_strin
 pn_status accel_scatter_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_scatter_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* TOP_K (ops/top_k.c): float32, axes of at most 2^32 - 1 elements; always sorted (CpuRef's bits). */
+pn_status accel_top_k_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_top_k_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */

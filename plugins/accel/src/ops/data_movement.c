@@ -308,7 +308,7 @@ static pn_status out_of_memory(const pn_layer* layer, pn_string_out* message_out
 
 /* ---- The element-type rule ----------------------------------------------------------------- */
 
-/* The kinds that move bytes (SLICE, SPLIT, CONCAT, RESHAPE, COPY, GATHER's data): every
+/* The kinds that move bytes (SLICE, SPLIT, CONCAT, RESHAPE, COPY, TRANSPOSE, GATHER's data): every
  * element type whose size is 1, 2, 4 or 8 bytes runs (all of the ABI's: BOOL, INT8, UINT8;
  * FLOAT16, BFLOAT16, INT16, UINT16; FLOAT32, INT32, UINT32; FLOAT64, INT64, UINT64),
  * quantized INT8/UINT8 included when every output, and every other input of input 0's type

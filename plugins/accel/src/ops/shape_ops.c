@@ -1,4 +1,6 @@
-/* RESHAPE/COPY (memcpy, any element type) and TRANSPOSE: data movement split over the pool
+/* RESHAPE/COPY (memcpy, any element type) and TRANSPOSE (float32 by 16 x 16 blocks where the inner
+ * run is strided, every other type and case as ops/data_movement.c's region copy): data movement
+ * split over the pool
  * (CONCAT, SLICE, SPLIT: ops/data_movement.c). */
 #include "ops/create.h"
 #include "gemm/gemm.h"
@@ -169,6 +171,9 @@ static void transpose_kernel(const accel_op* op, const float* const* in, float* 
 pn_status accel_transpose_create(void* context, const pn_layer* layer,
                                  pn_workload** workload_out, pn_string_out* message_out) {
     const accel_env* env = (const accel_env*)context;
+    if (layer->inputs[0].dtype != PN_DTYPE_FLOAT32) { /* every other element type: moved as bytes */
+        return accel_permute_create(env, layer, workload_out, message_out);
+    }
     transpose_plan* p = (transpose_plan*)calloc(1, sizeof(*p));
     if (p == NULL) {
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
