@@ -275,14 +275,19 @@ def test_shape_parameters_computed_at_run_time() -> None:
             same(a, e, f"n={n} output {k}")
 
 
-def test_a_data_dependent_output_feeding_layers_is_specialized_per_shape_and_cached() -> None:
+def test_a_data_dependent_output_feeding_layers_takes_every_count_in_one_symbolic_segment() -> None:
+    """The segment after a NonZero is imported for the first count; at the second count the
+    axis that changed becomes a symbol and that one symbolic segment serves every later count
+    (re-sized, not imported again)."""
     m = model([N("NonZero", ["x"], ["nz"]), N("Transpose", ["nz"], ["t"]), N("Cast", ["t"], ["tf"], to=F32),
                N("ReduceSum", ["tf"], ["s"], axes=[0], keepdims=0)],
               [vi("x", F32, [3, 4])], [vi("s", F32, [2]), vi("t", I64, None)], opset=11)
     rep = backend.prepare(m, backends=["CpuRef"])
     rng = np.random.default_rng(2)
-    masks = [rng.random((3, 4)) > 0.5 for _ in range(3)]
+    masks = [np.arange(12).reshape(3, 4) < c for c in (6, 9, 2, 11, 4, 7)]
     masks.append(masks[0])
+    masks.append(np.zeros((3, 4), bool))  # no element: a count of 0 is no symbol, specialized on its own
+    masks = [m[:, rng.permutation(4)] for m in masks]
     counts = []
     for mask in masks:
         x = (mask * 2.0).astype(np.float32)
@@ -290,9 +295,10 @@ def test_a_data_dependent_output_feeding_layers_is_specialized_per_shape_and_cac
         for k, (a, e) in enumerate(compare_out):
             same(a, e, f"output {k}")
         counts.append(rep.dynamic.segments_made)
-    distinct = len({int(mask.sum()) for mask in masks})
-    assert counts[-1] == counts[-2] and counts[-1] == 1 + distinct  # the NonZero segment + one per count
-    assert rep.dynamic.explain().count("DataDependent") == 1
+    # the NonZero segment, the next one at the first count, the symbolic one; then the empty count
+    assert counts == [2, 3, 3, 3, 3, 3, 3, 4]
+    text = rep.dynamic.explain()
+    assert text.count("DataDependent") == 1 and "with symbols nz:1" in text
 
 
 def test_plain_load_says_which_node_needs_the_dynamic_path() -> None:

@@ -30,6 +30,8 @@ from plugnn.loaded import LoadedNetwork
 from plugnn.network import Network
 from plugnn.optimized import OptimizedNetwork
 from plugnn.optimizer import optimize
+from plugnn.loaded_symbolic import SymbolicLoadedNetwork
+from plugnn.symbolic import evaluate_key
 
 log = logging.getLogger("plugnn")
 
@@ -88,17 +90,33 @@ class Engine:
 
 @dataclass
 class Instance:
-    """One segment specialized for one environment: its network loaded (or None), where it stops."""
+    """One segment specialized for one environment: its network loaded (or None), where it stops.
+    A symbolic instance (`imported.env` holds symbols) serves every environment whose values
+    differ from `shapes` only in the symbols' axes: its network is a SymbolicLoadedNetwork,
+    re-sized at each new binding."""
 
     imported: Imported
     optimized: OptimizedNetwork | None
     loaded: LoadedNetwork | None
     shapes: dict[str, tuple[int, ...]]
     milliseconds: float
+    start: int = 0
 
     @property
     def stop(self) -> int:
         return self.imported.stop
+
+    @property
+    def symbolic(self) -> bool:
+        return bool(self.imported.symbols)
+
+    def binding(self, values: Mapping[str, Any]) -> dict[str, int]:
+        return {symbol: int(values[name].shape[axis]) for symbol, (name, axis) in self.imported.symbols.items()}
+
+
+class Unfit(Exception):
+    """A symbolic instance does not hold for this environment (a guard breaks): the segment is
+    specialized for it instead."""
 
 
 @dataclass
@@ -109,6 +127,11 @@ class Variant:
     reads: tuple[str, ...]
     bound: frozenset[str]
     entries: OrderedDict[tuple[Any, ...], Instance] = field(default_factory=OrderedDict)
+    # The axes of the unbound values that took more than one size in this variant's
+    # environments (learned from its entries): a segment imported with those axes as symbols
+    # serves every size of them (`symbolic`, by symbolic_key; None: the symbolic import failed).
+    axes: dict[str, frozenset[int]] = field(default_factory=dict)
+    symbolic: dict[tuple[Any, ...], Instance | None] = field(default_factory=dict)
 
     def key(self, values: Mapping[str, Any]) -> tuple[Any, ...] | None:
         parts: list[Any] = []
@@ -121,6 +144,42 @@ class Variant:
             else:
                 parts.append((value.dtype.str, value.shape))
         return tuple(parts)
+
+    def symbolic_key(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`key` with the sizes of the symbolic axes left out (a 0 kept: no symbol is 0)."""
+        parts: list[Any] = []
+        for name, part in zip(self.reads, key):
+            axes = self.axes.get(name)
+            if axes and name not in self.bound:
+                part = (part[0], tuple(None if a in axes and d >= 1 else d for a, d in enumerate(part[1])))
+            parts.append(part)
+        return tuple(parts)
+
+    def learn(self, key: tuple[Any, ...]) -> bool:
+        """Adds to `axes` the axes where `key` differs from an entry's key of the same element
+        types, ranks and bound contents; True when it added one."""
+        added = False
+        for other in self.entries:
+            if len(other) != len(key):
+                continue
+            differ: dict[str, set[int]] = {}
+            for name, mine, theirs in zip(self.reads, key, other):
+                if name in self.bound:
+                    if mine != theirs:
+                        break
+                    continue
+                if mine[0] != theirs[0] or len(mine[1]) != len(theirs[1]):
+                    break
+                axes = {a for a, (x, y) in enumerate(zip(mine[1], theirs[1])) if x != y and x >= 1 and y >= 1}
+                if axes:
+                    differ[name] = axes
+            else:
+                for name, axes in differ.items():
+                    merged = self.axes.get(name, frozenset()) | axes
+                    if merged != self.axes.get(name):
+                        self.axes[name] = frozenset(merged)
+                        added = True
+        return added
 
 
 class Program:
@@ -177,7 +236,12 @@ class Program:
             if cause is None:
                 instance = self._segment(index, values)
                 if instance is not None:
-                    self._run_instance(instance, values)
+                    try:
+                        self._run_instance(instance, values)
+                    except Unfit:
+                        instance = self._make_segment(index, values, symbolic=False)
+                        assert instance is not None  # the symbolic import of this start made one
+                        self._run_instance(instance, values)
                     index = instance.stop
                     continue
                 cause = self._runtime[index]
@@ -190,7 +254,13 @@ class Program:
                 from None
 
     def _run_instance(self, instance: Instance, values: dict[str, Any]) -> None:
+        """Runs the instance's network on `values` and puts its outputs there; Unfit when a
+        symbolic instance does not hold at these values' shapes (nothing is put)."""
         results: dict[str, Any] = {}
+        binding = instance.binding(values) if instance.symbolic else None
+        if binding is not None and not isinstance(instance.loaded, SymbolicLoadedNetwork) \
+                and instance.imported.env is not None and instance.imported.env.broken_guard(binding) is not None:
+            raise Unfit()  # (a SymbolicLoadedNetwork checks the guards itself: BindingError)
         if instance.loaded is not None:
             feed = {name: dense(values[name]) for name in instance.imported.feeds}
             try:
@@ -200,6 +270,10 @@ class Program:
                     self.engine.profile.append((instance.optimized, list(instance.loaded.last_profile)))
             except RunStoppedError:
                 raise
+            except InputError:  # BindingError, or a network the symbols did not reach at other sizes
+                if binding is None:
+                    raise
+                raise Unfit() from None
             except PlugnnError as exc:
                 raise self.located(exc) from None
         for name, (kind, source) in instance.imported.outputs:
@@ -207,6 +281,10 @@ class Program:
                 values[name] = results[source]
             elif kind == "env":
                 values[name] = values[source]
+            elif kind == "dims":
+                exprs, dtype = source
+                values[name] = np.array([e if isinstance(e, int) else evaluate_key(e.key, binding)
+                                         for e in exprs.flat], dtype).reshape(exprs.shape)
             else:
                 values[name] = source
 
@@ -228,11 +306,30 @@ class Program:
             if instance is not None:
                 variant.entries.move_to_end(key)
                 return instance
+            if variant.axes:
+                instance = variant.symbolic.get(variant.symbolic_key(key))
+                if instance is not None:
+                    return instance
         return self._make_segment(start, values)
 
-    def _make_segment(self, start: int, values: dict[str, Any]) -> Instance | None:
+    def _make_segment(self, start: int, values: dict[str, Any], symbolic: bool = True) -> Instance | None:
+        """Imports, optimizes and loads the segment starting at `start` for `values`. When an
+        earlier segment of the same variant read values of other sizes, the axes whose sizes
+        changed become symbols (`symbolic`, unless False): the one symbolic network then serves
+        every size of them."""
         clock = time.perf_counter()
         bound = self._binds.setdefault(start, set())
+        for variant in self._variants.get(start, ()):
+            key = variant.key(values)
+            if not symbolic or key is None or not variant.learn(key) and not variant.axes:
+                continue
+            symbolic_key = variant.symbolic_key(key)
+            if symbolic_key in variant.symbolic:  # tried: it failed, or does not hold here
+                continue
+            instance = self._make_symbolic(start, values, variant, clock)
+            variant.symbolic[symbolic_key] = instance
+            if instance is not None:
+                return instance
         while True:
             importer = SegmentImporter(self, values, bound)
             try:
@@ -258,7 +355,7 @@ class Program:
         if imported.network is not None:
             optimized, loaded = self.engine.load(imported.network)
         shapes = {n: tuple(values[n].shape) for n in reads if isinstance(values.get(n), np.ndarray)}
-        instance = Instance(imported, optimized, loaded, shapes, (time.perf_counter() - clock) * 1e3)
+        instance = Instance(imported, optimized, loaded, shapes, (time.perf_counter() - clock) * 1e3, start)
         log.info("%s: segment of nodes %d..%d specialized for %s in %.1f ms", self.source, start, imported.stop - 1,
                  shapes, instance.milliseconds)
         if key is not None:
@@ -267,6 +364,34 @@ class Program:
                 _, old = variant.entries.popitem(last=False)
                 if old.loaded is not None:
                     self.engine.unload(old.loaded)
+        return instance
+
+    def _make_symbolic(self, start: int, values: dict[str, Any], variant: Variant, clock: float) -> Instance | None:
+        """The segment at `start` imported with `variant.axes` as symbols (hints: `values`'
+        sizes), or None when that import fails, reads other values or ends elsewhere than the
+        variant's segments (the segment is then specialized per size, as before)."""
+        bound = set(variant.bound)
+        try:
+            imported = SegmentImporter(self, values, bound, variant.axes).import_segment(start)
+        except (Rebind, RuntimeNode, PlugnnError) as exc:
+            log.debug("%s: segment at node %d: no symbolic import (%s: %s)", self.source, start,
+                      type(exc).__name__, exc)
+            return None
+        first = next(iter(variant.entries.values()), None)
+        if imported.reads != variant.reads or (first is not None and imported.stop != first.stop) \
+                or not imported.symbols:
+            return None
+        optimized = loaded = None
+        if imported.network is not None:
+            try:
+                optimized, loaded = self.engine.load(imported.network)
+            except PlugnnError as exc:
+                log.debug("%s: segment at node %d: the symbolic network does not load (%s)", self.source, start, exc)
+                return None
+        shapes = {n: tuple(values[n].shape) for n in imported.reads if isinstance(values.get(n), np.ndarray)}
+        instance = Instance(imported, optimized, loaded, shapes, (time.perf_counter() - clock) * 1e3, start)
+        log.info("%s: segment of nodes %d..%d imported with symbols %s (sizes %s) in %.1f ms", self.source, start,
+                 imported.stop - 1, sorted(imported.symbols), shapes, instance.milliseconds)
         return instance
 
     def child(self, key: Any, graph: Any, nodes: Sequence[Any], opset: int, inputs: Sequence[str],
@@ -283,8 +408,8 @@ class Program:
     # -- what it holds -----------------------------------------------------------------------
 
     def instances(self) -> list[tuple[int, Instance]]:
-        return [(start, instance) for start in sorted(self._variants)
-                for variant in self._variants[start] for instance in variant.entries.values()]
+        return [(start, instance) for start in sorted(self._variants) for variant in self._variants[start]
+                for instance in [*variant.entries.values(), *(i for i in variant.symbolic.values() if i is not None)]]
 
     def explain(self, verbose: bool | None = False) -> str:
         """Every loaded segment's placement (OptimizedNetwork.explain), then the sub-programs'."""
@@ -293,8 +418,10 @@ class Program:
         for start, instance in self.instances():
             stop = instance.stop
             shapes = ", ".join(f"{n}={list(s)}" for n, s in instance.shapes.items()) or "no run-time inputs"
+            how = f"with symbols {', '.join(sorted(instance.imported.symbols))} (first sizes {shapes})" \
+                if instance.symbolic else f"specialized for {shapes}"
             lines.append(f"== {where}: nodes #{start}..#{stop - 1} ({self.nodes[start].op_type} .. "
-                         f"{self.nodes[stop - 1].op_type}), specialized for {shapes}")
+                         f"{self.nodes[stop - 1].op_type}), {how}")
             if instance.optimized is None:
                 lines.append("   every value known at import: no layer runs")
             else:

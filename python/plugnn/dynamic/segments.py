@@ -31,6 +31,7 @@ from plugnn.errors import ModelError
 from plugnn.network import GraphKind, Network, Tensor
 from plugnn.onnx.context import DynamicModelError, ImportState, NodeContext, RunTimeValueError
 from plugnn.onnx.importer import _Importer
+from plugnn.symbolic import Dim, ShapeEnv
 from plugnn.tensor import DataType
 
 Program = Any  # plugnn.dynamic.program.Program (which imports this module)
@@ -56,13 +57,18 @@ class RuntimeNode(Exception):
 class Imported:
     """What importing a segment gave: the network (None when every output is known at import),
     where it stops, and per live value its source: ("network", output layer name), ("env", the
-    environment value it equals) or ("constant", array)."""
+    environment value it equals), ("constant", array) or, in a symbolic import, ("dims",
+    (object array of ints and Dims, dtype)): a value computed from the symbols, evaluated at
+    each run's binding. `env` is the symbolic import's ShapeEnv (None: concrete), `symbols`
+    where each of its symbols is read: symbol -> (environment value, axis)."""
 
     network: Network | None
     stop: int
     outputs: list[tuple[str, tuple[str, Any]]]
     reads: tuple[str, ...]
     feeds: list[str] = field(default_factory=list)
+    env: ShapeEnv | None = None
+    symbols: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 class _LazyValues(dict):  # type: ignore[type-arg]
@@ -122,9 +128,13 @@ class _Journal(set):  # type: ignore[type-arg]
 class SegmentImporter(_Importer):
     """plugnn.onnx's importer walking a program's nodes from one index, over an environment."""
 
-    def __init__(self, program: Program, env: Mapping[str, Any], bound: set[str]) -> None:
+    def __init__(self, program: Program, env: Mapping[str, Any], bound: set[str],
+                 axes: Mapping[str, frozenset[int]] | None = None) -> None:
         holder = types.SimpleNamespace(graph=program.graph)
-        super().__init__(holder, program.source, program.opset, program.network_name, {}, {})
+        super().__init__(holder, program.source, program.opset, program.network_name, {}, {},
+                         ShapeEnv() if axes else None)
+        self.axes = dict(axes or {})  # the environment values' axes that are symbols (a symbolic import)
+        self.symbols: dict[str, tuple[str, int]] = {}
         self.program = program
         self.values = _LazyValues(self, env, program.constants, bound)  # type: ignore[assignment]
         self.env = env
@@ -145,7 +155,18 @@ class SegmentImporter(_Importer):
         except ValueError:
             raise ModelError(f"{self.source}: value {name!r} has element type {value.dtype}, which plugnn tensors "
                              f"cannot hold") from None
-        tensor = self.network.add_input(name, value.shape, dtype)
+        shape: tuple[Any, ...] = tuple(value.shape)
+        if self.shape_env is not None and name in self.axes:
+            dims: list[Any] = []
+            for axis, size in enumerate(shape):
+                if axis in self.axes[name] and size >= 1:  # 0 is no symbol: specialized on it
+                    symbol = f"{name}:{axis}"
+                    self.symbols[symbol] = (name, axis)
+                    dims.append(self.shape_env.symbol(symbol, int(size)))
+                else:
+                    dims.append(size)
+            shape = tuple(dims)
+        tensor = self.network.add_input(name, shape, dtype)
         self.graph_inputs.add(name)
         self.fed.add(name)
         return tensor
@@ -224,7 +245,10 @@ class SegmentImporter(_Importer):
                 if not name or program.last_use.get(name, -1) < stop:
                     continue
                 value = dict.get(self.values, name)
-                if isinstance(value, np.ndarray):
+                exprs = self.sym.get(name) if self.shape_env is not None else None
+                if isinstance(value, np.ndarray) and exprs is not None and any(isinstance(e, Dim) for e in exprs.flat):
+                    outputs.append((name, ("dims", (exprs, value.dtype))))
+                elif isinstance(value, np.ndarray):
                     outputs.append((name, ("constant", value)))
                 elif isinstance(value, Tensor):
                     producer = self.network.layer(value.producer)
@@ -239,7 +263,8 @@ class SegmentImporter(_Importer):
                     raise ModelError(f"{self.source}: value {name!r} is not a tensor ({type(value).__name__})")
         network = self.network if network_outputs else None
         feeds = [layer.name for layer in self.network.inputs] if network is not None else []
-        return Imported(network, stop, outputs, tuple(self.values.reads), feeds)
+        return Imported(network, stop, outputs, tuple(self.values.reads), feeds, self.shape_env,
+                        {k: v for k, v in self.symbols.items() if self.shape_env is not None})
 
 
 def _reads(graph: Any) -> tuple[dict[str, int], set[str]]:

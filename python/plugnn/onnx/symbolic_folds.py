@@ -117,7 +117,30 @@ def _cast_like(ctx: NodeContext, values: list[Any]) -> list[Any] | None:
     return [np.asarray(values[0], dtype=object)]
 
 
+def _reduction(ufunc: Any) -> Callable[[NodeContext, list[Any]], list[Any] | None]:
+    """ReduceProd / ReduceSum of a shape (an element count: Shape -> ReduceProd), on the
+    expressions: axes from the attribute (opset < 18) or input 1, keepdims,
+    noop_with_empty_axes."""
+    def rule(ctx: NodeContext, values: list[Any]) -> list[Any] | None:
+        x = np.asarray(values[0], dtype=object)
+        axes_value = values[1] if len(values) > 1 and values[1] is not None else ctx.attr("axes")
+        if axes_value is not None and any(isinstance(a, Dim) for a in np.asarray(axes_value, dtype=object).flat):
+            return None
+        axes = [int(a) for a in np.asarray(axes_value).reshape(-1)] if axes_value is not None else []
+        keep = bool(int(ctx.attr("keepdims", 1)))
+        if not axes:
+            if int(ctx.attr("noop_with_empty_axes", 0)):
+                return [x]
+            axes = list(range(x.ndim))
+        result = ufunc.reduce(x, axis=tuple(a % x.ndim for a in axes), keepdims=keep) if x.ndim else x
+        return [np.asarray(result, dtype=object)]
+
+    return rule
+
+
 RULES: dict[str, Callable[[NodeContext, list[Any]], list[Any] | None]] = {
+    "ReduceProd": _reduction(np.multiply),
+    "ReduceSum": _reduction(np.add),
     "Add": _elementwise(lambda a, b: a + b),
     "Sub": _elementwise(lambda a, b: a - b),
     "Mul": _elementwise(lambda a, b: a * b),
