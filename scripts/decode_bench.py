@@ -50,7 +50,7 @@ def cpu_model() -> str:
     return this_cpu().model
 
 
-def _openvino_runner(model: bytes, threads: int, out_names: list[str]
+def openvino_runner(model: bytes, threads: int, out_names: list[str]
                      ) -> Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]] | None:
     """OpenVINO's run of the graph, its outputs by the graph's output names (in order: OpenVINO
     may name a tensor by another of its names), or None when OpenVINO is not installed."""
@@ -85,7 +85,7 @@ def _timed(run: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]], cpu
 Runner = Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]
 
 
-def _runners(model: bytes, threads: int, sessions: list[Any]) -> dict[str, Runner]:
+def runners_of(model: bytes, threads: int, sessions: list[Any]) -> dict[str, Runner]:
     """plugnn's, onnxruntime's and (when installed) OpenVINO's run of one graph; plugnn's
     session is appended to `sessions`."""
     import onnxruntime as ort
@@ -103,7 +103,7 @@ def _runners(model: bytes, threads: int, sessions: list[Any]) -> dict[str, Runne
         "plugnn": lambda f: dict(zip(out_names, session.run(None, f))),
         "onnxruntime": lambda f: dict(zip(out_names, reference.run(None, f))),
     }
-    openvino = _openvino_runner(model, threads, out_names)
+    openvino = openvino_runner(model, threads, out_names)
     if openvino is not None:
         runners["openvino"] = openvino
     return runners
@@ -113,8 +113,8 @@ def measure(name: str, batch: int, threads: int, steps: int) -> dict[str, Any]:
     entry = decode.entries()[name]
     seq2seq = entry.get("kind") == "encoder_decoder"
     sessions: list[Any] = []
-    runners = _runners(weights.materialize(decode.model_path(entry), 0).SerializeToString(), threads, sessions)
-    encoders = _runners(weights.materialize(decode.encoder_path(entry), 0).SerializeToString(), threads, sessions) \
+    runners = runners_of(weights.materialize(decode.model_path(entry), 0).SerializeToString(), threads, sessions)
+    encoders = runners_of(weights.materialize(decode.encoder_path(entry), 0).SerializeToString(), threads, sessions) \
         if seq2seq else {}
     session = sessions[0]
     results: dict[str, Any] = {}

@@ -28,6 +28,7 @@ from plugnn import fork_safety
 from plugnn.errors import InputError, ModelError, PlugnnError, RunStoppedError
 from plugnn.loaded import LoadedNetwork
 from plugnn.network import Network
+from plugnn.onnx.context import GraphTables
 from plugnn.optimized import OptimizedNetwork
 from plugnn.optimizer import optimize
 from plugnn.loaded_symbolic import SymbolicLoadedNetwork
@@ -221,6 +222,14 @@ class Program:
         self._runtime: dict[int, ModelError] = {}
         self.subprograms: dict[Any, Program] = {}
         self.outer_names: list[str] | None = None  # what it reads from outside (control.py fills it)
+        self._tables: GraphTables | None = None
+
+    @property
+    def tables(self) -> GraphTables:
+        """The graph's name tables, made once for every segment's import."""
+        if self._tables is None:
+            self._tables = GraphTables.of(self.graph)
+        return self._tables
 
     # -- running -------------------------------------------------------------------------------
 

@@ -132,7 +132,7 @@ class SegmentImporter(_Importer):
                  axes: Mapping[str, frozenset[int]] | None = None) -> None:
         holder = types.SimpleNamespace(graph=program.graph)
         super().__init__(holder, program.source, program.opset, program.network_name, {}, {},
-                         ShapeEnv() if axes else None)
+                         ShapeEnv() if axes else None, program.tables)
         self.axes = dict(axes or {})  # the environment values' axes that are symbols (a symbolic import)
         self.symbols: dict[str, tuple[str, int]] = {}
         self.program = program

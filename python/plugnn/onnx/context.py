@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -100,7 +101,7 @@ class ImportState:
 
     def __init__(self, proto: Any, source: str, opset: int, name: str | None,
                  input_shapes: Mapping[str, Sequence[int]], constants: Mapping[str, np.ndarray],
-                 shape_env: ShapeEnv | None = None) -> None:
+                 shape_env: ShapeEnv | None = None, tables: GraphTables | None = None) -> None:
         self.proto = proto
         self.graph = proto.graph
         self.source = source
@@ -119,19 +120,14 @@ class ImportState:
         self.shared_ids: set[int] = set()  # ids of the shared initializer arrays (referenced, not copied)
         self.graph_inputs: set[str] = set()
         self.used_names: set[str] = set()
-        self.reserved = {i.name for i in self.graph.input} | {o.name for o in self.graph.output}
-        counts: dict[str, int] = {}
-        for node in self.graph.node:
-            counts[node.name] = counts.get(node.name, 0) + 1
-        self.node_name_counts = counts
-        self.consumers: dict[str, int] = {}
-        for node in self.graph.node:
-            for i in node.input:
-                self.consumers[i] = self.consumers.get(i, 0) + 1
-        for out in self.graph.output:
-            self.consumers[out.name] = self.consumers.get(out.name, 0) + 1
+        # the graph's name tables, copied (the import adds to them): `tables` when the caller
+        # imports the same graph many times (plugnn.dynamic's segments), else made here
+        tables = tables if tables is not None else GraphTables.of(self.graph)
+        self.reserved = set(tables.reserved)
+        self.node_name_counts = dict(tables.node_name_counts)
+        self.consumers: dict[str, int] = dict(tables.consumers)
         # every value name of the graph: the names an expanded node's internal values must avoid
-        self.value_names = _value_names(self.graph)
+        self.value_names = set(tables.value_names)
         # value name -> the input names of the node that computed it (graph and expanded nodes)
         self.producers: dict[str, tuple[str, ...]] = {}
 
@@ -165,6 +161,31 @@ class ImportState:
             k += 1
         self.used_names.add(candidate)
         return candidate
+
+
+@dataclass(frozen=True)
+class GraphTables:
+    """What an import of a graph looks up about all of it: the graph's input and output names
+    (`reserved`), how many nodes carry each node name, how many readers each value has (graph
+    outputs count), and every value name of the graph and its subgraphs."""
+
+    reserved: frozenset[str]
+    node_name_counts: Mapping[str, int]
+    consumers: Mapping[str, int]
+    value_names: frozenset[str]
+
+    @staticmethod
+    def of(graph: Any) -> GraphTables:
+        counts: dict[str, int] = {}
+        consumers: dict[str, int] = {}
+        for node in graph.node:
+            counts[node.name] = counts.get(node.name, 0) + 1
+            for i in node.input:
+                consumers[i] = consumers.get(i, 0) + 1
+        for out in graph.output:
+            consumers[out.name] = consumers.get(out.name, 0) + 1
+        return GraphTables(frozenset({i.name for i in graph.input} | {o.name for o in graph.output}), counts,
+                           consumers, frozenset(_value_names(graph)))
 
 
 def _value_names(graph: Any) -> set[str]:
