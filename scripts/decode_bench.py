@@ -62,8 +62,9 @@ def openvino_runner(model: bytes, threads: int, out_names: list[str]
         f.write(model)
         path = f.name
     core = ov.Core()
+    # float32 as the others compute (OpenVINO's default on a CPU with AMX or AVX-512 BF16 is bfloat16)
     compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": threads,
-                                                                 "NUM_STREAMS": 1})
+                                                                 "NUM_STREAMS": 1, "INFERENCE_PRECISION_HINT": "f32"})
     request = compiled.create_infer_request()
     def run(feed: dict[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         result = request.infer(feed)
