@@ -361,7 +361,40 @@ def test_onnx_model_errors(files: Path, tmp_path: Path) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, tmp_path / "nonzero.onnx")
-    assert_one_line_error(plugnn("run", str(tmp_path / "nonzero.onnx")), "dynamic path")
+    assert_one_line_error(plugnn("run", str(tmp_path / "nonzero.onnx"), "--graph", str(tmp_path / "g.dot")),
+                          "--graph draws one network; this model runs on plugnn's dynamic path")
+
+
+def test_a_model_for_the_dynamic_path_runs(tmp_path: Path) -> None:
+    """A NonZero feeding further nodes (what a detection head has): the model runs on the dynamic
+    path as segments, with the placement of each, the profile and the comparison."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                               helper.make_node("NonZero", ["r"], ["nz"], name="nz"),
+                               helper.make_node("Transpose", ["nz"], ["y"], name="t")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = str(tmp_path / "nonzero.onnx")
+    onnx.save(model, path)
+    x = np.array([[1, -2, 0, 3, 4], [0, 5, -1, 0, 2], [7, 0, 0, -3, 1]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    data = run_json(path, "--input", f"x={tmp_path / 'x.npy'}", "--compare", "onnxruntime", "--iterations", "2",
+                    "--profile", "--output-dir", str(tmp_path))
+    assert data["compare"]["agree"] is True
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.transpose(np.nonzero(np.maximum(x, 0))))
+    assert data["notes"][-1].startswith("runs on plugnn's dynamic path (control flow or shapes the data decides) as "
+                                        "2 segments")
+    groups = data["placement"]["groups"]
+    assert sum(g["count"] for g in groups) == 3 and groups[0]["first"] == 1 and groups[-1]["last"] == 3
+    assert {g["backend"] for g in groups} == {DEFAULT_BACKEND}
+    assert [row["layer"] for row in data["profile"]] == ["relu", "nz", "t"]
+    text = plugnn("run", path, "--dim", "N=4", "--iterations", "1", "--details").stdout
+    assert "Placement (3 layers run, in execution order):" in text and "nodes #0..#1" in text
 
 
 def test_onnx_dynamic_input_takes_the_file_shape(tmp_path: Path) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from plugnn.errors import PlugnnError
 from plugnn.run.errors import RunError, one_line, require
+
+log = logging.getLogger("plugnn")
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,10 +20,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class Model:
-    network: Network
+    network: Network | None  # None: the model needs the dynamic path (`proto` runs there)
     description: str
     path: str | None  # None: the demo
     notes: list[str] = field(default_factory=list)  # what the command chose for the user (symbols set to 1)
+    proto: Any = None  # the model read, when it runs on the dynamic path
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # its inputs' shapes there
 
 
 def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
@@ -79,14 +84,19 @@ def load_model(path: str | None, input_files: dict[str, tuple[np.ndarray, str]],
     if defaulted:
         notes.append(f"set to 1: {', '.join(defaulted)} (a symbolic dimension with no --dim; choose one with "
                      f"--dim SYMBOL=N or --input-shape NAME=D,D,...)")
+    from plugnn.onnx.context import DynamicModelError
+
     try:
         network = plugnn.onnx.load(path, input_shapes=shapes or None)
-    except PlugnnError as exc:
-        from plugnn.onnx.context import DynamicModelError
+    except DynamicModelError as exc:  # control flow or shapes the data decides: the dynamic path
+        import onnx
 
+        log.debug("%s needs the dynamic path: %s", path, exc)
+        return Model(None, f"ONNX model {path}", path, notes, onnx.load(path), {n: tuple(s) for n, s in shapes.items()})
+    except PlugnnError as exc:
         unfixed = [n for n in dynamic if n not in shapes]
         hint = ""
-        if unfixed and not isinstance(exc, DynamicModelError):  # that one says what the model needs
+        if unfixed:
             hint = "; the model's inputs " + ", ".join(
                 f"{n} {_dims_text(dynamic[n])}" for n in unfixed) + " have dynamic dimensions: fix them with " \
                 "--input-shape NAME=D,D,... or --input NAME=FILE.npy"
