@@ -1,5 +1,6 @@
 """CpuAcc's pattern fusion (plugins/accel/src/opt/patterns.h): the GELU decompositions (erf and
-tanh), SiLU and hard swish, LayerNorm's opset-13 decomposition and attention, each recognized
+tanh), SiLU and hard swish, LayerNorm's opset-13 decomposition, RMS normalization's (T5, Llama) and
+attention, each recognized
 by structure and constants (layer names are never looked at: every test names its layers
 arbitrarily), replaced by one layer that explain() shows with what it stands for; left alone
 when a piece does not fit (an intermediate used elsewhere, a constant that is not the
@@ -293,6 +294,84 @@ def test_layer_norm_decomposition_becomes_one_normalization(square: str, axes: t
     assert layer.descriptor.op.name == "LAYER" and layer.descriptor.axis == axes[0]
     assert layer.descriptor.has_bias == bias
     assert "stands for: n1, n2, n3, n4, n5, n6, n7, n8" in optimized.explain()
+
+
+# ---- RMS normalization (T5, Llama) ----------------------------------------------------------------------
+
+
+def rms_norm(net: Network, x: Tensor, axes: Sequence[int], scale: np.ndarray | None, square: str = "pow",
+             rsqrt: str = "div", order: str = "x*r", eps: float = 1e-6) -> Tensor:
+    """x * rsqrt(mean(x^2) + eps) * scale as torch exports T5's and Llama's RMSNorm (rsqrt as
+    Div(1, Sqrt)), or with the other forms the matcher takes."""
+    p = net.add_elementwise("power", x, F32(2.0), name="r1") if square == "pow" else net.add_mul(x, x, name="r1")
+    v = net.add_add(net.add_reduce("mean", p, axes, keep_dims=True, name="r2"), F32(eps), name="r3")
+    if rsqrt == "div":
+        r = net.add_div(F32(1.0), net.add_unary("sqrt", v, name="r4"), name="r5")
+    elif rsqrt == "reciprocal":
+        r = net.add_unary("reciprocal", net.add_unary("sqrt", v, name="r4"), name="r5")
+    else:
+        r = net.add_unary("rsqrt", v, name="r5")
+    y = net.add_mul(x, r, name="r6") if order == "x*r" else net.add_mul(r, x, name="r6")
+    if scale is not None:
+        y = net.add_mul(scale, y, name="r7") if order == "x*r" else net.add_mul(y, scale, name="r7")
+    return y
+
+
+@pytest.mark.parametrize("square, rsqrt, order", [("pow", "div", "x*r"), ("mul", "reciprocal", "r*x"),
+                                                  ("pow", "rsqrt", "r*x")])
+@pytest.mark.parametrize("axes, shape", [((2,), (1, 7, 128)), ((1, 2), (2, 9, 24)), ((1,), (5, 37))], ids=str)
+def test_rms_norm_decomposition_becomes_one_normalization(square: str, rsqrt: str, order: str,
+                                                          axes: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    net = Network("rms")
+    x = net.add_input("x", shape)
+    y = rms_norm(net, x, axes, rand(*shape[axes[0]:]) + 1.0, square, rsqrt, order)
+    net.add_output(y, "y")
+    optimized = fused_plan(net, {"x": rand(*shape, scale=4.0) + 1.0})
+    assert plan(optimized) == [("Normalization", "CpuAcc")]
+    layer = optimized.layers[0]
+    assert layer.descriptor.op.name == "RMS" and layer.descriptor.axis == axes[0]
+    assert math.isclose(layer.descriptor.epsilon, 1e-6, rel_tol=1e-6)
+    names = "r1, r2, r3, r4, r5, r6, r7" if rsqrt != "rsqrt" else "r1, r2, r3, r5, r6, r7"
+    assert f"stands for: {names}" in optimized.explain()
+
+
+@pytest.mark.parametrize("broken", ["no scale", "another x", "mean used elsewhere", "not trailing axes",
+                                    "cube", "scale at run time"])
+def test_rms_norm_is_left_alone_when_a_piece_does_not_fit(broken: str) -> None:
+    net = Network("not_rms")
+    x = net.add_input("x", (2, 9, 16))
+    inputs = {"x": rand(2, 9, 16) + 2}
+    if broken == "no scale":
+        y = rms_norm(net, x, (2,), None)
+    elif broken == "another x":  # the product takes another tensor than the squared one
+        other = net.add_input("z", (2, 9, 16))
+        inputs["z"] = rand(2, 9, 16)
+        r = net.add_div(F32(1.0), net.add_unary("sqrt", net.add_add(net.add_reduce(
+            "mean", net.add_mul(x, x, name="r1"), (2,), keep_dims=True, name="r2"), F32(1e-6), name="r3"), name="r4"),
+            name="r5")
+        y = net.add_mul(rand(16) + 1, net.add_mul(other, r, name="r6"), name="r7")
+    elif broken == "mean used elsewhere":
+        y = rms_norm(net, x, (2,), rand(16) + 1)
+        net.add_output(next(t for t in net_tensors(net) if t.producer == "r2"), "mean_square")
+    elif broken == "not trailing axes":
+        y = rms_norm(net, x, (1,), rand(9, 1) + 1)
+    elif broken == "cube":
+        p = net.add_elementwise("power", x, F32(3.0), name="r1")
+        r = net.add_unary("rsqrt", net.add_add(net.add_reduce("mean", p, (2,), keep_dims=True, name="r2"),
+                                               F32(1e-6), name="r3"), name="r5")
+        y = net.add_mul(net.add_mul(x, r, name="r6"), rand(16) + 1, name="r7")
+    else:
+        scale = net.add_input("scale", (16,))
+        inputs["scale"] = rand(16) + 1
+        y = rms_norm(net, x, (2,), None)
+        y = net.add_mul(y, scale, name="r7")
+    net.add_output(y, "y")
+    optimized = fused_plan(net, inputs)
+    if broken == "scale at run time":  # the layer takes a scale given at run time too
+        assert plan(optimized) == [("Normalization", "CpuAcc")]
+        return
+    assert ("Normalization", "CpuAcc") not in plan(optimized)
+    assert ("Reduce", "CpuAcc") in plan(optimized)
 
 
 @pytest.mark.parametrize("broken", ["not trailing axes", "centered used elsewhere", "no scale", "axes differ"])

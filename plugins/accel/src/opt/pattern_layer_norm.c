@@ -4,26 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Reduce MEAN of tensor `in` over the trailing axes [k, rank) with keep_dims, k into *axis. */
-static int trailing_mean(const pn_layer* l, uint32_t in, int32_t* axis) {
-    if (l->kind != PN_LAYER_REDUCE || l->input_ids[0] != in) {
-        return 0;
-    }
-    const pn_reduce_desc* d = (const pn_reduce_desc*)l->descriptor;
-    const uint32_t rank = l->inputs[0].rank;
-    if (d->op != PN_REDUCE_MEAN || !d->keep_dims || d->num_axes == 0 || d->num_axes > rank) {
-        return 0;
-    }
-    const uint32_t k = rank - d->num_axes;
-    for (uint32_t i = 0; i < d->num_axes; ++i) {
-        if (d->axes[i] != k + i) {
-            return 0;
-        }
-    }
-    *axis = (int32_t)k;
-    return 1;
-}
-
 /* (x - mean) / sqrt(mean((x - mean)^2) + eps) * scale [+ bias], found from its Div layer. */
 int accel_match_layer_norm(pat_ctx* c, int64_t div, pat_match* m) {
     const pn_layer* dl = layer_at(c, div);

@@ -5,6 +5,7 @@
  * and one matcher per family, each in a file of its own:
  *   opt/pattern_activations.c      GELU (erf and tanh), SiLU and hard swish
  *   opt/pattern_layer_norm.c       LayerNorm's decomposition
+ *   opt/pattern_rms_norm.c         RMS normalization's decomposition (T5, Llama)
  *   opt/pattern_attention.c        attention
  *   opt/pattern_reshape_transpose.c  a Transpose with its Reshapes
  *   opt/pattern_bn_activation.c    a batch normalization with its activation
@@ -152,6 +153,26 @@ static inline int has_const(const pn_layer* l, double target, double rel, uint32
     return 0;
 }
 
+/* Reduce MEAN of tensor `in` over the trailing axes [k, rank) with keep_dims, k into *axis. */
+static inline int trailing_mean(const pn_layer* l, uint32_t in, int32_t* axis) {
+    if (l->kind != PN_LAYER_REDUCE || l->input_ids[0] != in) {
+        return 0;
+    }
+    const pn_reduce_desc* d = (const pn_reduce_desc*)l->descriptor;
+    const uint32_t rank = l->inputs[0].rank;
+    if (d->op != PN_REDUCE_MEAN || !d->keep_dims || d->num_axes == 0 || d->num_axes > rank) {
+        return 0;
+    }
+    const uint32_t k = rank - d->num_axes;
+    for (uint32_t i = 0; i < d->num_axes; ++i) {
+        if (d->axes[i] != k + i) {
+            return 0;
+        }
+    }
+    *axis = (int32_t)k;
+    return 1;
+}
+
 /* ---- What a match gives ----------------------------------------------------------------------------------- */
 
 /* What a matcher found: the replacement's kind, descriptor, inputs and output. */
@@ -188,6 +209,7 @@ int accel_match_gelu_erf(pat_ctx* c, int64_t at, pat_match* m);
 int accel_match_gelu_tanh(pat_ctx* c, int64_t at, pat_match* m);
 int accel_match_swish(pat_ctx* c, int64_t at, pat_match* m);
 int accel_match_layer_norm(pat_ctx* c, int64_t at, pat_match* m);
+int accel_match_rms_norm(pat_ctx* c, int64_t at, pat_match* m);
 int accel_match_attention(pat_ctx* c, int64_t at, pat_match* m);
 int accel_match_reshape_transpose(pat_ctx* c, int64_t at, pat_match* m);
 int accel_match_bn_activation(pat_ctx* c, int64_t at, pat_match* m);

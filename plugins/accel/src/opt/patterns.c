@@ -271,7 +271,7 @@ pn_status accel_find_patterns(const pn_subgraph* sg, const pn_plugin* plugin, ac
         return PN_OK;
     }
     /* attention first (it holds Mul and Add layers of its own), then the others */
-    static const matcher matchers[] = {accel_match_attention, accel_match_layer_norm, accel_match_gelu_erf, accel_match_gelu_tanh,
+    static const matcher matchers[] = {accel_match_attention, accel_match_layer_norm, accel_match_rms_norm, accel_match_gelu_erf, accel_match_gelu_tanh,
                                        accel_match_swish,
                                        accel_match_reshape_transpose, accel_match_bn_activation};
     pn_status s = PN_OK;

@@ -14,6 +14,10 @@
  *   LayerNorm    ReduceMean over the trailing axes (keep_dims), Sub, Pow 2 (or Mul by itself),
  *                ReduceMean, Add eps, Sqrt, Div, Mul by a scale, [Add a bias]
  *                -> Normalization LAYER (the scale and bias operands as its inputs)
+ *   RMSNorm      Pow 2 (or Mul by itself), ReduceMean over the trailing axes (keep_dims), Add
+ *                eps, then Div(1, Sqrt), Reciprocal(Sqrt) or Rsqrt, Mul by the same x, Mul by
+ *                a scale (T5's and Llama's RMSNorm as torch exports them)
+ *                -> Normalization RMS (the scale as its input)
  *   attention    MatMul(Q, K^T) [Mul or Div by a constant] [Add a mask, broadcast] Softmax
  *                (last axis) MatMul(., V), with Transposes and Reshapes of Q, K, V and of the
  *                output absorbed as strides, and constant scales of Q or K folded into the
