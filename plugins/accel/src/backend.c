@@ -106,6 +106,7 @@ static const pn_plugin_kind kinds[] = {
     {PN_LAYER_ROI_ALIGN, accel_roi_align_check, accel_roi_align_create},
     {PN_LAYER_SCATTER, accel_scatter_check, accel_scatter_create},
     {PN_LAYER_TOP_K, accel_top_k_check, accel_top_k_create},
+    {PN_LAYER_CUMULATIVE, accel_cumulative_check, accel_cumulative_create},
 };
 
 /* The PRECOMPILED layers optimize_subgraph makes, each payload starting with a magic number that

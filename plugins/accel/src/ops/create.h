@@ -167,4 +167,9 @@ pn_status accel_scatter_create(void*, const pn_layer*, pn_workload**, pn_string_
 pn_status accel_top_k_check(const pn_plugin*, const pn_layer*, pn_string_out*);
 pn_status accel_top_k_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 
+/* CUMULATIVE (ops/cumulative.c): SUM and PROD on int32, int64 (wrapping) and float32 (in double),
+ * every axis, exclusive, reverse (CpuRef's bits). */
+pn_status accel_cumulative_check(const pn_plugin*, const pn_layer*, pn_string_out*);
+pn_status accel_cumulative_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
+
 #endif /* ACCEL_FAMILIES_H */
