@@ -15,6 +15,8 @@ from plugnn.descriptors import LayerKind, TopKDescriptor
 from plugnn.layers import LayerSpec
 from plugnn.tensor import DataType, TensorInfo
 
+from conformance.conftest import run_layer
+
 from .common import HAVE_CPUACC
 
 pytestmark = pytest.mark.skipif(not HAVE_CPUACC, reason="CpuAcc is not built")
@@ -37,19 +39,9 @@ def both(runtimes, x: np.ndarray, k: int, axis: int, largest: bool) -> None:  # 
 
 
 def execute(rt: plugnn.Runtime, backend_id: str, spec: LayerSpec, x: np.ndarray) -> list[np.ndarray]:
-    outputs = [np.empty(o.shape, o.dtype.numpy_dtype) for o in spec.outputs]
-    for o in outputs:
-        o.reshape(-1).view(np.uint8)[:] = 0xFF
-    factory = rt.backend(backend_id).create_workload_factory()
-    try:
-        workload = factory.create_workload(spec)
-    finally:
-        factory.close()
-    try:
-        workload.execute([x], outputs)
-    finally:
-        workload.close()
-    return outputs
+    support = rt.backend(backend_id).is_layer_supported(spec)
+    assert support.supported, f"{backend_id}: {support.reason}"
+    return run_layer(rt.backend(backend_id), spec, [x])
 
 
 @pytest.mark.parametrize("largest", [True, False])

@@ -152,4 +152,10 @@ static inline float* accel_align64(float* p) { return (float*)(((uintptr_t)p + 6
 /* Product of dims [begin, end). */
 int64_t accel_span(const pn_tensor_info* info, uint32_t begin, uint32_t end);
 
+/* The workload's own copies of tensor infos (ops/layer_workload.c): struct_size, dtype, rank
+ * and dims of src[0..n) into dst (the other fields 0); accel_copy_layer_infos: the layer's
+ * inputs, then its outputs, into dst[0 .. num_inputs + num_outputs). */
+void accel_copy_infos(pn_tensor_info* dst, const pn_tensor_info* src, uint32_t n);
+void accel_copy_layer_infos(pn_tensor_info* dst, const pn_layer* layer);
+
 #endif /* ACCEL_H */

@@ -130,13 +130,7 @@ pn_status accel_cast_create(void* context, const pn_layer* layer, pn_workload** 
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a Cast workload");
     }
     s->env = *(const accel_env*)context;
-    for (uint32_t i = 0; i < 2; ++i) {
-        const pn_tensor_info* src = i == 0 ? &layer->inputs[0] : &layer->outputs[0];
-        s->infos[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
-        s->infos[i].dtype = src->dtype;
-        s->infos[i].rank = src->rank;
-        memcpy(s->infos[i].dims, src->dims, sizeof(s->infos[i].dims));
-    }
+    accel_copy_layer_infos(s->infos, layer); /* input, output */
     const pn_data_type from = s->infos[0].dtype, to = s->infos[1].dtype;
     s->n = pn_num_elements(&s->infos[1]);
     s->xs = pn_dtype_size(from);

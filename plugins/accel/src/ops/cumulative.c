@@ -89,13 +89,7 @@ pn_status accel_cumulative_create(void* context, const pn_layer* layer, pn_workl
     }
     s->env = *(const accel_env*)context;
     s->desc = *(const pn_cumulative_desc*)layer->descriptor;
-    for (uint32_t i = 0; i < 2; ++i) {
-        const pn_tensor_info* src = i == 0 ? &layer->inputs[0] : &layer->outputs[0];
-        s->infos[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
-        s->infos[i].dtype = src->dtype;
-        s->infos[i].rank = src->rank;
-        memcpy(s->infos[i].dims, src->dims, sizeof(s->infos[i].dims));
-    }
+    accel_copy_layer_infos(s->infos, layer); /* x, output */
     const pn_tensor_info* x = &s->infos[0];
     const uint32_t axis = (uint32_t)pn_normalize_axis(s->desc.axis, x->rank);
     s->outer = accel_span(x, 0, axis);

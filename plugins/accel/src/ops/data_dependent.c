@@ -376,14 +376,6 @@ pn_status accel_data_dependent_check(const pn_plugin* plugin, const pn_layer* la
                    "only, not %s", plugin->id, d->op == PN_DATA_DEPENDENT_UNIQUE ? "Unique" : "Compress");
 }
 
-static void copy_info(pn_tensor_info* to, const pn_tensor_info* from) {
-    memset(to, 0, sizeof(*to));
-    to->struct_size = (uint32_t)sizeof(pn_tensor_info);
-    to->dtype = from->dtype;
-    to->rank = from->rank;
-    memcpy(to->dims, from->dims, sizeof(to->dims));
-}
-
 static void release(void* raw) { free(raw); }
 
 pn_status accel_data_dependent_create(void* context, const pn_layer* layer, pn_workload** workload_out,
@@ -397,10 +389,8 @@ pn_status accel_data_dependent_create(void* context, const pn_layer* layer, pn_w
         if (s != NULL) {
             s->k = accel_kernel_set_for(env->isa)->vector;
             s->num_inputs = layer->num_inputs;
-            for (uint32_t i = 0; i < layer->num_inputs; ++i) {
-                copy_info(&s->infos[i], &layer->inputs[i]);
-            }
-            copy_info(&s->infos[5], &layer->outputs[0]);
+            accel_copy_infos(s->infos, layer->inputs, layer->num_inputs);
+            accel_copy_infos(&s->infos[5], layer->outputs, 1);
             s->center = d->center_point_box != 0;
         }
         state = s, execute = nms_execute;
@@ -408,8 +398,7 @@ pn_status accel_data_dependent_create(void* context, const pn_layer* layer, pn_w
         nz_state* s = (nz_state*)calloc(1, sizeof(*s));
         if (s != NULL) {
             s->env = *env;
-            copy_info(&s->infos[0], &layer->inputs[0]);
-            copy_info(&s->infos[1], &layer->outputs[0]);
+            accel_copy_layer_infos(s->infos, layer);
             s->size = nz_size(layer->inputs[0].dtype, &s->is_float);
         }
         state = s, execute = nz_execute;

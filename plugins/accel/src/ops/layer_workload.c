@@ -45,13 +45,19 @@ static void op_release(void* state) {
 
 static void* alloc_array(uint32_t count, size_t size) { return calloc(count > 0 ? count : 1, size); }
 
-static void copy_infos(pn_tensor_info* dst, const pn_tensor_info* src, uint32_t n) {
+void accel_copy_infos(pn_tensor_info* dst, const pn_tensor_info* src, uint32_t n) {
     for (uint32_t i = 0; i < n; ++i) {
+        memset(&dst[i], 0, sizeof(dst[i]));
         dst[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
         dst[i].dtype = src[i].dtype;
         dst[i].rank = src[i].rank;
         memcpy(dst[i].dims, src[i].dims, sizeof(dst[i].dims));
     }
+}
+
+void accel_copy_layer_infos(pn_tensor_info* dst, const pn_layer* layer) {
+    accel_copy_infos(dst, layer->inputs, layer->num_inputs);
+    accel_copy_infos(dst + layer->num_inputs, layer->outputs, layer->num_outputs);
 }
 
 static pn_status op_execute(void* state, const pn_execute_args* args, pn_string_out* message_out) {
@@ -113,8 +119,8 @@ pn_status accel_workload_new(const accel_env* env, const pn_layer* layer, size_t
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a %s "
                        "workload", pn_layer_kind_name(layer->kind));
     }
-    copy_infos(op->inputs, layer->inputs, layer->num_inputs);
-    copy_infos(op->outputs, layer->outputs, layer->num_outputs);
+    accel_copy_infos(op->inputs, layer->inputs, layer->num_inputs);
+    accel_copy_infos(op->outputs, layer->outputs, layer->num_outputs);
     if (desc_size > 0 && layer->descriptor != NULL) {
         size_t given = *(const uint32_t*)layer->descriptor;
         if (desc_size > sizeof(op->desc)) {

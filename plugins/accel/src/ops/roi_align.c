@@ -171,13 +171,7 @@ pn_status accel_roi_align_create(void* context, const pn_layer* layer, pn_worklo
     }
     s->env = *(const accel_env*)context;
     s->desc = *(const pn_roi_align_desc*)layer->descriptor;
-    for (uint32_t i = 0; i < 4; ++i) {
-        const pn_tensor_info* src = i < 3 ? &layer->inputs[i] : &layer->outputs[0];
-        s->infos[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
-        s->infos[i].dtype = src->dtype;
-        s->infos[i].rank = src->rank;
-        memcpy(s->infos[i].dims, src->dims, sizeof(s->infos[i].dims));
-    }
+    accel_copy_layer_infos(s->infos, layer); /* x, rois, batch_indices, output */
     *workload_out = pn_workload_new(s, roi_execute, roi_release, 0);
     if (*workload_out == NULL) { /* s released by pn_workload_new */
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a RoiAlign workload");

@@ -206,13 +206,7 @@ pn_status accel_scatter_create(void* context, const pn_layer* layer, pn_workload
     }
     s->env = *(const accel_env*)context;
     s->desc = *(const pn_scatter_desc*)layer->descriptor;
-    for (uint32_t i = 0; i < 4; ++i) {
-        const pn_tensor_info* src = i < 3 ? &layer->inputs[i] : &layer->outputs[0];
-        s->infos[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
-        s->infos[i].dtype = src->dtype;
-        s->infos[i].rank = src->rank;
-        memcpy(s->infos[i].dims, src->dims, sizeof(s->infos[i].dims));
-    }
+    accel_copy_layer_infos(s->infos, layer); /* data, indices, updates, output */
     s->size = pn_dtype_size(s->infos[0].dtype);
     s->axis = s->desc.op == PN_SCATTER_ELEMENTS ? (uint32_t)pn_normalize_axis(s->desc.axis, s->infos[0].rank) : 0;
     *workload_out = pn_workload_new(s, scatter_execute, scatter_release, 0);

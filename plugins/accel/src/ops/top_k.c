@@ -145,13 +145,7 @@ pn_status accel_top_k_create(void* context, const pn_layer* layer, pn_workload**
         return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory creating a TopK workload");
     }
     s->env = *(const accel_env*)context;
-    for (uint32_t i = 0; i < 3; ++i) {
-        const pn_tensor_info* src = i == 0 ? &layer->inputs[0] : &layer->outputs[i - 1];
-        s->infos[i].struct_size = (uint32_t)sizeof(pn_tensor_info);
-        s->infos[i].dtype = src->dtype;
-        s->infos[i].rank = src->rank;
-        memcpy(s->infos[i].dims, src->dims, sizeof(s->infos[i].dims));
-    }
+    accel_copy_layer_infos(s->infos, layer); /* x, values, indices */
     const pn_top_k_desc* d = (const pn_top_k_desc*)layer->descriptor;
     const pn_tensor_info* x = &s->infos[0];
     const uint32_t axis = (uint32_t)pn_normalize_axis(d->axis, x->rank);

@@ -173,6 +173,21 @@ static inline int trailing_mean(const pn_layer* l, uint32_t in, int32_t* axis) {
     return 1;
 }
 
+/* Binary ADD l adds a finite constant scalar >= 0 (a normalization's epsilon, into *eps) to a
+ * tensor (its slot into *tensor_slot) without broadcasting it larger. */
+static inline int adds_epsilon(const pn_layer* l, float* eps, uint32_t* tensor_slot) {
+    if (!is_binary(l, PN_BINARY_ADD)) {
+        return 0;
+    }
+    for (uint32_t cs = 0; cs < 2; ++cs) {
+        if (const_scalar(l, 1 - cs, eps) && keeps_shape(l, cs)) {
+            *tensor_slot = cs;
+            return *eps >= 0.0f && !isinf(*eps);
+        }
+    }
+    return 0;
+}
+
 /* ---- What a match gives ----------------------------------------------------------------------------------- */
 
 /* What a matcher found: the replacement's kind, descriptor, inputs and output. */

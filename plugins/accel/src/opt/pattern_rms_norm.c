@@ -50,18 +50,11 @@ int accel_match_rms_norm(pat_ctx* c, int64_t at, pat_match* m) {
     }
     const pn_layer* al = layer_at(c, pve);
     float eps = 0.0f;
-    uint32_t cs;
-    if (const_scalar(al, 1, &eps) && keeps_shape(al, 0)) {
-        cs = 1;
-    } else if (const_scalar(al, 0, &eps) && keeps_shape(al, 1)) {
-        cs = 0;
-    } else {
+    uint32_t ts;
+    if (!adds_epsilon(al, &eps, &ts) || !add_member(c, pve)) {
         return 0;
     }
-    if (!(eps >= 0.0f) || isinf(eps) || !add_member(c, pve)) {
-        return 0;
-    }
-    const uint32_t v = al->input_ids[1 - cs];
+    const uint32_t v = al->input_ids[ts];
     const int64_t pv = prod(c, v);
     if (pv < 0 || !inner(c, v, 1) || layer_at(c, pv)->kind != PN_LAYER_REDUCE) {
         return 0;
