@@ -1,8 +1,8 @@
 """The layers transformers build attention masks with, on CpuAcc (plugins/accel/src/ops/mask_ops.c):
-Select with a BOOL condition and float32 values, Expand of any element type, and the logical
-binary operations on BOOL, each with every kind of broadcasting, on every kernel set at 1, 2,
-3 and 7 threads, against NumPy (exact: these layers only move and combine values). What CpuAcc
-does not run (Select of other value types) is refused with a reason."""
+Select with a BOOL condition and values of every element type, Expand of any element type, and
+the logical binary operations on BOOL, each with every kind of broadcasting, on every kernel set
+at 1, 2, 3 and 7 threads, against NumPy (exact: these layers only move and combine values). What
+CpuAcc does not run (other BOOL binary operations) is refused with a reason."""
 
 from __future__ import annotations
 
@@ -68,13 +68,17 @@ def test_logical_binary(runtimes, op: str, fn, shapes) -> None:  # type: ignore[
         np.testing.assert_array_equal(y, fn(a, b))
 
 
-def test_select_of_other_values_is_refused() -> None:
-    c = bools((4,))
-    a = np.zeros((4,), np.int64)
-    layer = spec(LayerKind.SELECT, None, [c, a, a], (4,), out_dtype=DataType.INT64)
-    with plugnn.Runtime() as rt:
-        answer = rt.backend("CpuAcc").is_layer_supported(layer)
-    assert not answer.supported and answer.reason == "CpuAcc runs Select on float32 values only; input 1 is int64"
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float16, np.uint8, np.bool_, np.float64])
+@pytest.mark.parametrize("shapes", SHAPES[:4], ids=str)
+def test_select_of_other_value_types(runtimes, dtype: type, shapes) -> None:  # type: ignore[no-untyped-def]
+    """Values of every element size moved as they are (T5's relative positions in int64)."""
+    out, c_shape, a_shape, b_shape = shapes
+    c = bools(c_shape)
+    a = (RNG.standard_normal(a_shape) * 100).astype(dtype)
+    b = np.full(b_shape, 7, dtype)
+    layer = spec(LayerKind.SELECT, None, [c, a, b], out, out_dtype=DataType.from_any(np.dtype(dtype)))
+    for y in every_config(runtimes, layer, [c, a, b]).values():
+        np.testing.assert_array_equal(y, np.where(c, a, b))
 
 
 def test_other_bool_binary_operations_stay_refused() -> None:

@@ -1,6 +1,7 @@
 /* The layers transformers' exports build their attention masks with, so a mask of [S, S]
  * elements does not cross to the next backend three times per run:
- *   SELECT (ONNX Where) with a BOOL condition and float32 a, b and output;
+ *   SELECT (ONNX Where) with a BOOL condition and a, b and output of any element type of 1, 2, 4
+ *   or 8 bytes (float32 from two scalars: the ISA's select_row);
  *   EXPAND of any element type (a broadcast copy, element by element of its size);
  *   ELEMENTWISE_BINARY LOGICAL_AND, LOGICAL_OR, LOGICAL_XOR on BOOL.
  * Every operand is broadcast to the output through element strides (dims of size 1 and
@@ -23,6 +24,7 @@ typedef struct mask_plan {
     int64_t rows;                           /* product of dims[0, rank - 1) */
     size_t es;                              /* output element size (EXPAND) */
     int op;                                 /* 0 SELECT, 1 EXPAND, else the pn_binary_op */
+    int float_values;                       /* SELECT of float32 values */
     const accel_row_kernels* tk;             /* SELECT of two scalars: the ISA's select_row */
 } mask_plan;
 
@@ -93,19 +95,34 @@ typedef struct mask_job {
     void* out;
 } mask_job;
 
-static void select_row(const mask_plan* p, const int64_t* off, const void* const* in, float* y, int64_t len) {
+#define SELECT_LOOP(T)                                                                      \
+    {                                                                                       \
+        const T* a = (const T*)in[1] + off[1];                                              \
+        const T* b = (const T*)in[2] + off[2];                                              \
+        T* y = (T*)out;                                                                     \
+        for (int64_t i = 0; i < len; ++i) {                                                 \
+            y[i] = c[i * sc] != 0 ? a[i * sa] : b[i * sb];                                  \
+        }                                                                                   \
+    }                                                                                       \
+    break;
+
+/* One output row of values moved as elements of p->es bytes (the ISA's select_row for float32
+ * rows from a condition and two scalars). */
+static void select_row(const mask_plan* p, const int64_t* off, const void* const* in, void* out, int64_t len) {
     const uint8_t* c = (const uint8_t*)in[0] + off[0];
-    const float* a = (const float*)in[1] + off[1];
-    const float* b = (const float*)in[2] + off[2];
     const int64_t sc = p->st[0][p->rank - 1], sa = p->st[1][p->rank - 1], sb = p->st[2][p->rank - 1];
-    if (sc == 1 && sa == 0 && sb == 0) { /* a mask from a condition and two constants */
-        p->tk->select_row(c, len, a[0], b[0], y);
+    if (p->float_values && sc == 1 && sa == 0 && sb == 0) { /* a mask from a condition and two constants */
+        p->tk->select_row(c, len, ((const float*)in[1] + off[1])[0], ((const float*)in[2] + off[2])[0], (float*)out);
         return;
     }
-    for (int64_t i = 0; i < len; ++i) {
-        y[i] = c[i * sc] != 0 ? a[i * sa] : b[i * sb];
+    switch (p->es) {
+    case 1: SELECT_LOOP(uint8_t)
+    case 2: SELECT_LOOP(uint16_t)
+    case 4: SELECT_LOOP(uint32_t)
+    default: SELECT_LOOP(uint64_t)
     }
 }
+#undef SELECT_LOOP
 
 static void expand_row(const mask_plan* p, const int64_t* off, const void* const* in, char* y, int64_t len) {
     const size_t es = p->es;
@@ -183,7 +200,7 @@ static void rows_range(void* raw, int64_t b, int64_t e) {
         int64_t off[MAX_OPERANDS];
         row_offsets(p, r, off);
         if (p->op == 0) {
-            select_row(p, off, j->in, (float*)j->out + r * len, len);
+            select_row(p, off, j->in, (char*)j->out + (size_t)(r * len) * p->es, len);
         } else if (p->op == 1) {
             expand_row(p, off, j->in, (char*)j->out + (size_t)(r * len) * p->es, len);
         } else {
@@ -208,6 +225,7 @@ static pn_status create(void* context, const pn_layer* layer, uint32_t n, int op
     plan_make(layer, n, p);
     p->op = op;
     p->es = pn_dtype_size(layer->outputs[0].dtype);
+    p->float_values = layer->outputs[0].dtype == PN_DTYPE_FLOAT32;
     p->tk = accel_kernel_set_for(((const accel_env*)context)->isa)->rows;
     return accel_workload_new((const accel_env*)context, layer, 0, NULL, mask_kernel, p, workload_out,
                               message_out);
@@ -215,11 +233,23 @@ static pn_status create(void* context, const pn_layer* layer, uint32_t n, int op
 
 /* ---- SELECT -------------------------------------------------------------------------------- */
 
+/* Values of any element type the kinds that move bytes take (accel_move_check: 1, 2, 4 or 8
+ * bytes, quantized ones sharing one scale and zero point), a and b of one type (the shared
+ * validation); the condition BOOL. */
 pn_status accel_select_check(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
-    for (uint32_t i = 1; i < 3; ++i) { /* the condition is BOOL (the shared validation) */
-        if (layer->inputs[i].dtype != PN_DTYPE_FLOAT32) {
-            return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs Select on float32 values only; input %u is %s",
-                           plugin->id, i, pn_dtype_name(layer->inputs[i].dtype));
+    const size_t es = pn_dtype_size(layer->inputs[1].dtype);
+    if (es != 1 && es != 2 && es != 4 && es != 8) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs Select on values of 1, 2, 4 or 8 bytes; input 1 is %s",
+                       plugin->id, pn_dtype_name(layer->inputs[1].dtype));
+    }
+    const pn_tensor_info* t[3] = {&layer->inputs[1], &layer->inputs[2], &layer->outputs[0]};
+    for (uint32_t i = 1; i < 3; ++i) {
+        const int qa = PN_HAS_FIELD(t[0], pn_tensor_info, quant_zero_point);
+        const int qb = PN_HAS_FIELD(t[i], pn_tensor_info, quant_zero_point);
+        if ((qa ? t[0]->quant_scale : 0.0f) != (qb ? t[i]->quant_scale : 0.0f) ||
+            (qa ? t[0]->quant_zero_point : 0) != (qb ? t[i]->quant_zero_point : 0)) {
+            return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs Select as a move of elements: %s's quantization is "
+                           "not input 1's", plugin->id, i == 1 ? "input 2" : "output 0");
         }
     }
     return PN_OK;
