@@ -1,4 +1,4 @@
-"""ELEMENTWISE_BINARY's integer arithmetic and comparisons on CpuAcc (plugins/accel/src/ops/
+"""ELEMENTWISE_BINARY's integer arithmetic and comparisons, and ABS, NEG and SIGN on integers, on CpuAcc (plugins/accel/src/ops/
 elementwise.c, accel_binary_typed): int32 and int64 ADD, SUB, MUL (wrapping in two's
 complement), MAXIMUM, MINIMUM, bitwise AND / OR / XOR, and the comparisons of those and of
 float32 (NaN compares false), with every kind of broadcasting, on every kernel set at 1, 2, 3 and
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import plugnn
-from plugnn.descriptors import ElementwiseBinaryDescriptor, LayerKind
+from plugnn.descriptors import ElementwiseBinaryDescriptor, ElementwiseUnaryDescriptor, LayerKind
 from plugnn.tensor import DataType
 
 from .common import HAVE_CPUACC
@@ -94,3 +94,30 @@ def test_other_integer_types_stay_refused() -> None:
     with plugnn.Runtime() as rt:
         answer = rt.backend("CpuAcc").is_layer_supported(layer)
     assert not answer.supported and answer.reason == "CpuAcc runs ElementwiseBinary on float32 only; input 0 is int16"
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op, fn", [("abs", np.abs), ("neg", np.negative), ("sign", np.sign)])
+@pytest.mark.parametrize("shape", [(41,), (300, 257), (0, 3), ()], ids=str)
+def test_integer_unary(runtimes, dtype: type, op: str, fn, shape: tuple[int, ...]) -> None:  # type: ignore[no-untyped-def]
+    """ABS, NEG and SIGN on int32 / int64 in two's complement: the lowest value's ABS and NEG
+    wrap to itself (NumPy's result too)."""
+    x = operand(shape, dtype)
+    if x.size:
+        x.reshape(-1)[0] = np.iinfo(dtype).min
+    layer = spec(LayerKind.ELEMENTWISE_UNARY, ElementwiseUnaryDescriptor(op), [x], shape,
+                 out_dtype=DataType.from_any(np.dtype(dtype)))
+    with np.errstate(over="ignore"):
+        expected = fn(x).astype(dtype)
+    for y in every_config(runtimes, layer, [x]).values():
+        np.testing.assert_array_equal(y, expected)
+
+
+def test_other_integer_unary_operations_stay_refused() -> None:
+    x = np.zeros((4,), np.int64)
+    layer = spec(LayerKind.ELEMENTWISE_UNARY, ElementwiseUnaryDescriptor("bitwise_not"), [x], (4,),
+                 out_dtype=DataType.INT64)
+    with plugnn.Runtime() as rt:
+        answer = rt.backend("CpuAcc").is_layer_supported(layer)
+    assert not answer.supported and "no ElementwiseUnary kernel for BITWISE_NOT (it runs ABS, NEG, SIGN on float32, " \
+        "int32 and int64" in answer.reason

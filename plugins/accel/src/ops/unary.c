@@ -1,5 +1,8 @@
 /* ELEMENTWISE_UNARY on float32: the float operations transformers and CNN exports use, one
- * vectorized pass (kernels/row_kernels_body.h's unary_row) split over the pool. The rest is refused. */
+ * vectorized pass (kernels/row_kernels_body.h's unary_row) split over the pool; and ABS, NEG and
+ * SIGN on int32 and int64 (position arithmetic: T5's relative position buckets), in two's
+ * complement as CpuRef computes them (the lowest value's ABS and NEG wrap to itself). The rest is
+ * refused. */
 #include "ops/create.h"
 #include "kernels/row_kernels.h"
 
@@ -10,7 +13,10 @@
 typedef struct unary_priv {
     pn_unary_op op;
     const accel_row_kernels* tk;
+    pn_data_type dtype;
 } unary_priv;
+
+static int integer_op(pn_unary_op op) { return op == PN_UNARY_ABS || op == PN_UNARY_NEG || op == PN_UNARY_SIGN; }
 
 /* The name of a float operation CpuAcc runs, NULL for the others. */
 static const char* runs(pn_unary_op op) {
@@ -52,12 +58,30 @@ pn_status accel_unary_check(const pn_plugin* plugin, const pn_layer* layer, pn_s
     const pn_elementwise_unary_desc* d = (const pn_elementwise_unary_desc*)layer->descriptor;
     if (runs(d->op) == NULL) {
         return pn_fail(reason, PN_ERR_UNSUPPORTED,
-                       "%s has no ElementwiseUnary kernel for %s (it runs ABS, NEG, SIGN, "
-                       "RECIPROCAL, SQRT, RSQRT, EXP, LOG, ERF, SIN, COS, FLOOR, CEIL, ROUND on float32)",
+                       "%s has no ElementwiseUnary kernel for %s (it runs ABS, NEG, SIGN on float32, int32 "
+                       "and int64, RECIPROCAL, SQRT, RSQRT, EXP, LOG, ERF, SIN, COS, FLOOR, CEIL, ROUND on float32)",
                        plugin->id, other_name(d->op));
     }
-    return pn_plugin_float32_only(plugin, layer, reason);
+    const pn_data_type t = layer->inputs[0].dtype;
+    if ((t == PN_DTYPE_INT32 || t == PN_DTYPE_INT64) && !integer_op(d->op)) {
+        return pn_fail(reason, PN_ERR_UNSUPPORTED, "%s runs ElementwiseUnary on %s for ABS, NEG and SIGN only, not %s",
+                       plugin->id, pn_dtype_name(t), runs(d->op));
+    }
+    return t == PN_DTYPE_INT32 || t == PN_DTYPE_INT64 ? PN_OK : pn_plugin_float32_only(plugin, layer, reason);
 }
+
+#define INTEGER_ROW(T, U)                                                                         \
+    {                                                                                             \
+        const T* x = (const T*)j->x + b;                                                          \
+        T* y = (T*)j->y + b;                                                                      \
+        for (int64_t i = 0; i < e - b; ++i) {                                                     \
+            const U a = (U)x[i];                                                                  \
+            y[i] = p->op == PN_UNARY_NEG ? (T)(0u - a)                                             \
+                   : p->op == PN_UNARY_ABS ? (x[i] < 0 ? (T)(0u - a) : x[i])                        \
+                                           : (T)(x[i] < 0 ? -1 : x[i] > 0);                        \
+        }                                                                                         \
+    }                                                                                             \
+    break;
 
 typedef struct unary_job {
     const accel_op* op;
@@ -68,8 +92,13 @@ typedef struct unary_job {
 static void unary_range(void* raw, int64_t b, int64_t e) {
     const unary_job* j = (const unary_job*)raw;
     const unary_priv* p = (const unary_priv*)j->op->priv;
-    p->tk->unary_row(p->op, j->x + b, j->y + b, e - b);
+    switch (p->dtype) {
+    case PN_DTYPE_INT32: INTEGER_ROW(int32_t, uint32_t)
+    case PN_DTYPE_INT64: INTEGER_ROW(int64_t, uint64_t)
+    default: p->tk->unary_row(p->op, j->x + b, j->y + b, e - b); break;
+    }
 }
+#undef INTEGER_ROW
 
 static void unary_kernel(const accel_op* op, const float* const* in, float* const* out) {
     unary_job j = {op, in[0], out[0]};
@@ -86,5 +115,6 @@ pn_status accel_unary_create(void* context, const pn_layer* layer, pn_workload**
     }
     p->op = ((const pn_elementwise_unary_desc*)layer->descriptor)->op;
     p->tk = accel_kernel_set_for(env->isa)->rows;
+    p->dtype = layer->inputs[0].dtype;
     return accel_workload_new(env, layer, 0, NULL, unary_kernel, p, workload_out, message_out);
 }
