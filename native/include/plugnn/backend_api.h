@@ -1402,8 +1402,9 @@ typedef struct pn_random_desc {
  * largest possible; a smaller R may be stated when the maximum is known). Per
  * batch b and class c, in that order: the boxes whose score is above
  * score_threshold (strictly), by descending score (NaN after every number;
- * equal scores and NaNs: lower box index first), each selected unless its IoU with an already selected box of
- * (b, c) exceeds iou_threshold (strictly), at most max_output_boxes_per_class
+ * equal scores and NaNs: lower box index first), each selected unless its IoU
+ * with an already selected box of (b, c) exceeds iou_threshold (strictly), at
+ * most max_output_boxes_per_class
  * (a negative maximum selects none). Boxes are [y1, x1, y2, x2] corners in any
  * order, or [x_center, y_center, width, height] with center_point_box; the
  * IoU of boxes with no union area is 0.

@@ -16,6 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -110,6 +111,11 @@ class Instance:
     @property
     def symbolic(self) -> bool:
         return bool(self.imported.symbols)
+
+    @cached_property
+    def computes_dims(self) -> bool:
+        """Whether an output is a value computed from the symbols (evaluated at each binding)."""
+        return any(kind == "dims" for _, (kind, _) in self.imported.outputs)
 
     def binding(self, values: Mapping[str, Any]) -> dict[str, int]:
         return {symbol: int(values[name].shape[axis]) for symbol, (name, axis) in self.imported.symbols.items()}
@@ -266,10 +272,13 @@ class Program:
         """Runs the instance's network on `values` and puts its outputs there; Unfit when a
         symbolic instance does not hold at these values' shapes (nothing is put)."""
         results: dict[str, Any] = {}
-        binding = instance.binding(values) if instance.symbolic else None
-        if binding is not None and not isinstance(instance.loaded, SymbolicLoadedNetwork) \
-                and instance.imported.env is not None and instance.imported.env.broken_guard(binding) is not None:
-            raise Unfit()  # (a SymbolicLoadedNetwork checks the guards itself: BindingError)
+        binding = None
+        if instance.symbolic:  # a SymbolicLoadedNetwork checks its guards itself (BindingError)
+            checks = not isinstance(instance.loaded, SymbolicLoadedNetwork)
+            if checks or instance.computes_dims:
+                binding = instance.binding(values)
+            if checks and instance.imported.env is not None and instance.imported.env.broken_guard(binding) is not None:
+                raise Unfit()
         if instance.loaded is not None:
             feed = {name: dense(values[name]) for name in instance.imported.feeds}
             try:
@@ -280,7 +289,7 @@ class Program:
             except RunStoppedError:
                 raise
             except InputError:  # BindingError, or a network the symbols did not reach at other sizes
-                if binding is None:
+                if not instance.symbolic:
                     raise
                 raise Unfit() from None
             except PlugnnError as exc:

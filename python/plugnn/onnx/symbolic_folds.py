@@ -38,8 +38,8 @@ SHAPE_ONLY = frozenset({"Shape", "Size"})
 
 # Operators whose fold, run on object arrays of ints and Dims, computes their expressions.
 MOVEMENT = frozenset({"Gather", "GatherElements", "GatherND", "Concat", "Slice", "Squeeze", "Unsqueeze", "Reshape",
-                      "Flatten", "Transpose", "Identity", "Expand", "Tile", "Split", "ReduceProd", "ReduceSum",
-                      "ReduceMax", "ReduceMin", "CumSum"})
+                      "Flatten", "Transpose", "Identity", "Expand", "Tile", "Split", "ReduceMax", "ReduceMin",
+                      "CumSum"})  # ReduceProd, ReduceSum: rules of their own (RULES)
 
 
 def _elementwise(fn: Callable[..., Any]) -> Callable[[NodeContext, list[Any]], list[Any]]:
