@@ -37,7 +37,7 @@ from plugnn.onnx.context import (
     onnx_module,
     type_name,
 )
-from plugnn.onnx import expansion, functions, legacy, qdq, symbolic_folds, tidy, validation
+from plugnn.onnx import expansion, functions, legacy, qdq, symbolic_folds, tidy, validation, wire
 from plugnn.onnx.registry import DOMAINS, MICROSOFT_DOMAIN, OPS, ORT_DEFAULT_DOMAIN, converter_for
 from plugnn.symbolic import ShapeEnv
 from plugnn.tensor import MAX_DIMS, DataType
@@ -99,10 +99,16 @@ def _register_all() -> None:
 
 
 def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None, *,
-               integer_qdq: bool = True) -> tuple[Any, str]:
+               integer_qdq: bool = True, held: dict[str, np.ndarray] | None = None) -> tuple[Any, str]:
     """(ModelProto with external data loaded, tidied (tidy.py) and, unless `integer_qdq` is
     False, with its QDQ groups as integer operators (qdq.py); a description of the source for
-    messages)."""
+    messages).
+
+    With `held` (an empty dict) a model given as a path or bytes has its large main-graph
+    weights read once, straight into arrays (plugnn.onnx.wire), which go into `held` by
+    initializer name; those initializers stay in the proto with their name, type and dims but
+    no data, so read them with `read_initializers(proto, source, held)` (or pass the arrays
+    to `import_model(initializers=...)`), never with numpy_helper."""
     onnx = onnx_module()
     from google.protobuf.message import DecodeError
 
@@ -113,19 +119,23 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None, *,
             raise ModelError(f"{source}: no such file")
         if path.is_dir():
             raise ModelError(f"{source}: is a directory, not an ONNX model file")
-        try:
-            proto = onnx.load(str(path), load_external_data=False)
-        except (DecodeError, RuntimeError, ValueError, OSError) as exc:
-            raise ModelError(f"{source}: not an ONNX model ({type(exc).__name__}: {exc})") from None
+        proto = _parse_file_holding(path, held) if held is not None else None
+        if proto is None:
+            try:
+                proto = onnx.load(str(path), load_external_data=False)
+            except (DecodeError, RuntimeError, ValueError, OSError) as exc:
+                raise ModelError(f"{source}: not an ONNX model ({type(exc).__name__}: {exc})") from None
         if base_dir is None:
             base_dir = path.parent
     elif isinstance(model, (bytes, bytearray, memoryview)):
         source = "<bytes>"
-        proto = onnx.ModelProto()
-        try:
-            proto.ParseFromString(bytes(model))
-        except DecodeError as exc:
-            raise ModelError(f"{source}: not an ONNX model (protobuf: {exc})") from None
+        proto = _parse_holding(model, None, held) if held is not None else None
+        if proto is None:
+            proto = onnx.ModelProto()
+            try:
+                proto.ParseFromString(bytes(model))
+            except DecodeError as exc:
+                raise ModelError(f"{source}: not an ONNX model (protobuf: {exc})") from None
     elif isinstance(model, onnx.ModelProto):
         source = f"<ModelProto {model.graph.name!r}>" if model.graph.name else "<ModelProto>"
         proto = model
@@ -138,8 +148,49 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None, *,
     _refuse_high_ranks(loaded, source)
     tidied = tidy.tidy(loaded, source, owned=loaded is not model)
     if integer_qdq:
-        tidied = qdq.integer_operators(tidied, source, owned=tidied is not model)
+        tidied = qdq.integer_operators(tidied, source, owned=tidied is not model, held=held)
     return tidied, source
+
+
+def _parse_file_holding(path: Path, held: dict[str, np.ndarray]) -> Any | None:
+    """The model file parsed with its large weights read into `held` (plugnn.onnx.wire), or
+    None when the file is empty or the wire walk cannot follow it (then onnx.load reads it)."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return None
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                view = memoryview(mapped)
+                try:
+                    return _parse_holding(view, f.fileno(), held)
+                finally:
+                    view.release()
+    except (OSError, ValueError):
+        return None  # onnx.load reports it in its words
+
+
+def _parse_holding(data: Any, fd: int | None, held: dict[str, np.ndarray]) -> Any | None:
+    """`data` (a serialized model) parsed without the raw_data of its large main-graph
+    initializers, which are read (from the file `fd` when given, else from `data`) into `held`;
+    None when nothing is held or the walk cannot follow `data`, or protobuf refuses the
+    stripped bytes (the caller then parses `data` whole and reports)."""
+    from google.protobuf.message import DecodeError
+
+    split = wire.split_weights(data)
+    if split is None:
+        return None
+    stripped, weights = split
+    proto = onnx_module().ModelProto()
+    try:
+        proto.ParseFromString(stripped)
+    except DecodeError:
+        return None
+    initializers = proto.graph.initializer
+    for weight, array in zip(weights, wire.read_held(fd if fd is not None else data, weights)):
+        held[initializers[weight.index].name] = array
+    return proto
 
 
 def _refuse_high_ranks(proto: Any, source: str) -> None:
@@ -218,16 +269,18 @@ def load(model: Any, *, name: str | None = None, input_shapes: Mapping[str, Sequ
     `hints[name]` (name: the dim's dim_param, or `<input>:<axis>` for an unnamed dim), else 1.
     A QDQ model's `DequantizeLinear -> op -> QuantizeLinear` groups import as integer operators
     (plugnn.onnx.qdq) unless `integer_qdq` is False (the graph as written, in float32)."""
-    proto, source = read_model(model, base_dir, integer_qdq=integer_qdq)
+    held: dict[str, np.ndarray] = {}
+    proto, source = read_model(model, base_dir, integer_qdq=integer_qdq, held=held)
+    initializers = read_initializers(proto, source, held) if held else None
     if name is None and isinstance(model, (str, os.PathLike)):
         name = proto.graph.name or Path(model).stem
     hint_shapes = _symbolic_hints(proto, input_shapes or {}, hints or {}, source)
     if hint_shapes is None:
-        return import_model(proto, source=source, name=name, input_shapes=input_shapes)
+        return import_model(proto, source=source, name=name, input_shapes=input_shapes, initializers=initializers)
     env = ShapeEnv()
     try:
         return import_model(proto, source=source, name=name, input_shapes=hint_shapes, shape_env=env,
-                            fixed_inputs=set(input_shapes or {}))
+                            fixed_inputs=set(input_shapes or {}), initializers=initializers)
     except DynamicModelError:
         raise
     except ModelError as exc:
@@ -320,13 +373,18 @@ def import_model(proto: Any, *, source: str = "<model>", name: str | None = None
     return importer.run()
 
 
-def read_initializers(proto: Any, source: str = "<model>") -> dict[str, np.ndarray]:
+def read_initializers(proto: Any, source: str = "<model>",
+                      held: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Every initializer of `proto`'s main graph as a read-only, C-contiguous array (read once;
-    pass them to `import_model(initializers=...)`)."""
+    pass them to `import_model(initializers=...)`); those in `held` (read_model's) as they are."""
     from onnx import numpy_helper
 
     arrays: dict[str, np.ndarray] = {}
+    held = held or {}
     for tensor in proto.graph.initializer:
+        if tensor.name in held:
+            arrays[tensor.name] = held[tensor.name]
+            continue
         try:
             # np.asarray(order="C"), not np.ascontiguousarray: that one makes a rank-0 tensor 1-D
             array = np.asarray(numpy_helper.to_array(tensor), order="C")

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,11 +100,12 @@ class _Rewrite:
 class _Graph:
     """A graph's producers, consumers and constants, read once."""
 
-    def __init__(self, graph: Any, opset: int) -> None:
+    def __init__(self, graph: Any, opset: int, held: Mapping[str, np.ndarray] | None = None) -> None:
         from onnx import numpy_helper
 
         self.graph = graph
         self.opset = opset
+        self._held = held or {}
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[int]] = defaultdict(list)
         for index, node in enumerate(graph.node):
@@ -129,7 +130,9 @@ class _Graph:
         if name in self._values:
             return self._values[name]
         value = None
-        if name in self._initializers:
+        if name in self._held:
+            value = self._held[name]
+        elif name in self._initializers:
             value = self._read(self._initializers[name])
         elif name in self.producer:
             node = self.node(self.producer[name])
@@ -449,9 +452,10 @@ _RULES: dict[str, Callable[[_Graph, Any], _Rewrite | None]] = {
 }
 
 
-def integer_operators(proto: Any, source: str, *, owned: bool) -> Any:
+def integer_operators(proto: Any, source: str, *, owned: bool, held: Mapping[str, np.ndarray] | None = None) -> Any:
     """`proto` with its QDQ groups as integer operators (see the module's doc): a copy unless
-    `owned`, and `proto` itself when there is nothing to rewrite."""
+    `owned`, and `proto` itself when there is nothing to rewrite. `held`: the values of
+    main-graph initializers read apart from the proto (importer.read_model's)."""
     graph = proto.graph
     if not any(n.op_type == "QuantizeLinear" and n.domain in _QDQ_DOMAINS for n in graph.node):
         return proto
@@ -459,7 +463,7 @@ def integer_operators(proto: Any, source: str, *, owned: bool) -> Any:
     opset = versions.get("", versions.get("ai.onnx", 0))
     if opset < 10:
         return proto
-    g = _Graph(graph, opset)
+    g = _Graph(graph, opset, held)
     rewrites: list[_Rewrite] = []
     taken: set[int] = set()
     for index, node in enumerate(graph.node):

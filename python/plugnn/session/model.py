@@ -161,11 +161,12 @@ class SessionModel:
         if isinstance(model, (str, os.PathLike)) and not Path(model).exists():
             raise NoSuchFile(f"{model}: no such file (Load model from {model} failed. File doesn't exist)")
         replaced = dict(initializers or {})
+        held: dict[str, np.ndarray] = {}
         try:
             if replaced or external_files:
                 proto, self.source = self._read_replacing(model, replaced, external_files or {})
             else:
-                proto, self.source = read_model(model, integer_qdq=integer_qdq)
+                proto, self.source = read_model(model, integer_qdq=integer_qdq, held=held)
         except ModelError as exc:
             if isinstance(model, (bytes, bytearray, memoryview)) and "not an ONNX model" in str(exc):
                 raise InvalidProtobuf(str(exc)) from None
@@ -174,7 +175,7 @@ class SessionModel:
         self.metadata = ModelMetadata(proto.producer_name, proto.graph.name, proto.domain, proto.doc_string,
                                       proto.graph.doc_string, int(proto.model_version),
                                       {p.key: p.value for p in proto.metadata_props})
-        self.initializers = read_initializers(proto, self.source)
+        self.initializers = read_initializers(proto, self.source, held)
         self.initializers.update(replaced)
         # onnxruntime's overridable initializers: those the graph also lists as inputs (IR < 4 style).
         self.overridable = [_node_arg(v) for v in proto.graph.input if v.name in self.initializers]
