@@ -167,14 +167,32 @@ def test_a_raw_size_mismatch_is_left_to_the_reader() -> None:
         _read(data, {})
 
 
-def test_external_data_tensors_are_not_held(tmp_path: Path) -> None:
+def test_external_data_is_read_straight_into_arrays(tmp_path: Path) -> None:
     model = _model()
     onnx.save(model, str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
               location="weights.bin", size_threshold=1024)
     data = (tmp_path / "ext.onnx").read_bytes()
     assert wire.split_weights(data) is None  # every large tensor lives in weights.bin
-    _, arrays = _read(str(tmp_path / "ext.onnx"), {})
-    np.testing.assert_array_equal(arrays["w"], _weights()["w"])
+    held: dict[str, np.ndarray] = {}
+    _, arrays = _read(str(tmp_path / "ext.onnx"), held)
+    assert set(held) == {"w", "idx", "h", "m", "d"}
+    for name, value in _weights().items():
+        np.testing.assert_array_equal(arrays[name], value)
+        assert arrays[name].dtype == value.dtype
+    x = np.ones((2, 64), np.float32)
+    ours = plugnn.InferenceSession(str(tmp_path / "ext.onnx"), providers=["CpuRef"]).run(["g"], {"x": x})[0]
+    np.testing.assert_array_equal(ours, _weights()["w"][_weights()["idx"]])
+
+
+def test_a_short_external_file_names_the_tensor(tmp_path: Path) -> None:
+    onnx.save(_model(), str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="weights.bin", size_threshold=1024)
+    weights_file = tmp_path / "weights.bin"
+    weights_file.write_bytes(weights_file.read_bytes()[:100])
+    with pytest.raises(ModelError, match="weights.bin"):
+        importer.read_model(str(tmp_path / "ext.onnx"), held={})
+    with pytest.raises(ModelError, match="weights.bin"):
+        importer.read_model(str(tmp_path / "ext.onnx"))
 
 
 def test_packed_dims_and_non_canonical_keys_are_followed() -> None:

@@ -144,7 +144,7 @@ def read_model(model: Any, base_dir: str | os.PathLike[str] | None = None, *,
     if proto.ir_version == 0 or not proto.HasField("graph"):
         raise ModelError(f"{source}: not an ONNX model (no ir_version or no graph)")
     validation.check_model(proto, source)
-    loaded = _load_external_data(proto, base_dir, source, copy=proto is model)
+    loaded = _load_external_data(proto, base_dir, source, copy=proto is model, held=held)
     _refuse_high_ranks(loaded, source)
     tidied = tidy.tidy(loaded, source, owned=loaded is not model)
     if integer_qdq:
@@ -223,7 +223,8 @@ def _all_tensors(proto: Any) -> list[Any]:
     return tensors
 
 
-def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool) -> Any:
+def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool,
+                        held: dict[str, np.ndarray] | None = None) -> Any:
     onnx = onnx_module()
     from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
@@ -251,11 +252,47 @@ def _load_external_data(proto: Any, base_dir: Any, source: str, copy: bool) -> A
         clone = onnx.ModelProto()
         clone.CopyFrom(proto)
         proto = clone
+    if held is not None:
+        _hold_external(proto, base, source, held)
     try:
         onnx.external_data_helper.load_external_data_for_model(proto, str(base))
     except Exception as exc:  # noqa: BLE001 - onnx raises several types here
         raise ModelError(f"{source}: loading external tensor data from {str(base)!r} failed: {exc}") from None
     return proto
+
+
+def _hold_external(proto: Any, base: Path, source: str, held: dict[str, np.ndarray]) -> None:
+    """Main-graph initializers whose data is in external files, of a plain numeric type, read
+    straight into arrays (`held`, as read_model's): their tensors keep name, type and dims and
+    lose the external reference (checked by _load_external_data before)."""
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    files: dict[Path, int] = {}
+    try:
+        for tensor in proto.graph.initializer:
+            if not uses_external_data(tensor) or tensor.data_type not in wire.RAW_TYPES:
+                continue
+            info = ExternalDataInfo(tensor)
+            location = Path(validation.external_location(str(base), str(info.location), tensor.name, source))
+            dtype = np.dtype(wire.RAW_TYPES[tensor.data_type])
+            dims = tuple(int(d) for d in tensor.dims)
+            length = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+            if info.length and int(info.length) != length:
+                continue  # onnx's loader and numpy_helper report the mismatch
+            if location not in files:
+                files[location] = os.open(location, os.O_RDONLY)
+            weight = wire.HeldWeight(0, wire.RAW_TYPES[tensor.data_type], dims, int(info.offset or 0), length)
+            try:
+                (array,) = wire.read_held(files[location], [weight])
+            except OSError as exc:
+                raise ModelError(f"{source}: tensor {tensor.name!r}: reading {length} bytes at offset {weight.offset} "
+                                 f"of external file {str(location)!r} failed: {exc}") from None
+            held[tensor.name] = array
+            del tensor.external_data[:]
+            tensor.ClearField("data_location")
+    finally:
+        for fd in files.values():
+            os.close(fd)
 
 
 # ---- the walk --------------------------------------------------------------------------------

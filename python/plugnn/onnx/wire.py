@@ -32,7 +32,7 @@ MIN_HELD_BYTES = 1024  # smaller payloads stay in the parsed message (scales, sh
 
 # ONNX TensorProto.DataType -> little-endian numpy type, for the types whose raw_data is one
 # element after another (packed 4-bit and 8-bit float types are left to numpy_helper).
-_RAW_TYPES: dict[int, str] = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?",
+RAW_TYPES: dict[int, str] = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?",
                               10: "<f2", 11: "<f8", 12: "<u4", 13: "<u8"}
 
 _MODEL_GRAPH = 7
@@ -129,14 +129,14 @@ def _tensor(buf: memoryview, start: int, end: int) -> tuple[list[tuple[int, int]
             raw = (field_start, value_start, value_end)
         elif number in (_TENSOR_SEGMENT, _TENSOR_EXTERNAL, _TENSOR_LOCATION):
             plain = False
-    if raw is None or not plain or data_type not in _RAW_TYPES:
+    if raw is None or not plain or data_type not in RAW_TYPES:
         return [(start, end)], None
     length = raw[2] - raw[1]
-    dtype = np.dtype(_RAW_TYPES[data_type])
+    dtype = np.dtype(RAW_TYPES[data_type])
     if any(d >= 1 << 62 for d in dims) or length < MIN_HELD_BYTES \
             or length != int(np.prod(dims, dtype=object)) * dtype.itemsize:
         return [(start, end)], None  # small, or a size mismatch numpy_helper reports in its words
-    return [(start, raw[0]), (raw[2], end)], HeldWeight(-1, _RAW_TYPES[data_type], tuple(dims), raw[1], length)
+    return [(start, raw[0]), (raw[2], end)], HeldWeight(-1, RAW_TYPES[data_type], tuple(dims), raw[1], length)
 
 
 def split_weights(data: Any) -> tuple[bytes, list[HeldWeight]] | None:
