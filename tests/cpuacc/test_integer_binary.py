@@ -1,4 +1,5 @@
-"""ELEMENTWISE_BINARY's integer arithmetic and comparisons, and ABS, NEG and SIGN on integers, on CpuAcc (plugins/accel/src/ops/
+"""ELEMENTWISE_BINARY's integer arithmetic and comparisons, ELEMENTWISE_VARIADIC's integer SUM, MAXIMUM and
+MINIMUM, and ABS, NEG and SIGN on integers, on CpuAcc (plugins/accel/src/ops/
 elementwise.c, accel_binary_typed): int32 and int64 ADD, SUB, MUL (wrapping in two's
 complement), MAXIMUM, MINIMUM, bitwise AND / OR / XOR, and the comparisons of those and of
 float32 (NaN compares false), with every kind of broadcasting, on every kernel set at 1, 2, 3 and
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 
 import plugnn
-from plugnn.descriptors import ElementwiseBinaryDescriptor, ElementwiseUnaryDescriptor, LayerKind
+from plugnn.descriptors import (ElementwiseBinaryDescriptor, ElementwiseUnaryDescriptor, ElementwiseVariadicDescriptor,
+                                LayerKind)
 from plugnn.tensor import DataType
 
 from .common import HAVE_CPUACC
@@ -121,3 +123,42 @@ def test_other_integer_unary_operations_stay_refused() -> None:
         answer = rt.backend("CpuAcc").is_layer_supported(layer)
     assert not answer.supported and "no ElementwiseUnary kernel for BITWISE_NOT (it runs ABS, NEG, SIGN on float32, " \
         "int32 and int64" in answer.reason
+
+
+VARIADIC = {"sum": np.add, "maximum": np.maximum, "minimum": np.minimum}
+VARIADIC_SHAPES = [  # output, inputs
+    ((41, 41), [(41, 41)]),                          # one input: a copy
+    ((41, 41), [(41, 41), ()]),                      # T5's Min(bucket, num_buckets - 1)
+    ((2, 3, 300), [(2, 1, 300), (3, 1), (1,)]),
+    ((300, 257), [(300, 257), (300, 1), (257,), (300, 257)]),
+    ((0, 5), [(0, 5), (5,)]),
+    ((), [(), ()]),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op", sorted(VARIADIC))
+@pytest.mark.parametrize("shapes", VARIADIC_SHAPES, ids=str)
+def test_integer_variadic(runtimes, dtype: type, op: str, shapes) -> None:  # type: ignore[no-untyped-def]
+    """A left fold of the binary step (SUM wraps in two's complement, as the ABI asks)."""
+    out, input_shapes = shapes
+    xs = [operand(shape, dtype) for shape in input_shapes]
+    layer = spec(LayerKind.ELEMENTWISE_VARIADIC, ElementwiseVariadicDescriptor(op), xs, out,
+                 out_dtype=DataType.from_any(np.dtype(dtype)))
+    expected = np.broadcast_to(xs[0], out).astype(dtype)
+    with np.errstate(over="ignore"):
+        for x in xs[1:]:
+            expected = VARIADIC[op](expected, x).astype(dtype)
+    for y in every_config(runtimes, layer, xs).values():
+        np.testing.assert_array_equal(y, expected)
+
+
+def test_variadic_on_other_integer_types_stays_refused() -> None:
+    with plugnn.Runtime() as rt:
+        backend = rt.backend("CpuAcc")
+        a = np.ones((4,), np.int16)
+        layer = spec(LayerKind.ELEMENTWISE_VARIADIC, ElementwiseVariadicDescriptor("sum"), [a, a], (4,),
+                     out_dtype=DataType.INT16)
+        answer = backend.is_layer_supported(layer)
+        assert not answer.supported and answer.reason == \
+            "CpuAcc runs ElementwiseVariadic on float32 only; input 0 is int16"

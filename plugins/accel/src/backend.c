@@ -66,15 +66,22 @@ static pn_status check_binary(const pn_plugin* plugin, const pn_layer* layer, pn
     return s;
 }
 
+/* ElementwiseVariadic on float32, and SUM, MAXIMUM and MINIMUM on int32 / int64
+ * (accel_variadic_typed, ops/elementwise.c). */
+static pn_status check_variadic(const pn_plugin* plugin, const pn_layer* layer, pn_string_out* reason) {
+    return accel_variadic_typed(layer) ? PN_OK : pn_plugin_float32_only(plugin, layer, reason);
+}
+
 /* Every kind CpuAcc runs: float32, but for the kinds that move bytes (accel_move_check), CAST,
- * ELEMENTWISE_BINARY's integer arithmetic and comparisons, the mask kinds (ops/mask_ops.c), TREE_ENSEMBLE (x float32 or float64: the shared
+ * ELEMENTWISE_BINARY's integer arithmetic and comparisons, ELEMENTWISE_VARIADIC's integer SUM /
+ * MAXIMUM / MINIMUM, the mask kinds (ops/mask_ops.c), TREE_ENSEMBLE (x float32 or float64: the shared
  * validation's rules, ops/tree_ensemble.c) and the quantization kinds (int8 / uint8:
  * ops/quantization.c, ops/quantized_products.c). */
 static const pn_plugin_kind kinds[] = {
     {PN_LAYER_CONVOLUTION_2D, pn_plugin_float32_only, accel_conv2d_create},
     {PN_LAYER_POOLING_2D, accel_pooling2d_check, accel_pooling2d_create},
     {PN_LAYER_ELEMENTWISE_BINARY, check_binary, accel_binary_create},
-    {PN_LAYER_ELEMENTWISE_VARIADIC, pn_plugin_float32_only, accel_variadic_create},
+    {PN_LAYER_ELEMENTWISE_VARIADIC, check_variadic, accel_variadic_create},
     {PN_LAYER_ACTIVATION, pn_plugin_float32_only, accel_activation_create},
     {PN_LAYER_FULLY_CONNECTED, pn_plugin_float32_only, accel_fully_connected_create},
     {PN_LAYER_MATMUL, pn_plugin_float32_only, accel_matmul_create},

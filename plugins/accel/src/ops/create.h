@@ -51,6 +51,7 @@ pn_status accel_binary_create(void*, const pn_layer*, pn_workload**, pn_string_o
  * int32 / int64 ADD, SUB, MUL, MAXIMUM, MINIMUM, bitwise AND / OR / XOR; comparisons of those
  * and of float32), which its check lets through and its create runs in plain C loops. */
 int accel_binary_typed(const pn_layer*);
+int accel_variadic_typed(const pn_layer*); /* int32 / int64 SUM, MAXIMUM, MINIMUM */
 pn_status accel_variadic_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_activation_create(void*, const pn_layer*, pn_workload**, pn_string_out*);
 pn_status accel_pooling2d_create(void*, const pn_layer*, pn_workload**, pn_string_out*);

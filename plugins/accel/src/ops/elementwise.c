@@ -370,6 +370,32 @@ static void variadic_kernel(const accel_op* op, const float* const* in, float* c
     }
 }
 
+/* int32 / int64 SUM (wrapping), MAXIMUM and MINIMUM: the same left fold over the typed rows
+ * (T5's relative-position buckets: a Min of int64 positions). One input is a broadcast copy. */
+static void typed_variadic_kernel(const accel_op* op, const float* const* in, float* const* out) {
+    const bcast_plan* plans = (const bcast_plan*)op->priv;
+    const uint32_t n = op->num_inputs;
+    const pn_data_type t = op->inputs[0].dtype;
+    const size_t size = pn_dtype_size(t);
+    const pn_binary_op step = n == 1 ? PN_BINARY_MAXIMUM : variadic_step_op(op->desc.variadic.op);
+    unsigned char* y = (unsigned char*)(void*)out[0];
+    for (uint32_t k = 1; k < (n > 1 ? n : 2); ++k) {
+        const bcast_plan* p = &plans[k - 1];
+        const unsigned char* a = k == 1 ? (const unsigned char*)(const void*)in[0] : y;
+        const unsigned char* b = (const unsigned char*)(const void*)in[n > 1 ? k : 0];
+        typed_job j = {p, step, t, size, size, a, b, y};
+        const int64_t len = p->dims[p->rank - 1];
+        accel_parallel_for_grain(op->env.threads, p->rows, MIN_PARALLEL / (len + 1) + 1, typed_range, &j);
+    }
+}
+
+int accel_variadic_typed(const pn_layer* layer) {
+    const pn_elementwise_variadic_desc* d = (const pn_elementwise_variadic_desc*)layer->descriptor;
+    const pn_data_type t = layer->num_inputs > 0 ? layer->inputs[0].dtype : PN_DTYPE_INVALID;
+    return d != NULL && (t == PN_DTYPE_INT32 || t == PN_DTYPE_INT64) && d->op >= PN_VARIADIC_SUM &&
+           d->op <= PN_VARIADIC_MINIMUM;
+}
+
 pn_status accel_variadic_create(void* context, const pn_layer* layer,
                                 pn_workload** workload_out, pn_string_out* message_out) {
     const accel_env* env = (const accel_env*)context;
@@ -388,5 +414,6 @@ pn_status accel_variadic_create(void* context, const pn_layer* layer,
         }
     }
     return accel_workload_new(env, layer, sizeof(pn_elementwise_variadic_desc), NULL,
-                              variadic_kernel, plans, workload_out, message_out);
+                              accel_variadic_typed(layer) ? typed_variadic_kernel : variadic_kernel, plans,
+                              workload_out, message_out);
 }
