@@ -13,7 +13,7 @@
 
 #define GEMM_MR_MAX 16
 #define GEMM_NR_MAX 32
-#define GEMM_MC_MAX 128 /* >= every arch's mc */
+#define GEMM_MC_MAX 256 /* >= twice every arch's mc (gemm_job's M blocks with B prepacked) */
 
 /* C[0..mr)[0..nr) (row stride ldc) = (accumulate ? C : 0) + A_panel * B_panel. */
 typedef void (*gemm_ukr_fn)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,

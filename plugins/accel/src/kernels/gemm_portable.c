@@ -15,8 +15,8 @@
 #ifndef PORT_NCJ
 #define PORT_NCJ 256
 #endif
-#if PORT_MC > GEMM_MC_MAX
-#error "PORT_MC must not exceed GEMM_MC_MAX"
+#if 2 * PORT_MC > GEMM_MC_MAX
+#error "2 * PORT_MC must not exceed GEMM_MC_MAX"
 #endif
 
 static void gemm_ukr_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
