@@ -138,13 +138,16 @@ class ShapeEnv:
     def symbols(self) -> list[str]:
         return list(self.hints)
 
-    def decide(self, key: Key, op: str, reason: str) -> bool:
-        """`expression op 0` at the hints, recorded as a guard unless it holds for every binding."""
+    def decide(self, key: Key, op: str, reason: str | Callable[[], str]) -> bool:
+        """`expression op 0` at the hints, recorded as a guard unless it holds for every binding
+        (`reason`: the guard's text, or a function making it, called only for a new guard)."""
         known = _decided(key, op)
         if known is not None:
             return known
         holds = _compare(evaluate_key(key, self.hints), op)
         if (key, op) not in self.guards:
+            if not isinstance(reason, str):
+                reason = reason()
             if _TRACE:
                 reason += " at " + " <- ".join(
                     f"{f.name} ({f.filename.rsplit('/', 1)[-1]}:{f.lineno})"
@@ -389,7 +392,7 @@ class Dim:
         if k is None:
             return NotImplemented
         diff = _add_keys(k, self.key, -1) if flip else _add_keys(self.key, k, -1)
-        return self.env.decide(diff, op, f"{self!r} compared with {other!r}")
+        return self.env.decide(diff, op, lambda: f"{self!r} compared with {other!r}")
 
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
         return self._decide(other, "==")
@@ -417,7 +420,7 @@ class Dim:
         return hash(self.hint)  # a Dim equal to another Dim or an int has its hint
 
     def _specialize(self, why: str) -> int:
-        self.env.decide(_add_keys(self.key, (self.hint, ()), -1), "==", f"{self!r} {why}")
+        self.env.decide(_add_keys(self.key, (self.hint, ()), -1), "==", lambda: f"{self!r} {why}")
         return self.hint
 
     def __index__(self) -> int:
