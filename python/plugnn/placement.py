@@ -99,12 +99,16 @@ def _validated(result: OptimizationResult, group: list[Node], ids: dict[str, int
     if sorted(seen) != list(range(1, len(group) + 1)):
         raise fail(f"every layer id 1..{len(group)} must appear exactly once, got {sorted(seen)}")
     key_of = {v: k for k, v in ids.items()}
+    readers: dict[Any, set[int]] = {}  # tensor -> positions of the group's layers reading it
+    for position, n in enumerate(group):
+        for k in n.inputs:
+            readers.setdefault(k, set()).add(position)
     for s in result.substitutions:
-        replaced = [group[i - 1] for i in s.replaced_layer_ids]
+        replaced_at = {i - 1 for i in s.replaced_layer_ids}
+        replaced = [group[i] for i in sorted(replaced_at)]
         produced = {k for n in replaced for k in n.outputs}
         consumed = {k for n in replaced for k in n.inputs}
-        needed = {k for k in produced if k in used_outside or any(
-            k in n.inputs for n in group if n not in replaced)}
+        needed = {k for k in produced if k in used_outside or readers.get(k, set()) - replaced_at}
         inputs = [key_of.get(i) for i in s.replacement.input_ids]
         outputs = [key_of.get(i) for i in s.replacement.output_ids]
         if None in inputs or None in outputs:
