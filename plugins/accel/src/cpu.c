@@ -1,5 +1,8 @@
 /* CpuAcc's CPU: feature detection (the best ISA compiled in and supported here), the last-level
  * cache, and the one place that maps an ISA to its kernel tables (accel_kernel_set_for). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall() (the AMX permission request) under a strict -std=c11 too */
+#endif
 #include "accel.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/int8_kernels.h"
