@@ -258,3 +258,13 @@ def test_a_qdq_model_reads_its_held_weight_constants() -> None:
     ours = plugnn.InferenceSession(data, providers=["CpuRef"]).run(None, {"x": x})[0]
     reference = plugnn.InferenceSession(model, providers=["CpuRef"]).run(None, {"x": x})[0]
     np.testing.assert_array_equal(ours, reference)
+
+
+def test_without_preadv_the_file_is_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(), str(path))
+    with_preadv = _read(str(path), {})[1]
+    monkeypatch.delattr(wire.os, "preadv", raising=False)
+    without = _read(str(path), {})[1]
+    for name, array in with_preadv.items():
+        np.testing.assert_array_equal(without[name], array)

@@ -190,7 +190,7 @@ def read_held(source: Any, weights: list[HeldWeight]) -> list[np.ndarray]:
         if isinstance(source, int):
             done = 0
             while done < weight.length:
-                count = os.preadv(source, [target[done:]], weight.offset + done)
+                count = _pread_into(source, target[done:], weight.offset + done)
                 if count <= 0:
                     raise OSError(f"the file ended {weight.length - done} bytes before an initializer's data")
                 done += count
@@ -201,3 +201,12 @@ def read_held(source: Any, weights: list[HeldWeight]) -> list[np.ndarray]:
         array.setflags(write=False)
         arrays.append(array)
     return arrays
+
+
+def _pread_into(fd: int, target: memoryview, offset: int) -> int:
+    """Bytes read from `fd` at `offset` into `target` (os.preadv where the platform has it)."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [target], offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        return f.readinto(target) or 0
