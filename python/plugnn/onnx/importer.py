@@ -2,9 +2,9 @@
 
 Every ONNX value is, during the walk, either a NumPy array (known at import time: an
 initializer, a Constant, a folded shape computation) or a `plugnn.Tensor` (computed at run
-time). Converters (ops_*.py, registered in `registry.OPS`) turn one node into Network layers;
-nodes whose inputs are all known and whose operator is pure metadata are evaluated with NumPy
-(folding.py). Anything the importer cannot represent exactly is a ModelError.
+time). Converters (ops_*.py, registered in `registry`; a module is imported at the first node
+that needs one of its operators) turn one node into Network layers; nodes whose inputs are all
+known and whose operator is pure metadata are evaluated with NumPy (folding.py). Anything the importer cannot represent exactly is a ModelError.
 
 Some nodes import as several (expansion.py): a node of opsets 1 to 6 in its opset-7 form
 (legacy.py), and a node whose operator has no converter through its ONNX function body
@@ -38,7 +38,8 @@ from plugnn.onnx.context import (
     type_name,
 )
 from plugnn.onnx import expansion, functions, legacy, qdq, symbolic_folds, tidy, validation, wire
-from plugnn.onnx.registry import DOMAINS, MICROSOFT_DOMAIN, OPS, ORT_DEFAULT_DOMAIN, converter_for
+from plugnn.onnx import registry
+from plugnn.onnx.registry import MICROSOFT_DOMAIN, ORT_DEFAULT_DOMAIN, converter_for
 from plugnn.symbolic import ShapeEnv
 from plugnn.tensor import MAX_DIMS, DataType
 
@@ -51,18 +52,17 @@ MIN_OPSET = 1
 def supported_operators(domain: str = "") -> list[str]:
     """The operators plugnn imports in `domain` ("": ONNX's default domain; the names onnxruntime
     adds to the default domain are under registry.ORT_DEFAULT_DOMAIN)."""
-    _register_all()
-    return sorted(OPS if domain in ("", "ai.onnx") else DOMAINS.get(domain, {}))
+    return registry.operators(domain)
 
 
 def foreign_operator_message(domain: str, op_types: Sequence[str]) -> str:
     """What an error about operators of a domain other than the default one says."""
     names = ", ".join(sorted(set(op_types)))
-    if domain in DOMAINS and domain != ORT_DEFAULT_DOMAIN:
+    if domain in registry.domains() and domain != ORT_DEFAULT_DOMAIN:
         return (f"operator(s) {names} of domain {domain!r} are not supported; plugnn imports "
                 f"{len(supported_operators(domain))} operators of {domain} ({', '.join(supported_operators(domain))}; "
                 f"docs/onnx.md)")
-    others = sorted(d for d in DOMAINS if d not in ("", ORT_DEFAULT_DOMAIN, MICROSOFT_DOMAIN))
+    others = sorted(d for d in registry.domains() if d not in ("", ORT_DEFAULT_DOMAIN, MICROSOFT_DOMAIN))
     return (f"operator domain {domain!r} is not supported (operator(s) {names}): plugnn imports the default ai.onnx "
             f"domain, onnxruntime's {MICROSOFT_DOMAIN} operators listed in docs/onnx.md, "
             + "".join(f"{d}, " for d in others)
@@ -76,23 +76,6 @@ def unsupported_hint(op_types: Sequence[str]) -> str:
     near = sorted({m for op_type in op_types for m in difflib.get_close_matches(op_type, supported, n=3, cutoff=0.6)})
     text = f"plugnn imports {len(supported)} operators of the default domain (plugnn.onnx.OPERATORS, docs/onnx.md)"
     return text + (f"; nearest: {', '.join(near)}" if near else "")
-
-
-def _register_all() -> None:
-    from plugnn.onnx import ops_conv, ops_elementwise, ops_linear, ops_shape  # noqa: F401
-    from plugnn.onnx import ops_recurrent  # noqa: F401
-    from plugnn.onnx import ops_indexing, ops_movement  # noqa: F401
-    from plugnn.onnx import ops_resize  # noqa: F401
-    from plugnn.onnx import ops_normalization, ops_reduce, ops_softmax, ops_topk_cumulative  # noqa: F401
-    from plugnn.onnx import ops_activation, ops_logic, ops_unary  # noqa: F401
-    from plugnn.onnx import ops_control, ops_data_dependent  # noqa: F401
-    from plugnn.onnx import ops_quantization  # noqa: F401
-    from plugnn.onnx import ops_bitcast, ops_determinant, ops_einsum, ops_random  # noqa: F401
-    from plugnn.onnx import ops_rearrange, ops_sampling, ops_spectral, ops_tfidf  # noqa: F401
-    from plugnn.onnx import ops_string  # noqa: F401
-    from plugnn.onnx import ops_ml, ops_ml_trees  # noqa: F401
-    from plugnn.onnx import ops_contrib_activation, ops_contrib_attention, ops_contrib_linear  # noqa: F401
-    from plugnn.onnx import ops_contrib_normalization, ops_contrib_quantization  # noqa: F401
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -402,7 +385,6 @@ def import_model(proto: Any, *, source: str = "<model>", name: str | None = None
     `initializers` (see `read_initializers`) replaces the initializers of `proto`, which are then
     not read: the network's constants reference these arrays instead of copies, so networks
     imported from one model at several input shapes share its weights."""
-    _register_all()
     opset = opset_of(proto, source)
     importer = _Importer(proto, source, opset, name, input_shapes or {}, constants or {}, shape_env)
     importer.fixed_inputs = set(fixed_inputs)
@@ -615,7 +597,7 @@ class _Importer(ImportState):
             if body is not None:
                 expansion.walk(ctx, body, self._convert)
                 return
-            converter = DOMAINS[ORT_DEFAULT_DOMAIN].get(node.op_type)  # onnxruntime's additions
+            converter = converter_for(ORT_DEFAULT_DOMAIN, node.op_type)  # onnxruntime's additions
             if converter is None:
                 raise ctx.error(f"operator {node.op_type!r} is not supported; {unsupported_hint([node.op_type])}")
         ctx.check_attributes(converter)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from plugnn.errors import ModelError
 from plugnn.limits import MAX_TENSOR_BYTES_ENV, human_bytes, max_tensor_bytes
+from plugnn.onnx import schema_table
+from plugnn.onnx.registry import MICROSOFT_DOMAIN
 
 def check_size(shape: Sequence[int], itemsize: int, what: str) -> None:
     """ModelError when a tensor of `shape` (`itemsize` bytes per element) exceeds the limit;
@@ -109,15 +111,42 @@ def _check_dims(tensor: Any, what: str) -> None:
 # ---- one node against its schema -----------------------------------------------------------------
 
 
+class Schema(NamedTuple):
+    """What check_node reads of an operator's ONNX schema at one version."""
+
+    since_version: int
+    attributes: dict[str, int]  # name -> AttributeProto type
+    min_input: int
+    max_input: int
+    min_output: int
+    max_output: int
+    inputs: tuple[tuple[str, bool], ...]  # formal inputs: (name, required: its option is Single)
+
+
 @functools.lru_cache(maxsize=4096)
-def _schema(op_type: str, opset: int, domain: str) -> Any:
-    """ONNX's schema of the operator at `opset` (immutable: kept per operator and opset)."""
+def _schema(op_type: str, opset: int, domain: str) -> Schema | None:
+    """ONNX's schema of the operator at `opset` (the newest version at or below it; immutable:
+    kept per operator and opset), None where ONNX defines no such operator. Read from
+    schema_table (generated from onnx's schemas) when it covers `opset` of `domain`, which spares
+    a process onnx's schema registry (12-13 ms at its first use); from onnx itself above that."""
+    if domain == MICROSOFT_DOMAIN:
+        return None  # onnxruntime's operators: onnx holds no schema of them
+    if opset <= schema_table.OPSETS.get(domain, -1):
+        rows = schema_table.SCHEMAS.get(domain, {}).get(op_type, ())
+        for since, attributes, *arity, inputs in reversed(rows):
+            if since <= opset:
+                return Schema(since, dict(attributes), *arity, inputs)
+        return None
     from onnx import defs
 
     try:
-        return defs.get_schema(op_type, opset, domain)
+        schema = defs.get_schema(op_type, opset, domain)
     except Exception:  # noqa: BLE001 - SchemaError: an operator ONNX does not define at this opset
         return None
+    single = defs.OpSchema.FormalParameterOption.Single
+    return Schema(int(schema.since_version), {name: int(a.type) for name, a in schema.attributes.items()},
+                  int(schema.min_input), int(schema.max_input), int(schema.min_output), int(schema.max_output),
+                  tuple((formal.name, formal.option == single) for formal in schema.inputs))
 
 
 def check_attribute_names(node: Any, label: str) -> None:
@@ -138,17 +167,16 @@ def check_node(node: Any, opset: int, label: str) -> None:
     as many inputs and outputs as it allows, no required input named ''. The importer runs it
     after the node's converter (whose messages about a node it refuses say more) succeeded,
     and when the converter failed on what it could not foresee."""
-    from onnx import AttributeProto, defs
+    from onnx import AttributeProto
 
     check_attribute_names(node, label)
     schema = _schema(node.op_type, opset, "" if node.domain == "ai.onnx" else node.domain)
     if schema is None:
         return
     for attr in node.attribute:
-        declared = schema.attributes.get(attr.name)
-        if declared is None or attr.ref_attr_name:
+        want = schema.attributes.get(attr.name)
+        if want is None or attr.ref_attr_name:
             continue
-        want = int(declared.type)
         if want != int(AttributeProto.UNDEFINED) and int(attr.type) != want:
             raise ModelError(f"{label}: attribute {attr.name!r} is of type {AttributeProto.AttributeType.Name(attr.type)}, "
                              f"{node.op_type} takes {AttributeProto.AttributeType.Name(want)}")
@@ -160,10 +188,9 @@ def check_node(node: Any, opset: int, label: str) -> None:
     if n_out < schema.min_output or n_out > schema.max_output:
         raise ModelError(f"{label}: {n_out} output(s); {node.op_type}-{schema.since_version} has "
                          f"{_arity(schema.min_output, schema.max_output)}")
-    single = defs.OpSchema.FormalParameterOption.Single
-    for k, (name, formal) in enumerate(zip(node.input, _formals(schema.inputs, n_in))):
-        if not name and formal.option == single:
-            raise ModelError(f"{label}: input {k} ({formal.name}) is required, and its name is empty ('')")
+    for k, (name, (formal, required)) in enumerate(zip(node.input, _formals(schema.inputs, n_in))):
+        if not name and required:
+            raise ModelError(f"{label}: input {k} ({formal}) is required, and its name is empty ('')")
 
 
 def _formals(formals: Sequence[Any], count: int) -> Iterable[Any]:
