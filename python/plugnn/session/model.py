@@ -3,6 +3,7 @@ read-only arrays, and the inputs and outputs as onnxruntime describes them (Node
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -282,6 +283,30 @@ class SessionModel:
         """True when an input or output is a sequence or an optional: the model runs on the dynamic
         path (plugnn.dynamic) from the start."""
         return any(not a.type.startswith("tensor(") for a in self.inputs + self.outputs)
+
+    def overriding(self, names: frozenset[str]) -> SessionModel:
+        """The model with the overridable initializers `names` as inputs (onnxruntime's
+        overridable initializers fed in a run): its inputs in the graph's input order, its
+        initializers without those; an overridden initializer that is also a graph output is
+        passed through as fed. Shares everything else (the stripped graph, the other weights)."""
+        unknown = names - {a.name for a in self.overridable}
+        if unknown:
+            raise SessionError(f"{self.source}: {', '.join(sorted(unknown))} are not overridable initializers")
+        variant = copy.copy(self)
+        variant.initializers = {k: v for k, v in self.initializers.items() if k not in names}
+        args = {a.name: a for a in self.inputs} | {a.name: a for a in self.overridable if a.name in names}
+        variant.inputs = [args[v.name] for v in self.proto.graph.input if v.name in args]
+        variant.overridable = [a for a in self.overridable if a.name not in names]
+        passed = [o for o in self.computed_outputs if o in names]
+        if passed:
+            variant.proto = type(self.proto)()
+            variant.proto.CopyFrom(self.proto)
+            kept = [o for o in variant.proto.graph.output if o.name not in names]
+            del variant.proto.graph.output[:]
+            variant.proto.graph.output.extend(kept)
+            variant.passthrough = self.passthrough + passed
+            variant.computed_outputs = [o for o in self.computed_outputs if o not in names]
+        return variant
 
     @property
     def dynamic(self) -> bool:

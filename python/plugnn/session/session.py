@@ -140,9 +140,12 @@ class InferenceSession:
                              _merged_options(backend_options, self._choice))
             preferred = self._preference(backends, self._choice)
             self._cache = SessionNetworks(self._model, self._runtime, preferred, max_specializations)
+            # runs that feed overridable initializers: per set of fed names, the model with them as inputs
+            self._overridable = frozenset(a.name for a in self._model.overridable)
+            self._variants: dict[frozenset[str], _Overriding] = {}
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close, self._cache,
-                                               self._runtime if self._owns_runtime else None)
+                                               self._runtime if self._owns_runtime else None, self._variants)
             self._inputs = list(self._model.inputs)
             self._outputs = list(self._model.outputs)
             self._input_names = [a.name for a in self._inputs]
@@ -286,8 +289,10 @@ class InferenceSession:
         old = self._cache
         self._cache = SessionNetworks(self._model, self._runtime, preferred, old.capacity)
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _close, self._cache, self._runtime if self._owns_runtime else None)
+        self._finalizer = weakref.finalize(self, _close, self._cache, self._runtime if self._owns_runtime else None,
+                                           self._variants)
         old.clear()
+        _close_variants(self._variants)
         self._choice = choice
         if self._dynamic is not None:
             self._dynamic.close()
@@ -342,10 +347,12 @@ class InferenceSession:
                                     f"(RunOptions.terminate was set before the run)")
             stop = run_options._terminate.is_set
         started = time.perf_counter_ns() if self._profiler.enabled else 0
+        variant = self._variant_for(input_feed)
+        model = self._model if variant is None else variant.model
         if self._dynamic is not None:
             segments: list[Any] | None = [] if self._profiler.enabled else None
             try:
-                results = self._run_dynamic(names, input_feed, stop, segments)
+                results = self._run_dynamic(names, input_feed, stop, segments, variant)
             except RunStoppedError as exc:
                 raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true ({exc})") from None
             if segments is not None:
@@ -353,68 +360,92 @@ class InferenceSession:
                 kinds = {k: v for optimized, _ in segments for k, v in _layer_kinds(optimized).items()}
                 self._profiler.run_event(started, time.perf_counter_ns(), layers, kinds, self._node_types())
             return _into(results, names, preallocated)
-        if not self._model.computed_outputs:  # every output is an input passed through
-            results = self._with_passthrough({}, dict(zip(self._input_names, check_feed(self._inputs, input_feed,
-                                                                                        self._label))))
+        inputs = model.inputs
+        if not model.computed_outputs:  # every output is an input passed through
+            fed = dict(zip((a.name for a in inputs), check_feed(inputs, input_feed, self._label)))
+            results = self._with_passthrough({}, fed, model)
             return _into([results[n] for n in names], names, preallocated)
-        key = self._fast_key(input_feed)
+        cache = self._cache if variant is None else variant.networks
+        key = self._fast_key(input_feed) if variant is None else None
         # Shapes seen before were checked (ranks, fixed dims, symbols) when they were first seen.
-        spec = self._cache.lookup(key) if key is not None else None
+        spec = cache.lookup(key) if key is not None else None
         feed: Mapping[str, np.ndarray] = input_feed
         if spec is None:  # a new combination of shapes, or anything unusual: every check
-            arrays = check_feed(self._inputs, input_feed, self._label)
-            feed = dict(zip(self._input_names, arrays))
+            arrays = check_feed(inputs, input_feed, self._label)
+            feed = dict(zip((a.name for a in inputs), arrays))
             try:
-                spec = self._cache.acquire(tuple(a.shape for a in arrays))
+                spec = cache.acquire(tuple(a.shape for a in arrays))
             except DynamicModelError:  # the model needs the dynamic path: from now on, every run
                 self._go_dynamic()
                 return self._run(output_names, feed, run_options, preallocated)
         profile = self._profiler.enabled
         try:
             if stop is None and not profile and not preallocated:
-                results = self._cache.run(spec, feed)
+                results = cache.run(spec, feed)
             else:
                 outputs = {n: a for n, a in (preallocated or {}).items() if n in spec.network.output_infos}
-                results = self._cache.run(spec, feed, outputs or None, profile=profile, stop=stop)
+                results = cache.run(spec, feed, outputs or None, profile=profile, stop=stop)
                 if profile:
                     self._profiler.run_event(started, time.perf_counter_ns(), spec.network.last_profile,
                                              _layer_kinds(spec.optimized), self._node_types())
         except RunStoppedError as exc:
             raise RunTerminated(f"{self._label}: Exiting due to terminate flag being set to true ({exc})") from None
         finally:
-            self._cache.release(spec)
-        results = self._with_passthrough(results, feed)
+            cache.release(spec)
+        results = self._with_passthrough(results, feed, model)
         return _into([results[n] for n in names], names, preallocated)
 
-    def _with_passthrough(self, results: Mapping[str, Any], feed: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _variant_for(self, input_feed: Any) -> _Overriding | None:
+        """None for a feed of the model's inputs; for one that also feeds overridable
+        initializers (initializers the graph lists as inputs: onnxruntime lets a run replace
+        them), the model with those as inputs, and its networks (made at the first such run)."""
+        if not self._overridable or not isinstance(input_feed, Mapping) or self._overridable.isdisjoint(input_feed):
+            return None
+        names = self._overridable.intersection(input_feed)
+        with self._executor_lock:
+            variant = self._variants.get(names)
+            if variant is None:
+                model = self._model.overriding(names)
+                log.info("session %r: a run feeds overridable initializer(s) %s: a network with them as inputs is "
+                         "built", self._model.name, ", ".join(sorted(names)))
+                variant = self._variants[names] = _Overriding(
+                    model, SessionNetworks(model, self._runtime, self._cache.backends, self._cache.capacity))
+        return variant
+
+    def _with_passthrough(self, results: Mapping[str, Any], feed: Mapping[str, Any],
+                          model: SessionModel | None = None) -> Mapping[str, Any]:
         """`results` with the outputs that are graph inputs: copies of what was fed (as
         onnxruntime returns them)."""
-        if not self._model.passthrough:
+        passthrough = (model or self._model).passthrough
+        if not passthrough:
             return results
         merged = dict(results)
-        for name in self._model.passthrough:
+        for name in passthrough:
             value = feed[name]
             merged[name] = np.array(value) if isinstance(value, np.ndarray) else value
         return merged
 
     def _go_dynamic(self) -> None:
         """Run the model on plugnn's dynamic path from now on (plugnn.dynamic.DynamicModel)."""
-        from plugnn.dynamic import DynamicModel
-
-        model = self._model
-        self._dynamic = DynamicModel(model.proto, model.source, self._runtime, self._cache.backends, name=model.name,
-                                     initializers=model.initializers)
+        self._dynamic = self._dynamic_model(self._model)
         weakref.finalize(self, self._dynamic.close)
 
+    def _dynamic_model(self, model: SessionModel) -> Any:
+        from plugnn.dynamic import DynamicModel
+
+        return DynamicModel(model.proto, model.source, self._runtime, self._cache.backends, name=model.name,
+                            initializers=model.initializers)
+
     def _run_dynamic(self, names: Sequence[str], input_feed: Any, stop: Callable[[], bool] | None = None,
-                     profile: list[Any] | None = None) -> list[Any]:
+                     profile: list[Any] | None = None, variant: _Overriding | None = None) -> list[Any]:
         """A run on the dynamic path: tensor inputs checked as usual, a sequence input must be a
         list of arrays, an optional one an array, a list or None."""
         if not isinstance(input_feed, Mapping):
             raise InputError(f"{self._label}: input_feed must be a dict of input name to value, got "
                              f"{type(input_feed).__name__}")
-        others = {a.name: a for a in self._inputs if not a.type.startswith("tensor(")}
-        tensors = [a for a in self._inputs if a.name not in others]
+        model = self._model if variant is None else variant.model
+        others = {a.name: a for a in model.inputs if not a.type.startswith("tensor(")}
+        tensors = [a for a in model.inputs if a.name not in others]
         arrays = check_feed(tensors, {n: v for n, v in input_feed.items() if n not in others}, self._label)
         feed: dict[str, Any] = dict(zip((a.name for a in tensors), arrays))
         for name, arg in others.items():
@@ -425,8 +456,15 @@ class InferenceSession:
                 raise InputError(f"{self._label}: input {name!r} is a sequence ({arg.type}): pass a list of "
                                  f"numpy.ndarray, not {type(value).__name__}")
             feed[name] = value
-        results = self._with_passthrough(dict(zip(self._model.computed_outputs, self._dynamic.run(feed, stop, profile))),
-                                         feed)
+        if variant is None:
+            dynamic = self._dynamic
+        else:
+            with self._executor_lock:
+                if variant.dynamic is None:
+                    variant.dynamic = self._dynamic_model(model)
+                dynamic = variant.dynamic
+        results = self._with_passthrough(dict(zip(model.computed_outputs, dynamic.run(feed, stop, profile))), feed,
+                                         model)
         return [results[n] for n in names]
 
     @property
@@ -599,7 +637,31 @@ class InferenceSession:
         return f"<plugnn.InferenceSession {self._model.name!r} {state}>"
 
 
-def _close(cache: SessionNetworks | None, runtime: Runtime | None) -> None:
+class _Overriding:
+    """What runs a feed that replaces some overridable initializers: the model with them as
+    inputs, its networks, and its dynamic model when the session runs on the dynamic path."""
+
+    def __init__(self, model: SessionModel, networks: SessionNetworks) -> None:
+        self.model = model
+        self.networks = networks
+        self.dynamic: Any = None
+
+    def close(self) -> None:
+        self.networks.clear()
+        if self.dynamic is not None:
+            self.dynamic.close()
+
+
+def _close_variants(variants: dict[frozenset[str], _Overriding]) -> None:
+    for variant in list(variants.values()):
+        variant.close()
+    variants.clear()
+
+
+def _close(cache: SessionNetworks | None, runtime: Runtime | None,
+           variants: dict[frozenset[str], _Overriding] | None = None) -> None:
+    if variants:
+        _close_variants(variants)
     if cache is not None:
         cache.clear()
     if runtime is not None:
