@@ -103,6 +103,7 @@ class SymbolicLoadedNetwork:
         self.last_instance: Instance | None = None
         shape_value_keys = set(optimized.graph.shape_values)
         self._input_names = [n for n in optimized.graph.inputs if n not in shape_value_keys]
+        self._binder = self.program.binder(self._input_names)  # input shapes -> the symbols' values
         self._warned_recreated: set[str] = set()
 
     # -- what it takes and gives -----------------------------------------------------------
@@ -141,9 +142,15 @@ class SymbolicLoadedNetwork:
         shapes in `input_names`' order when the caller has them at hand. InputError for inputs
         that do not fit the declared ranks and fixed dims; BindingError for shapes the network
         does not hold at."""
-        instance = self._by_shapes_hit(inputs, shapes)  # the usual run: shapes seen before, one lookup
+        key = shapes
+        if key is None:
+            try:
+                key = tuple([inputs[name].shape for name in self._input_names])
+            except (KeyError, AttributeError, TypeError):
+                key = None
+        instance = self._by_shapes_hit(key) if key is not None else None  # the usual run: shapes seen before
         if instance is None:
-            instance = self._bound(inputs)
+            instance = self._bound(inputs, key)
         instance.uses += 1  # a heuristic for _victim (a lost count under threads costs only a choice)
         try:
             feed = inputs if not instance.shape_values else {**inputs, **instance.shape_values}
@@ -154,13 +161,9 @@ class SymbolicLoadedNetwork:
         finally:
             self.release(instance)
 
-    def _by_shapes_hit(self, inputs: Any, key: tuple[tuple[int, ...], ...] | None) -> Instance | None:
-        """The instance a run with these inputs' shapes used before (use counted), or None."""
-        if key is None:
-            try:
-                key = tuple([inputs[name].shape for name in self._input_names])
-            except (KeyError, AttributeError, TypeError):
-                return None
+    def _by_shapes_hit(self, key: tuple[tuple[int, ...], ...]) -> Instance | None:
+        """The instance a run with these inputs' shapes (in `input_names`' order) used before
+        (use counted), or None."""
         with self._lock:
             instance = self._by_shapes.get(key)
             if instance is None or instance.evicted:
@@ -170,8 +173,14 @@ class SymbolicLoadedNetwork:
             instance.users += 1
             return instance
 
-    def _bound(self, inputs: Any) -> Instance:
-        """The instance of the inputs' binding (checked, made if new), remembered by their shapes."""
+    def _bound(self, inputs: Any, key: tuple[tuple[int, ...], ...] | None = None) -> Instance:
+        """The instance of the inputs' binding (checked, made if new), remembered by their shapes
+        (`key`: those shapes in `input_names`' order, when the caller has them)."""
+        symbols = self._binder(key) if key is not None else None
+        if symbols is not None:  # shapes that bind every symbol, with nothing to say about them
+            instance = self.acquire(dict(zip(self._symbols, symbols)), key=symbols)
+            self._remember(key, instance)
+            return instance
         if not isinstance(inputs, Mapping):
             raise InputError(f"network {self.name!r}: inputs must be a dict of input name to numpy.ndarray, got "
                              f"{type(inputs).__name__}")
@@ -185,11 +194,14 @@ class SymbolicLoadedNetwork:
                 raise InputError(f"input {name!r} must be a numpy.ndarray, got {type(array).__name__}")
             shapes[name] = tuple(shape)
         instance = self.acquire(self.program.bind(shapes))
+        self._remember(tuple(shapes[n] for n in self._input_names), instance)
+        return instance
+
+    def _remember(self, key: tuple[tuple[int, ...], ...], instance: Instance) -> None:
         with self._lock:
             if len(self._by_shapes) >= 4 * self.capacity:  # forget shapes of evicted instances
                 self._by_shapes = {k: i for k, i in self._by_shapes.items() if not i.evicted}
-            self._by_shapes[tuple(shapes[n] for n in self._input_names)] = instance
-        return instance
+            self._by_shapes[key] = instance
 
     def hold_last(self) -> Instance | None:
         """The last instance made, with a use counted (so it is neither re-sized nor unloaded until
@@ -202,11 +214,15 @@ class SymbolicLoadedNetwork:
             instance.users += 1
             return instance
 
-    def acquire(self, binding: Mapping[str, int], donors: Sequence[Any] = ()) -> Instance:
+    def acquire(self, binding: Mapping[str, int], donors: Sequence[Any] = (),
+                key: tuple[int, ...] | None = None) -> Instance:
         """The instance for `binding` (made if new), with a use counted: release() ends it.
         `donors`: loaded networks of the same model (held loaded by the caller) that a first
-        instance re-sizes its workloads from, as Runtime.load_network's reshape_from."""
-        key = tuple(binding[s] for s in self._symbols)
+        instance re-sizes its workloads from, as Runtime.load_network's reshape_from. `key`:
+        the binding's values in the order of `symbols` (given: the binding is complete)."""
+        complete = key is not None
+        if key is None:
+            key = tuple(binding[s] for s in self._symbols)
         with self._lock:
             self._recent.append(key)
             instance = self._hit(key)
@@ -221,7 +237,7 @@ class SymbolicLoadedNetwork:
                     return instance
                 if not self._loaded:
                     raise RuntimeClosedError(f"network {self.name!r} was unloaded")
-            values = self.program.evaluate(binding)  # BindingError for a broken guard
+            values = self.program.evaluate(binding, complete)  # BindingError for a broken guard
             with self._lock:
                 victim = self._victim(key, values)
                 source = self.last_instance if self.last_instance is not None and not self.last_instance.evicted \
@@ -272,15 +288,16 @@ class SymbolicLoadedNetwork:
         table holds. A binding seen before (shapes that come back) gets an instance of its own.
         When the table is full: its least recently used instance no run holds."""
         last = self.last_instance
-        before = list(self._recent)[:-1]  # the runs' bindings before this one's
-        cycling = len(before) == self._recent.maxlen - 1 and len(set(before)) > self.capacity
-        steady = last is not None and values is not None \
+        taken = last is not None and values is not None \
             and last.loaded.steady_resize(self.program.changed_slots(last.values, values)) is not None
-        # a new binding whose re-size would keep every changed layer's workload (so it can be
-        # recorded as a steady re-size) takes the last instance however often that one ran
-        keeps = not steady and key not in self._seen and last is not None and values is not None \
-            and self._keeps_workloads(last, values)
-        taken = steady or cycling or keeps or (key not in self._seen and last is not None and last.uses == 1)
+        if not taken:
+            before = list(self._recent)[:-1]  # the runs' bindings before this one's
+            cycling = len(before) == self._recent.maxlen - 1 and len(set(before)) > self.capacity
+            # a new binding whose re-size would keep every changed layer's workload (so it can be
+            # recorded as a steady re-size) takes the last instance however often that one ran
+            taken = cycling or (key not in self._seen and last is not None and values is not None
+                                and self._keeps_workloads(last, values)) \
+                or (key not in self._seen and last is not None and last.uses == 1)
         if last is not None and taken and not last.evicted and last.users == 0 and last.loaded.resizable \
                 and self._instances.get(last.binding) is last:
             del self._instances[last.binding]

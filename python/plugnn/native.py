@@ -233,7 +233,7 @@ class _BoundTensors(MutableSequence[Any]):
         if isinstance(item, DeviceBuffer):
             view = data = item.handle
         else:
-            view = data = ffi.from_buffer(item, require_writable=False)
+            view = data = ffi.from_buffer(item)  # read-only buffers taken (positional: half the call's cost)
         self._tensors[index].data = data
         self._views[index] = view
         self._items[index] = item

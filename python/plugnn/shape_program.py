@@ -13,7 +13,7 @@ values as extra inputs holding their values.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -131,8 +131,44 @@ class ShapeProgram:
                                      f"{_text(declared)}, got {tuple(shape)} (dim {axis} is fixed to {dim})")
         return binding
 
-    def evaluate(self, binding: Mapping[str, int]) -> tuple[int, ...]:
-        """Every expression at `binding`; BindingError naming the guard it breaks."""
+    def binder(self, order: Sequence[str]) -> Callable[[Sequence[Sequence[int]]], tuple[int, ...] | None]:
+        """A function of the inputs' shapes in `order` (the input names) to the symbols' values in
+        the order of `env.hints`, as `bind` finds them; None where `bind` would find something to
+        say (a rank, a fixed dim, two inputs disagreeing) or would not bind every symbol: ask
+        `bind` then. One generated function: a run at new shapes pays a few comparisons."""
+        where = {name: k for k, name in enumerate(order)}
+        symbols = list(self.env.hints)
+        first: dict[str, str] = {}  # symbol -> the expression of its first dim
+        lines = ["def binder(s):", f"    if len(s) != {len(order)}:", "        return None"]
+        for (input_name, _, declared), input_symbols in zip(self.inputs, self._input_symbols):
+            k = where.get(input_name)
+            if k is None:
+                return lambda shapes: None
+            tests = [f"len(x{k}) != {len(declared)}"]
+            for axis, (dim, symbol) in enumerate(zip(declared, input_symbols)):
+                if not isinstance(dim, Dim):
+                    tests.append(f"x{k}[{axis}] != {int(dim)}")
+                elif symbol is None:
+                    return lambda shapes: None
+                elif symbol in first:
+                    tests.append(f"x{k}[{axis}] != {first[symbol]}")
+                else:
+                    first[symbol] = f"x{k}[{axis}]"
+            lines += [f"    x{k} = s[{k}]", f"    if {' or '.join(tests)}:", "        return None"]
+        if set(first) != set(symbols):
+            return lambda shapes: None
+        texts = [first[symbol] for symbol in symbols]
+        lines.append(f"    return ({', '.join(texts)}{',' if len(texts) == 1 else ''})")
+        scope: dict[str, Any] = {}
+        exec("\n".join(lines), scope)  # noqa: S102 - source generated here from the declared shapes
+        return scope["binder"]
+
+    def evaluate(self, binding: Mapping[str, int], complete: bool = False) -> tuple[int, ...]:
+        """Every expression at `binding`; BindingError naming the guard it breaks. `complete`:
+        the binding is known to give every symbol a value (a binder's)."""
+        values = self._program(binding) if complete else None
+        if values is not None:
+            return values
         if set(binding) != set(self.env.hints):
             missing = sorted(set(self.env.hints) - set(binding))
             raise BindingError(f"network {self.name!r}: no value for symbol(s) {missing}")

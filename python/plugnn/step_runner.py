@@ -23,6 +23,7 @@ logged once and every step is called on its own, as before.
 
 from __future__ import annotations
 
+import _signal  # getsignal without signal's enum conversion: 2 us a run -> 0.03
 import logging
 import os
 import signal
@@ -86,7 +87,7 @@ _watched: list[Any] = [None, False]  # Python's SIGINT handler when the runner's
 def _watching(watch: Callable[[], int]) -> bool:
     """Whether the runner's SIGINT handler is chained before Python's: pnr_watch_interrupts (a
     system call, about 1 us) only when Python's handler changed since the last time (0.1 us)."""
-    handler = signal.getsignal(signal.SIGINT)
+    handler = _signal.getsignal(signal.SIGINT)
     if handler is not _watched[0]:
         _watched[0], _watched[1] = handler, watch() == 0
     return bool(_watched[1])

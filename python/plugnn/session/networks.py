@@ -138,6 +138,20 @@ class SessionNetworks:
                 return build
             return None
 
+    def latest_symbolic(self) -> Build | None:
+        """The most recently used build, with a use counted, when it is symbolic, else None: what
+        a run at shapes this table has not seen tries first. Its own binding checks the shapes
+        (ranks, fixed dims, guards) as it re-sizes; where they do not fit (an InputError) the run
+        goes the full way (acquire), which also tries the other builds."""
+        with self._lock:
+            if not self._builds:
+                return None
+            build = next(reversed(self._builds.values()))
+            if not build.symbolic or build.evicted:
+                return None
+            build.users += 1
+            return build
+
     def acquire(self, shapes: Shapes) -> Build:
         build = self.lookup(shapes) or self._holding(shapes)
         if build is not None:

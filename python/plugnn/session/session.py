@@ -319,9 +319,27 @@ class InferenceSession:
         names = self._output_names if output_names is None else \
             check_output_names(self._outputs, output_names, self._label)
         key = self._fast_key(input_feed)
-        spec = self._cache.lookup(key) if key is not None else None
-        if spec is None:
+        if key is None:
             return self._run(names, input_feed, None)
+        spec = self._cache.lookup(key)
+        if spec is None:
+            # New shapes (a decode step, a request of another length): the last build, when it is
+            # symbolic, re-sizes to them as it binds them, checking ranks, fixed dims and guards
+            # itself; shapes it does not take go the full way, whose checks word the error.
+            spec = self._cache.latest_symbolic()
+            if spec is None:
+                return self._run(names, input_feed, None)
+            try:
+                results = spec.run_shapes(input_feed, key)
+            except InputError:
+                self._cache.release(spec)
+                return self._run(names, input_feed, None)
+            except BaseException:
+                self._cache.release(spec)
+                raise
+            self._cache.release(spec)
+            return [results[n] for n in names] if not self._model.passthrough else \
+                [self._with_passthrough(results, input_feed)[n] for n in names]
         try:
             try:
                 results = spec.run_shapes(input_feed, key)
