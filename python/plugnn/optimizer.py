@@ -2,7 +2,9 @@
 
 The steps, in order (Arm NN's Optimize): the graph is read from the network (identity and
 dropout dropped), backend-independent passes run (batch normalization folded into the
-convolution or fully connected layer before it, constant subgraphs computed), every layer is
+convolution or fully connected layer before it, constant subgraphs computed), half-precision
+layers the first backend runs only in float32 are rewritten to float32 regions with casts at
+their edges (half_precision.py), every layer is
 placed on the first backend that supports it (per-layer override first, then the preferred
 backends in order, every answer recorded), each backend may substitute, fuse or refuse the
 consecutive layers it got (refused layers move on down the preference list), and copies are
@@ -16,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from plugnn.backend import BackendProvider
 from plugnn.errors import NetworkError
 from plugnn.graph import graph_from_network
+from plugnn.half_precision import compute_half_in_float32
 from plugnn.network import Network
 from plugnn.optimized import OptimizedNetwork
 from plugnn.passes import fold_batch_norms, fold_channel_affine, fold_constants
@@ -40,6 +43,7 @@ def optimize(network: Network, runtime: BackendProvider, backends: Sequence[str]
     fold_batch_norms(graph)
     fold_constants(graph, preferred)
     fold_channel_affine(graph)
+    compute_half_in_float32(graph, preferred)
     graph.drop_unused_constants()
     for node in graph.nodes:
         assign(graph, preferred, by_override, node)

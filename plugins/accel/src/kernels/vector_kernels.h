@@ -98,6 +98,9 @@ typedef struct accel_kernels {
     int (*box_suppressed)(const double* x0, const double* y0, const double* x1, const double* y1,
                           const double* area, int64_t n, double q_x0, double q_y0, double q_x1,
                           double q_y1, double q_area, double threshold);
+    /* float16 <-> float32 rows, bit for bit pn_half_to_float / pn_float_to_half (half_rows.h). */
+    void (*half_to_float_row)(const uint16_t* x, float* y, int64_t n);
+    void (*float_to_half_row)(const float* x, uint16_t* y, int64_t n);
 } accel_kernels;
 
 

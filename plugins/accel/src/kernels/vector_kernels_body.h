@@ -41,6 +41,7 @@
 #include "kernels/pooling_rows.h"
 #include "kernels/depthwise_rows.h"
 #include "kernels/box_rows.h"
+#include "kernels/half_rows.h"
 
 const accel_kernels KTABLE = {
     .activation = KSUF(activation),
@@ -60,4 +61,6 @@ const accel_kernels KTABLE = {
     .binary_row_stream = KSUF(binary_row_stream),
     .math_row = KSUF(math_row),
     .box_suppressed = KSUF(box_suppressed),
+    .half_to_float_row = KSUF(half_to_float_row),
+    .float_to_half_row = KSUF(float_to_half_row),
 };
