@@ -68,3 +68,29 @@ def random_feeds(model: Any, seed: int = 0) -> dict[str, np.ndarray]:
         shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
         feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
     return feeds
+
+
+def relu_add_in_fresh_process(before: str = "", after: str = "") -> str:
+    """Runs, in a fresh interpreter, `before`, then `import plugnn` and a session on y = relu(x) + x
+    (opset 17, CpuRef) that must give 2 for ones, then `after`; returns the last line printed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, onnx\n"
+        "from onnx import helper, TensorProto, defs\n"
+        f"{before}\n"
+        "import plugnn\n"
+        "x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3])\n"
+        "y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 3])\n"
+        "g = helper.make_graph([helper.make_node('Relu', ['x'], ['r']), helper.make_node('Add', ['r', 'x'], ['y'])],"
+        " 'g', [x], [y])\n"
+        "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])\n"
+        "s = plugnn.InferenceSession(m.SerializeToString(), providers=['CpuRef'])\n"
+        "out = s.run(None, {'x': np.ones((2, 3), np.float32)})[0]\n"
+        "assert (out == 2).all(), out\n"
+        f"{after}\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]

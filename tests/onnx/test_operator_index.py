@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("onnx")
 
+from conftest import relu_add_in_fresh_process  # noqa: E402
 from plugnn.onnx import operator_index, registry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,20 +58,8 @@ def _fresh(code: str) -> str:
 
 
 def test_a_session_imports_only_the_converters_its_model_needs() -> None:
-    code = (
-        "import sys, numpy as np\n"
-        "from onnx import helper, TensorProto\n"
-        "import plugnn\n"
-        "x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3])\n"
-        "y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 3])\n"
-        "g = helper.make_graph([helper.make_node('Relu', ['x'], ['r']), helper.make_node('Add', ['r', 'x'], ['y'])],"
-        " 'g', [x], [y])\n"
-        "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])\n"
-        "s = plugnn.InferenceSession(m.SerializeToString(), providers=['CpuRef'])\n"
-        "assert (s.run(None, {'x': np.ones((2, 3), np.float32)})[0] == 2).all()\n"
-        "print(sorted(m.split('.')[-1] for m in sys.modules if m.startswith('plugnn.onnx.ops_')))\n"
-    )
-    loaded = eval(_fresh(code))  # noqa: S307 - a list literal printed by the child
+    after = "print(sorted(m.split('.')[-1] for m in sys.modules if m.startswith('plugnn.onnx.ops_')))"
+    loaded = eval(relu_add_in_fresh_process(after=after))  # noqa: S307 - a list literal printed by the child
     assert "ops_activation" in loaded and "ops_elementwise" in loaded
     assert "ops_ml_trees" not in loaded and "ops_contrib_attention" not in loaded and "ops_spectral" not in loaded
 

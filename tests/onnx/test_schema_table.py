@@ -5,8 +5,6 @@ checks that read it refuse what they refused when they read onnx's schemas direc
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import defs, helper  # noqa: E402
 
+from conftest import relu_add_in_fresh_process  # noqa: E402
 from plugnn.errors import ModelError  # noqa: E402
 from plugnn.onnx import schema_table, validation  # noqa: E402
 
@@ -96,26 +95,10 @@ def test_check_node_refuses_from_the_table(node: object, message: str) -> None:
         validation.check_node(node, 17, "node 'n'")
 
 
-def test_first_model_of_a_process_does_not_build_onnx_schema_registry(tmp_path: Path) -> None:
+def test_first_model_of_a_process_does_not_build_onnx_schema_registry() -> None:
     """An import at an opset the table covers never asks onnx.defs for a schema (asked in a fresh
     interpreter: the registry, once built, stays)."""
-    code = (
-        "import numpy as np, onnx\n"
-        "from onnx import helper, TensorProto, defs\n"
-        "asked = []\n"
-        "real = defs.get_schema\n"
-        "defs.get_schema = lambda *a, **k: (asked.append(a), real(*a, **k))[1]\n"
-        "import plugnn\n"
-        "x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3])\n"
-        "y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 3])\n"
-        "g = helper.make_graph([helper.make_node('Relu', ['x'], ['r']), helper.make_node('Add', ['r', 'x'], ['y'])],"
-        " 'g', [x], [y])\n"
-        "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])\n"
-        "s = plugnn.InferenceSession(m.SerializeToString(), providers=['CpuRef'])\n"
-        "out = s.run(None, {'x': np.ones((2, 3), np.float32)})[0]\n"
-        "assert (out == 2).all(), out\n"
-        "print(len(asked))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "0"
+    before = ("asked = []\n"
+              "real = defs.get_schema\n"
+              "defs.get_schema = lambda *a, **k: (asked.append(a), real(*a, **k))[1]")
+    assert relu_add_in_fresh_process(before, "print(len(asked))") == "0"
