@@ -72,7 +72,10 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     defines = ["-DACCEL_HAVE_X86_KERNELS=1"] if X86 else []
     objects = []
     sources = [(ISA_FILES[isa], ISA_FLAGS[isa]) for isa in (ISA_ORDER if X86 else ["portable"])]
-    for name, flags in [*sources, (str(DRIVER), [])]:
+    # plugin_common's element conversions (and the element sizes they use), which the
+    # half-precision rows call
+    common = [(str(REPO / "native" / "src" / f), []) for f in ("pn_elements.c", "pn_tensor.c")]
+    for name, flags in [*sources, *common, (str(DRIVER), [])]:
         obj = out / (Path(name).stem + ".o")
         src = name if os.path.isabs(name) else str(ACCEL_SRC / name)
         command = [compiler(), *ACCEL_KERNEL_FLAGS, *flags, *defines, *include, "-c", src, "-o", str(obj)]
