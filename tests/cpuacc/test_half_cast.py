@@ -1,4 +1,4 @@
-"""CAST between float16 and float32 on CpuAcc (kernels/half_rows.h: vcvtph2ps / vcvtps2ph on the
+"""CAST between float16 (and bfloat16) and float32 on CpuAcc (kernels/half_rows.h: vcvtph2ps / vcvtps2ph on the
 AVX-512 set, plugin_common's scalar conversions on the others) against CpuRef bit for bit, on
 every kernel set and thread count: every one of the 65536 float16 patterns to float32 (NaN
 payloads, signalling ones included, and the subnormals), and float32 values around every
@@ -73,3 +73,17 @@ def test_lengths(runtimes, shape) -> None:  # type: ignore[no-untyped-def]
     x = RNG.standard_normal(shape).astype(np.float32) * 1000
     _both(runtimes, x, DataType.FLOAT16)
     _both(runtimes, x.astype(np.float16), DataType.FLOAT32)
+
+
+def test_every_bfloat16_pattern_to_float32_and_back(runtimes) -> None:  # type: ignore[no-untyped-def]
+    """bfloat16 (kernels/half_rows.h's integer rows): every pattern to float32, and float32 values
+    around every bfloat16 rounding boundary (ties to even), overflow and NaNs back."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    patterns = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(ml_dtypes.bfloat16)
+    _both(runtimes, patterns, DataType.FLOAT32)
+    upper = np.arange(65536, dtype=np.uint32) << 16
+    around = np.concatenate([upper, upper + 0x7fff, upper + 0x8000, upper + 0x8001, upper + 0xffff])
+    x = (around & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):
+        _both(runtimes, x, DataType.BFLOAT16)
+        _both(runtimes, x[:45], DataType.BFLOAT16)

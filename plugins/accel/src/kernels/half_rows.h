@@ -5,7 +5,10 @@
  * sign (0x7e00 | sign) going to float16; rounding to nearest even, overflow to infinity. The
  * AVX-512 build converts 16 lanes with vcvtph2ps (which quiets a NaN as pn_convert does) and
  * vcvtps2ph (round to nearest even; its NaN lanes, which keep the top payload bits, are set to
- * pn_convert's quiet NaN); other builds call the scalar conversions.
+ * pn_convert's quiet NaN); other builds call the scalar conversions. bfloat16 rows are
+ * branch-free integer loops the compiler vectorizes in every build: to float32 the bits shifted
+ * up (a NaN's quiet bit set, as pn_convert's), from float32 round to nearest even
+ * (pn_float_to_bfloat16: a NaN keeps its top bits and becomes quiet).
  */
 #include "plugnn/pn_elements.h"
 
@@ -54,5 +57,25 @@ static void KSUF(float_to_half_row)(const float* x, uint16_t* y, int64_t n) {
 #endif
     for (; i < n; ++i) {
         y[i] = pn_float_to_half(x[i]);
+    }
+}
+
+static void KSUF(bfloat16_to_float_row)(const uint16_t* x, float* y, int64_t n) {
+    uint32_t* out = (uint32_t*)y;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t b = x[i];
+        uint32_t nan = (b & 0x7fffu) > 0x7f80u;
+        out[i] = (b << 16) | (nan << 22);
+    }
+}
+
+static void KSUF(float_to_bfloat16_row)(const float* x, uint16_t* y, int64_t n) {
+    const uint32_t* in = (const uint32_t*)x;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits = in[i];
+        uint32_t nan = (bits & 0x7fffffffu) > 0x7f800000u;
+        uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+        uint32_t quiet = (bits >> 16) | 0x40u;
+        y[i] = (uint16_t)(nan ? quiet : rounded);
     }
 }

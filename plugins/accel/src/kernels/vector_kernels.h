@@ -101,6 +101,9 @@ typedef struct accel_kernels {
     /* float16 <-> float32 rows, bit for bit pn_half_to_float / pn_float_to_half (half_rows.h). */
     void (*half_to_float_row)(const uint16_t* x, float* y, int64_t n);
     void (*float_to_half_row)(const float* x, uint16_t* y, int64_t n);
+    /* bfloat16 <-> float32 rows, bit for bit pn_convert's (half_rows.h). */
+    void (*bfloat16_to_float_row)(const uint16_t* x, float* y, int64_t n);
+    void (*float_to_bfloat16_row)(const float* x, uint16_t* y, int64_t n);
 } accel_kernels;
 
 

@@ -63,4 +63,6 @@ const accel_kernels KTABLE = {
     .box_suppressed = KSUF(box_suppressed),
     .half_to_float_row = KSUF(half_to_float_row),
     .float_to_half_row = KSUF(float_to_half_row),
+    .bfloat16_to_float_row = KSUF(bfloat16_to_float_row),
+    .float_to_bfloat16_row = KSUF(float_to_bfloat16_row),
 };

@@ -1,7 +1,7 @@
 /* CAST between any two element types (ONNX Cast's rules, backend_api.h's pn_cast_desc): the
  * same type is a copy of bytes; the casts exports build attention masks with (an integer or
  * float32 to BOOL, BOOL to float32) and a quantized network's integers to float32 are loops of
- * their own, float16 to and from float32 are the vector rows of kernels/half_rows.h (the
+ * their own, float16 and bfloat16 to and from float32 are the vector rows of kernels/half_rows.h (the
  * casts at the edges of the float32 regions a half-precision model runs in: the runtime's
  * half_precision.py; pn_convert's bits); every other pair goes through
  * plugin_common's pn_convert (pn_elements.h: the conversion CpuRef runs, so the results are
@@ -45,7 +45,7 @@ pn_status accel_cast_check(const pn_plugin* plugin, const pn_layer* layer, pn_st
  * for int32 the one rounding to nearest pn_convert does (through double, which holds every int32). */
 typedef enum cast_path {
     CAST_COPY, CAST_I64_BOOL, CAST_I32_BOOL, CAST_F32_BOOL, CAST_BOOL_F32, CAST_U8_F32, CAST_I8_F32, CAST_I32_F32,
-    CAST_F16_F32, CAST_F32_F16, CAST_ANY
+    CAST_F16_F32, CAST_F32_F16, CAST_BF16_F32, CAST_F32_BF16, CAST_ANY
 } cast_path;
 
 typedef struct cast_state {
@@ -114,6 +114,8 @@ static void cast_range(void* raw, int64_t b, int64_t e) {
     }
     case CAST_F16_F32: s->k->half_to_float_row((const uint16_t*)x, (float*)y, n); break;
     case CAST_F32_F16: s->k->float_to_half_row((const float*)x, (uint16_t*)y, n); break;
+    case CAST_BF16_F32: s->k->bfloat16_to_float_row((const uint16_t*)x, (float*)y, n); break;
+    case CAST_F32_BF16: s->k->float_to_bfloat16_row((const float*)x, (uint16_t*)y, n); break;
     case CAST_ANY: pn_convert(s->infos[1].dtype, y, s->infos[0].dtype, x, n); break;
     }
 }
@@ -153,6 +155,8 @@ pn_status accel_cast_create(void* context, const pn_layer* layer, pn_workload** 
               : to == PN_DTYPE_FLOAT32 && from == PN_DTYPE_INT32 ? CAST_I32_F32
               : to == PN_DTYPE_FLOAT32 && from == PN_DTYPE_FLOAT16 ? CAST_F16_F32
               : to == PN_DTYPE_FLOAT16 && from == PN_DTYPE_FLOAT32 ? CAST_F32_F16
+              : to == PN_DTYPE_FLOAT32 && from == PN_DTYPE_BFLOAT16 ? CAST_BF16_F32
+              : to == PN_DTYPE_BFLOAT16 && from == PN_DTYPE_FLOAT32 ? CAST_F32_BF16
                                                                 : CAST_ANY;
     s->k = accel_kernel_set_for(s->env.isa)->vector;
     *workload_out = pn_workload_new(s, cast_execute, cast_release, 0);
