@@ -374,11 +374,15 @@ def test_rms_norm_is_left_alone_when_a_piece_does_not_fit(broken: str) -> None:
     assert ("Reduce", "CpuAcc") in plan(optimized)
 
 
-@pytest.mark.parametrize("broken", ["not trailing axes", "centered used elsewhere", "no scale", "axes differ"])
+@pytest.mark.parametrize("broken", ["not trailing axes", "centered used elsewhere", "no scale", "axes differ",
+                                    "squared"])
 def test_layer_norm_is_left_alone_when_a_piece_does_not_fit(broken: str) -> None:
     net = Network("not_ln")
     x = net.add_input("x", (2, 9, 16))
-    if broken == "not trailing axes":
+    if broken == "squared":  # the normalized value times itself: no scale to take (and read twice)
+        y = layer_norm(net, x, (2,), None, None)
+        y = net.add_mul(y, y, name="n8")
+    elif broken == "not trailing axes":
         y = layer_norm(net, x, (1,), rand(9, 1) + 1, rand(9, 1))
     elif broken == "no scale":
         y = layer_norm(net, x, (2,), None, None)

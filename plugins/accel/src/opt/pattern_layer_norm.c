@@ -70,15 +70,12 @@ int accel_match_layer_norm(pat_ctx* c, int64_t div, pat_match* m) {
         return 0;
     }
     /* the scale (required: the Normalization layer takes one) and the bias */
-    const int64_t pmul = consumer(c, dl->output_ids[0]);
-    if (pmul < 0 || !is_binary(layer_at(c, pmul), PN_BINARY_MUL)) {
+    uint32_t scale_slot;
+    const int64_t pmul = scaling_mul(c, dl->output_ids[0], &sub->inputs[0], &scale_slot);
+    if (pmul < 0) {
         return 0;
     }
     const pn_layer* ml = layer_at(c, pmul);
-    const uint32_t ns = ml->input_ids[0] == dl->output_ids[0] ? 0u : 1u;
-    if (!pn_same_dims(&ml->outputs[0], &sub->inputs[0]) || !add_member(c, pmul)) {
-        return 0;
-    }
     const pn_layer* last = ml;
     const int64_t padd = consumer(c, ml->output_ids[0]);
     int has_bias = 0;
@@ -103,9 +100,9 @@ int accel_match_layer_norm(pat_ctx* c, int64_t div, pat_match* m) {
     m->input_ids[0] = x;
     m->inputs[0] = sub->inputs[0];
     m->constants[0] = sub->constant_data != NULL ? sub->constant_data[0] : NULL;
-    m->input_ids[1] = ml->input_ids[1 - ns];
-    m->inputs[1] = ml->inputs[1 - ns];
-    m->constants[1] = ml->constant_data != NULL ? ml->constant_data[1 - ns] : NULL;
+    m->input_ids[1] = ml->input_ids[scale_slot];
+    m->inputs[1] = ml->inputs[scale_slot];
+    m->constants[1] = ml->constant_data != NULL ? ml->constant_data[scale_slot] : NULL;
     if (has_bias) {
         const pn_layer* bl = last;
         m->input_ids[2] = bl->input_ids[1 - nb];

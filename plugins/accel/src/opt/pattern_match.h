@@ -188,6 +188,23 @@ static inline int adds_epsilon(const pn_layer* l, float* eps, uint32_t* tensor_s
     return 0;
 }
 
+/* The MUL that is the one reader of tensor `value` and multiplies it by another tensor (a
+ * normalization's scale), its output of `like`'s dims, taken into the match: its index and, in
+ * *other, the slot of its other operand; -1 when there is none. */
+static inline int64_t scaling_mul(pat_ctx* c, uint32_t value, const pn_tensor_info* like, uint32_t* other) {
+    const int64_t i = consumer(c, value);
+    if (i < 0 || !is_binary(layer_at(c, i), PN_BINARY_MUL)) {
+        return -1;
+    }
+    const pn_layer* l = layer_at(c, i);
+    const uint32_t slot = l->input_ids[0] == value ? 0u : 1u;
+    if (l->input_ids[1 - slot] == value || !pn_same_dims(&l->outputs[0], like) || !add_member(c, i)) {
+        return -1;
+    }
+    *other = 1 - slot;
+    return i;
+}
+
 /* ---- What a match gives ----------------------------------------------------------------------------------- */
 
 /* What a matcher found: the replacement's kind, descriptor, inputs and output. */

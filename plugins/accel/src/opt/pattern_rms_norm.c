@@ -89,16 +89,12 @@ int accel_match_rms_norm(pat_ctx* c, int64_t at, pat_match* m) {
     if (ml->input_ids[1 - r_slot] != x || !pn_same_dims(&ml->outputs[0], &pl->inputs[0]) || !add_member(c, pmul)) {
         return 0;
     }
-    const int64_t pscale = consumer(c, ml->output_ids[0]);
-    if (pscale < 0 || !is_binary(layer_at(c, pscale), PN_BINARY_MUL)) {
+    uint32_t scale_slot;
+    const int64_t pscale = scaling_mul(c, ml->output_ids[0], &pl->inputs[0], &scale_slot);
+    if (pscale < 0) {
         return 0;
     }
     const pn_layer* sl = layer_at(c, pscale);
-    const uint32_t n_slot = sl->input_ids[0] == ml->output_ids[0] ? 0u : 1u;
-    if (sl->input_ids[1 - n_slot] == ml->output_ids[0] || !pn_same_dims(&sl->outputs[0], &pl->inputs[0]) ||
-        !add_member(c, pscale)) {
-        return 0;
-    }
     m->kind = PN_LAYER_NORMALIZATION;
     m->norm.struct_size = (uint32_t)sizeof(pn_normalization_desc);
     m->norm.op = PN_NORMALIZATION_RMS;
@@ -110,9 +106,9 @@ int accel_match_rms_norm(pat_ctx* c, int64_t at, pat_match* m) {
     m->input_ids[0] = x;
     m->inputs[0] = pl->inputs[0];
     m->constants[0] = pl->constant_data != NULL ? pl->constant_data[0] : NULL;
-    m->input_ids[1] = sl->input_ids[1 - n_slot];
-    m->inputs[1] = sl->inputs[1 - n_slot];
-    m->constants[1] = sl->constant_data != NULL ? sl->constant_data[1 - n_slot] : NULL;
+    m->input_ids[1] = sl->input_ids[scale_slot];
+    m->inputs[1] = sl->inputs[scale_slot];
+    m->constants[1] = sl->constant_data != NULL ? sl->constant_data[scale_slot] : NULL;
     m->output_id = sl->output_ids[0];
     m->output = sl->outputs[0];
     return 1;
