@@ -86,6 +86,22 @@ def test_probabilities_times_values(runtimes: Mapping[tuple[str, int], plugnn.Ru
     check_layer(runtimes, p, rand(b, h, s, d))
 
 
+# A decode step's products: one query row against a cache given at run time (the matrix-vector
+# path: every batch count against the thread counts, a single product small and large, rank 2).
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((4, 4, 1, 32), (4, 4, 32, 41)),    # [B, H, 1, D] @ [B, H, D, T]: 16 products
+    ((4, 4, 1, 41), (4, 4, 41, 32)),    # probabilities @ values
+    ((1, 2, 1, 64), (1, 2, 64, 1)),     # fewer products than threads, n = 1
+    ((3, 1, 17), (3, 17, 129)),         # 3 products: as many as threads, or fewer
+    ((1, 300), (300, 333)),             # one product, k * n past 64 Ki: split over the threads as a GEMM
+    ((1, 5), (5, 7)),
+    ((2, 1, 1, 0), (2, 1, 0, 9)),       # k = 0: zeros
+])
+def test_one_row_against_a_matrix_given_at_run_time(runtimes: Mapping[tuple[str, int], plugnn.Runtime],
+                                                    a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
+    check_layer(runtimes, rand(*a_shape), rand(*b_shape))
+
+
 @pytest.mark.parametrize("a_shape,b_shape", [
     ((128, 64), (2, 12, 64, 128)),        # [S, D] @ [B, H, D, S]
     ((1, 12, 40, 32), (2, 1, 32, 40)),    # [1, H, ...] @ [B, 1, ...]

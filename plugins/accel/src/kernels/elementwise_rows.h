@@ -222,6 +222,13 @@ static void KSUF(math_row)(accel_math_fn fn, const float* x, float* y, int64_t n
         }                                                                    \
     } while (0)
 
+/* y[i] += a * x[i]: a row of a matrix-vector product (MatMul with one row, ops/matmul.c). */
+static void KSUF(axpy_row)(float* y, float a, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] += a * x[i];
+    }
+}
+
 static void KSUF(binary_row)(pn_binary_op op, const float* a, int sa, const float* b, int sb,
                              float* y, int64_t n) {
     int64_t i;

@@ -63,6 +63,8 @@ typedef struct accel_kernels {
     float (*exp_sub_sum)(const float* x, float m, float* y, int64_t n);
     /* y[i] *= s. */
     void (*scale)(float* y, float s, int64_t n);
+    /* y[i] += a * x[i] (fused into one rounding where the kernel set has FMA). */
+    void (*axpy_row)(float* y, float a, const float* x, int64_t n);
     /* Column forms for softmax over a non-last axis: m[i] = max(m[i], x[i]) (NaN wins),
      * y[i] = exp(x[i] - m[i]), s[i] += y[i], y[i] *= r[i]. */
     void (*max_cols)(float* m, const float* x, int64_t n);

@@ -49,6 +49,7 @@ const accel_kernels KTABLE = {
     .max_row = KSUF(max_row),
     .exp_sub_sum = KSUF(exp_sub_sum),
     .scale = KSUF(scale),
+    .axpy_row = KSUF(axpy_row),
     .max_cols = KSUF(max_cols),
     .exp_sub_cols = KSUF(exp_sub_cols),
     .mul_cols = KSUF(mul_cols),

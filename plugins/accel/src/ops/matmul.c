@@ -12,6 +12,13 @@
  *   meeting per GEMM, each GEMM's packing done once); the last batches % threads GEMMs, fewer
  *   than the threads, each run split over all of them. A GEMM gives the same bits on one
  *   thread as on many (gemm/gemm.h), so the result does not depend on the thread count.
+ * - One row against a b given at run time ([1, k] @ [k, n]: a decode step's attention products,
+ *   [B, H, 1, D] @ [B, H, D, T]) is a matrix-vector product: y = sum over p of a[p] * b's row
+ *   p (the vector table's axpy rows), b read once in place; a GEMM would pack b first, which
+ *   for these small products costs more than the product. Used when one product is small (k * n
+ *   <= 64 Ki) or there are 16 or more (the threads then take whole products), so a few large
+ *   products still split over the threads as GEMMs; chosen by shape alone (same bits at every
+ *   thread count).
  * - a is read in place, not packed (the AVX2 and AVX-512 micro-kernels take A's rows through
  *   pointers, gemm_indirect with offsets 0..k-1), as onnxruntime's MLAS does: packing a
  *   [128, 64] Q per head cost as much as a third of its product with K^T.
@@ -19,6 +26,7 @@
 #include "ops/create.h"
 #include "gemm/gemm.h"
 #include "ops/shared_weights.h"
+#include "kernels/vector_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +44,7 @@ typedef struct matmul_state {
     int64_t* offs;            /* 0..k-1: a read in place (gemm_indirect), or NULL: a packed */
     size_t bpack_floats;      /* floats of one packed matrix */
     size_t ws_one, ws_many;   /* workspace floats of a single-thread GEMM, of a threaded one */
+    const accel_kernels* vk;  /* the vector table (axpy rows), when products are matrix-vector */
 } matmul_state;
 
 static void matmul_release(void* vs) {
@@ -84,6 +93,15 @@ static void run_batch(const matmul_run* r, int64_t t, const accel_env* env, floa
     int64_t aoff, boff;
     batch_offsets(s, t, &aoff, &boff);
     const float* a = r->a + aoff * s->m * s->k;
+    if (s->vk != NULL) { /* [1, k] @ [k, n], b at run time */
+        const float* b = r->b + boff * s->k * s->n;
+        float* y = r->y + t * s->n;
+        memset(y, 0, (size_t)s->n * sizeof(float));
+        for (int64_t p = 0; p < s->k; ++p) {
+            s->vk->axpy_row(y, a[p], b + p * s->n, s->n);
+        }
+        return;
+    }
     const gemm_indirect ind = {a, s->offs, s->m, 0, s->k}; /* row i at a + i * k */
     gemm_operand ga = {a, s->k, 1, NULL, NULL, NULL, NULL, s->offs != NULL ? &ind : NULL};
     gemm_operand gb = {r->b + boff * s->k * s->n, s->n, 1, NULL, NULL, NULL, NULL, NULL};
@@ -190,6 +208,10 @@ static pn_status matmul_build(const accel_env* env, const pn_layer* layer, accel
             return pn_fail(message_out, PN_ERR_OUT_OF_MEMORY, "CpuAcc: out of memory");
         }
         for (int64_t p = 0; p < s->k; ++p) s->offs[p] = p;
+    }
+    /* by shape alone, so every thread count gives the same bits */
+    if (s->m == 1 && s->bpack == NULL && s->k > 0 && (s->batches >= 16 || s->k * s->n <= 65536)) {
+        s->vk = accel_kernel_set_for(env->isa)->vector;
     }
     int prepacked = s->bpack != NULL, in_place = s->offs != NULL;
     s->ws_one = gemm_workspace_floats(s->arch, 1, s->m, s->n, s->k, in_place, prepacked, 0);
