@@ -134,7 +134,7 @@ def _apply(graph: Graph, group: list[Node], backend: Backend, result: Optimizati
             attempts=list(dict.fromkeys(a for n in replaced for a in n.attempts)),
             replaces=tuple(r for n in replaced for r in (n.name, *n.replaces)),
             fused=tuple(replaced),
-            note="; ".join(n.note for n in replaced if n.note))
+            note="; ".join(dict.fromkeys(n.note for n in replaced if n.note)))  # each note once
         replacement.attempts.append(Attempt(
             backend.backend_id, True,
             f"substituted {', '.join(repr(n.name) for n in replaced)} by {_describe(replacement)}",
