@@ -65,3 +65,19 @@ void pn_tree_apply_post_transform(pn_tree_post_transform post, double* s, int64_
     }
 }
 
+
+int64_t pn_tree_finish_row(pn_tree_aggregate agg, int64_t trees, const double* base, pn_tree_post_transform post,
+                           double* s, int64_t k) {
+    int64_t best = 0;
+    for (int64_t j = 0; j < k; ++j) {
+        if (agg == PN_TREE_AGGREGATE_AVERAGE) {
+            s[j] /= (double)trees;
+        }
+        s[j] += base[j];
+        if (s[j] > s[best]) {
+            best = j;
+        }
+    }
+    pn_tree_apply_post_transform(post, s, k);
+    return best;
+}

@@ -201,6 +201,13 @@ unsigned pn_shared_refs(const pn_shared* shared);
  * by Newton steps on erf) as the header states. */
 void pn_tree_apply_post_transform(pn_tree_post_transform post, double* s, int64_t k);
 
+/* TREE_ENSEMBLE's epilogue for one row, what every backend does after summing the leaves: the
+ * row's k sums s divided by `trees` for PN_TREE_AGGREGATE_AVERAGE, base[j] added, then the post
+ * transform applied in place; returns the target of the highest score before the transform
+ * (the first of equal ones: a classifier's label). */
+int64_t pn_tree_finish_row(pn_tree_aggregate agg, int64_t trees, const double* base, pn_tree_post_transform post,
+                           double* s, int64_t k);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

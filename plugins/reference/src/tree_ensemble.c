@@ -233,20 +233,10 @@ static pn_status tree_kernel(const cpuref_op* op, const void* const* in, void* c
         }
         for (int64_t r = 0; r < rows; ++r) {
             double* a = acc + r * k;
-            int64_t best = 0;
-            for (int64_t j = 0; j < k; ++j) {
-                if (agg == PN_TREE_AGGREGATE_AVERAGE) {
-                    a[j] /= (double)f->trees;
-                }
-                a[j] += f->base[j];
-                if (a[j] > a[best]) {
-                    best = j;
-                }
-            }
+            const int64_t best = pn_tree_finish_row(agg, f->trees, f->base, f->desc.post_transform, a, k);
             if (f->desc.op == PN_TREE_ENSEMBLE_CLASSIFIER) {
                 ((int64_t*)out[1])[row0 + r] = best;
             }
-            pn_tree_apply_post_transform(f->desc.post_transform, a, k);
             for (int64_t j = 0; j < k; ++j) {
                 if (is_f32) {
                     ((float*)out[0])[(row0 + r) * k + j] = (float)a[j];

@@ -431,20 +431,10 @@ static void run_block(const tree_run* run, int64_t row0, int64_t rows, double* a
     }
     for (int64_t r = 0; r < rows; ++r) {
         double* a = acc + r * k;
-        int64_t best = 0;
-        for (int64_t j = 0; j < k; ++j) {
-            if (agg == PN_TREE_AGGREGATE_AVERAGE) {
-                a[j] /= (double)p->trees;
-            }
-            a[j] += p->base[j];
-            if (a[j] > a[best]) {
-                best = j;
-            }
-        }
+        const int64_t best = pn_tree_finish_row(agg, p->trees, p->base, s->desc.post_transform, a, k);
         if (run->labels != NULL) {
             run->labels[row0 + r] = best;
         }
-        pn_tree_apply_post_transform(s->desc.post_transform, a, k);
         if (s->is_f32) {
             float* y = (float*)run->scores + (row0 + r) * k;
             for (int64_t j = 0; j < k; ++j) y[j] = (float)a[j];
